@@ -1,0 +1,121 @@
+"""Card registry: ``data/raw/cards.csv`` and measured ceilings in ``data/raw/ceilings.csv``."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+from .paths import RAW
+
+CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
+                "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w")
+CARD_REQUIRED = ("card", "name", "memory_gib", "memory_bw_gb_s", "default_power_w",
+                 "source_memory", "source_bandwidth", "source_tensor", "source_power")
+TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
+                 "fp8": "fp8_dense_tflops", "int8": "int8_dense_tops",
+                 "fp4": "fp4_dense_tflops"}
+
+
+@dataclass(frozen=True)
+class Card:
+    """One GPU. Memory in GiB (2**30 bytes), bandwidth in GB/s (1e9 bytes/s)."""
+
+    card: str
+    name: str
+    memory_gib: float
+    memory_bw_gb_s: float
+    tensor_tflops: dict[str, float]
+    default_power_w: float
+    sources: dict[str, str]
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        return self.memory_bw_gb_s * 1e9
+
+    def tflops(self, dtype: str = "bf16") -> float:
+        """Dense tensor rate for a dtype, TFLOP/s (TOP/s for int8)."""
+        try:
+            return self.tensor_tflops[dtype]
+        except KeyError:
+            raise ValueError(f"card {self.card} has no dense {dtype} rate in the registry; "
+                             f"known: {sorted(self.tensor_tflops)}") from None
+
+
+def load_cards(path: str | Path | None = None) -> dict[str, Card]:
+    """Read and validate the card registry; errors name the file, line and column."""
+    p = Path(path) if path else RAW / "cards.csv"
+    cards: dict[str, Card] = {}
+    with p.open(newline="") as f:
+        reader = csv.DictReader(f)
+        missing = set(CARD_REQUIRED) - set(reader.fieldnames or [])
+        if missing:
+            raise InputError(str(p), f"missing columns {sorted(missing)}", line=1)
+        for row in reader:
+            line = reader.line_num
+            for key in CARD_REQUIRED:
+                if not (row.get(key) or "").strip():
+                    raise InputError(str(p), "empty", line=line, key=key)
+            nums: dict[str, float] = {}
+            for key in CARD_NUMERIC:
+                val = (row.get(key) or "").strip()
+                if not val:
+                    continue
+                try:
+                    nums[key] = float(val)
+                except ValueError:
+                    raise InputError(str(p), f"not a number: {val!r}", line=line,
+                                     key=key) from None
+                if nums[key] <= 0:
+                    raise InputError(str(p), f"must be > 0, got {val}", line=line, key=key)
+            if row["card"] in cards:
+                raise InputError(str(p), f"duplicate card {row['card']!r}", line=line,
+                                 key="card")
+            cards[row["card"]] = Card(
+                card=row["card"], name=row["name"], memory_gib=nums["memory_gib"],
+                memory_bw_gb_s=nums["memory_bw_gb_s"],
+                tensor_tflops={d: nums[c] for d, c in TENSOR_COLUMN.items() if c in nums},
+                default_power_w=nums["default_power_w"],
+                sources={k: row[k] for k in row if k.startswith("source_")})
+    return cards
+
+
+def get_card(name: str, path: str | Path | None = None) -> Card:
+    """One card by registry name; unknown names are refused with the known ones."""
+    cards = load_cards(path)
+    try:
+        return cards[name]
+    except KeyError:
+        raise InputError(str(path or RAW / "cards.csv"),
+                         f"unknown card {name!r}; known: {', '.join(sorted(cards))}",
+                         key="card") from None
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A measured compute ceiling that overrides the datasheet for a card and power limit."""
+
+    id: str
+    card: str
+    power_limit_w: float | None
+    dtype: str
+    tflops: float
+    source: str
+
+
+def load_ceilings(path: str | Path | None = None) -> dict[str, Ceiling]:
+    """Read ``ceilings.csv`` (measured compute ceilings)."""
+    p = Path(path) if path else RAW / "ceilings.csv"
+    out: dict[str, Ceiling] = {}
+    with p.open(newline="") as f:
+        reader = csv.DictReader(f)
+        for row in reader:
+            try:
+                out[row["id"]] = Ceiling(
+                    id=row["id"], card=row["card"],
+                    power_limit_w=float(row["power_limit_w"]) if row["power_limit_w"] else None,
+                    dtype=row["dtype"], tflops=float(row["tflops"]), source=row["source"])
+            except (KeyError, ValueError) as e:
+                raise InputError(str(p), f"bad row: {e}", line=reader.line_num) from None
+    return out

@@ -1,0 +1,195 @@
+"""Command-line interface: ``claimcheck geometry|roofline|claims|measure ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from . import roofline as rl
+from .cards import get_card
+from .claims import load_claims
+from .errors import InputError
+from .geometry import geometry_from_file
+from .units import GIB, MIB
+
+
+def _print(obj: Any, as_json: bool, table: str) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False) if as_json else table)
+
+
+def cmd_geometry(a: argparse.Namespace) -> int:
+    g = geometry_from_file(a.config)
+    s = g.summary(kv_dtype=a.kv_dtype, state_dtype=a.state_dtype)
+    table = "\n".join([
+        f"model_type                {s['model_type']}",
+        f"total_params              {s['total_params']:,} parameters",
+        f"weights_per_token         {s['weights_per_token']:,} weights read per token",
+        f"flops_per_token           {s['flops_per_token'] / 1e9:.2f} GFLOP per token",
+        f"kv_values_per_token       {s['kv_values_per_token']:,} values per token of context",
+        f"kv_bytes_per_token        {s['kv_bytes_per_token']:,.0f} B "
+        f"({s['kv_bytes_per_token'] / 1024:g} KiB) per token at {a.kv_dtype}",
+        f"state_values_per_stream   {s['state_values_per_stream']:,} values per stream",
+        f"state_bytes_per_stream    {s['state_bytes_per_stream']:,} B "
+        f"({s['state_bytes_per_stream'] / MIB:g} MiB) per stream at {s['state_dtype']}",
+    ])
+    _print(s, a.json, table)
+    return 0
+
+
+def _streams(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--streams wants integers like 1,8,64, got {text!r}"
+                                         ) from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError("--streams values must be >= 1")
+    return out
+
+
+def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
+    """Turn roofline arguments into model inputs plus a description of each input."""
+    from .weights import weight_bytes
+
+    g = geometry_from_file(a.config)
+    card = get_card(a.card)
+    w, w_label = weight_bytes(g, gb=a.weights_gb, gib=a.weights_gib, fmt=a.weights_format)
+    tflops = a.tflops if a.tflops is not None else card.tflops(a.compute_dtype)
+    state_dtype = a.state_dtype or "fp32"
+    m = rl.Roofline(weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
+                    flops_per_row=g.flops_per_token, peak_flops_s=tflops * 1e12, eta=a.eta,
+                    state_bytes=g.state_bytes_per_stream(state_dtype) if g.state_values_per_stream
+                    else 0, kv_bytes_per_token=g.kv_bytes_per_token(a.kv_dtype),
+                    context_tokens=a.context, rows=a.rows, tau=a.tau)
+    inputs = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s, "eta": a.eta,
+              "weights": w_label, "weight_bytes": w, "tflops": tflops,
+              "tflops_source": "--tflops" if a.tflops is not None
+              else f"datasheet dense {a.compute_dtype}",
+              "state_dtype": state_dtype, "state_bytes_per_stream": m.state_bytes,
+              "kv_dtype": a.kv_dtype, "kv_bytes_per_token": m.kv_bytes_per_token,
+              "context_tokens_per_stream": a.context, "rows_verified_per_step": a.rows,
+              "tokens_kept_per_step": a.tau, "flops_per_row": g.flops_per_token}
+    return m, inputs
+
+
+def cmd_roofline(a: argparse.Namespace) -> int:
+    m, inputs = build_roofline(a)
+    pts = rl.curve(m, a.streams)
+    out: dict[str, Any] = {
+        "inputs": inputs,
+        "points": [p.as_dict() for p in pts],
+        "ceiling_b1_tok_s": rl.ceiling_b1_tok_s(m),
+        "bend_streams": rl.bend_streams(m),
+        "compute_plateau_tok_s": rl.compute_plateau_tok_s(m),
+    }
+    if a.free_gib is not None:
+        out["memory_wall_streams"] = rl.memory_wall_streams(
+            a.free_gib * GIB, m.state_bytes, m.kv_bytes_per_token, m.context_tokens)
+    lines = [f"{inputs['card']}: W = {inputs['weights']}, BW = {inputs['bandwidth_gb_s']:g} GB/s"
+             f" x eta {a.eta:g}, P = {inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
+             f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
+             f"{m.kv_bytes_per_token / 1024:g} KiB/token ({a.kv_dtype}) x {a.context:g} tokens "
+             f"of context; {a.rows:g} row(s) verified, {a.tau:g} token(s) kept per step",
+             "decode only (no prefill, no ramp); streams are independent, all decoding",
+             f"{'streams':>8} {'step ms':>9} {'mem ms':>9} {'comp ms':>9} {'bound':>8} "
+             f"{'aggregate tok/s':>16} {'per stream tok/s':>17}"]
+    for p in pts:
+        lines.append(f"{p.streams:>8} {p.step_ms:>9.2f} {p.memory_ms:>9.2f} "
+                     f"{p.compute_ms:>9.2f} {p.bound:>8} {p.aggregate_tok_s:>16.1f} "
+                     f"{p.per_stream_tok_s:>17.1f}")
+    lines.append(f"B=1 bandwidth ceiling (weights only): {out['ceiling_b1_tok_s']:.1f} tok/s; "
+                 f"bend at {out['bend_streams']:.1f} streams; compute plateau "
+                 f"{out['compute_plateau_tok_s']:.0f} tok/s aggregate")
+    if "memory_wall_streams" in out:
+        lines.append(f"memory wall: {out['memory_wall_streams']} streams in {a.free_gib:g} GiB")
+    if a.target is not None:
+        b = a.streams[-1]
+        out["tau_needed"] = {"streams": b, "aggregate_tok_s": a.target,
+                             "tau": rl.tau_needed(m, b, a.target)}
+        lines.append(f"{a.target:g} tok/s at {b} streams needs tau = "
+                     f"{out['tau_needed']['tau']:.2f} tokens kept per stream per step")
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+def cmd_claims(a: argparse.Namespace) -> int:
+    from .cards import load_cards
+
+    claims = load_claims(a.file, cards=set(load_cards()))
+    if a.check:
+        print(f"{a.file or 'data/raw/claims.csv'}: {len(claims)} claims OK")
+        return 0
+    rows = [c.tidy() for c in claims]
+    lines = [f"{'id':<34} {'card':<8} {'streams':>7} {'relation':<20} {'metric':<32} "
+             f"{'value tok/s':>11} {'per stream':>10}"]
+    for r in rows:
+        lines.append(f"{r['id']:<34} {r['card']:<8} {r['streams']:>7} "
+                     f"{r['stream_relation']:<20} {r['metric_label']:<32} {r['value']:>11g} "
+                     f"{r['per_stream_tok_s']:>10.1f}")
+    _print(rows, a.json, "\n".join(lines))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="claimcheck", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    g = sub.add_parser("geometry", help="parameter, KV and state counts from a config.json")
+    g.add_argument("config")
+    g.add_argument("--kv-dtype", default="bf16")
+    g.add_argument("--state-dtype", default=None, help="default: the config's mamba_ssm_dtype")
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=cmd_geometry)
+
+    r = sub.add_parser("roofline", help="the article's batching roofline")
+    r.add_argument("--config", required=True)
+    r.add_argument("--card", required=True)
+    w = r.add_mutually_exclusive_group(required=True)
+    w.add_argument("--weights-gb", type=float, help="measured weight bytes in GB (1e9)")
+    w.add_argument("--weights-gib", type=float, help="measured weight bytes in GiB (2^30)")
+    w.add_argument("--weights-format", help="bf16, fp8, int8, w4a16, nvfp4")
+    r.add_argument("--eta", type=float, default=1.0, help="fraction of bandwidth achieved")
+    r.add_argument("--tflops", type=float, help="compute ceiling override, TFLOP/s")
+    r.add_argument("--compute-dtype", default="bf16", help="datasheet column if no --tflops")
+    r.add_argument("--state-dtype", default=None, help="fp32 (default), fp16, bf16")
+    r.add_argument("--kv-dtype", default="bf16")
+    r.add_argument("--context", type=float, default=0.0, help="tokens of context per stream")
+    r.add_argument("--tau", type=float, default=1.0, help="tokens kept per stream per step")
+    r.add_argument("--rows", type=float, default=1.0, help="positions verified per stream")
+    r.add_argument("--free-gib", type=float, help="memory free for streams, GiB")
+    r.add_argument("--target", type=float, help="claimed aggregate tok/s: print tau needed")
+    r.add_argument("--streams", type=_streams, default=[1, 8, 64])
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_roofline)
+
+    c = sub.add_parser("claims", help="list or validate the claims registry")
+    c.add_argument("--file", default=None)
+    c.add_argument("--check", action="store_true")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_claims)
+
+    try:
+        from .runner import add_measure_parser
+    except ImportError:  # pragma: no cover - measuring side not installed
+        pass
+    else:
+        add_measure_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except InputError as e:
+        print(f"claimcheck: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"claimcheck: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Bytes per stored value: weight formats, KV-cache formats, recurrent-state dtypes.
+
+Pure data and pure functions. Sizes are in bytes; scale layouts are parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATE_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2,
+                                     "bf16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class KvFormat:
+    """How one token's K and V of one KV head are stored.
+
+    ``*_scale_group`` is the number of values that share one scale (``None``: no scale;
+    ``0``: one scale per head, i.e. ``head_dim`` values). ``scale_bytes`` is the size
+    of one scale in bytes.
+    """
+
+    k_bits: int
+    v_bits: int
+    k_scale_group: int | None = None
+    v_scale_group: int | None = None
+    scale_bytes: int = 2
+
+    def bytes_per_head(self, head_dim: int) -> float:
+        """Bytes for K plus V of one KV head for one token."""
+        return (_part_bytes(head_dim, self.k_bits, self.k_scale_group, self.scale_bytes)
+                + _part_bytes(head_dim, self.v_bits, self.v_scale_group, self.scale_bytes))
+
+
+def _part_bytes(head_dim: int, bits: int, group: int | None, scale_bytes: int) -> float:
+    data = head_dim * bits / 8
+    if group is None:
+        return data
+    per_scale = head_dim if group == 0 else group
+    if head_dim % per_scale:
+        raise ValueError(f"head_dim {head_dim} is not a multiple of scale group {per_scale}")
+    return data + (head_dim // per_scale) * scale_bytes
+
+
+KV_FORMATS: dict[str, KvFormat] = {
+    "bf16": KvFormat(16, 16),
+    "fp16": KvFormat(16, 16),
+    "auto": KvFormat(16, 16),
+    "fp8": KvFormat(8, 8),
+    "int8": KvFormat(8, 8),
+    "int4": KvFormat(4, 4),
+    # Cinference's K8V4: K int8 with one fp16 scale per head and token,
+    # V int4 with one fp16 scale per 32 values.
+    "k8v4": KvFormat(8, 4, k_scale_group=0, v_scale_group=32, scale_bytes=2),
+}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """Storage of one linear-layer weight: ``bits`` per value plus group scales.
+
+    ``group_size`` values share a scale of ``scale_bytes`` (and a zero point of
+    ``zero_bytes``); ``group_size=None`` means per-channel or per-tensor scales,
+    which are negligible and not counted.
+    """
+
+    bits: float
+    group_size: int | None = None
+    scale_bytes: float = 0.0
+    zero_bytes: float = 0.0
+
+    @property
+    def bytes_per_weight(self) -> float:
+        """Average bytes stored per weight, scales included."""
+        extra = 0.0
+        if self.group_size:
+            extra = (self.scale_bytes + self.zero_bytes) / self.group_size
+        return self.bits / 8 + extra
+
+
+WEIGHT_FORMATS: dict[str, WeightFormat] = {
+    "bf16": WeightFormat(16),
+    "fp16": WeightFormat(16),
+    "fp8": WeightFormat(8),
+    "int8": WeightFormat(8),
+    # GPTQ/AutoRound-style symmetric 4-bit, fp16 scale per 128 weights.
+    "w4a16": WeightFormat(4, group_size=128, scale_bytes=2),
+    # NVFP4: e2m1 values with one fp8 (e4m3) scale per 16 (global fp32 scale ignored).
+    "nvfp4": WeightFormat(4, group_size=16, scale_bytes=1),
+}
+
+
+def kv_format(name: str) -> KvFormat:
+    """Look up a KV format by name; a clear error names the known ones."""
+    try:
+        return KV_FORMATS[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown KV dtype {name!r}; known: {sorted(KV_FORMATS)}") from None
+
+
+def state_dtype_bytes(name: str) -> int:
+    """Bytes per recurrent-state value for a dtype name."""
+    try:
+        return STATE_DTYPE_BYTES[name.lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown state dtype {name!r}; known: {sorted(STATE_DTYPE_BYTES)}") from None
+
+
+def weight_format(name: str) -> WeightFormat:
+    """Look up a weight format by name."""
+    try:
+        return WEIGHT_FORMATS[name.lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown weight format {name!r}; known: {sorted(WEIGHT_FORMATS)}") from None
