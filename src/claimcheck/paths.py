@@ -19,7 +19,7 @@ def _root() -> Path:
 
 ROOT = _root()
 RAW = ROOT / "data" / "raw"
-DERIVED = ROOT / "data" / "derived"
+DERIVED = Path(os.environ.get("CLAIMCHECK_DERIVED") or ROOT / "data" / "derived")
 FIGURES = ROOT / "figures"
 RUNS = RAW / "runs"
 CONFIG = ROOT / "config"

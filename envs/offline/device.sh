@@ -1,0 +1,37 @@
+#!/bin/bash
+# The exact commands this project ran on the offline H200 (see envs/offline/README.md).
+# Runs in the repository root of the copied working tree on the GPU host.
+#   device.sh receive PART      copy one bundle part (carried in .offline/bundle/) to /tmp/parts
+#   device.sh install           check, reassemble and install the bundle into /tmp/site
+#   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
+#   device.sh measure ENGINE PROTOCOL...   wait for /health, run protocols, tar runs to $OUT
+#   device.sh stop              stop the detached server
+set -euo pipefail
+export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export CLAIMCHECK_DERIVED=/tmp/cc-derived
+STATE=/tmp/cc-server RUNS=/tmp/cc-runs
+cc() { python3 -m claimcheck.cli "$@"; }
+case "${1:?}" in
+  receive)
+    mkdir -p /tmp/parts && cp ".offline/bundle/$2" /tmp/parts/
+    [ -f .offline/bundle/SUMS ] && cp .offline/bundle/SUMS /tmp/parts/
+    ls -la /tmp/parts ;;
+  install)
+    bash envs/offline/install-bundle.sh /tmp/parts /tmp/parts/SUMS /tmp/site ;;
+  serve)
+    cc serve --engine "$2" --state "$STATE" --no-wait ;;
+  measure)
+    engine=$2; shift 2
+    cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}"
+    args=(); for p in "$@"; do args+=(--protocol "$p"); done
+    rc=0; cc measure --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" \
+      --runs-dir "$RUNS" || rc=$?
+    if [ -n "${OUT:-}" ]; then
+      tar czf "$OUT/runs-$(date -u +%H%M%S).tar.gz" -C "$RUNS" .
+      cp "$(ls -t $STATE/server-*.log | head -1)" "$OUT/" 2>/dev/null || true
+    fi
+    exit $rc ;;
+  stop)
+    cc stop --state "$STATE" ;;
+esac

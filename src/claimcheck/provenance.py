@@ -1,0 +1,117 @@
+"""Provenance of a run: host, GPU, software versions and commits, model, commands, env."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .paths import ROOT
+
+ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "PYTORCH_", "FLASHINFER_",
+                "TRITON_", "OMP_", "CLAIMCHECK_")
+ENV_EXACT = ("PYTHONPATH", "LD_LIBRARY_PATH", "TRANSFORMERS_OFFLINE")
+
+SOFTWARE_PROBE = r"""
+import json, importlib
+out = {}
+def v(mod, attr="__version__"):
+    try:
+        m = importlib.import_module(mod)
+        return getattr(m, attr, None)
+    except Exception as e:
+        return None
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["torch_cuda_runtime"] = torch.version.cuda
+    out["torch_git"] = getattr(torch.version, "git_version", None)
+except Exception as e:
+    out["torch"] = None; out["torch_error"] = repr(e)[:200]
+out["vllm"] = v("vllm")
+out["vllm_commit"] = v("vllm._version", "__commit_id__")
+out["flashinfer"] = v("flashinfer")
+out["transformers"] = v("transformers")
+out["triton"] = v("triton")
+out["tokenizers"] = v("tokenizers")
+out["nvidia_ml_py"] = v("pynvml", "__version__")
+print(json.dumps(out))
+"""
+
+
+def software(python: str = sys.executable, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Versions as the engine's interpreter sees them (runs a small probe in it)."""
+    try:
+        r = subprocess.run([python, "-c", SOFTWARE_PROBE], capture_output=True, text=True,
+                           timeout=180, env=env)
+        data = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {
+            "error": r.stderr[-500:]}
+    except Exception as e:  # probe failed: record why
+        data = {"error": repr(e)}
+    data["python"] = sys.version.split()[0]
+    data["python_executable"] = python
+    return data
+
+
+def host() -> dict[str, Any]:
+    """CPU model, cores, RAM (GiB), OS, kernel, hostname."""
+    cpu = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram_gib = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gib = round(int(line.split()[1]) * 1024 / 2**30, 1)
+    except OSError:
+        pass
+    os_name = None
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram_gib, "os": os_name,
+            "kernel": platform.release(), "hostname": platform.node(),
+            "python": platform.python_version()}
+
+
+def project_git(root: Path = ROOT) -> dict[str, Any]:
+    """This project's commit and whether the tree was dirty.
+
+    Falls back to CLAIMCHECK_GIT_COMMIT / CLAIMCHECK_GIT_DIRTY when the checkout has no
+    .git (e.g. a copied working tree on a GPU host).
+    """
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root,
+                                    capture_output=True, text=True).stdout.strip())
+        return {"commit": commit, "dirty": dirty, "source": "git"}
+    except (OSError, subprocess.CalledProcessError):
+        env_commit = os.environ.get("CLAIMCHECK_GIT_COMMIT")
+        return {"commit": env_commit,
+                "dirty": os.environ.get("CLAIMCHECK_GIT_DIRTY", "unknown"),
+                "source": "environment" if env_commit else "unavailable"}
+
+
+def relevant_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment variables that can change what vLLM does."""
+    env = dict(os.environ if env is None else env)
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith(ENV_PREFIXES) or k in ENV_EXACT}
+
+
+def sha256_file(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

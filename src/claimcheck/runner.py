@@ -1,0 +1,353 @@
+"""Replay a protocol against a vLLM server and record everything that decides the number.
+
+One run directory per (card, date, engine, protocol) run, never overwritten:
+
+    data/raw/runs/<card>-<YYYYMMDD>-<engine>-<protocol>[-N]/
+        provenance.json        host, GPU, software, model, weights, commands, env, times
+        server-start.log       the server's log up to /health (weights GiB, KV pool ...)
+        server.log             the server's log during this run
+        telemetry.csv          NVML at 1 Hz (absent when there is no NVML; said in provenance)
+        steps/NN-cS-rR/        one `vllm bench serve` call: bench.json, client.log, step.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import provenance as prov
+from . import server as srv
+from . import telemetry
+from .bench import client_argv, load_bench
+from .cards import get_card
+from .engines import Engine, get_engine, server_argv, vllm_command
+from .errors import InputError
+from .geometry import load_config
+from .paths import DERIVED, ROOT, RUNS
+from .protocols import Protocol, get_protocol
+from .tokenizer import build_synthetic_tokenizer
+
+
+def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
+                today: dt.date | None = None) -> Path:
+    """Create a fresh run directory; an existing one is never reused."""
+    day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
+    base = f"{card}-{day}-{engine}-{protocol}"
+    runs.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        d = runs / (base if n == 1 else f"{base}-{n}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"too many runs named {base} in {runs}")
+
+
+def tokenizer_for(engine: Engine, root: Path = ROOT) -> str | None:
+    """The --tokenizer to pass: a synthetic one for dummy weights, else the checkpoint's."""
+    if engine.tokenizer != "synthetic":
+        return None
+    cfg = load_config(engine.config_json(root))  # type: ignore[arg-type]
+    vocab = int((cfg.get("text_config") or cfg)["vocab_size"])
+    return str(build_synthetic_tokenizer(vocab, DERIVED / "tokenizers" / f"synthetic-{vocab}"))
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    tmp.replace(path)
+
+
+def _seed(protocol: Protocol) -> int:
+    return secrets.randbelow(2**31 - 1) if protocol.seed == "fresh" else int(protocol.seed)
+
+
+def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.Server,
+                 runs: Path = RUNS, vllm: list[str] | None = None,
+                 tokenizer: str | None = None, gpus: list[int] | None = None,
+                 profile: str | None = None, root: Path = ROOT,
+                 step_timeout_s: float | None = None) -> tuple[Path, str]:
+    """Run every step x repeat of ``protocol`` against a healthy ``server``.
+
+    Returns (run directory, status). Status is ``complete`` or ``failed``; a failure keeps
+    every result that came back, the logs and the telemetry, and is said in provenance.
+    """
+    vllm = vllm or vllm_command()
+    run_dir = new_run_dir(runs, card, engine.name, protocol.name)
+    (run_dir / "steps").mkdir()
+    started = time.time()
+    log_start = server.log_size()
+    if server.healthy_log_offset:
+        (run_dir / "server-start.log").write_text(
+            server.read_log(0, server.healthy_log_offset))
+    cfg_path = engine.config_json(root)
+    facts = telemetry.gpu_facts(gpus)
+    base: dict[str, Any] = {
+        "schema": "claimcheck.run/1", "status": "running", "run_dir": run_dir.name,
+        "card": card, "engine": engine.name, "protocol": protocol.name, "profile": profile,
+        "weights": "dummy" if engine.dummy else engine.weights.removeprefix("hub:"),
+        "weights_label": "dummy weights" if engine.dummy else "real weights",
+        "engine_config": {k: v for k, v in engine.__dict__.items()},
+        "protocol_config": {**protocol.__dict__,
+                            "steps": [s.__dict__ for s in protocol.steps]},
+        "model_config": str(cfg_path.relative_to(root)) if cfg_path else engine.model,
+        "model_config_sha256": prov.sha256_file(cfg_path) if cfg_path else None,
+        "tokenizer": tokenizer or "checkpoint",
+        "server": server.to_record(),
+        "gpu": facts, "host": prov.host(), "project": prov.project_git(root),
+        "environment": prov.relevant_env(),
+        "started_utc": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(),
+    }
+    _write_json(run_dir / "provenance.json", base)
+    base["software"] = prov.software()
+    steps: list[dict[str, Any]] = []
+    status, reason = "complete", None
+    sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)
+    if not sampler.available:
+        print(f"claimcheck: no GPU telemetry: {sampler.reason}", file=sys.stderr)
+    with sampler:
+        try:
+            for i, step in enumerate(protocol.steps):
+                for rep in range(1, protocol.repeats + 1):
+                    rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
+                                    tokenizer or engine.model, step_timeout_s)
+                    steps.append(rec)
+                    _write_json(run_dir / "steps.json", steps)
+                    if rec["status"] != "complete":
+                        status, reason = "failed", rec["reason"]
+                        raise StopIteration
+        except StopIteration:
+            pass
+        except KeyboardInterrupt:
+            status, reason = "failed", "interrupted by the user"
+    ended = time.time()
+    server_log = server.read_log(log_start)
+    (run_dir / "server.log").write_text(server_log)
+    base.update({
+        "status": status, "failure": reason, "steps": steps,
+        "ended_utc": dt.datetime.fromtimestamp(ended, dt.UTC).isoformat(),
+        "duration_s": round(ended - started, 3),
+        "telemetry": {"available": sampler.available, "reason": sampler.reason,
+                      "interval_s": sampler.interval_s,
+                      "summary": telemetry.summarize(
+                          telemetry.read_telemetry(run_dir / "telemetry.csv"))},
+        "server_alive_at_end": server.alive() and server.healthy(),
+    })
+    _write_json(run_dir / "provenance.json", base)
+    return run_dir, status
+
+
+def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
+              server: srv.Server, vllm: list[str], engine: Engine, tokenizer: str,
+              timeout_s: float | None) -> dict[str, Any]:
+    sdir = run_dir / "steps" / f"{i:02d}-c{step.streams}-r{rep}"
+    sdir.mkdir(parents=True)
+    seed = _seed(protocol)
+    argv = client_argv(protocol, step, vllm=vllm, base_url=server.base_url,
+                       model=engine.served_model_name, tokenizer=tokenizer, seed=seed,
+                       result_dir=str(sdir))
+    rec: dict[str, Any] = {"step": i, "repeat": rep, "streams": step.streams,
+                           "requests": step.requests, "seed": seed, "dir": sdir.name,
+                           "client_argv": argv, "client_command": " ".join(argv),
+                           "server_log_offset_start": server.log_size()}
+    if not server.alive() or not server.healthy():
+        rec.update(status="failed", reason="server not healthy before the step",
+                   start_unix_s=time.time(), end_unix_s=time.time())
+        _write_json(sdir / "step.json", rec)
+        return rec
+    rec["start_unix_s"] = time.time()
+    print(f"claimcheck: {protocol.name} step {i} ({step.streams} streams, {step.requests} "
+          f"requests) repeat {rep}", file=sys.stderr, flush=True)
+    with open(sdir / "client.log", "wb") as log:
+        try:
+            r = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, timeout=timeout_s)
+            rc: int | None = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    rec["end_unix_s"] = time.time()
+    rec["client_returncode"] = rc
+    rec["server_log_offset_end"] = server.log_size()
+    result_path = sdir / "bench.json"
+    problems = []
+    if rc is None:
+        problems.append(f"client timed out after {timeout_s} s")
+    elif rc != 0:
+        problems.append(f"vllm bench serve exited with code {rc}")
+    if result_path.exists():
+        res = load_bench(result_path)
+        failed = res.get("failed") or 0
+        rec["completed"] = res.get("completed")
+        rec["failed_requests"] = failed
+        if failed:
+            errs = [e for e in res.get("errors", []) if e]
+            problems.append(f"{failed} of {step.requests} requests failed"
+                            + (f" (first error: {errs[0][:200]})" if errs else ""))
+    else:
+        problems.append("no bench.json was written")
+    alive = server.alive() and server.healthy()
+    rec["server_healthy_after"] = alive
+    if not alive:
+        cause = server.cause()
+        problems.append("server not healthy after the step" + (f": {cause}" if cause else ""))
+    rec["status"] = "failed" if problems else "complete"
+    rec["reason"] = "; ".join(problems) or None
+    _write_json(sdir / "step.json", rec)
+    return rec
+
+
+def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127.0.0.1",
+                 vllm: list[str] | None = None, health_timeout_s: float = 900,
+                 wait: bool = True, root: Path = ROOT) -> srv.Server:
+    """Start ``vllm serve`` for an engine config, detached, and (optionally) wait for it."""
+    url = f"http://{host}:{port}"
+    if srv.Server(base_url=url, log_path="").healthy():
+        raise srv.ServerError(f"something already answers at {url}/health; stop it or "
+                              "attach to it with --attach/--base-url")
+    tok = tokenizer_for(engine, root)
+    argv = server_argv(engine, vllm=vllm or vllm_command(), host=host, port=port,
+                       tokenizer_dir=tok, root=root)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log = state_dir / f"server-{int(time.time())}.log"
+    s = srv.start(argv, log, env=engine.env, base_url=url,
+                  engine=engine.name)
+    s.save(state_dir)
+    print(f"claimcheck: started vllm serve (pid {s.pid}), log {log}", file=sys.stderr)
+    if wait:
+        srv.wait_healthy(s, health_timeout_s)
+        s.save(state_dir)
+        print(f"claimcheck: healthy after {s.healthy_unix_s - s.started_unix_s:.0f} s",
+              file=sys.stderr)
+    return s
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def add_measure_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("serve", help="start vllm serve for an engine config (detached)")
+    s.add_argument("--engine", required=True)
+    s.add_argument("--engines-file", default=None)
+    s.add_argument("--state", default=".claimcheck/server", help="server state directory")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--health-timeout", type=float, default=900, help="seconds")
+    s.add_argument("--no-wait", action="store_true", help="return once started")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("wait", help="wait for a detached server to answer /health")
+    s.add_argument("--state", default=".claimcheck/server")
+    s.add_argument("--health-timeout", type=float, default=900, help="seconds")
+    s.set_defaults(func=cmd_wait)
+
+    s = sub.add_parser("stop", help="stop a detached server")
+    s.add_argument("--state", default=".claimcheck/server")
+    s.set_defaults(func=cmd_stop)
+
+    m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
+    m.add_argument("--card", required=True, help="card registry name (rtx3090, h200, ...)")
+    m.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
+    m.add_argument("--protocol", action="append", required=True,
+                   help="protocol name (config/protocols.yaml); repeat for several")
+    m.add_argument("--profile", default=None, help="scale protocols (e.g. ci)")
+    g = m.add_mutually_exclusive_group()
+    g.add_argument("--attach", default=None, help="state dir of a server started by serve")
+    g.add_argument("--base-url", default=None, help="an already running server")
+    m.add_argument("--server-log", default=None, help="its log file, with --base-url")
+    m.add_argument("--port", type=int, default=8000)
+    m.add_argument("--state", default=".claimcheck/server")
+    m.add_argument("--runs-dir", default=str(RUNS))
+    m.add_argument("--health-timeout", type=float, default=900, help="seconds")
+    m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
+    m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
+    m.add_argument("--protocols-file", default=None)
+    m.add_argument("--engines-file", default=None)
+    m.add_argument("--keep-server", action="store_true", help="leave a started server up")
+    m.set_defaults(func=cmd_measure)
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    engine = get_engine(a.engine, a.engines_file)
+    try:
+        start_engine(engine, state_dir=Path(a.state), port=a.port,
+                     health_timeout_s=a.health_timeout, wait=not a.no_wait)
+    except srv.ServerError as e:
+        print(f"claimcheck: error: {e}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_wait(a: argparse.Namespace) -> int:
+    s = srv.Server.load(Path(a.state))
+    try:
+        srv.wait_healthy(s, a.health_timeout)
+    except srv.ServerError as e:
+        print(f"claimcheck: error: {e}", file=sys.stderr)
+        return 3
+    s.save(Path(a.state))
+    print(f"claimcheck: {s.base_url} healthy", file=sys.stderr)
+    return 0
+
+
+def cmd_stop(a: argparse.Namespace) -> int:
+    s = srv.Server.load(Path(a.state))
+    srv.stop(s)
+    return 0
+
+
+def cmd_measure(a: argparse.Namespace) -> int:
+    # Refuse bad input before anything starts.
+    get_card(a.card)
+    engine = get_engine(a.engine, a.engines_file)
+    protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
+    gpus = [int(x) for x in a.gpus.split(",")] if a.gpus else None
+    ok, why = telemetry.nvml_status()
+    if not ok:
+        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
+              file=sys.stderr)
+    tok = tokenizer_for(engine)
+    own = a.attach is None and a.base_url is None
+    server: srv.Server | None = None
+    if a.attach:
+        server = srv.Server.load(Path(a.attach))
+        if not server.healthy():
+            raise InputError(a.attach, f"server at {server.base_url} is not healthy",
+                             key="server.json")
+    elif a.base_url:
+        server = srv.Server(base_url=a.base_url.rstrip("/"), log_path=a.server_log or "",
+                            engine=engine.name)
+        if not server.healthy():
+            raise InputError("--base-url", f"{a.base_url}/health does not answer")
+    exit_code = 0
+    try:
+        for proto in protos:
+            if own and (server is None or not server.alive()):
+                try:
+                    server = start_engine(engine, state_dir=Path(a.state), port=a.port,
+                                          health_timeout_s=a.health_timeout)
+                except srv.ServerError as e:
+                    print(f"claimcheck: error: {e}", file=sys.stderr)
+                    return 3
+            assert server is not None
+            run_dir, status = run_protocol(protocol=proto, engine=engine, card=a.card,
+                                           server=server, runs=Path(a.runs_dir),
+                                           tokenizer=tok, gpus=gpus, profile=a.profile,
+                                           step_timeout_s=a.step_timeout)
+            print(f"claimcheck: {proto.name}: {status}: {run_dir}", file=sys.stderr)
+            if status != "complete":
+                exit_code = 4
+                if own and server.alive() and not server.healthy():
+                    srv.stop(server)
+    finally:
+        if own and server is not None and not a.keep_server:
+            srv.stop(server)
+    return exit_code
+
+

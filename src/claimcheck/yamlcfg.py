@@ -1,0 +1,67 @@
+"""YAML files validated by a JSON schema; errors name the file, line and key path."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import InputError
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """A JSON schema shipped in ``claimcheck/schemas/NAME.schema.json``."""
+    return json.loads(resources.files("claimcheck.schemas").joinpath(
+        f"{name}.schema.json").read_text())
+
+
+def _line_of(node: yaml.Node, path: list[Any]) -> int | None:
+    """1-based line of the node at ``path`` (or the deepest parent found)."""
+    line = node.start_mark.line + 1
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    line, node = k.start_mark.line + 1, v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(
+                node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def load_validated(path: str | Path, schema_name: str) -> dict[str, Any]:
+    """Parse YAML at ``path`` and validate it; raise :class:`InputError` on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InputError(str(p), "no such file") from None
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise InputError(str(p), f"not valid YAML: {getattr(e, 'problem', e)}",
+                         line=mark.line + 1 if mark else None) from None
+    if data is None:
+        raise InputError(str(p), "file is empty")
+    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        path_list = list(e.absolute_path)
+        key = ".".join(str(k) for k in path_list) or "(top level)"
+        raise InputError(str(p), e.message, line=_line_of(node, path_list), key=key)
+    return data
