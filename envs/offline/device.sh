@@ -24,8 +24,9 @@ case "${1:?}" in
   measure)
     engine=$2; shift 2
     cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}"
+    extra=(); [ -n "${REPEATS:-}" ] && extra=(--repeats "$REPEATS")
     args=(); for p in "$@"; do args+=(--protocol "$p"); done
-    rc=0; cc measure --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" \
+    rc=0; cc measure --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" "${extra[@]}" \
       --runs-dir "$RUNS" || rc=$?
     if [ -n "${OUT:-}" ]; then
       tar czf "$OUT/runs-$(date -u +%H%M%S).tar.gz" -C "$RUNS" .

@@ -13,6 +13,7 @@ One run directory per (card, date, engine, protocol) run, never overwritten:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import secrets
@@ -257,6 +258,8 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--protocol", action="append", required=True,
                    help="protocol name (config/protocols.yaml); repeat for several")
     m.add_argument("--profile", default=None, help="scale protocols (e.g. ci)")
+    m.add_argument("--repeats", type=int, default=None,
+                   help="override the protocol's repeats (recorded in provenance)")
     g = m.add_mutually_exclusive_group()
     g.add_argument("--attach", default=None, help="state dir of a server started by serve")
     g.add_argument("--base-url", default=None, help="an already running server")
@@ -307,6 +310,10 @@ def cmd_measure(a: argparse.Namespace) -> int:
     get_card(a.card)
     engine = get_engine(a.engine, a.engines_file)
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
+    if a.repeats is not None:
+        if a.repeats < 1:
+            raise InputError("--repeats", f"must be >= 1, got {a.repeats}")
+        protos = [dataclasses.replace(p, repeats=a.repeats) for p in protos]
     gpus = [int(x) for x in a.gpus.split(",")] if a.gpus else None
     ok, why = telemetry.nvml_status()
     if not ok:
