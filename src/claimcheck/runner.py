@@ -61,6 +61,10 @@ def tokenizer_for(engine: Engine, root: Path = ROOT) -> str | None:
     return str(build_synthetic_tokenizer(vocab, DERIVED / "tokenizers" / f"synthetic-{vocab}"))
 
 
+def _rel(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def _write_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=1, default=str))
@@ -99,7 +103,7 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "engine_config": {k: v for k, v in engine.__dict__.items()},
         "protocol_config": {**protocol.__dict__,
                             "steps": [s.__dict__ for s in protocol.steps]},
-        "model_config": str(cfg_path.relative_to(root)) if cfg_path else engine.model,
+        "model_config": _rel(cfg_path, root) if cfg_path else engine.model,
         "model_config_sha256": prov.sha256_file(cfg_path) if cfg_path else None,
         "tokenizer": tokenizer or "checkpoint",
         "server": server.to_record(),
