@@ -9,7 +9,7 @@ from claimcheck.claims import load_claims
 from claimcheck.engines import get_engine, load_engines, server_argv
 from claimcheck.errors import InputError
 from claimcheck.paths import CONFIG, ROOT
-from claimcheck.protocols import (check_source_claims, get_protocol, load_protocols)
+from claimcheck.protocols import check_source_claims, get_protocol, load_protocols
 
 VLLM = ["vllm"]
 

@@ -72,13 +72,16 @@ def test_run_reports_second_pass_and_steady_state():
     prov = json.loads((BATCH / "provenance.json").read_text())
     st = prov["steps"][1]
     text = (BATCH / "server.log").read_text()
+    duration = json.loads((BATCH / "steps" / st["dir"] / "bench.json").read_text())["duration"]
+    t1 = st["end_unix_s"] - 1.0  # the load window: the last `duration` s before exit
+    t0 = t1 - duration
     import datetime as dt
     vals = []
     for m in re.finditer(r"(\d\d-\d\d \d\d:\d\d:\d\d).*Avg prompt throughput: ([\d.]+) tokens/s, "
                          r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+)", text):
         t = dt.datetime.strptime("2026-" + m[1], "%Y-%m-%d %H:%M:%S").replace(
             tzinfo=dt.UTC).timestamp()
-        if st["start_unix_s"] - 1 <= t <= st["end_unix_s"] + 1 and float(m[2]) == 0 \
+        if t0 - 1 <= t <= t1 + 5 and float(m[2]) == 0 \
                 and int(m[4]) >= 64 and float(m[3]) > 0:
             vals.append(float(m[3]))
     assert rep[0]["engine_log_steady_tok_s"] == (statistics.median(vals) if vals else None)

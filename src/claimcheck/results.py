@@ -77,16 +77,25 @@ def load_run(path: str | Path) -> Run:
                              "repeat": rec["repeat"], "step": rec["step"],
                              "status": rec["status"], "reason": rec.get("reason"),
                              "seed": rec["seed"]}
+        t0, t1 = rec["start_unix_s"], rec["end_unix_s"]
         if bench_path.exists():
-            m.update(summarize(load_bench(bench_path), rec["streams"]))
-        sel = step_log_lines(lines, rec["start_unix_s"], rec["end_unix_s"], year)
+            raw = load_bench(bench_path)
+            m.update(summarize(raw, rec["streams"]))
+            if raw.get("duration"):
+                # The load itself, without the client's start-up (~10 s of importing):
+                # the bench's start_times are on a monotonic clock, so the window is the
+                # last `duration` seconds before the client exited (less 1 s for writing
+                # its results), never earlier than the client's start.
+                t1 = rec["end_unix_s"] - 1.0
+                t0 = max(rec["start_unix_s"], t1 - raw["duration"])
+        m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
+        sel = step_log_lines(lines, t0, t1 + 5, year)
         steady = serverlog.steady_lines(sel, rec["streams"])
         m["engine_log_lines"] = len(sel)
         m["engine_log_steady_lines"] = len(steady)
         m["engine_log_steady_tok_s"] = serverlog.steady_state_tok_s(sel, rec["streams"])
         m["preemptions"] = max((s.preemptions for s in sel), default=0)
-        m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(
-            tel, rec["start_unix_s"], rec["end_unix_s"]).items()})
+        m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(tel, t0, t1).items()})
         m["context_tokens_per_stream"] = proto["input_len"] + proto["output_len"]
         m["input_len"] = proto["input_len"]
         m["output_len"] = proto["output_len"]

@@ -1,0 +1,167 @@
+"""The project's figures, drawn in the one style of :mod:`claimcheck.figstyle`.
+
+Each function takes plain rows (dicts) and returns a matplotlib figure; saving is the
+caller's (``figstyle.save``). Axes carry units; every figure gets a source line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import figstyle as fs
+from . import roofline as rl
+
+PER_STREAM_DIAGONALS = (10, 25, 50, 100, 200, 400)
+
+
+def _diagonals(ax, xs: Sequence[float], speeds=PER_STREAM_DIAGONALS) -> None:
+    x = np.geomspace(min(xs), max(xs), 50)
+    for v in speeds:
+        ax.plot(x, v * x, color=fs.GRID, lw=0.9, zorder=0)
+        ax.annotate(f"{v} tok/s per stream", (x[-1], v * x[-1]), fontsize=6,
+                    color=fs.MUTED, ha="right", va="bottom", rotation=0,
+                    xytext=(0, 1), textcoords="offset points", clip_on=True)
+
+
+def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | None = None,
+              source: str = "") -> Any:
+    """Every claim: streams vs aggregate tok/s (log-log), colour = metric definition,
+    marker = card; diagonals are constant per-stream speed."""
+    fig, ax = fs.new(7.4, 5.0)
+    metrics = sorted({c["metric_label"] for c in claims})
+    cards = sorted({c["card"] for c in claims} | {m["card"] for m in measured or []})
+    colour = {m: fs.PALETTE[i % len(fs.PALETTE)] for i, m in enumerate(metrics)}
+    marker = {c: fs.MARKERS[i % len(fs.MARKERS)] for i, c in enumerate(cards)}
+    xs = [c["streams"] for c in claims] + [m["streams"] for m in measured or []]
+    _diagonals(ax, [0.8, max(xs) * 1.6])
+    # jitter identical (streams, value) points a little so each claim stays visible
+    seen: dict[tuple[int, float], int] = {}
+    for c in sorted(claims, key=lambda c: c["id"]):
+        key = (c["streams"], round(c["aggregate_tok_s"], 1))
+        k = seen[key] = seen.get(key, -1) + 1
+        x = c["streams"] * (1.04 ** k)
+        hollow = c["kind"] != "claim"
+        ax.scatter([x], [c["aggregate_tok_s"]], s=22, marker=marker[c["card"]],
+                   facecolors="none" if hollow else colour[c["metric_label"]],
+                   edgecolors=colour[c["metric_label"]], linewidths=0.9, zorder=3)
+    for m in measured or []:
+        ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=46, marker=marker[m["card"]],
+                   facecolors="white", edgecolors=fs.INK, linewidths=1.4, zorder=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrent streams (log scale)")
+    ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
+    ax.set_title("Every throughput figure: streams vs aggregate; diagonals = per-stream speed",
+                 loc="left")
+    handles = [ax.scatter([], [], s=22, color=colour[m], marker="o", label=m)
+               for m in metrics]
+    handles += [ax.scatter([], [], s=22, facecolors="none", edgecolors=fs.INK,
+                           marker=marker[c], label=c) for c in cards]
+    handles.append(ax.scatter([], [], s=22, facecolors="none", edgecolors=fs.MUTED,
+                              marker="o", label="hollow: reproduction or control"))
+    if measured:
+        handles.append(ax.scatter([], [], s=46, facecolors="white", edgecolors=fs.INK,
+                                  linewidths=1.4, marker="o", label="this project, measured"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1)
+    fs.source_line(fig, source)
+    return fig
+
+
+def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
+                    wall: int | None, claims: list[dict[str, Any]], title: str,
+                    source: str) -> Any:
+    """Left: aggregate vs streams per eta, with memory and compute terms; right: per-stream.
+
+    ``curves`` maps a label (e.g. 'eta = 0.79') to roofline points; claims are plotted
+    at their stream count and aggregate (left) / per-stream speed (right)."""
+    fig, (a1, a2) = fs.new(9.0, 4.0, ncols=2)
+    for i, (label, pts) in enumerate(curves.items()):
+        col = fs.PALETTE[i]
+        b = [p.streams for p in pts]
+        a1.plot(b, [p.aggregate_tok_s for p in pts], color=col, lw=1.8, label=label)
+        a1.plot(b, [p.streams / (p.memory_ms / 1e3) for p in pts], color=col, lw=0.8,
+                ls="--", label=f"{label}: memory term alone")
+        a2.plot(b, [p.per_stream_tok_s for p in pts], color=col, lw=1.8, label=label)
+        bend = bends.get(label)
+        if bend and bend < b[-1]:
+            for ax in (a1, a2):
+                ax.axvline(bend, color=col, lw=0.7, ls=":")
+            a1.annotate(f"bend {bend:.0f}", (bend, a1.get_ylim()[1] * 0.02 + 1), fontsize=6.5,
+                        color=col, rotation=90, ha="right", va="bottom")
+    pts0 = next(iter(curves.values()))
+    b = [p.streams for p in pts0]
+    a1.plot(b, [p.streams / (p.compute_ms / 1e3) for p in pts0], color=fs.INK, lw=0.8,
+            ls="-.", label="compute term alone")
+    if wall:
+        for ax in (a1, a2):
+            ax.axvline(wall, color=fs.PALETTE[3], lw=1.0)
+        a1.annotate(f"memory wall {wall} streams", (wall, 1), fontsize=6.5,
+                    color=fs.PALETTE[3], rotation=90, ha="right", va="bottom")
+    for c in claims:
+        hollow = c.get("kind") != "claim"
+        kw = dict(s=18, marker="o", edgecolors=fs.INK, linewidths=0.8, zorder=4,
+                  facecolors="none" if hollow else fs.PALETTE[4])
+        a1.scatter([c["streams"]], [c["aggregate_tok_s"]], **kw)
+        a2.scatter([c["streams"]], [c["per_stream_tok_s"]], **kw)
+    a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
+               label="published claims (this card)")
+    a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
+               label="reproductions (this card)")
+    a1.set_xlabel("concurrent streams")
+    a1.set_ylabel("aggregate decode throughput, tok/s")
+    a2.set_xlabel("concurrent streams")
+    a2.set_ylabel("per-stream decode speed, tok/s")
+    a1.set_ylim(bottom=0)
+    a2.set_ylim(bottom=0)
+    a1.set_title("Aggregate (sum over streams)", loc="left")
+    a2.set_title("What each stream sees", loc="left")
+    a1.legend(loc="lower right", fontsize=6.5)
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
+    return fig
+
+
+def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
+                    claims: list[dict[str, Any]] | None = None) -> Any:
+    """Measured per-step speeds against the roofline at the same configuration.
+
+    Left: aggregate tok/s (streams x 1000/median TPOT, end to end, roofline) vs streams.
+    Right: per-stream tok/s (1000/median TPOT and roofline) vs streams."""
+    fig, (a1, a2) = fs.new(9.0, 3.8, ncols=2)
+    s = sorted(steps, key=lambda r: r["streams"])
+    b = [r["streams"] for r in s]
+    a1.plot(b, [r["aggregate_tpot_tok_s"] for r in s], "o-", color=fs.PALETTE[0],
+            label="measured: streams x 1000 / median TPOT (decode)")
+    a1.plot(b, [r["e2e_output_tok_s"] for r in s], "s--", color=fs.PALETTE[1],
+            label="measured: end to end (prefill, ramp, tail in)")
+    if all(r.get("roofline_tok_s") for r in s):
+        a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
+                label="roofline at eta = 1 (weights as the engine reported)")
+        a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
+                label="roofline at eta = 1")
+    a2.plot(b, [r["per_stream_tok_s"] for r in s], "o-", color=fs.PALETTE[0],
+            label="measured: 1000 / median TPOT")
+    for c in claims or []:
+        a1.scatter([c["streams"]], [c["aggregate_tok_s"]], marker="D", s=20,
+                   facecolors="none", edgecolors=fs.PALETTE[2], zorder=4)
+        a2.scatter([c["streams"]], [c["per_stream_tok_s"]], marker="D", s=20,
+                   facecolors="none", edgecolors=fs.PALETTE[2], zorder=4)
+    if claims:
+        a1.scatter([], [], marker="D", s=20, facecolors="none", edgecolors=fs.PALETTE[2],
+                   label="claims replayed by this protocol (their card)")
+    for ax in (a1, a2):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(b, [str(x) for x in b])
+        ax.minorticks_off()
+        ax.set_xlabel("concurrent streams (independent requests)")
+        ax.set_ylim(bottom=0)
+    a1.set_ylabel("aggregate, tok/s")
+    a2.set_ylabel("per stream, tok/s")
+    a1.legend(loc="upper left", fontsize=6.5)
+    a2.legend(loc="lower left", fontsize=6.5)
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
+    return fig
