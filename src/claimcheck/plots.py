@@ -6,7 +6,6 @@ caller's (``figstyle.save``). Axes carry units; every figure gets a source line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,13 +16,18 @@ from . import roofline as rl
 PER_STREAM_DIAGONALS = (10, 25, 50, 100, 200, 400)
 
 
-def _diagonals(ax, xs: Sequence[float], speeds=PER_STREAM_DIAGONALS) -> None:
-    x = np.geomspace(min(xs), max(xs), 50)
+def _diagonals(ax, xlim: tuple[float, float], ylim: tuple[float, float],
+               speeds=PER_STREAM_DIAGONALS) -> None:
+    """Lines of constant per-stream speed (aggregate = v x streams), labelled where they
+    leave the plotted area."""
+    x = np.geomspace(xlim[0], xlim[1], 50)
     for v in speeds:
         ax.plot(x, v * x, color=fs.GRID, lw=0.9, zorder=0)
-        ax.annotate(f"{v} tok/s per stream", (x[-1], v * x[-1]), fontsize=6,
-                    color=fs.MUTED, ha="right", va="bottom", rotation=0,
-                    xytext=(0, 1), textcoords="offset points", clip_on=True)
+        xe = min(xlim[1], ylim[1] / v) / 1.08
+        if xe * v < ylim[0] or xe < xlim[0]:
+            continue
+        ax.annotate(f"{v} tok/s per stream", (xe, v * xe), fontsize=6, color=fs.MUTED,
+                    ha="right", va="bottom", xytext=(0, 1), textcoords="offset points")
 
 
 def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | None = None,
@@ -36,7 +40,9 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
     colour = {m: fs.PALETTE[i % len(fs.PALETTE)] for i, m in enumerate(metrics)}
     marker = {c: fs.MARKERS[i % len(fs.MARKERS)] for i, c in enumerate(cards)}
     xs = [c["streams"] for c in claims] + [m["streams"] for m in measured or []]
-    _diagonals(ax, [0.8, max(xs) * 1.6])
+    ys = [c["aggregate_tok_s"] for c in claims] + [m["aggregate_tok_s"] for m in measured or []]
+    xlim, ylim = (0.7, max(xs) * 1.6), (min(ys) / 1.6, max(ys) * 1.8)
+    _diagonals(ax, xlim, ylim)
     # jitter identical (streams, value) points a little so each claim stays visible
     seen: dict[tuple[int, float], int] = {}
     for c in sorted(claims, key=lambda c: c["id"]):
@@ -52,6 +58,8 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
                    facecolors="white", edgecolors=fs.INK, linewidths=1.4, zorder=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
     ax.set_xlabel("concurrent streams (log scale)")
     ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
     ax.set_title("Every throughput figure: streams vs aggregate; diagonals = per-stream speed",
@@ -89,8 +97,8 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
         if bend and bend < b[-1]:
             for ax in (a1, a2):
                 ax.axvline(bend, color=col, lw=0.7, ls=":")
-            a1.annotate(f"bend {bend:.0f}", (bend, a1.get_ylim()[1] * 0.02 + 1), fontsize=6.5,
-                        color=col, rotation=90, ha="right", va="bottom")
+            a1.annotate(f"bend {bend:.0f}", (bend, 0.02), xycoords=("data", "axes fraction"),
+                        fontsize=6.5, color=col, rotation=90, ha="right", va="bottom")
     pts0 = next(iter(curves.values()))
     b = [p.streams for p in pts0]
     a1.plot(b, [p.streams / (p.compute_ms / 1e3) for p in pts0], color=fs.INK, lw=0.8,
@@ -98,8 +106,9 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     if wall:
         for ax in (a1, a2):
             ax.axvline(wall, color=fs.PALETTE[3], lw=1.0)
-        a1.annotate(f"memory wall {wall} streams", (wall, 1), fontsize=6.5,
-                    color=fs.PALETTE[3], rotation=90, ha="right", va="bottom")
+        a2.annotate(f"memory wall: {wall} streams", (wall, 0.97),
+                    xycoords=("data", "axes fraction"), fontsize=6.5, color=fs.PALETTE[3],
+                    rotation=90, ha="right", va="top")
     for c in claims:
         hollow = c.get("kind") != "claim"
         kw = dict(s=18, marker="o", edgecolors=fs.INK, linewidths=0.8, zorder=4,
@@ -118,7 +127,7 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     a2.set_ylim(bottom=0)
     a1.set_title("Aggregate (sum over streams)", loc="left")
     a2.set_title("What each stream sees", loc="left")
-    a1.legend(loc="lower right", fontsize=6.5)
+    a1.legend(loc="upper left", fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig
