@@ -81,6 +81,19 @@ def vllm_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "vllm.entrypoints.cli.main"]
 
 
+def engine_python(vllm: list[str]) -> str:
+    """The interpreter that runs vLLM: the ``-m`` form's python, else the script's shebang."""
+    if len(vllm) > 1 and vllm[1] == "-m":
+        return vllm[0]
+    try:
+        first = Path(vllm[0]).read_text(errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        return sys.executable
+    if first.startswith("#!") and "python" in first:
+        return first[2:].strip().split()[0]
+    return sys.executable
+
+
 def server_argv(e: Engine, *, vllm: list[str], host: str, port: int,
                 tokenizer_dir: str | None, root: Path = ROOT) -> list[str]:
     """The exact ``vllm serve`` argv for an engine config. Binds ``host`` only."""

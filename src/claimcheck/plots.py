@@ -80,7 +80,7 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
 
 def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                     wall: int | None, claims: list[dict[str, Any]], title: str,
-                    source: str) -> Any:
+                    source: str, measured: list[dict[str, Any]] | None = None) -> Any:
     """Left: aggregate vs streams per eta, with memory and compute terms; right: per-stream.
 
     ``curves`` maps a label (e.g. 'eta = 0.79') to roofline points; claims are plotted
@@ -115,6 +115,14 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                   facecolors="none" if hollow else fs.PALETTE[4])
         a1.scatter([c["streams"]], [c["aggregate_tok_s"]], **kw)
         a2.scatter([c["streams"]], [c["per_stream_tok_s"]], **kw)
+    for m in measured or []:
+        a1.scatter([m["streams"]], [m["aggregate_tok_s"]], marker="s", s=26,
+                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+        a2.scatter([m["streams"]], [m["per_stream_tok_s"]], marker="s", s=26,
+                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+    if measured:
+        a1.scatter([], [], marker="s", s=26, facecolors="white", edgecolors=fs.INK,
+                   linewidths=1.3, label="this project, measured (1000 / median TPOT)")
     a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
                label="published claims (this card)")
     a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
@@ -123,7 +131,10 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     a1.set_ylabel("aggregate decode throughput, tok/s")
     a2.set_xlabel("concurrent streams")
     a2.set_ylabel("per-stream decode speed, tok/s")
-    a1.set_ylim(bottom=0)
+    top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
+    top = max([top] + [c["aggregate_tok_s"] for c in claims]
+              + [m["aggregate_tok_s"] for m in measured or []])
+    a1.set_ylim(0, top * 1.45)
     a2.set_ylim(bottom=0)
     a1.set_title("Aggregate (sum over streams)", loc="left")
     a2.set_title("What each stream sees", loc="left")

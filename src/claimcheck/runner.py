@@ -28,7 +28,7 @@ from . import server as srv
 from . import telemetry
 from .bench import client_argv, load_bench
 from .cards import get_card
-from .engines import Engine, get_engine, server_argv, vllm_command
+from .engines import Engine, engine_python, get_engine, server_argv, vllm_command
 from .errors import InputError
 from .geometry import load_config
 from .paths import DERIVED, ROOT, RUNS
@@ -112,7 +112,7 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "started_utc": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(),
     }
     _write_json(run_dir / "provenance.json", base)
-    base["software"] = prov.software()
+    base["software"] = prov.software(engine_python(vllm))
     steps: list[dict[str, Any]] = []
     status, reason = "complete", None
     sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)

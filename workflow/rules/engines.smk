@@ -15,7 +15,7 @@ rule engine_env:
         PIPELINE_ENV
     shell:
         "(python3.12 -m venv {params.venv}"
-        " && {params.venv}/bin/pip install --no-deps -r {input.lock}"
+        " && {params.venv}/bin/pip install --no-deps --require-hashes -r {input.lock}"
         " && {params.venv}/bin/pip install --no-deps -e ."
         " && {params.venv}/bin/python -c 'import vllm, torch; print(vllm.__version__, torch.__version__)'"
         ") > {log} 2>&1"

@@ -30,6 +30,7 @@ rule roofline:
         claims=config["claims"],
         cards=config["cards"],
         model=config["model_config"],
+        runs=all_run_inputs,
     output:
         png="figures/roofline-{name}.png",
         svg="figures/roofline-{name}.svg",
@@ -37,6 +38,7 @@ rule roofline:
     params:
         preset=roofline_params,
         model_name=config["model_name"],
+        runs_dir=config["runs_dir"],
     log:
         "logs/roofline-{name}.log",
     conda:
@@ -44,7 +46,8 @@ rule roofline:
     shell:
         "papermill -k python3 {input.nb} {output.nb} {params.preset}"
         " -p config_json {input.model} -p model_name '{params.model_name}'"
-        " -p claims_csv {input.claims} -p out_base figures/roofline-{wildcards.name}"
+        " -p claims_csv {input.claims} -p runs_dir {params.runs_dir}"
+        " -p out_base figures/roofline-{wildcards.name}"
         " > {log} 2>&1"
 
 
