@@ -257,7 +257,8 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_stop)
 
     m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
-    m.add_argument("--card", required=True, help="card registry name (rtx3090, h200, ...)")
+    m.add_argument("--card", required=True,
+                   help="card registry name (rtx3090, h200, ...), or cpu for a CPU engine")
     m.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
     m.add_argument("--protocol", action="append", required=True,
                    help="protocol name (config/protocols.yaml); repeat for several")
@@ -310,8 +311,9 @@ def cmd_stop(a: argparse.Namespace) -> int:
 
 
 def cmd_measure(a: argparse.Namespace) -> int:
-    # Refuse bad input before anything starts.
-    get_card(a.card)
+    # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
+    if a.card != "cpu":
+        get_card(a.card)
     engine = get_engine(a.engine, a.engines_file)
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
     if a.repeats is not None:

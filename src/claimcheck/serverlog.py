@@ -11,10 +11,10 @@ STATS = re.compile(
     r"Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
     r"Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
     r"(?:, Deferred: \d+ reqs)?(?:, Preemptions: (?P<preempt>\d+))?"
-    r"(?:, GPU KV cache usage: (?P<kv>[\d.]+)%)?")
+    r"(?:, (?:GPU|CPU) KV cache usage: (?P<kv>[\d.]+)%)?")
 TIME = re.compile(r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)")
 WEIGHTS = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB")
-KV_POOL = re.compile(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens")
+KV_POOL = re.compile(r"(?:GPU|CPU) KV cache size: (?P<tokens>[\d,]+) tokens")
 FATAL = re.compile(r"EngineDeadError|EngineCore encountered a fatal error|"
                    r"CUDA out of memory|torch\.OutOfMemoryError|Traceback \(most recent")
 

