@@ -18,12 +18,18 @@ from claimcheck.results import find_runs, load_run
 from claimcheck.update import render_update
 
 
-def test_bad_config_value_refused_before_dag(tmp_path):
+def dry_run_with(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:
+    """`snakemake -n` with config.yaml changed in one place."""
+    text = (CONFIG / "config.yaml").read_text()
+    assert old in text
     bad = tmp_path / "config.yaml"
-    bad.write_text((CONFIG / "config.yaml").read_text().replace("update_card: h200",
-                                                                "update_card: h900"))
-    r = subprocess.run(["snakemake", "-n", "--configfile", str(bad)], cwd=ROOT,
-                       capture_output=True, text=True)
+    bad.write_text(text.replace(old, new, 1))
+    return subprocess.run(["snakemake", "-n", "--configfile", str(bad)], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_bad_config_value_refused_before_dag(tmp_path):
+    r = dry_run_with(tmp_path, "update_card: h200", "update_card: h900")
     assert r.returncode != 0
     out = r.stdout + r.stderr
     assert "update_card" in out and "'h900' is not one of" in out
@@ -31,11 +37,7 @@ def test_bad_config_value_refused_before_dag(tmp_path):
 
 
 def test_bad_roofline_preset_refused(tmp_path):
-    bad = tmp_path / "config.yaml"
-    bad.write_text((CONFIG / "config.yaml").read_text().replace("kv_dtype: fp8",
-                                                                "kv_dtype: fp7"))
-    r = subprocess.run(["snakemake", "-n", "--configfile", str(bad)], cwd=ROOT,
-                       capture_output=True, text=True)
+    r = dry_run_with(tmp_path, "kv_dtype: fp8", "kv_dtype: fp7")
     assert r.returncode != 0 and "kv_dtype" in r.stdout + r.stderr
 
 

@@ -158,10 +158,10 @@ def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
     a1.plot(b, [r["e2e_output_tok_s"] for r in s], "s--", color=fs.PALETTE[1],
             label="measured: end to end (prefill, ramp, tail in)")
     if all(r.get("roofline_tok_s") for r in s):
-        a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
-                label="roofline at eta = 1 (weights as the engine reported)")
+        a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2, marker="_",
+                ms=14, mew=1.6, label="roofline at eta = 1 (weights as the engine reported)")
         a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
-                label="roofline at eta = 1")
+                marker="_", ms=14, mew=1.6, label="roofline at eta = 1")
     a2.plot(b, [r["per_stream_tok_s"] for r in s], "o-", color=fs.PALETTE[0],
             label="measured: 1000 / median TPOT")
     for c in claims or []:
@@ -177,7 +177,8 @@ def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
         ax.set_xticks(b, [str(x) for x in b])
         ax.minorticks_off()
         ax.set_xlabel("concurrent streams (independent requests)")
-        ax.set_ylim(bottom=0)
+        top = max(y for line in ax.get_lines() for y in line.get_ydata())
+        ax.set_ylim(0, top * 1.45)  # room for the legend above the data
     a1.set_ylabel("aggregate, tok/s")
     a2.set_ylabel("per stream, tok/s")
     a1.legend(loc="upper left", fontsize=6.5)

@@ -58,31 +58,23 @@ def software(python: str = sys.executable, env: dict[str, str] | None = None) ->
     return data
 
 
+def _field(path: str, prefix: str, sep: str) -> str | None:
+    """The value after ``sep`` on the first line of ``path`` starting with ``prefix``."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(prefix):
+                return line.split(sep, 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
 def host() -> dict[str, Any]:
     """CPU model, cores, RAM (GiB), OS, kernel, hostname."""
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram_gib = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                ram_gib = round(int(line.split()[1]) * 1024 / 2**30, 1)
-    except OSError:
-        pass
-    os_name = None
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                os_name = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram_gib, "os": os_name,
+    mem_kib = _field("/proc/meminfo", "MemTotal:", ":")
+    return {"cpu": _field("/proc/cpuinfo", "model name", ":"), "cores": os.cpu_count(),
+            "ram_gib": round(int(mem_kib.split()[0]) * 1024 / 2**30, 1) if mem_kib else None,
+            "os": _field("/etc/os-release", "PRETTY_NAME=", "="),
             "kernel": platform.release(), "hostname": platform.node(),
             "python": platform.python_version()}
 

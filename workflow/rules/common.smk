@@ -7,6 +7,8 @@ RAW_INPUTS = [config["claims"], config["cards"], config["ceilings"], config["wei
 ROOFLINES = [r["name"] for r in config["rooflines"]]
 RUNS = sorted(p.parent.name for p in Path(config["runs_dir"]).glob("*/provenance.json"))
 PIPELINE_ENV = "../../envs/pipeline.yaml"
+# The package code: a change to it rebuilds what it draws or computes.
+PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").glob("*.py"))
 
 
 def roofline_preset(wildcards):

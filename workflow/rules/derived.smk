@@ -3,6 +3,7 @@
 
 rule claims_table:
     input:
+        code=PACKAGE_SOURCES,
         claims=config["claims"],
         cards=config["cards"],
     output:
@@ -17,6 +18,7 @@ rule claims_table:
 
 rule claims_roofline:
     input:
+        code=PACKAGE_SOURCES,
         claims=config["claims"],
         cards=config["cards"],
         ceilings=config["ceilings"],
@@ -36,6 +38,7 @@ rule claims_roofline:
 
 rule runs_table:
     input:
+        code=PACKAGE_SOURCES,
         runs=all_run_inputs,
         cards=config["cards"],
         model=config["model_config"],

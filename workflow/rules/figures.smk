@@ -4,6 +4,7 @@
 
 rule claim_map:
     input:
+        code=PACKAGE_SOURCES,
         nb="notebooks/claim_map.ipynb",
         claims=config["claims"],
         cards=config["cards"],
@@ -26,6 +27,7 @@ rule claim_map:
 
 rule roofline:
     input:
+        code=PACKAGE_SOURCES,
         nb="notebooks/roofline.ipynb",
         claims=config["claims"],
         cards=config["cards"],
@@ -53,6 +55,7 @@ rule roofline:
 
 rule measured:
     input:
+        code=PACKAGE_SOURCES,
         nb="notebooks/measured.ipynb",
         run=run_inputs,
         claims=config["claims"],
@@ -77,6 +80,7 @@ rule measured:
 
 rule update:
     input:
+        code=PACKAGE_SOURCES,
         nb="notebooks/update.ipynb",
         runs=all_run_inputs,
         claims=config["claims"],
