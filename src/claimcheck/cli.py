@@ -122,12 +122,19 @@ def cmd_claims(a: argparse.Namespace) -> int:
         print(f"{a.file or 'data/raw/claims.csv'}: {len(claims)} claims OK")
         return 0
     rows = [c.tidy() for c in claims]
-    lines = [f"{'id':<34} {'card':<8} {'streams':>7} {'relation':<20} {'metric':<32} "
-             f"{'value tok/s':>11} {'per stream':>10}"]
+    lines = [f"{'id':<34} {'card':<8} {'streams':>7} {'relation':<20} {'context':>8} "
+             f"{'speculation (rows/step)':<24} {'metric':<32} {'value tok/s':>11} "
+             f"{'per stream tok/s':>16}"]
     for r in rows:
+        spec = r["spec_method"] or "?"
+        if spec not in ("none", "?"):
+            spec += f" ({r['spec_draft_tokens'] + 1})" if r["spec_draft_tokens"] else " (?)"
         lines.append(f"{r['id']:<34} {r['card']:<8} {r['streams']:>7} "
-                     f"{r['stream_relation']:<20} {r['metric_label']:<32} {r['value']:>11g} "
-                     f"{r['per_stream_tok_s']:>10.1f}")
+                     f"{r['stream_relation']:<20} {r['context_tokens'] or '?':>8} "
+                     f"{spec:<24} {r['metric_label']:<32} {r['value']:>11g} "
+                     f"{r['per_stream_tok_s']:>16.1f}")
+    lines.append("per stream = value / streams for sums, the value itself for per-stream "
+                 "metrics; rows/step = draft tokens + 1 verified per stream per step")
     _print(rows, a.json, "\n".join(lines))
     return 0
 
