@@ -26,8 +26,8 @@ def _diagonals(ax, xlim: tuple[float, float], ylim: tuple[float, float],
         xe = min(xlim[1], ylim[1] / v) / 1.08
         if xe * v < ylim[0] or xe < xlim[0]:
             continue
-        ax.annotate(f"{v} tok/s per stream", (xe, v * xe), fontsize=6, color=fs.MUTED,
-                    ha="right", va="bottom", xytext=(0, 1), textcoords="offset points")
+        ax.annotate(f"{v}/stream", (xe, v * xe), fontsize=6, color=fs.MUTED,
+                    ha="right", va="bottom", xytext=(-2, 1), textcoords="offset points")
 
 
 def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | None = None,
@@ -62,8 +62,8 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
     ax.set_ylim(*ylim)
     ax.set_xlabel("concurrent streams (log scale)")
     ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
-    ax.set_title("Every throughput figure: streams vs aggregate; diagonals = per-stream speed",
-                 loc="left")
+    ax.set_title("Every throughput figure: streams vs aggregate (grey diagonals: tok/s per "
+                 "stream)", loc="left")
     handles = [ax.scatter([], [], s=22, color=colour[m], marker="o", label=m)
                for m in metrics]
     handles += [ax.scatter([], [], s=22, facecolors="none", edgecolors=fs.INK,
