@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -66,25 +65,24 @@ def per_request(result: dict[str, Any]) -> list[dict[str, Any]]:
     ``output_tokens`` is the server's own count (usage), never a count of stream chunks.
     """
     n = len(result.get("input_lens", []))
+
+    def col(key: str, default: Any) -> list[Any]:
+        return result.get(key) or [default] * n
+
+    itls, outs, ttfts = col("itls", []), col("output_lens", None), col("ttfts", None)
+    starts, errors = col("start_times", None), col("errors", "")
     rows = []
     for i in range(n):
-        itl = (result.get("itls") or [[]] * n)[i] or []
-        out_len = (result.get("output_lens") or [None] * n)[i]
-        ttft = (result.get("ttfts") or [None] * n)[i]
+        itl, out_len, ttft = itls[i] or [], outs[i], ttfts[i]
         rows.append({
             "index": i,
-            "start_time_s": (result.get("start_times") or [None] * n)[i],
+            "start_time_s": starts[i],
             "input_tokens": result["input_lens"][i],
             "output_tokens": out_len,
             "ttft_s": ttft,
             "chunks": len(itl) + 1 if ttft else 0,
             "decode_s": sum(itl) if itl else None,
             "tpot_s": (sum(itl) / (out_len - 1)) if itl and out_len and out_len > 1 else None,
-            "error": (result.get("errors") or [""] * n)[i] or "",
+            "error": errors[i] or "",
         })
     return rows
-
-
-def median_or_none(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None

@@ -58,11 +58,9 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     w, w_label = weight_bytes(g, gb=a.weights_gb, gib=a.weights_gib, fmt=a.weights_format)
     tflops = a.tflops if a.tflops is not None else card.tflops(a.compute_dtype)
     state_dtype = a.state_dtype or "fp32"
-    m = rl.Roofline(weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
-                    flops_per_row=g.flops_per_token, peak_flops_s=tflops * 1e12, eta=a.eta,
-                    state_bytes=g.state_bytes_per_stream(state_dtype) if g.state_values_per_stream
-                    else 0, kv_bytes_per_token=g.kv_bytes_per_token(a.kv_dtype),
-                    context_tokens=a.context, rows=a.rows, tau=a.tau)
+    m = rl.for_model(g, weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
+                     tflops=tflops, eta=a.eta, state_dtype=state_dtype, kv_dtype=a.kv_dtype,
+                     context_tokens=a.context, rows=a.rows, tau=a.tau)
     inputs = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s, "eta": a.eta,
               "weights": w_label, "weight_bytes": w, "tflops": tflops,
               "tflops_source": "--tflops" if a.tflops is not None

@@ -95,13 +95,9 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     card = cards[c["card"]]
     tflops, src = compute_tflops(card, c["power_limit_w"], COMPUTE_DTYPE.get(fmt or "", "bf16"),
                                  ceilings)
-    model = rl.Roofline(
-        weight_bytes=w,
-        bandwidth_bytes_s=card.bandwidth_bytes_s, flops_per_row=geom.flops_per_token,
-        peak_flops_s=tflops * 1e12, eta=eta,
-        state_bytes=geom.state_bytes_per_stream(state_dtype),
-        kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
-        context_tokens=c["context_tokens"] or 0)
+    model = rl.for_model(geom, weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
+                         tflops=tflops, eta=eta, state_dtype=state_dtype, kv_dtype=kv_dtype,
+                         context_tokens=c["context_tokens"] or 0)
     b = c["streams"]
     p = rl.point(model, b)
     out.update(roofline_tok_s=p.aggregate_tok_s, roofline_bound=p.bound,
@@ -126,11 +122,10 @@ def step_roofline(run: Run, step: dict[str, Any], geom: Geometry, card: Card,
     tflops = card.tflops(COMPUTE_DTYPE.get(fmt, "bf16"))
     if w_gib is None:
         return {"roofline_tok_s": None}
-    model = rl.Roofline(weight_bytes=w_gib * GIB, bandwidth_bytes_s=card.bandwidth_bytes_s,
-                        flops_per_row=geom.flops_per_token, peak_flops_s=tflops * 1e12,
-                        eta=eta, state_bytes=geom.state_bytes_per_stream(state),
-                        kv_bytes_per_token=geom.kv_bytes_per_token(kv),
-                        context_tokens=step["context_tokens_per_stream"])
+    model = rl.for_model(geom, weight_bytes=w_gib * GIB,
+                         bandwidth_bytes_s=card.bandwidth_bytes_s, tflops=tflops, eta=eta,
+                         state_dtype=state, kv_dtype=kv,
+                         context_tokens=step["context_tokens_per_stream"])
     p = rl.point(model, step["streams"])
     return {"roofline_tok_s": p.aggregate_tok_s, "roofline_per_stream_tok_s":
             p.per_stream_tok_s, "roofline_bound": p.bound, "roofline_state_dtype": state,

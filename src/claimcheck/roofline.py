@@ -67,6 +67,19 @@ class Point:
         return asdict(self)
 
 
+def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflops: float,
+              eta: float = 1.0, state_dtype: str = "fp32", kv_dtype: str = "bf16",
+              context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0) -> Roofline:
+    """The inputs for a model geometry (:class:`claimcheck.geometry.Geometry`): F from its
+    FLOPs per token, S and kappa from its state and KV sizes at the given dtypes.
+    ``tflops`` is the compute ceiling in TFLOP/s."""
+    return Roofline(weight_bytes=weight_bytes, bandwidth_bytes_s=bandwidth_bytes_s,
+                    flops_per_row=geom.flops_per_token, peak_flops_s=tflops * 1e12, eta=eta,
+                    state_bytes=geom.state_bytes_per_stream(state_dtype),
+                    kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
+                    context_tokens=context_tokens, rows=rows, tau=tau)
+
+
 def memory_time_s(m: Roofline, streams: float) -> float:
     """The bandwidth term: (W + B(2S + kappa L)) / (eta BW), seconds."""
     return (m.weight_bytes + streams * m.per_stream_bytes) / (m.eta * m.bandwidth_bytes_s)

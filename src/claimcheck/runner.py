@@ -118,19 +118,18 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
     sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)
     if not sampler.available:
         print(f"claimcheck: no GPU telemetry: {sampler.reason}", file=sys.stderr)
+    plan = [(i, step, rep) for i, step in enumerate(protocol.steps)
+            for rep in range(1, protocol.repeats + 1)]
     with sampler:
         try:
-            for i, step in enumerate(protocol.steps):
-                for rep in range(1, protocol.repeats + 1):
-                    rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
-                                    tokenizer or engine.model, step_timeout_s)
-                    steps.append(rec)
-                    _write_json(run_dir / "steps.json", steps)
-                    if rec["status"] != "complete":
-                        status, reason = "failed", rec["reason"]
-                        raise StopIteration
-        except StopIteration:
-            pass
+            for i, step, rep in plan:
+                rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
+                                tokenizer or engine.model, step_timeout_s)
+                steps.append(rec)
+                _write_json(run_dir / "steps.json", steps)
+                if rec["status"] != "complete":
+                    status, reason = "failed", rec["reason"]
+                    break
         except KeyboardInterrupt:
             status, reason = "failed", "interrupted by the user"
     ended = time.time()

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -124,14 +125,8 @@ class Server:
 
     def to_record(self) -> dict[str, Any]:
         d = self._plain()
-        d["command"] = " ".join(_quote(a) for a in self.argv) if self.argv else None
+        d["command"] = shlex.join(self.argv) if self.argv else None
         return d
-
-
-def _quote(a: str) -> str:
-    import shlex
-
-    return shlex.quote(a)
 
 
 def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,

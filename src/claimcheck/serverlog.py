@@ -54,12 +54,12 @@ def steady_state_tok_s(lines: list[StatsLine], streams: int) -> float | None:
 
     HyperQwen's batch README definition of its steady figure. None when no line qualifies.
     """
-    ok = [s.generation_tok_s for s in lines
-          if s.running >= streams and s.prompt_tok_s == 0 and s.generation_tok_s > 0]
+    ok = [s.generation_tok_s for s in steady_lines(lines, streams)]
     return statistics.median(ok) if ok else None
 
 
 def steady_lines(lines: list[StatsLine], streams: int) -> list[StatsLine]:
+    """Lines with at least ``streams`` running, generating, and no prompt tokens."""
     return [s for s in lines if s.running >= streams and s.prompt_tok_s == 0
             and s.generation_tok_s > 0]
 

@@ -8,7 +8,6 @@ and prefill) or end to end (which includes prefill, ramp and tail).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,8 +69,9 @@ def headline_rows(runs: list[Run]) -> list[list[str]]:
     """Rows for the headline (64-stream batch) table: every pass of every run."""
     rows = []
     for run in runs:
+        reported = reported_steps(run)
         for s in run.steps:
-            kept = " (kept)" if s in reported_steps(run) and len(run.steps) > 1 else ""
+            kept = " (kept)" if s in reported and len(run.steps) > 1 else ""
             rows.append([
                 f"{run.provenance['card']}, {run.provenance['engine']}, "
                 f"{run.provenance['weights_label']}, pass {s['repeat']}{kept}",
@@ -167,11 +167,6 @@ def compare_sentence(c: Claim, measured: list[tuple[Run, dict[str, Any]]]) -> st
     weights = {r.provenance["weights_label"] for r, _ in measured}
     return text + (f" Other card and {', '.join(sorted(weights))}: this compares the "
                    "protocol's numbers, not the recipe.")
-
-
-def median(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def _replayed(run: Run, claims: list[Claim]) -> list[Claim]:

@@ -34,14 +34,18 @@ def roofline_params(wildcards):
     ])
 
 
-def run_inputs(wildcards):
+def run_files(run):
     """Every raw file of one run that the figures read."""
-    d = Path(config["runs_dir"]) / wildcards.run
+    d = Path(config["runs_dir"]) / run
     return [str(d / "provenance.json")] + sorted(str(p) for p in d.glob("steps/*/bench.json"))
 
 
+def run_inputs(wildcards):
+    return run_files(wildcards.run)
+
+
 def all_run_inputs(wildcards):
-    return [f for run in RUNS for f in run_inputs(type("W", (), {"run": run}))]
+    return [f for run in RUNS for f in run_files(run)]
 
 
 def update_figure_links(wildcards):
