@@ -6,15 +6,25 @@ import os
 from pathlib import Path
 
 
+def _is_root(p: Path) -> bool:
+    return (p / "pyproject.toml").exists() and (p / "data" / "raw").exists()
+
+
 def _root() -> Path:
+    """CLAIMCHECK_ROOT if set; else the checkout the user is working in (the current
+    directory or one above it, as for Snakemake, papermill and nbval); else the checkout
+    the package was installed from. Several checkouts can share one environment."""
     env = os.environ.get("CLAIMCHECK_ROOT")
     if env:
         return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").exists() and (parent / "data" / "raw").exists():
+    cwd = Path.cwd().resolve()
+    for parent in (cwd, *cwd.parents):
+        if _is_root(parent):
             return parent
-    return Path.cwd()
+    for parent in Path(__file__).resolve().parents:
+        if _is_root(parent):
+            return parent
+    return cwd
 
 
 ROOT = _root()
