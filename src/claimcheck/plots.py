@@ -134,11 +134,13 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
     top = max([top] + [c["aggregate_tok_s"] for c in claims]
               + [m["aggregate_tok_s"] for m in measured or []])
-    a1.set_ylim(0, top * 1.45)
+    a1.set_ylim(0, top * 1.15)
     a2.set_ylim(bottom=0)
     a1.set_title("Aggregate (sum over streams)", loc="left")
     a2.set_title("What each stream sees", loc="left")
-    a1.legend(loc="upper left", fontsize=6.5)
+    # outside the axes, right of the per-stream panel: never on top of data
+    a2.legend(*a1.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig
