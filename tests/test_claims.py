@@ -4,10 +4,10 @@ import shutil
 
 import pytest
 
-from claimcheck.cards import load_cards
-from claimcheck.claims import claims_by_id, load_claims
-from claimcheck.errors import InputError
-from claimcheck.paths import RAW
+from claimcheck.core.cards import load_cards
+from claimcheck.core.claims import claims_by_id, load_claims
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import RAW
 
 
 @pytest.fixture(scope="module")

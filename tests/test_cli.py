@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from claimcheck.paths import RAW
+from claimcheck.core.paths import RAW
 
 from .conftest import QWEN
 

@@ -4,12 +4,12 @@ import textwrap
 
 import pytest
 
-from claimcheck.bench import client_argv
-from claimcheck.claims import load_claims
-from claimcheck.engines import get_engine, load_engines, server_argv
-from claimcheck.errors import InputError
-from claimcheck.paths import CONFIG, ROOT
-from claimcheck.protocols import check_source_claims, get_protocol, load_protocols
+from claimcheck.core.claims import load_claims
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.measure.bench import client_argv
+from claimcheck.measure.engines import get_engine, load_engines, server_argv
+from claimcheck.measure.protocols import check_source_claims, get_protocol, load_protocols
 
 VLLM = ["vllm"]
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from claimcheck.errors import InputError
-from claimcheck.formats import KvFormat
-from claimcheck.geometry import geometry, geometry_from_file
-from claimcheck.units import KIB, MIB
+from claimcheck.core.errors import InputError
+from claimcheck.core.formats import KvFormat
+from claimcheck.core.geometry import geometry, geometry_from_file
+from claimcheck.core.units import KIB, MIB
 
 from .conftest import QWEN
 

@@ -10,10 +10,10 @@ import statistics
 
 import pytest
 
-from claimcheck import serverlog
-from claimcheck.bench import per_request, summarize
-from claimcheck.paths import RUNS
-from claimcheck.results import engine_facts, load_run, reported_steps
+from claimcheck.core.paths import RUNS
+from claimcheck.measure import serverlog
+from claimcheck.measure.bench import per_request, summarize
+from claimcheck.report.record import engine_facts, load_run, reported_steps
 
 BATCH = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"

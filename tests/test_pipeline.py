@@ -9,13 +9,13 @@ import sys
 import nbformat
 import pytest
 
-from claimcheck.cards import load_cards
-from claimcheck.claims import load_claims
-from claimcheck.geometry import geometry_from_file
-from claimcheck.paths import CONFIG, RAW, ROOT, RUNS
-from claimcheck.report import run_rows
-from claimcheck.results import find_runs, load_run
-from claimcheck.update import render_update
+from claimcheck.core.cards import load_cards
+from claimcheck.core.claims import load_claims
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.tables import run_rows
+from claimcheck.report.update import render_update
 
 
 def dry_run_with(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:

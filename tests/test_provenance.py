@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from claimcheck import provenance as prov
-from claimcheck import telemetry
+from claimcheck.measure import provenance as prov
+from claimcheck.measure import telemetry
 
 
 def nvml_here() -> bool:

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from claimcheck import roofline as rl
-from claimcheck.geometry import geometry_from_file
-from claimcheck.units import GB, GIB, KIB, MIB
+from claimcheck.core import roofline as rl
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.units import GB, GIB, KIB, MIB
 
 from .conftest import QWEN
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from claimcheck.stream import parse_sse
+from claimcheck.measure.stream import parse_sse
 
 
 def sse(events):

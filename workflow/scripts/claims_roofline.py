@@ -1,5 +1,5 @@
 """Snakemake script: the roofline at each claim's own configuration."""
-from claimcheck.derive import claims_roofline_table
+from claimcheck.report.derive import claims_roofline_table
 
 i = snakemake.input  # noqa: F821
 n = claims_roofline_table(i.claims, i.cards, i.ceilings, i.weights, i.model,

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .paths import CONFIG, ROOT
-from .yamlcfg import load_validated
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.core.yamlcfg import load_validated
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class Point:
 def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflops: float,
               eta: float = 1.0, state_dtype: str = "fp32", kv_dtype: str = "bf16",
               context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0) -> Roofline:
-    """The inputs for a model geometry (:class:`claimcheck.geometry.Geometry`): F from its
+    """The inputs for a model geometry (:class:`claimcheck.core.geometry.Geometry`): F from its
     FLOPs per token, S and kappa from its state and KV sizes at the given dtypes.
     ``tflops`` is the compute ceiling in TFLOP/s."""
     return Roofline(weight_bytes=weight_bytes, bandwidth_bytes_s=bandwidth_bytes_s,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import serverlog, telemetry
-from .bench import load_bench, summarize
+from claimcheck.measure import serverlog, telemetry
+from claimcheck.measure.bench import load_bench, summarize
 
 
 @dataclass(frozen=True)

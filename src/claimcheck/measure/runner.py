@@ -12,8 +12,6 @@ One run directory per (card, date, engine, protocol) run, never overwritten:
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import datetime as dt
 import json
 import secrets
@@ -23,17 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import provenance as prov
-from . import server as srv
-from . import telemetry
-from .bench import client_argv, load_bench
-from .cards import get_card
-from .engines import Engine, engine_python, get_engine, server_argv, vllm_command
-from .errors import InputError
-from .geometry import load_config
-from .paths import DERIVED, ROOT, RUNS
-from .protocols import Protocol, get_protocol
-from .tokenizer import build_synthetic_tokenizer
+from claimcheck.core.geometry import load_config
+from claimcheck.core.paths import DERIVED, ROOT, RUNS
+from claimcheck.measure import provenance as prov
+from claimcheck.measure import server as srv
+from claimcheck.measure import telemetry
+from claimcheck.measure.bench import client_argv, load_bench
+from claimcheck.measure.engines import Engine, engine_python, server_argv, vllm_command
+from claimcheck.measure.protocols import Protocol
+from claimcheck.measure.tokenizer import build_synthetic_tokenizer
 
 
 def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
@@ -231,135 +227,3 @@ def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127
         print(f"claimcheck: healthy after {s.healthy_unix_s - s.started_unix_s:.0f} s",
               file=sys.stderr)
     return s
-
-
-# ---------------------------------------------------------------------------- CLI
-
-
-def add_measure_parser(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("serve", help="start vllm serve for an engine config (detached)")
-    s.add_argument("--engine", required=True)
-    s.add_argument("--engines-file", default=None)
-    s.add_argument("--state", default=".claimcheck/server", help="server state directory")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--health-timeout", type=float, default=900, help="seconds")
-    s.add_argument("--no-wait", action="store_true", help="return once started")
-    s.set_defaults(func=cmd_serve)
-
-    s = sub.add_parser("wait", help="wait for a detached server to answer /health")
-    s.add_argument("--state", default=".claimcheck/server")
-    s.add_argument("--health-timeout", type=float, default=900, help="seconds")
-    s.set_defaults(func=cmd_wait)
-
-    s = sub.add_parser("stop", help="stop a detached server")
-    s.add_argument("--state", default=".claimcheck/server")
-    s.set_defaults(func=cmd_stop)
-
-    m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
-    m.add_argument("--card", required=True,
-                   help="card registry name (rtx3090, h200, ...), or cpu for a CPU engine")
-    m.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
-    m.add_argument("--protocol", action="append", required=True,
-                   help="protocol name (config/protocols.yaml); repeat for several")
-    m.add_argument("--profile", default=None, help="scale protocols (e.g. ci)")
-    m.add_argument("--repeats", type=int, default=None,
-                   help="override the protocol's repeats (recorded in provenance)")
-    g = m.add_mutually_exclusive_group()
-    g.add_argument("--attach", default=None, help="state dir of a server started by serve")
-    g.add_argument("--base-url", default=None, help="an already running server")
-    m.add_argument("--server-log", default=None, help="its log file, with --base-url")
-    m.add_argument("--port", type=int, default=8000)
-    m.add_argument("--state", default=".claimcheck/server")
-    m.add_argument("--runs-dir", default=str(RUNS))
-    m.add_argument("--health-timeout", type=float, default=900, help="seconds")
-    m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
-    m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
-    m.add_argument("--protocols-file", default=None)
-    m.add_argument("--engines-file", default=None)
-    m.add_argument("--keep-server", action="store_true", help="leave a started server up")
-    m.set_defaults(func=cmd_measure)
-
-
-def cmd_serve(a: argparse.Namespace) -> int:
-    engine = get_engine(a.engine, a.engines_file)
-    try:
-        start_engine(engine, state_dir=Path(a.state), port=a.port,
-                     health_timeout_s=a.health_timeout, wait=not a.no_wait)
-    except srv.ServerError as e:
-        print(f"claimcheck: error: {e}", file=sys.stderr)
-        return 3
-    return 0
-
-
-def cmd_wait(a: argparse.Namespace) -> int:
-    s = srv.Server.load(Path(a.state))
-    try:
-        srv.wait_healthy(s, a.health_timeout)
-    except srv.ServerError as e:
-        print(f"claimcheck: error: {e}", file=sys.stderr)
-        return 3
-    s.save(Path(a.state))
-    print(f"claimcheck: {s.base_url} healthy", file=sys.stderr)
-    return 0
-
-
-def cmd_stop(a: argparse.Namespace) -> int:
-    s = srv.Server.load(Path(a.state))
-    srv.stop(s)
-    return 0
-
-
-def cmd_measure(a: argparse.Namespace) -> int:
-    # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
-    if a.card != "cpu":
-        get_card(a.card)
-    engine = get_engine(a.engine, a.engines_file)
-    protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
-    if a.repeats is not None:
-        if a.repeats < 1:
-            raise InputError("--repeats", f"must be >= 1, got {a.repeats}")
-        protos = [dataclasses.replace(p, repeats=a.repeats) for p in protos]
-    gpus = [int(x) for x in a.gpus.split(",")] if a.gpus else None
-    ok, why = telemetry.nvml_status()
-    if not ok:
-        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
-              file=sys.stderr)
-    tok = tokenizer_for(engine)
-    own = a.attach is None and a.base_url is None
-    server: srv.Server | None = None
-    if a.attach:
-        server = srv.Server.load(Path(a.attach))
-        if not server.healthy():
-            raise InputError(a.attach, f"server at {server.base_url} is not healthy",
-                             key="server.json")
-    elif a.base_url:
-        server = srv.Server(base_url=a.base_url.rstrip("/"), log_path=a.server_log or "",
-                            engine=engine.name)
-        if not server.healthy():
-            raise InputError("--base-url", f"{a.base_url}/health does not answer")
-    exit_code = 0
-    try:
-        for proto in protos:
-            if own and (server is None or not server.alive()):
-                try:
-                    server = start_engine(engine, state_dir=Path(a.state), port=a.port,
-                                          health_timeout_s=a.health_timeout)
-                except srv.ServerError as e:
-                    print(f"claimcheck: error: {e}", file=sys.stderr)
-                    return 3
-            assert server is not None
-            run_dir, status = run_protocol(protocol=proto, engine=engine, card=a.card,
-                                           server=server, runs=Path(a.runs_dir),
-                                           tokenizer=tok, gpus=gpus, profile=a.profile,
-                                           step_timeout_s=a.step_timeout)
-            print(f"claimcheck: {proto.name}: {status}: {run_dir}", file=sys.stderr)
-            if status != "complete":
-                exit_code = 4
-                if own and server.alive() and not server.healthy():
-                    srv.stop(server)
-    finally:
-        if own and server is not None and not a.keep_server:
-            srv.stop(server)
-    return exit_code
-
-

@@ -1,4 +1,4 @@
-"""The project's figures, drawn in the one style of :mod:`claimcheck.figstyle`.
+"""The project's figures, drawn in the one style of :mod:`claimcheck.report.figstyle`.
 
 Each function takes plain rows (dicts) and returns a matplotlib figure; saving is the
 caller's (``figstyle.save``). Axes carry units; every figure gets a source line.
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from . import figstyle as fs
-from . import roofline as rl
+from claimcheck.core import roofline as rl
+from claimcheck.report import figstyle as fs
 
 PER_STREAM_DIAGONALS = (10, 25, 50, 100, 200, 400)
 

@@ -8,7 +8,7 @@ gated ``full_attention`` layers, a vision tower and an MTP module).
 
 Everything here is a pure function of the config dict; :func:`load_config` is the only
 I/O. Counts are plain numbers of values (weights, parameters); byte sizes come from
-:mod:`claimcheck.formats`.
+:mod:`claimcheck.core.formats`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .formats import kv_format, state_dtype_bytes
+from claimcheck.core.errors import InputError
+from claimcheck.core.formats import kv_format, state_dtype_bytes
 
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}

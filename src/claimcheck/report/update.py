@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .claims import Claim
-from .metrics import METRICS
-from .results import Run, engine_facts, reported_steps
+from claimcheck.core.claims import Claim
+from claimcheck.core.metrics import METRICS
+from claimcheck.report.record import Run, engine_facts, reported_steps
 
 
 def _n(v: float | None, fmt: str = "{:,.1f}") -> str:

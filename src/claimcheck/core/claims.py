@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .metrics import METRICS
-from .paths import RAW
+from claimcheck.core.errors import InputError
+from claimcheck.core.metrics import METRICS
+from claimcheck.core.paths import RAW
 
 COLUMNS = ("id", "kind", "seed", "section", "url", "system", "engine_version", "card",
            "power_limit_w", "checkpoint", "quantization", "streams", "stream_relation",

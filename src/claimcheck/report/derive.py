@@ -1,6 +1,6 @@
 """The pipeline's derived tables (data/derived/*.csv), one function per Snakemake rule.
 
-Each reads committed raw data, calls the pure functions of :mod:`claimcheck.report`, and
+Each reads committed raw data, calls the pure functions of :mod:`claimcheck.report.tables`, and
 writes one CSV. Paths are arguments; nothing here knows about Snakemake.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cards import load_cards, load_ceilings
-from .claims import load_claims
-from .geometry import geometry_from_file
-from .report import claim_roofline, load_weight_sizes, run_rows, write_csv
-from .results import find_runs, load_run
+from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.claims import load_claims
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.tables import claim_roofline, load_weight_sizes, run_rows, write_csv
 
 
 def claims_table(claims_csv: str | Path, cards_csv: str | Path, out: str | Path) -> int:

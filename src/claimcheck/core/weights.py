@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .formats import weight_format
-from .geometry import Geometry
-from .units import GB, GIB
+from claimcheck.core.formats import weight_format
+from claimcheck.core.geometry import Geometry
+from claimcheck.core.units import GB, GIB
 
 
 def weight_bytes(geom: Geometry, *, gb: float | None = None, gib: float | None = None,

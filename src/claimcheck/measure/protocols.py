@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .paths import CONFIG
-from .yamlcfg import load_validated
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import CONFIG
+from claimcheck.core.yamlcfg import load_validated
 
 
 @dataclass(frozen=True)

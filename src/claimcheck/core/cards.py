@@ -6,8 +6,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
-from .paths import RAW
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import RAW
 
 CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
                 "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .protocols import Protocol, Step
+from claimcheck.measure.protocols import Protocol, Step
 
 
 def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, model: str,

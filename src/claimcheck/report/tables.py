@@ -10,14 +10,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import roofline as rl
-from .cards import Card, Ceiling
-from .claims import Claim
-from .formats import WEIGHT_FORMATS
-from .geometry import Geometry
-from .metrics import METRICS
-from .results import Run, engine_facts, reported_steps
-from .units import GIB
+from claimcheck.core import roofline as rl
+from claimcheck.core.cards import Card, Ceiling
+from claimcheck.core.claims import Claim
+from claimcheck.core.formats import WEIGHT_FORMATS
+from claimcheck.core.geometry import Geometry
+from claimcheck.core.metrics import METRICS
+from claimcheck.core.units import GIB
+from claimcheck.report.record import Run, engine_facts, reported_steps
 
 # quantization label in the registry -> weight format for the arithmetic (4-bit-weight
 # formats with 16-bit group scales are all counted as w4a16).
@@ -43,7 +43,7 @@ def compute_tflops(card: Card, power_limit_w: float | None, dtype: str,
 
 def load_weight_sizes(path: str | Path | None = None) -> list[dict[str, str]]:
     """Measured or published weight sizes (``data/raw/weights.csv``), matched by prefix."""
-    from .paths import RAW
+    from claimcheck.core.paths import RAW
 
     with Path(path or RAW / "weights.csv").open(newline="") as f:
         return list(csv.DictReader(f))

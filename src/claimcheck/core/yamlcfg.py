@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import InputError
+from claimcheck.core.errors import InputError
 
 
 @cache
