@@ -5,6 +5,8 @@
 #   device.sh install           check, reassemble and install the bundle into /tmp/site
 #   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
 #   device.sh measure ENGINE PROTOCOL...   wait for /health, run protocols, tar runs to $OUT
+#                             (CALL_S: this call's seconds; the runner gets SIGINT in time
+#                             for what was measured to be written and still come back)
 #   device.sh stop              stop the detached server
 set -euo pipefail
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
@@ -26,8 +28,11 @@ case "${1:?}" in
     cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}"
     extra=(); [ -n "${REPEATS:-}" ] && extra=(--repeats "$REPEATS")
     args=(); for p in "$@"; do args+=(--protocol "$p"); done
-    rc=0; cc measure --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" "${extra[@]}" \
-      --runs-dir "$RUNS" || rc=$?
+    budget=$(( ${CALL_S:-570} - SECONDS - 20 ))
+    echo "device.sh: ${budget} s left for the protocols in this call"
+    rc=0; timeout --signal=INT "$budget" python3 -m claimcheck.cli measure \
+      --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" "${extra[@]}" \
+      --one-client-process --runs-dir "$RUNS" || rc=$?
     if [ -n "${OUT:-}" ]; then
       tar czf "$OUT/runs-$(date -u +%H%M%S).tar.gz" -C "$RUNS" .
       cp "$(ls -t $STATE/server-*.log | head -1)" "$OUT/" 2>/dev/null || true

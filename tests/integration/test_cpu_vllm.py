@@ -154,7 +154,7 @@ def test_a_planted_break_in_the_runner_is_caught(dense, tmp_path):
     state, _ = dense
     pkg = tmp_path / "pkg"
     shutil.copytree(ROOT / "src" / "claimcheck", pkg / "claimcheck")
-    bench = pkg / "claimcheck" / "bench.py"
+    bench = pkg / "claimcheck" / "measure" / "bench.py"
     text = bench.read_text()
     assert '"--max-concurrency", str(step.streams)' in text
     bench.write_text(text.replace('"--max-concurrency", str(step.streams)',
@@ -255,3 +255,83 @@ def test_hybrid_model(tmp_path):
     assert run.provenance["status"] == "complete"
     assert all(s["completed"] == s["requests"] for s in run.steps)
     assert "Qwen3_5ForConditionalGeneration" in (d / "server-start.log").read_text()
+
+
+def _bench(d: Path, rec: dict) -> dict:
+    return load_bench(d / "steps" / rec["dir"] / "bench.json")
+
+
+def test_closed_loop_and_lanes_count_usage(dense, tmp_path):
+    """claimcheck's own clients against the real server: tokens are the server's usage,
+    chunks carry several tokens (--stream-interval 4), every client sends its requests one
+    after another, and the lanes are admitted together."""
+    state, port = dense
+    runs = tmp_path / "runs"
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "closed-loop", "--protocol", "lanes",
+       "--profile", "ci", "--runs-dir", str(runs))
+    loop_dir, lanes_dir = sorted(runs.iterdir())
+    loop = json.loads((loop_dir / "provenance.json").read_text())
+    assert loop["status"] == "complete" and [s["streams"] for s in loop["steps"]] == [1, 2, 4]
+    for rec in loop["steps"]:
+        raw = _bench(loop_dir, rec)
+        assert rec["requests"] == 3 * rec["streams"] == raw["completed"]
+        assert raw["output_lens"] == [16] * rec["requests"]  # ci max_tokens; server usage
+        for toks, itls in zip(raw["chunk_tokens"], raw["itls"], strict=True):
+            assert sum(toks) == 16 and max(toks) > 1 and len(toks) == len(itls) + 1
+        # closed loop: a client's next request starts after its previous one ended
+        by_client: dict[int, list[tuple[float, float]]] = {}
+        for c, s, e in zip(raw["client_ids"], raw["start_times"], raw["end_times"],
+                           strict=True):
+            by_client.setdefault(c, []).append((s, e))
+        assert len(by_client) == rec["streams"]
+        for spans in by_client.values():
+            assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:], strict=False))
+        assert raw["total_output_tokens"] == 16 * rec["requests"]
+        assert raw["output_throughput"] == pytest.approx(
+            raw["total_output_tokens"] / (max(raw["end_times"]) - min(raw["start_times"])))
+    lanes = json.loads((lanes_dir / "provenance.json").read_text())
+    raw = _bench(lanes_dir, lanes["steps"][0])
+    assert raw["completed"] == 4 and raw["output_lens"] == [16] * 4
+    assert max(raw["start_times"]) - min(raw["start_times"]) < 1.0  # admitted together
+    # one non-streamed request agrees with the streamed usage count
+    r = stream_completion(f"http://127.0.0.1:{port}", "tiny-dense", "w5 w6 w7", 16,
+                          chat=True)
+    assert r.tokens == 16 and r.chunks < 16
+
+
+def test_one_client_process_runs_vllm_bench(dense, tmp_path):
+    """The serving gate through the bench worker: every step is vllm bench serve's own
+    result, written to the step's folder, with the worker recorded beside the command."""
+    state, _ = dense
+    runs = tmp_path / "runs"
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "serving-gate", "--profile", "ci",
+       "--one-client-process", "--runs-dir", str(runs))
+    d = next(runs.iterdir())
+    prov = json.loads((d / "provenance.json").read_text())
+    assert prov["status"] == "complete" and len(prov["steps"]) == 3 * 3
+    for rec in prov["steps"]:
+        raw = _bench(d, rec)
+        assert raw["completed"] == rec["requests"] and raw["max_concurrency"] == rec["streams"]
+        assert "benchworker" in rec["client_process"]
+        assert rec["client_command"].split(" bench serve ")[0].endswith(
+            ("vllm", "vllm.entrypoints.cli.main"))
+        assert "Serving Benchmark Result" in (d / "steps" / rec["dir"] / "client.log"
+                                              ).read_text()
+    assert [r["reference"] for r in prov["steps"]][-3:] == [True] * 3
+
+
+def test_a_rejected_request_keeps_the_server_message(dense):
+    """A request longer than max_model_len (1,024 on tiny-dense): the probe keeps the
+    server's own 400 body, which vllm bench serve reduces to "Bad Request"."""
+    from claimcheck.measure.engines import get_engine
+    from claimcheck.measure.protocols import Step
+    from claimcheck.measure.runner import probe_failure
+    from claimcheck.measure.server import Server
+
+    state, _ = dense
+    server = Server.load(state)
+    out = probe_failure(server, get_engine("tiny-dense", ENGINES), Step(1, 1, 2000, 16))
+    assert out["status"] == 400, out
+    assert "1024" in out["body"] and "2000" in out["body"] or "context" in out["body"], out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,19 @@ from claimcheck.measure.protocols import Protocol, Step
 def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, model: str,
                 tokenizer: str, seed: int, result_dir: str,
                 result_filename: str = "bench.json") -> list[str]:
-    """The exact ``vllm bench serve`` command for one step of a protocol."""
+    """The exact client command for one step: ``vllm bench serve`` for ``bench``
+    protocols, claimcheck's load client (:mod:`claimcheck.measure.loadclient`) otherwise."""
+    if p.kind != "bench":
+        argv = [sys.executable, "-m", "claimcheck.measure.loadclient", "--base-url", base_url,
+                "--model", model, "--kind", p.kind, "--streams", str(step.streams),
+                "--requests", str(step.requests), "--input-len", str(step.input_len),
+                "--output-len", str(step.output_len), "--endpoint", p.endpoint,
+                "--seed", str(seed), "--result", str(Path(result_dir) / result_filename)]
+        return argv + (["--ignore-eos"] if p.ignore_eos else [])
     argv = [*vllm, "bench", "serve", "--backend", "vllm", "--base-url", base_url,
             "--endpoint", p.endpoint, "--model", model, "--tokenizer", tokenizer,
-            "--dataset-name", p.dataset, "--random-input-len", str(p.input_len),
-            "--random-output-len", str(p.output_len), "--num-prompts", str(step.requests),
+            "--dataset-name", p.dataset, "--random-input-len", str(step.input_len),
+            "--random-output-len", str(step.output_len), "--num-prompts", str(step.requests),
             "--max-concurrency", str(step.streams), "--request-rate", "inf",
             "--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el",
             "--metric-percentiles", "50,90,99", "--save-result", "--save-detailed",

@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 import secrets
-import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
+from claimcheck.measure import clientproc, energy, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
-from claimcheck.measure import telemetry
 from claimcheck.measure.bench import client_argv, load_bench
 from claimcheck.measure.engines import Engine, engine_python, server_argv, vllm_command
+from claimcheck.measure.loadclient import synthetic_prompt
 from claimcheck.measure.protocols import Protocol
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
 
@@ -75,7 +78,8 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                  runs: Path = RUNS, vllm: list[str] | None = None,
                  tokenizer: str | None = None, gpus: list[int] | None = None,
                  profile: str | None = None, root: Path = ROOT,
-                 step_timeout_s: float | None = None) -> tuple[Path, str]:
+                 step_timeout_s: float | None = None,
+                 worker: clientproc.BenchWorker | None = None) -> tuple[Path, str]:
     """Run every step x repeat of ``protocol`` against a healthy ``server``.
 
     Returns (run directory, status). Status is ``complete`` or ``failed``; a failure keeps
@@ -120,14 +124,19 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         try:
             for i, step, rep in plan:
                 rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
-                                tokenizer or engine.model, step_timeout_s)
+                                tokenizer or engine.model, step_timeout_s, gpus, worker)
+                print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} "
+                      f"repeat {rep}/{protocol.repeats}: {rec.get('completed')} of "
+                      f"{step.requests} requests done, {rec['status']}, "
+                      f"{rec['end_unix_s'] - rec['start_unix_s']:.0f} s (run "
+                      f"{time.time() - started:.0f} s)", file=sys.stderr, flush=True)
                 steps.append(rec)
                 _write_json(run_dir / "steps.json", steps)
                 if rec["status"] != "complete":
                     status, reason = "failed", rec["reason"]
                     break
         except KeyboardInterrupt:
-            status, reason = "failed", "interrupted by the user"
+            status, reason = "failed", "interrupted (SIGINT) before the protocol ended"
     ended = time.time()
     server_log = server.read_log(log_start)
     (run_dir / "server.log").write_text(server_log)
@@ -142,12 +151,15 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "server_alive_at_end": server.alive() and server.healthy(),
     })
     _write_json(run_dir / "provenance.json", base)
+    if reason == "interrupted (SIGINT) before the protocol ended":
+        raise KeyboardInterrupt  # everything measured is written; no further protocol
     return run_dir, status
 
 
 def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
               server: srv.Server, vllm: list[str], engine: Engine, tokenizer: str,
-              timeout_s: float | None) -> dict[str, Any]:
+              timeout_s: float | None, gpus: list[int] | None = None,
+              worker: clientproc.BenchWorker | None = None) -> dict[str, Any]:
     sdir = run_dir / "steps" / f"{i:02d}-c{step.streams}-r{rep}"
     sdir.mkdir(parents=True)
     seed = _seed(protocol)
@@ -155,7 +167,9 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
                        model=engine.served_model_name, tokenizer=tokenizer, seed=seed,
                        result_dir=str(sdir))
     rec: dict[str, Any] = {"step": i, "repeat": rep, "streams": step.streams,
-                           "requests": step.requests, "seed": seed, "dir": sdir.name,
+                           "requests": step.requests, "input_len": step.input_len,
+                           "output_len": step.output_len, "reference": step.reference,
+                           "kind": protocol.kind, "seed": seed, "dir": sdir.name,
                            "client_argv": argv, "client_command": " ".join(argv),
                            "server_log_offset_start": server.log_size()}
     if not server.alive() or not server.healthy():
@@ -163,17 +177,23 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
                    start_unix_s=time.time(), end_unix_s=time.time())
         _write_json(sdir / "step.json", rec)
         return rec
+    e0 = energy.read_energy_mj(gpus)
     rec["start_unix_s"] = time.time()
-    print(f"claimcheck: {protocol.name} step {i} ({step.streams} streams, {step.requests} "
-          f"requests) repeat {rep}", file=sys.stderr, flush=True)
-    with open(sdir / "client.log", "wb") as log:
-        try:
-            r = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, timeout=timeout_s)
-            rc: int | None = r.returncode
-        except subprocess.TimeoutExpired:
-            rc = None
+    print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} ({step.streams} "
+          f"streams, {step.requests} requests, {step.input_len} + {step.output_len} tokens) "
+          f"repeat {rep}/{protocol.repeats}", file=sys.stderr, flush=True)
+    args = clientproc.bench_args(argv) if worker is not None else None
+    if worker is not None and args is not None:
+        rc = worker.run(args, sdir / "client.log", timeout_s)
+        rec["client_process"] = ("claimcheck.measure.benchworker: vllm.benchmarks.serve.main "
+                                 "(what `vllm bench serve` calls) in one process for every "
+                                 f"step, step {worker.steps} of that process")
+    else:
+        rc = clientproc.run_subprocess(argv, sdir / "client.log", timeout_s)
     rec["end_unix_s"] = time.time()
+    e1 = energy.read_energy_mj(gpus)
+    rec["energy"] = {"start": e0, "end": e1, "joules": energy.window_energy_j(e0, e1),
+                     "source": "nvmlDeviceGetTotalEnergyConsumption over the client's run"}
     rec["client_returncode"] = rc
     rec["server_log_offset_end"] = server.log_size()
     result_path = sdir / "bench.json"
@@ -191,8 +211,9 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
             errs = [e for e in res.get("errors", []) if e]
             problems.append(f"{failed} of {step.requests} requests failed"
                             + (f" (first error: {errs[0][:200]})" if errs else ""))
+            rec["server_error_probe"] = probe_failure(server, engine, step)
     else:
-        problems.append("no bench.json was written")
+        problems.append(f"no {result_path.name} was written")
     alive = server.alive() and server.healthy()
     rec["server_healthy_after"] = alive
     if not alive:
@@ -202,6 +223,27 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     rec["reason"] = "; ".join(problems) or None
     _write_json(sdir / "step.json", rec)
     return rec
+
+
+def probe_failure(server: srv.Server, engine: Engine, step: Any,
+                  timeout_s: float = 120) -> dict[str, Any]:
+    """Re-send one request of the step's shape (non-streamed) and keep the server's own
+    answer: ``vllm bench serve`` records only "Bad Request" for a rejected request."""
+    body = {"model": engine.served_model_name, "max_tokens": step.output_len,
+            "prompt": synthetic_prompt(step.input_len, random.Random(0)), "ignore_eos": True}
+    req = urllib.request.Request(server.base_url + "/v1/completions",
+                                 data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    out: dict[str, Any] = {"request": {k: v for k, v in body.items() if k != "prompt"},
+                           "prompt_words": step.input_len}
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            out.update(status=r.status, body=r.read(4000).decode(errors="replace"))
+    except urllib.error.HTTPError as e:
+        out.update(status=e.code, body=e.read(4000).decode(errors="replace"))
+    except Exception as e:  # noqa: BLE001 - the probe only adds evidence
+        out.update(status=None, body=f"{type(e).__name__}: {e}")
+    return out
 
 
 def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127.0.0.1",

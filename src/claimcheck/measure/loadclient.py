@@ -1,0 +1,237 @@
+"""claimcheck's own load client, for the protocols ``vllm bench serve`` cannot express.
+
+``closed_loop``: C clients, each sending ``requests_per_client`` streamed requests one after
+another (qwen-warp's ``docs/PERFORMANCE.md`` protocol as seed 000 reports it).
+``lanes``: one prompt sent as C identical streamed requests admitted together (TensorFold's
+and Cinference's "8 parallel code lanes", seed 000). Identical requests rather than one
+request with OpenAI ``n``: each lane then has its own ``usage.completion_tokens``, so every
+lane's count is the server's; with ``n`` the usage is one sum over all choices.
+
+Tokens are counted from the server's usage, never from SSE chunks (seed 002: counting chunks
+read 43 where the truth was 118). ``stream_options.continuous_usage_stats`` makes vLLM put the
+running ``completion_tokens`` in every chunk, so each chunk's token count is the difference;
+reasoning text may arrive as ``reasoning`` or ``reasoning_content`` and counts like content.
+
+The result file has the shape of ``vllm bench serve --save-result --save-detailed`` (times
+in seconds, ``start_times`` in unix seconds, ``itls`` per token-carrying chunk) plus
+``chunk_tokens`` (tokens per chunk, first chunk included), ``client_ids`` and ``end_times``.
+
+Run as ``python -m claimcheck.measure.loadclient ...`` (the runner records the command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class RequestRecord:
+    """One streamed request. Times are unix seconds; ``chunk_times`` of token chunks."""
+
+    client: int
+    start: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int | None] = field(default_factory=list)
+    reasoning_chars: int = 0
+    content_chars: int = 0
+    error: str = ""
+
+
+def synthetic_prompt(n_words: int, rng: random.Random, vocab: int = 32000) -> str:
+    """``n_words`` words ``w<id>``: one token each under the synthetic tokenizer (a few
+    under a real one; the server's ``usage.prompt_tokens`` is what is recorded)."""
+    return " ".join(f"w{rng.randrange(1, vocab)}" for _ in range(n_words))
+
+
+def request_body(model: str, prompt: str, max_tokens: int, *, chat: bool,
+                 ignore_eos: bool) -> dict[str, Any]:
+    """A greedy streamed request asking for usage in every chunk."""
+    body: dict[str, Any] = {
+        "model": model, "max_tokens": max_tokens, "stream": True, "temperature": 0,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "ignore_eos": ignore_eos}
+    if chat:
+        body["messages"] = [{"role": "user", "content": prompt}]
+        body["chat_template_kwargs"] = {"enable_thinking": False}
+    else:
+        body["prompt"] = prompt
+    return body
+
+
+def read_chunk(data: dict[str, Any], rec: RequestRecord, now: float) -> None:
+    """Fold one SSE ``data:`` object into ``rec`` (usage first, then the text pieces)."""
+    usage = data.get("usage") or {}
+    before = rec.completion_tokens
+    if usage.get("prompt_tokens") is not None:
+        rec.prompt_tokens = usage["prompt_tokens"]
+    if usage.get("completion_tokens") is not None:
+        rec.completion_tokens = usage["completion_tokens"]
+    piece = think = ""
+    for ch in data.get("choices") or []:
+        delta = ch.get("delta") or {}
+        piece += ch.get("text") or delta.get("content") or ""
+        think += delta.get("reasoning") or delta.get("reasoning_content") or ""
+    rec.content_chars += len(piece)
+    rec.reasoning_chars += len(think)
+    grew = (rec.completion_tokens or 0) - (before or 0)
+    if grew > 0 or ((piece or think) and usage.get("completion_tokens") is None):
+        rec.chunk_times.append(now)
+        rec.chunk_tokens.append(grew if usage.get("completion_tokens") is not None else None)
+
+
+async def one_request(client: Any, url: str, body: dict[str, Any], cid: int) -> RequestRecord:
+    """Send one streamed request; an HTTP error keeps the server's own response body."""
+    rec = RequestRecord(client=cid, start=time.time())
+    try:
+        async with client.stream("POST", url, json=body) as r:
+            if r.status_code != 200:
+                text = (await r.aread()).decode(errors="replace")
+                rec.error = f"HTTP {r.status_code}: {text[:2000]}"
+                return rec
+            async for line in r.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                read_chunk(json.loads(payload), rec, time.time())
+    except Exception as e:  # noqa: BLE001 - every failure is recorded, never raised mid-run
+        rec.error = f"{type(e).__name__}: {e}"
+    if not rec.error and rec.completion_tokens is None:
+        rec.error = "the stream carried no usage.completion_tokens"
+    return rec
+
+
+async def run_load(*, base_url: str, model: str, kind: str, streams: int, requests: int,
+                   input_len: int, output_len: int, chat: bool, ignore_eos: bool, seed: int,
+                   timeout_s: float = 3600) -> list[RequestRecord]:
+    """Run one step: a closed loop of ``streams`` clients, or ``streams`` identical lanes."""
+    import httpx
+
+    rng = random.Random(seed)
+    path = "/v1/chat/completions" if chat else "/v1/completions"
+    url = base_url.rstrip("/") + path
+    limits = httpx.Limits(max_connections=streams + 4)
+    async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
+        if kind == "lanes":
+            body = request_body(model, synthetic_prompt(input_len, rng), output_len,
+                                chat=chat, ignore_eos=ignore_eos)
+            return list(await asyncio.gather(
+                *(one_request(client, url, body, c) for c in range(streams))))
+        per = requests // streams
+        prompts = [[synthetic_prompt(input_len, rng) for _ in range(per)]
+                   for _ in range(streams)]
+
+        async def loop(cid: int) -> list[RequestRecord]:
+            out = []
+            for p in prompts[cid]:
+                out.append(await one_request(client, url, request_body(
+                    model, p, output_len, chat=chat, ignore_eos=ignore_eos), cid))
+            return out
+
+        done = await asyncio.gather(*(loop(c) for c in range(streams)))
+        return [r for recs in done for r in recs]
+
+
+def _ms(xs: list[float], fn: Any) -> float | None:
+    return fn(xs) * 1000 if xs else None
+
+
+def result_json(recs: list[RequestRecord], *, kind: str, model: str, streams: int,
+                input_len: int, output_len: int) -> dict[str, Any]:
+    """The step's result in ``vllm bench serve --save-detailed`` shape (see module doc)."""
+    ok = [r for r in recs if not r.error and r.chunk_times]
+    ok_ids = {id(r) for r in ok}
+    ttfts = [r.chunk_times[0] - r.start if r.chunk_times and not r.error else 0.0
+             for r in recs]
+    itls = [[b - a for a, b in zip(r.chunk_times, r.chunk_times[1:], strict=False)]
+            if not r.error else [] for r in recs]
+    outs = [r.completion_tokens or 0 if not r.error else 0 for r in recs]
+    ends = [r.chunk_times[-1] if r.chunk_times else r.start for r in recs]
+    first = min((r.start for r in recs), default=0.0)
+    last = max((r.chunk_times[-1] for r in ok), default=first)
+    duration = last - first
+    total_out = sum(r.completion_tokens or 0 for r in ok)
+    tpots = [(r.chunk_times[-1] - r.chunk_times[0]) / (r.completion_tokens - 1)
+             for r in ok if (r.completion_tokens or 0) > 1]
+    e2els = [r.chunk_times[-1] - r.start for r in ok]
+    flat_itls = [x for r, xs in zip(recs, itls, strict=True) if id(r) in ok_ids
+                 for x in xs]
+    ok_ttfts = [t for r, t in zip(recs, ttfts, strict=True) if id(r) in ok_ids]
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S"),
+        "backend": f"claimcheck-loadclient/{kind}", "model_id": model,
+        "num_prompts": len(recs), "max_concurrency": streams, "request_rate": "inf",
+        "input_len": input_len, "output_len": output_len,
+        "duration": duration, "completed": len(ok), "failed": len(recs) - len(ok),
+        "total_input_tokens": sum(r.prompt_tokens or 0 for r in ok),
+        "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration if duration > 0 else None,
+        "output_throughput": total_out / duration if duration > 0 else None,
+        "input_lens": [r.prompt_tokens or 0 for r in recs], "output_lens": outs,
+        "ttfts": ttfts, "itls": itls, "start_times": [r.start for r in recs],
+        "end_times": ends, "chunk_tokens": [r.chunk_tokens for r in recs],
+        "client_ids": [r.client for r in recs],
+        "reasoning_chars": [r.reasoning_chars for r in recs],
+        "content_chars": [r.content_chars for r in recs],
+        "errors": [r.error for r in recs],
+        "mean_ttft_ms": _ms(ok_ttfts, statistics.fmean),
+        "median_ttft_ms": _ms(ok_ttfts, statistics.median),
+        "mean_tpot_ms": _ms(tpots, statistics.fmean),
+        "median_tpot_ms": _ms(tpots, statistics.median),
+        "mean_itl_ms": _ms(flat_itls, statistics.fmean),
+        "median_itl_ms": _ms(flat_itls, statistics.median),
+        "mean_e2el_ms": _ms(e2els, statistics.fmean),
+        "median_e2el_ms": _ms(e2els, statistics.median),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = argparse.ArgumentParser(prog="python -m claimcheck.measure.loadclient",
+                                description=__doc__.split("\n\n")[0])
+    a.add_argument("--base-url", required=True)
+    a.add_argument("--model", required=True)
+    a.add_argument("--kind", choices=("closed_loop", "lanes"), required=True)
+    a.add_argument("--streams", type=int, required=True, help="clients or lanes")
+    a.add_argument("--requests", type=int, required=True, help="requests in all")
+    a.add_argument("--input-len", type=int, required=True, help="prompt words (tokens)")
+    a.add_argument("--output-len", type=int, required=True, help="max_tokens")
+    a.add_argument("--endpoint", default="/v1/chat/completions",
+                   choices=("/v1/chat/completions", "/v1/completions"))
+    a.add_argument("--ignore-eos", action="store_true")
+    a.add_argument("--seed", type=int, required=True)
+    a.add_argument("--result", required=True, help="result JSON path")
+    x = a.parse_args(argv)
+    if x.streams < 1 or x.requests < x.streams or x.requests % x.streams:
+        a.error(f"--requests ({x.requests}) must be a positive multiple of --streams "
+                f"({x.streams})")
+    t0 = time.monotonic()
+    recs = asyncio.run(run_load(
+        base_url=x.base_url, model=x.model, kind=x.kind, streams=x.streams,
+        requests=x.requests, input_len=x.input_len, output_len=x.output_len,
+        chat=x.endpoint.endswith("chat/completions"), ignore_eos=x.ignore_eos, seed=x.seed))
+    res = result_json(recs, kind=x.kind, model=x.model, streams=x.streams,
+                      input_len=x.input_len, output_len=x.output_len)
+    Path(x.result).write_text(json.dumps(res, indent=1, allow_nan=False))
+    print(f"{x.kind}: {res['completed']} of {res['num_prompts']} requests completed, "
+          f"{res['total_output_tokens']} output tokens (server usage) in "
+          f"{res['duration']:.2f} s, {time.monotonic() - t0:.1f} s wall", flush=True)
+    for e in [e for e in res["errors"] if e][:3]:
+        print(f"error: {e}", flush=True)
+    return 0 if res["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
