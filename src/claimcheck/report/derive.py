@@ -20,6 +20,7 @@ from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report.tables import claim_roofline, run_rows, write_csv
+from claimcheck.report.update import metric_columns
 
 
 def write_json(obj: Any, path: str | Path) -> None:
@@ -71,6 +72,7 @@ def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | P
     """One run directory read once, with every step's roofline, as one JSON. Returns the
     number of steps."""
     run = load_run(run_dir)
+    metric_columns(run.protocol, str(Path(run_dir) / "provenance.json"))  # known metrics only
     rows = run_rows([run], geometry_from_file(config_json), load_cards(cards_csv),
                     ceilings=load_ceilings(ceilings_csv))
     write_json(run_to_json(run, rows), out)
