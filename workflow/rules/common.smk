@@ -33,12 +33,22 @@ if "update_card" in config:
 if "measure" in config:
     _check_card(config["measure"]["card"], "measure.card")
 
-RAW_INPUTS = [config["claims"], config["cards"], config["ceilings"], config["weights"],
-              config["model_config"]]
+# A missing input must fail even where an old output exists (Snakemake would keep the old
+# output without a word): every configured file and every run's provenance.json, checked here.
+for _key in ("claims", "cards", "ceilings", "weights", "model_config"):
+    if not Path(config[_key]).is_file():
+        raise InputError("config/config.yaml", f"{config[_key]}: no such file", key=_key)
 ROOFLINES = [r["name"] for r in config["rooflines"]]
 RUNS_DIR = Path(config["runs_dir"])
-# Every folder under runs_dir is a run (one without provenance.json fails the DAG).
+if not RUNS_DIR.is_dir():
+    raise InputError("config/config.yaml", f"{RUNS_DIR}: no such folder", key="runs_dir")
+# Every folder under runs_dir is a run; one without provenance.json is an error.
 RUNS = sorted(p.name for p in RUNS_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))
+for _run in RUNS:
+    if not (RUNS_DIR / _run / "provenance.json").is_file():
+        raise InputError(str(RUNS_DIR / _run / "provenance.json"), "missing: every run "
+                         "directory needs its provenance.json (move the folder out of "
+                         f"{RUNS_DIR} if it is not a run)")
 PIPELINE_ENV = "../../envs/pipeline.yaml"
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
