@@ -149,3 +149,11 @@ def test_migration_keeps_failed_status():
     obj = {"steps": [{"client_returncode": 1}], "protocol_config": {}}
     out = migrate_provenance(obj)
     assert out["steps"][0]["status"] == "failed" and "status" not in obj["steps"][0]
+
+
+def test_context_per_stream_from_the_recorded_protocol():
+    raw = json.loads((RUNS / LADDER / "provenance.json").read_text())["protocol_config"]
+    run = load_run(RUNS / LADDER)
+    for s in run.steps:  # old records: each step's lengths are the protocol's
+        assert s["input_len"] == raw["input_len"] and s["output_len"] == raw["output_len"]
+        assert s["context_tokens_per_stream"] == raw["input_len"] + raw["output_len"]

@@ -4,6 +4,7 @@ Every tok/s here is named for what it is:
 ``per_stream_tok_s`` = 1000 / median TPOT (decode; first token excluded),
 ``aggregate_tpot_tok_s`` = streams x per_stream_tok_s (assumes all streams decode),
 ``e2e_output_tok_s`` = all output tokens / benchmark wall time (prefill, ramp, tail in),
+``aggregate_mean_tpot_tok_s`` = streams x 1000 / mean TPOT (decode),
 ``engine_log_steady_tok_s`` = median of vLLM's 10-s generation-throughput lines with all
 streams running and no prompt tokens (None when no window qualifies).
 """
@@ -60,22 +61,41 @@ class Run:
 
 
 def protocol_from_record(d: dict[str, Any]) -> Protocol:
-    """The Protocol a run recorded (``protocol_config``), through the Protocol dataclass's
-    own fields: keys it does not know are left out, fields the record lacks take their
-    defaults (or None)."""
+    """The Protocol a run recorded (``protocol_config``), through the Protocol and Step
+    dataclasses' own fields: keys they do not know are left out; fields the record lacks
+    take their defaults, a step's lengths the protocol's (older records), else None."""
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(Protocol):
         if f.name in d:
             kw[f.name] = d[f.name]
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             kw[f.name] = None
-    step_fields = {f.name for f in dataclasses.fields(Step)}
-    kw["steps"] = tuple(Step(**{k: v for k, v in s.items() if k in step_fields})
-                        for s in d["steps"])
+    steps = []
+    for s in d["steps"]:
+        sk: dict[str, Any] = {}
+        for f in dataclasses.fields(Step):
+            if f.name in s:
+                sk[f.name] = s[f.name]
+            elif f.name in d:  # per-step lengths default to the protocol's
+                sk[f.name] = d[f.name]
+            elif f.default is dataclasses.MISSING:
+                sk[f.name] = None
+        steps.append(Step(**sk))
+    kw["steps"] = tuple(steps)
     for k in ("source_claims", "metrics"):
         kw[k] = tuple(kw.get(k) or ())
     kw["description"] = " ".join(str(kw.get("description") or "").split())
     return Protocol(**kw)
+
+
+def step_context(proto: Protocol, index: int) -> dict[str, int]:
+    """Prompt, output and context tokens per stream of step ``index`` of a protocol: the
+    one place they are worked out (the step's own lengths where it has them)."""
+    st = proto.steps[index] if 0 <= index < len(proto.steps) else None
+    in_len = getattr(st, "input_len", None) or proto.input_len
+    out_len = getattr(st, "output_len", None) or proto.output_len
+    return {"input_len": in_len, "output_len": out_len,
+            "context_tokens_per_stream": in_len + out_len}
 
 
 def _log_time(line: serverlog.StatsLine, year: int) -> float | None:
@@ -110,14 +130,15 @@ def check_bench(bench: dict[str, Any], rec: StepRecord, proto: Protocol, source:
     if done is not None and done > rec.requests:
         raise InputError(source, f"{done} requests completed but only {rec.requests} were "
                          "sent", key="completed")
+    out_len = step_context(proto, rec.step)["output_len"]
     lens = [n for n in bench.get("output_lens") or [] if n is not None]
-    if proto.output_len and any(n > proto.output_len for n in lens):
+    if out_len and any(n > out_len for n in lens):
         raise InputError(source, f"a request returned {max(lens)} tokens but "
-                         f"{proto.output_len} were requested", key="output_lens")
+                         f"{out_len} were requested", key="output_lens")
     total = bench.get("total_output_tokens")
-    if proto.output_len and total is not None and total > rec.requests * proto.output_len:
+    if out_len and total is not None and total > rec.requests * out_len:
         raise InputError(source, f"{total} output tokens but at most {rec.requests} x "
-                         f"{proto.output_len} were requested", key="total_output_tokens")
+                         f"{out_len} were requested", key="total_output_tokens")
 
 
 def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.StatsLine],
@@ -138,6 +159,8 @@ def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.S
             raise InputError(str(bench_path), "not a vllm bench serve result (an object)")
         check_bench(raw, rec, proto, str(bench_path))
         m.update(summarize(raw, rec.streams))
+        mean_tpot = raw.get("mean_tpot_ms")
+        m["aggregate_mean_tpot_tok_s"] = rec.streams * 1000 / mean_tpot if mean_tpot else None
         if raw.get("duration") and t1 is not None:
             # The load itself, without the client's start-up (~10 s of importing):
             # the bench's start_times are on a monotonic clock, so the window is the
@@ -154,9 +177,10 @@ def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.S
         m["engine_log_steady_tok_s"] = serverlog.steady_state_tok_s(sel, rec.streams)
         m["preemptions"] = max((s.preemptions for s in sel), default=0)
         m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(tel, t0, t1).items()})
-    m["context_tokens_per_stream"] = proto.context_tokens
-    m["input_len"] = proto.input_len
-    m["output_len"] = proto.output_len
+    ctx = step_context(proto, rec.step)
+    m["context_tokens_per_stream"] = ctx["context_tokens_per_stream"]
+    m["input_len"] = ctx["input_len"]
+    m["output_len"] = ctx["output_len"]
     return m
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from claimcheck.core.errors import InputError
 from claimcheck.core.metrics import METRICS
 from claimcheck.measure.protocols import Protocol
-from claimcheck.report.record import Run, reported_steps
+from claimcheck.report.record import Run, reported_steps, step_context
 
 
 def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
@@ -58,6 +58,24 @@ REPORT_METRICS: dict[str, Column] = {
     "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
     "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
     "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
+    "mean_tpot_ms": Column("mean_tpot_ms", "Mean TPOT", "{:.2f} ms"),
+    "streams_x_1000_over_mean_tpot": Column(
+        "aggregate_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}"),
+    # Read from the token timeline of each step (the step row's key, when it has one;
+    # "not computed" otherwise).
+    "decode_aggregate": Column("decode_aggregate_tok_s",
+                               "Decode aggregate, tok/s (prefill and ramp out)", "{:,.1f}"),
+    "all_streams_decoding": Column("all_streams_decoding_tok_s",
+                                   "All streams decoding, tok/s", "{:,.1f}"),
+    "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}"),
+    "per_request_tok_s": Column("per_request_tok_s", "Per request decode, tok/s (mean)",
+                                "{:,.1f}"),
+    "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}"),
+    "tok_s_per_measured_w": Column("tok_s_per_measured_w",
+                                   "End to end per measured watt, tok/s/W", "{:.2f}"),
+    "lanes_stats": Column("lanes_stats", "Lanes", "{}"),
+    "bandwidth_fraction": Column("bandwidth_fraction", "Share of datasheet bandwidth",
+                                 "{:.0%}"),
 }
 
 
@@ -105,18 +123,37 @@ def provenance_line(run: Run) -> str:
 
 
 def workload_sentence(proto: Protocol) -> str:
-    """What the protocol runs, in words, from its fields alone."""
+    """What the protocol runs, in words, from its fields alone (per-step lengths where the
+    steps differ)."""
+    ctx = [step_context(proto, i) for i in range(len(proto.steps))]
     streams = ", ".join(str(s.streams) for s in proto.steps)
     requests = ", ".join(str(s.requests) for s in proto.steps)
     levels = "level" if len(proto.steps) == 1 else "levels"
     repeats = ("once" if proto.repeats == 1 else f"{proto.repeats} times, reporting "
                + ("the last pass" if proto.report == "last" else "every pass"))
+    lens = {(c["input_len"], c["output_len"]) for c in ctx}
+    if len(lens) == 1:
+        (i, o), = lens
+        tokens = (f"{i} tokens in and {o} out"
+                  f"{' (`--ignore-eos`)' if proto.ignore_eos else ''}, so {i + o} tokens of "
+                  "context per stream at the end of each request")
+    else:
+        tokens = ("per step " + ", ".join(f"{c['input_len']} in / {c['output_len']} out "
+                                         f"({c['context_tokens_per_stream']} tokens of "
+                                         "context per stream)" for c in ctx)
+                  + (" (`--ignore-eos`)" if proto.ignore_eos else ""))
     return (f"Workload: {streams} streams (independent requests, {len(proto.steps)} {levels}) "
-            f"with {requests} requests; {proto.input_len} tokens in and {proto.output_len} "
-            f"out{' (`--ignore-eos`)' if proto.ignore_eos else ''}, so "
-            f"{proto.context_tokens} tokens of context per stream at the end of each "
-            f"request; run {repeats}. Decode figures exclude each request's first token; "
-            "end-to-end figures include prefill, ramp and tail.")
+            f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
+            "request's first token; end-to-end figures include prefill, ramp and tail.")
+
+
+def _cell(s: dict[str, Any], c: Column) -> str:
+    """One measured value, or why there is none."""
+    if c.key not in s:
+        return "not computed"
+    if s[c.key] is None and c.key == "engine_log_steady_tok_s":
+        return "n/a (no clean 10-s window)"
+    return _n(s[c.key], c.fmt)
 
 
 def _step_label(run: Run, s: dict[str, Any], kept: bool, many: bool) -> str:
@@ -160,9 +197,7 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
                 continue
             r = rows.get((run.name, s["step"], s["repeat"]), {})
             rt, agg = r.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
-            cells += [_n(s.get(c.key), c.fmt) + (
-                " (no clean 10-s window)" if c.key == "engine_log_steady_tok_s"
-                and s.get(c.key) is None else "") for c in cols]
+            cells += [_cell(s, c) for c in cols]
             cells += [_n(rt, "{:,.0f}"), _n(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]
             out.append(cells)
