@@ -157,3 +157,13 @@ def test_context_per_stream_from_the_recorded_protocol():
     for s in run.steps:  # old records: each step's lengths are the protocol's
         assert s["input_len"] == raw["input_len"] and s["output_len"] == raw["output_len"]
         assert s["context_tokens_per_stream"] == raw["input_len"] + raw["output_len"]
+
+
+def test_step_schema_takes_per_step_lengths_and_refuses_bad_ones():
+    rec = json.loads((RUNS / LADDER / "steps/00-c1-r1/step.json").read_text())
+    rec.update(input_len=128, output_len=512, reference=False, kind="bench",
+               energy={"joules": 1234.5})
+    validate_steps([rec], "steps.json")
+    rec["output_len"] = 0
+    with pytest.raises(InputError, match=r"steps.json: 0.output_len: 0 is less than"):
+        validate_steps([rec], "steps.json")

@@ -95,3 +95,18 @@ def test_no_measure_section_still_plans_all(tmp_path):
     r = run("measure")
     assert r.returncode != 0
     assert "config/config.yaml: measure: no measure: section" in r.stdout + r.stderr
+
+
+def test_outputs_of_deleted_runs_are_found(tmp_path):
+    from claimcheck.report.derive import stale_run_outputs
+
+    patterns = ["data/derived/runs/{run}.json", "figures/measured-{run}.png"]
+    keep, gone = "h200-kept-run", "h200-deleted-run"
+    for run in (keep, gone):
+        for pat in patterns:
+            f = tmp_path / pat.format(run=run)
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text("x")
+    (tmp_path / "figures/claim_map.png").write_text("x")  # not a per-run output
+    stale = stale_run_outputs(patterns, [keep], tmp_path)
+    assert sorted(stale) == sorted(tmp_path / p.format(run=gone) for p in patterns)

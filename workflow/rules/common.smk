@@ -1,10 +1,10 @@
 # Shared values and input functions for the rules. Config values the schema cannot check
 # (card names, unique preset names) are checked here, before any DAG is built.
-import os
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards
 from claimcheck.core.errors import InputError
+from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
 
 CARDS = load_cards(config["cards"])  # card names come from the card registry only
@@ -123,20 +123,7 @@ PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "data/derived/params/measured-{run}.yaml"]
 
 
-def stale_run_outputs():
-    """Files the workflow wrote for runs that are no longer in runs_dir."""
-    stale = []
-    for pattern in PER_RUN_OUTPUTS:
-        head, tail = pattern.split("{run}")
-        folder, prefix = os.path.split(head)
-        for p in Path(folder).glob(f"{prefix}*{tail}"):
-            run = p.name[len(prefix):len(p.name) - len(tail)]
-            if run not in RUNS:
-                stale.append(p)
-    return stale
-
-
 onstart:
-    for _p in stale_run_outputs():
+    for _p in stale_run_outputs(PER_RUN_OUTPUTS, RUNS):
         print(f"removing {_p}: its run is no longer in {RUNS_DIR}")
         _p.unlink()

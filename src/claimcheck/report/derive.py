@@ -8,6 +8,7 @@ reads. Paths are arguments; nothing here knows about Snakemake.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,21 @@ def runs_table(records: list[str | Path], out: str | Path) -> int:
     _, rows = read_run_records(records)
     write_csv(rows, out)
     return len(rows)
+
+
+def stale_run_outputs(patterns: list[str], runs: list[str],
+                      root: str | Path = ".") -> list[Path]:
+    """Files matching ``patterns`` (each with one ``{run}``), under ``root``, whose run is not
+    in ``runs``: the outputs of deleted runs, for the workflow to remove."""
+    stale = []
+    for pattern in patterns:
+        head, tail = pattern.split("{run}")
+        folder, prefix = os.path.split(head)
+        for p in sorted((Path(root) / folder).glob(f"{prefix}*{tail}")):
+            run = p.name[len(prefix):len(p.name) - len(tail)]
+            if run not in runs:
+                stale.append(p)
+    return stale
 
 
 def main(argv: list[str] | None = None) -> int:
