@@ -135,3 +135,15 @@ def test_claim_map_plots_every_point():
     # data points, not legend handles: offsets of every non-empty scatter collection
     points = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
     assert points == len(claims) + len(measured)
+
+
+def test_dummy_note_names_the_served_geometry():
+    cfg_path = RAW / "models/qwen3.8-27b/config.json"
+    cfg = json.loads(cfg_path.read_text())
+    layers = cfg.get("text_config", cfg)["num_hidden_layers"]
+    runs = [load_run(d) for d in find_runs(RUNS)]
+    geom = geometry_from_file(cfg_path)
+    md = render_update(runs, run_rows(runs, geom, load_cards()),
+                       [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
+                       geometry=geom)
+    assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md

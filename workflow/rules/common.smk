@@ -101,6 +101,7 @@ def notebook_params(wildcards):
     if t == "update":
         return {**common, "card": config["update_card"],
                 "protocols_yaml": "config/protocols.yaml",
+                "model_config": config["model_config"], "model_name": config["model_name"],
                 "figures_links": update_figure_links(), "out_md": "figures/update.md"}
     if t.startswith("roofline-"):
         name = t.removeprefix("roofline-")

@@ -74,6 +74,7 @@ rule update:
         records=RUN_RECORDS,
         claims="data/derived/claims.json",
         protocols="config/protocols.yaml",
+        model=config["model_config"],
         figures=["figures/claim_map.png"]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
         + expand("figures/measured-{run}.png", run=RUNS),

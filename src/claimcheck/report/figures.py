@@ -158,10 +158,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
-                   figures: dict[str, str] | None, protocols_yaml: str | None = None) -> str:
+                   figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                   model_config: str | None = None, model_name: str | None = None) -> str:
     """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
     a figure name to its link relative to figures/."""
     runs, steps = read_run_records(records(run_records))
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
-                         figures or {}, protocols)
+                         figures or {}, protocols, model_name, geom)

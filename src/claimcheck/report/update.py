@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.measure.protocols import Protocol
 from claimcheck.report.record import Run, reported_steps, step_context
@@ -271,10 +272,12 @@ def render_run_md(run: Run, steps: list[dict[str, Any]], claims: list[dict[str, 
 
 def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dict[str, Any]],
                   card: str, figures: dict[str, str],
-                  protocols: list[str] | None = None) -> str:
+                  protocols: list[str] | None = None, model: str | None = None,
+                  geometry: Geometry | None = None) -> str:
     """The whole Update section for the runs of one card: a section per protocol that has
     runs (in name order), the protocols named in ``protocols`` that have none, one sentence
-    per replayed claim, provenance and figure links."""
+    per replayed claim, provenance and figure links. ``model`` and ``geometry`` describe the
+    served model in the dummy-weights note."""
     runs = [r for r in runs if r.provenance.card == card]
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -284,8 +287,11 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
     out = [f"## Update, {', '.join(days)}: the published protocols on one "
            f"{first.gpu.name or card}" + (" (dummy weights)" if dummy else ""), ""]
     if dummy:
-        out += ["> **Dummy weights.** These runs serve the real Qwen3.8-27B geometry "
-                "(`config.json`, 64 layers, 27.78 B parameters) with random weights "
+        out += ["> **Dummy weights.** These runs serve the real "
+                f"{model or 'model'} geometry (`config.json`"
+                + (f", {geometry.num_layers} layers, {geometry.total_params / 1e9:.2f} B "
+                   "parameters" if geometry is not None else "")
+                + ") with random weights "
                 "(`--load-format dummy`) and a synthetic tokenizer, because no checkpoint "
                 "could be downloaded on the GPU host. Speed depends on the geometry, the "
                 "dtypes and the engine, not on the weights' values, but these are not runs "
