@@ -5,7 +5,7 @@
 test: lint unit workflow notebooks integration
 
 lint:
-	ruff check src tests workflow/scripts
+	ruff check src tests workflow/scripts notebooks
 	snakemake --lint
 
 unit:

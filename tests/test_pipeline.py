@@ -2,20 +2,22 @@
 a broken notebook, and the Update section's content."""
 
 import json
-import shutil
 import subprocess
 import sys
 
 import nbformat
 import pytest
+import yaml
 
 from claimcheck.core.cards import load_cards
 from claimcheck.core.claims import load_claims
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.report.derive import claims_table, run_record
 from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import run_rows
 from claimcheck.report.update import render_update
+from tests.fabricate import FP8, copy_run
 
 
 def dry_run_with(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:
@@ -32,7 +34,8 @@ def test_bad_config_value_refused_before_dag(tmp_path):
     r = dry_run_with(tmp_path, "update_card: h200", "update_card: h900")
     assert r.returncode != 0
     out = r.stdout + r.stderr
-    assert "update_card" in out and "'h900' is not one of" in out
+    # card names come from the card registry, named in the message
+    assert "update_card: unknown card 'h900'" in out and "data/raw/cards.csv" in out
     assert "Job stats" not in out  # refused before any DAG was planned
 
 
@@ -43,17 +46,26 @@ def test_bad_roofline_preset_refused(tmp_path):
 
 def test_papermill_measured_notebook_on_any_run(tmp_path):
     # a copy of a run in another place, as a user with a new card would have
-    run = tmp_path / "rtx-copy-run"
-    shutil.copytree(RUNS / "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch", run)
+    run = copy_run(tmp_path, FP8, "rtx-copy-run")
+    record, claims = tmp_path / "run.json", tmp_path / "claims.json"
+    run_record(run, RAW / "cards.csv", RAW / "ceilings.csv",
+               RAW / "models/qwen3.8-27b/config.json", record)
+    claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp_path / "claims.csv", claims)
     out_md = tmp_path / "run.md"
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"run_record": str(record), "claims_json": str(claims),
+                                      "out_base": str(tmp_path / "fig"),
+                                      "out_md": str(out_md)}))
     r = subprocess.run(["papermill", "-k", "python3", str(ROOT / "notebooks/measured.ipynb"),
-                        str(tmp_path / "out.ipynb"), "-p", "run_dir", str(run),
-                        "-p", "out_base", str(tmp_path / "fig"), "-p", "out_md", str(out_md)],
+                        str(tmp_path / "out.ipynb"), "-f", str(params)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "fig.png").stat().st_size > 10_000
     md = out_md.read_text()
-    assert "dummy weights" in md and "4,314.6" in md  # streams x 1000 / median TPOT, pass 2
+    # streams x 1000 / median TPOT of the kept (second) pass, from its bench.json fields
+    bench = json.loads((run / "steps/00-c64-r2/bench.json").read_text())
+    expected = bench["max_concurrency"] * 1000 / bench["median_tpot_ms"]
+    assert "dummy weights" in md and f"{expected:,.1f}" in md
 
 
 def test_nbval_fails_a_broken_notebook(tmp_path):
@@ -88,7 +100,9 @@ def update_md():
     runs = [load_run(d) for d in find_runs(RUNS)]
     steps = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
                      load_cards())
-    return render_update(runs, steps, load_claims(), "h200", {"claim_map": "claim_map.png"})
+    claims = [c.tidy() for c in load_claims()]
+    return render_update(runs, steps, claims, "h200", {"claim_map": "claim_map.png"},
+                         protocols=["made-up-never-run"])
 
 
 def test_update_section_content(update_md):
@@ -96,14 +110,40 @@ def test_update_section_content(update_md):
     assert "(dummy weights)" in md.splitlines()[0]
     for d in find_runs(RUNS):
         assert d.name in md
-    # the ladder's rows, each with its own streams count
-    for b, req in ((1, 16), (8, 64), (16, 128), (32, 128), (64, 256)):
-        assert f"| {b} | {req} |" in md
-    # every replayed claim gets its sentence
-    for proto in ("hyperqwen-batch", "ladder"):
-        ids = json.loads((next(RUNS.glob(f"*{proto}")) / "provenance.json").read_text())[
-            "protocol_config"]["source_claims"]
-        for cid in ids:
+        prov = json.loads((d / "provenance.json").read_text())
+        # every recorded step has its row: streams and requests as the runner recorded them
+        for st in json.loads((d / "steps.json").read_text()):
+            assert f"| {st['streams']} | {st['requests']} |" in md
+        # every replayed claim gets its sentence
+        for cid in prov["protocol_config"]["source_claims"]:
             assert f"- **{cid}**:" in md
-    assert "power limit 700 W enforced" in md and "vLLM 0.26.0" in md
-    assert "Long prompts" in md and "Not run yet" in md
+        # a section per protocol, named from the record
+        assert f"### Protocol `{prov['protocol']}`" in md
+        watts = prov["gpu"]["gpus"][0]["power_limit_enforced_w"]
+        assert f"power limit {watts:.0f} W enforced" in md
+        assert f"vLLM {prov['software']['vllm']}" in md
+    assert "### Not run yet" in md and "`made-up-never-run`" in md
+
+
+def test_claim_map_plots_every_point():
+    from claimcheck.report import plots
+
+    claims = [c.tidy() for c in load_claims()]
+    measured = [{"card": "h200", "streams": 64, "aggregate_tok_s": 2941.0},
+                {"card": "h200", "streams": 1, "aggregate_tok_s": 66.0}]
+    fig = plots.claim_map(claims, measured)
+    # data points, not legend handles: offsets of every non-empty scatter collection
+    points = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
+    assert points == len(claims) + len(measured)
+
+
+def test_dummy_note_names_the_served_geometry():
+    cfg_path = RAW / "models/qwen3.8-27b/config.json"
+    cfg = json.loads(cfg_path.read_text())
+    layers = cfg.get("text_config", cfg)["num_hidden_layers"]
+    runs = [load_run(d) for d in find_runs(RUNS)]
+    geom = geometry_from_file(cfg_path)
+    md = render_update(runs, run_rows(runs, geom, load_cards()),
+                       [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
+                       geometry=geom)
+    assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md

@@ -58,26 +58,26 @@ def _streams(text: str) -> list[int]:
 
 
 def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
-    """Turn roofline arguments into model inputs plus a description of each input."""
-    from claimcheck.core.weights import weight_bytes
+    """Turn roofline arguments into model inputs plus a description of each input, by the
+    one roofline path (:func:`claimcheck.core.inputs.roofline_for`)."""
+    from claimcheck.core.cards import load_ceilings
+    from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
 
     g = geometry_from_file(a.config)
     card = get_card(a.card)
-    w, w_label = weight_bytes(g, gb=a.weights_gb, gib=a.weights_gib, fmt=a.weights_format)
-    tflops = a.tflops if a.tflops is not None else card.tflops(a.compute_dtype)
-    state_dtype = a.state_dtype or "fp32"
-    m = rl.for_model(g, weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
-                     tflops=tflops, eta=a.eta, state_dtype=state_dtype, kv_dtype=a.kv_dtype,
-                     context_tokens=a.context, rows=a.rows, tau=a.tau)
-    inputs = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s, "eta": a.eta,
-              "weights": w_label, "weight_bytes": w, "tflops": tflops,
-              "tflops_source": "--tflops" if a.tflops is not None
-              else f"datasheet dense {a.compute_dtype}",
-              "state_dtype": state_dtype, "state_bytes_per_stream": m.state_bytes,
-              "kv_dtype": a.kv_dtype, "kv_bytes_per_token": m.kv_bytes_per_token,
-              "context_tokens_per_stream": a.context, "rows_verified_per_step": a.rows,
-              "tokens_kept_per_step": a.tau, "flops_per_row": g.flops_per_token}
-    return m, inputs
+    if a.weights_gb is not None:
+        weights = Weights(size=a.weights_gb, unit="GB", source="--weights-gb")
+    elif a.weights_gib is not None:
+        weights = Weights(size=a.weights_gib, unit="GiB", source="--weights-gib")
+    elif a.weights is not None:
+        weights = Weights(id=a.weights)
+    else:
+        weights = Weights(format=a.weights_format)
+    return roofline_for(g, card, weights=weights, ceilings=load_ceilings(),
+                        weight_rows=load_weight_rows(), compute_dtype=a.compute_dtype,
+                        ceiling=a.ceiling, tflops=a.tflops, state_dtype=a.state_dtype,
+                        kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
+                        rows=a.rows, tau=a.tau)
 
 
 def cmd_roofline(a: argparse.Namespace) -> int:
@@ -96,8 +96,9 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     lines = [f"{inputs['card']}: W = {inputs['weights']}, BW = {inputs['bandwidth_gb_s']:g} GB/s"
              f" x eta {a.eta:g}, P = {inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
              f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
-             f"{m.kv_bytes_per_token / 1024:g} KiB/token ({a.kv_dtype}) x {a.context:g} tokens "
-             f"of context; {a.rows:g} row(s) verified, {a.tau:g} token(s) kept per step",
+             f"{m.kv_bytes_per_token / 1024:g} KiB/token ({inputs['kv_dtype']}) x "
+             f"{a.context:g} tokens of context; {a.rows:g} row(s) verified, {a.tau:g} "
+             "token(s) kept per step",
              "decode only (no prefill, no ramp); streams are independent, all decoding",
              f"{'streams':>8} {'step ms':>9} {'mem ms':>9} {'comp ms':>9} {'bound':>8} "
              f"{'aggregate tok/s':>16} {'per stream tok/s':>17}"]
@@ -304,11 +305,14 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--weights-gb", type=float, help="measured weight bytes in GB (1e9)")
     w.add_argument("--weights-gib", type=float, help="measured weight bytes in GiB (2^30)")
     w.add_argument("--weights-format", help="bf16, fp8, int8, w4a16, nvfp4")
+    w.add_argument("--weights", help="a weights.csv id (size and dtypes from the row)")
     r.add_argument("--eta", type=float, default=1.0, help="fraction of bandwidth achieved")
     r.add_argument("--tflops", type=float, help="compute ceiling override, TFLOP/s")
+    r.add_argument("--ceiling", help="a ceilings.csv id (compute ceiling for this card)")
     r.add_argument("--compute-dtype", default="bf16", help="datasheet column if no --tflops")
-    r.add_argument("--state-dtype", default=None, help="fp32 (default), fp16, bf16")
-    r.add_argument("--kv-dtype", default="bf16")
+    r.add_argument("--state-dtype", default=None,
+                   help="fp32 (default; a --weights row's own), fp16, bf16")
+    r.add_argument("--kv-dtype", default=None, help="bf16 (default; a --weights row's own)")
     r.add_argument("--context", type=float, default=0.0, help="tokens of context per stream")
     r.add_argument("--tau", type=float, default=1.0, help="tokens kept per stream per step")
     r.add_argument("--rows", type=float, default=1.0, help="positions verified per stream")

@@ -1,56 +1,130 @@
-# Shared values and input functions for the rules.
-import os
+# Shared values and input functions for the rules. Config values the schema cannot check
+# (card names, unique preset names) are checked here, before any DAG is built.
 from pathlib import Path
 
-RAW_INPUTS = [config["claims"], config["cards"], config["ceilings"], config["weights"],
-              config["model_config"]]
+from claimcheck.core.cards import load_cards
+from claimcheck.core.errors import InputError
+from claimcheck.report.derive import stale_run_outputs
+from claimcheck.report.presets import check_unique_names
+
+CARDS = load_cards(config["cards"])  # card names come from the card registry only
+
+
+def _check_card(name, key):
+    if name not in CARDS:
+        known = ", ".join(sorted(CARDS))
+        reason = f"unknown card {name!r}; known in {config['cards']}: {known}"
+        raise InputError("config/config.yaml", reason, key=key)
+
+
+def measure_config():
+    """The measure: section; only `snakemake measure` needs it."""
+    if "measure" not in config:
+        reason = "no measure: section (card, engine, protocols); `snakemake measure` needs one"
+        raise InputError("config/config.yaml", reason, key="measure")
+    return config["measure"]
+
+
+for _i, _r in enumerate(config["rooflines"]):
+    _check_card(_r["card"], f"rooflines[{_i}].card")
+check_unique_names(config["rooflines"], "config/config.yaml")
+if "update_card" in config:
+    _check_card(config["update_card"], "update_card")
+if "measure" in config:
+    _check_card(config["measure"]["card"], "measure.card")
+
+# A missing input must fail even where an old output exists (Snakemake would keep the old
+# output without a word): every configured file and every run's provenance.json, checked here.
+for _key in ("claims", "cards", "ceilings", "weights", "model_config"):
+    if not Path(config[_key]).is_file():
+        raise InputError("config/config.yaml", f"{config[_key]}: no such file", key=_key)
 ROOFLINES = [r["name"] for r in config["rooflines"]]
-RUNS = sorted(p.parent.name for p in Path(config["runs_dir"]).glob("*/provenance.json"))
+RUNS_DIR = Path(config["runs_dir"])
+if not RUNS_DIR.is_dir():
+    raise InputError("config/config.yaml", f"{RUNS_DIR}: no such folder", key="runs_dir")
+# Every folder under runs_dir is a run; one without provenance.json is an error.
+RUNS = sorted(p.name for p in RUNS_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))
+for _run in RUNS:
+    if not (RUNS_DIR / _run / "provenance.json").is_file():
+        raise InputError(str(RUNS_DIR / _run / "provenance.json"), "missing: every run "
+                         "directory needs its provenance.json (move the folder out of "
+                         f"{RUNS_DIR} if it is not a run)")
 PIPELINE_ENV = "../../envs/pipeline.yaml"
-# The package code: a change to it rebuilds what it draws or computes.
-PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").glob("*.py"))
+# The package code and its schemas: a change to them rebuilds what they draw or compute.
+PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
+                         if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)
 
 
-def roofline_preset(wildcards):
+def roofline_preset(name):
     """The config entry of one roofline figure."""
-    return next(r for r in config["rooflines"] if r["name"] == wildcards.name)
-
-
-def roofline_params(wildcards):
-    """papermill -p arguments for one roofline preset."""
-    r = roofline_preset(wildcards)
-    return " ".join([
-        f"-p card {r['card']}",
-        f"-p weights_gb {float(r.get('weights_gb', 0))}",
-        f"-p weights_gib {float(r.get('weights_gib', 0))}",
-        f"-p weights_format {r.get('weights_format', 'w4a16')}",
-        "-p etas " + ",".join(str(e) for e in r["etas"]),
-        f"-p tflops {float(r.get('tflops', 0))}",
-        f"-p state_dtype {r['state_dtype']}",
-        f"-p kv_dtype {r['kv_dtype']}",
-        f"-p context {int(r['context'])}",
-        f"-p free_gib {float(r.get('free_gib', 0))}",
-        f"-p max_streams {int(r['max_streams'])}",
-    ])
+    return next(r for r in config["rooflines"] if r["name"] == name)
 
 
 def run_files(run):
-    """Every raw file of one run that the figures read."""
-    d = Path(config["runs_dir"]) / run
-    return [str(d / "provenance.json")] + sorted(str(p) for p in d.glob("steps/*/bench.json"))
+    """Every file of one run directory (the record reads them all), provenance.json always
+    named so that a run without it fails the DAG."""
+    d = RUNS_DIR / run
+    files = {str(d / "provenance.json")}
+    files |= {str(p) for p in d.rglob("*") if p.is_file()}
+    return sorted(files)
 
 
 def run_inputs(wildcards):
     return run_files(wildcards.run)
 
 
-def all_run_inputs(wildcards):
-    return [f for run in RUNS for f in run_files(run)]
+def preset_inputs(wildcards):
+    """Files a roofline preset reads beyond the registries: a weights_run's start log."""
+    r = roofline_preset(wildcards.name)
+    if r.get("weights_run"):
+        return [str(RUNS_DIR / r["weights_run"] / "server-start.log")]
+    return []
 
 
-def update_figure_links(wildcards):
-    """name=path pairs, relative to figures/, for the Update section's links."""
-    links = ["claim_map=claim_map.png"]
-    links += [f"roofline-{n}=roofline-{n}.png" for n in ROOFLINES]
-    links += [f"measured-{r}=measured-{r}.png" for r in RUNS]
-    return ",".join(links)
+RUN_RECORDS = expand("data/derived/runs/{run}.json", run=RUNS)
+
+
+def update_figure_links():
+    """Figure name -> link relative to figures/, for the Update section."""
+    links = {"claim_map": "claim_map.png"}
+    links |= {f"roofline-{n}": f"roofline-{n}.png" for n in ROOFLINES}
+    links |= {f"measured-{r}": f"measured-{r}.png" for r in RUNS}
+    return links
+
+
+def notebook_params(wildcards):
+    """Papermill parameters of one notebook target, typed (null for absent)."""
+    t = wildcards.target
+    common = {"claims_json": "data/derived/claims.json", "run_records": RUN_RECORDS}
+    if t == "claim_map":
+        return {**common, "out_base": "figures/claim_map"}
+    if t == "update":
+        return {**common, "card": config["update_card"],
+                "protocols_yaml": "config/protocols.yaml",
+                "model_config": config["model_config"], "model_name": config["model_name"],
+                "figures_links": update_figure_links(), "out_md": "figures/update.md"}
+    if t.startswith("roofline-"):
+        name = t.removeprefix("roofline-")
+        return {**common, "preset": roofline_preset(name),
+                "model_config": config["model_config"], "model_name": config["model_name"],
+                "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
+                "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
+                "out_base": f"figures/roofline-{name}"}
+    run = t.removeprefix("measured-")
+    return {"run_record": f"data/derived/runs/{run}.json",
+            "claims_json": "data/derived/claims.json",
+            "model_config": config["model_config"],
+            "out_base": f"figures/measured-{run}", "out_md": f"data/derived/measured/{run}.md"}
+
+
+# Outputs of runs that no longer exist: removed before a run of the workflow.
+PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
+                   "figures/measured-{run}.svg", "data/derived/measured/{run}.md",
+                   "data/derived/notebooks/measured-{run}.ipynb",
+                   "data/derived/params/measured-{run}.yaml"]
+
+
+onstart:
+    for _p in stale_run_outputs(PER_RUN_OUTPUTS, RUNS):
+        print(f"removing {_p}: its run is no longer in {RUNS_DIR}")
+        _p.unlink()

@@ -1,4 +1,5 @@
-# Derived tables: rebuilt from data/raw, never committed.
+# Derived data: rebuilt from data/raw, never committed. The figures read these (tidy
+# claims JSON, one run-record JSON per run), never data/raw/runs directly.
 
 
 rule claims_table:
@@ -7,7 +8,8 @@ rule claims_table:
         claims=config["claims"],
         cards=config["cards"],
     output:
-        "data/derived/claims.csv",
+        csv="data/derived/claims.csv",
+        json="data/derived/claims.json",
     log:
         "logs/claims_table.log",
     conda:
@@ -36,19 +38,47 @@ rule claims_roofline:
         "../scripts/claims_roofline.py"
 
 
+rule run_record:
+    input:
+        code=PACKAGE_SOURCES,
+        run=run_inputs,
+        cards=config["cards"],
+        ceilings=config["ceilings"],
+        model=config["model_config"],
+    output:
+        "data/derived/runs/{run}.json",
+    params:
+        run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
+    log:
+        "logs/run_record-{run}.log",
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/run_record.py"
+
+
 rule runs_table:
     input:
         code=PACKAGE_SOURCES,
-        runs=all_run_inputs,
-        cards=config["cards"],
-        model=config["model_config"],
+        records=RUN_RECORDS,
     output:
         "data/derived/runs.csv",
-    params:
-        runs_dir=config["runs_dir"],
     log:
         "logs/runs_table.log",
     conda:
         PIPELINE_ENV
     script:
         "../scripts/runs_table.py"
+
+
+rule notebook_params:
+    output:
+        "data/derived/params/{target}.yaml",
+    params:
+        values=notebook_params,
+    log:
+        "logs/notebook_params-{target}.log",
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/nb_params.py"

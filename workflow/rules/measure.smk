@@ -10,9 +10,9 @@ rule measure:
     output:
         touch("logs/measure.done"),
     params:
-        card=config["measure"]["card"],
-        engine=config["measure"]["engine"],
-        protocols=" ".join(f"--protocol {p}" for p in config["measure"]["protocols"]),
+        card=lambda wc: measure_config()["card"],
+        engine=lambda wc: measure_config()["engine"],
+        protocols=lambda wc: " ".join(f"--protocol {p}" for p in measure_config()["protocols"]),
         runs_dir=config["runs_dir"],
     log:
         "logs/measure.log",

@@ -1,25 +1,50 @@
-"""The pipeline's derived tables (data/derived/*.csv), one function per Snakemake rule.
+"""The pipeline's derived data (data/derived/), one function per Snakemake rule.
 
-Each reads committed raw data, calls the pure functions of :mod:`claimcheck.report.tables`, and
-writes one CSV. Paths are arguments; nothing here knows about Snakemake.
+Tidy tables are CSV for people and JSON for the figures (typed, null for absent, full
+precision); each run directory becomes one run-record JSON that every figure of the run
+reads. Paths are arguments; nothing here knows about Snakemake.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claims import load_claims
+from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
-from claimcheck.report.record import find_runs, load_run
-from claimcheck.report.tables import claim_roofline, load_weight_sizes, run_rows, write_csv
+from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.io import dumps_json, read_json
+from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
+from claimcheck.report.tables import claim_roofline, run_rows, write_csv
+from claimcheck.report.update import metric_columns
 
 
-def claims_table(claims_csv: str | Path, cards_csv: str | Path, out: str | Path) -> int:
+def write_json(obj: Any, path: str | Path) -> None:
+    """Write JSON (no NaN, keys in insertion order, one trailing newline), making the folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps_json(obj, indent=1) + "\n")
+
+
+def claims_table(claims_csv: str | Path, cards_csv: str | Path, out: str | Path,
+                 out_json: str | Path | None = None) -> int:
     """Tidy claims with derived per-stream and aggregate tok/s. Returns the row count."""
     claims = load_claims(claims_csv, cards=set(load_cards(cards_csv)))
-    write_csv([c.tidy() for c in claims], out)
+    rows = [c.tidy() for c in claims]
+    write_csv(rows, out)
+    if out_json:
+        write_json(rows, out_json)
     return len(claims)
+
+
+def read_claims_json(path: str | Path) -> list[dict[str, Any]]:
+    """The tidy claims rows written by :func:`claims_table`."""
+    return read_json(path)
 
 
 def claims_roofline_table(claims_csv: str | Path, cards_csv: str | Path,
@@ -30,11 +55,11 @@ def claims_roofline_table(claims_csv: str | Path, cards_csv: str | Path,
     cards = load_cards(cards_csv)
     claims = load_claims(claims_csv, cards=set(cards))
     geom = geometry_from_file(config_json)
-    ceilings, sizes = load_ceilings(ceilings_csv), load_weight_sizes(weights_csv)
+    ceilings, weight_rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
     rows = []
     for c in claims:
         for eta in etas:
-            r = claim_roofline(c, geom, cards, ceilings, eta=eta, sizes=sizes)
+            r = claim_roofline(c, geom, cards, ceilings, eta=eta, weight_rows=weight_rows)
             rows.append({"id": c["id"], "card": c["card"], "streams": c["streams"],
                          "metric": c["metric"], "value": c["value"],
                          "aggregate_tok_s": c.aggregate_tok_s,
@@ -43,10 +68,71 @@ def claims_roofline_table(claims_csv: str | Path, cards_csv: str | Path,
     return len(rows)
 
 
-def runs_table(runs_dir: str | Path, cards_csv: str | Path, config_json: str | Path,
-               out: str | Path) -> int:
-    """Every measured step of every recorded run, with provenance and roofline."""
-    runs = [load_run(d) for d in find_runs(runs_dir)]
-    rows = run_rows(runs, geometry_from_file(config_json), load_cards(cards_csv))
+def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
+               config_json: str | Path, out: str | Path) -> int:
+    """One run directory read once, with every step's roofline, as one JSON. Returns the
+    number of steps."""
+    run = load_run(run_dir)
+    metric_columns(run.protocol, str(Path(run_dir) / "provenance.json"))  # known metrics only
+    rows = run_rows([run], geometry_from_file(config_json), load_cards(cards_csv),
+                    ceilings=load_ceilings(ceilings_csv))
+    write_json(run_to_json(run, rows), out)
+    return len(rows)
+
+
+def read_run_records(paths: list[str | Path]) -> tuple[list[Run], list[dict[str, Any]]]:
+    """Runs and their step rows from run-record JSONs (as :func:`run_record` wrote them)."""
+    runs, rows = [], []
+    for p in paths:
+        run, r = run_from_json(read_json(p), str(p))
+        runs.append(run)
+        rows += r
+    return runs, rows
+
+
+def runs_table(records: list[str | Path], out: str | Path) -> int:
+    """Every step of every recorded run (from the run records), with provenance and
+    roofline."""
+    _, rows = read_run_records(records)
     write_csv(rows, out)
     return len(rows)
+
+
+def stale_run_outputs(patterns: list[str], runs: list[str],
+                      root: str | Path = ".") -> list[Path]:
+    """Files matching ``patterns`` (each with one ``{run}``), under ``root``, whose run is not
+    in ``runs``: the outputs of deleted runs, for the workflow to remove."""
+    stale = []
+    for pattern in patterns:
+        head, tail = pattern.split("{run}")
+        folder, prefix = os.path.split(head)
+        for p in sorted((Path(root) / folder).glob(f"{prefix}*{tail}")):
+            run = p.name[len(prefix):len(p.name) - len(tail)]
+            if run not in runs:
+                stale.append(p)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m claimcheck.report.derive run-record RUN_DIR OUT``: one run record, as the
+    workflow makes it. Bad input ends with one line naming the file and key (exit 2)."""
+    ap = argparse.ArgumentParser(prog="python -m claimcheck.report.derive")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run-record", help="read one run directory into its run-record JSON")
+    r.add_argument("run_dir")
+    r.add_argument("out")
+    r.add_argument("--cards", default="data/raw/cards.csv")
+    r.add_argument("--ceilings", default="data/raw/ceilings.csv")
+    r.add_argument("--model-config", default="data/raw/models/qwen3.8-27b/config.json")
+    a = ap.parse_args(argv)
+    try:
+        n = run_record(a.run_dir, a.cards, a.ceilings, a.model_config, a.out)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{a.out}: {n} steps")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

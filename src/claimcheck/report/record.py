@@ -4,39 +4,98 @@ Every tok/s here is named for what it is:
 ``per_stream_tok_s`` = 1000 / median TPOT (decode; first token excluded),
 ``aggregate_tpot_tok_s`` = streams x per_stream_tok_s (assumes all streams decode),
 ``e2e_output_tok_s`` = all output tokens / benchmark wall time (prefill, ramp, tail in),
+``aggregate_mean_tpot_tok_s`` = streams x 1000 / mean TPOT (decode),
 ``engine_log_steady_tok_s`` = median of vLLM's 10-s generation-throughput lines with all
 streams running and no prompt tokens (None when no window qualifies).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_json, read_text
+from claimcheck.core.runrecord import (
+    Provenance,
+    StepRecord,
+    migrate_provenance,
+    validate_provenance,
+    validate_step,
+    validate_steps,
+)
 from claimcheck.measure import serverlog, telemetry
-from claimcheck.measure.bench import load_bench, summarize
+from claimcheck.measure.bench import summarize
+from claimcheck.measure.protocols import Protocol, Step
 
 
 @dataclass(frozen=True)
 class Run:
+    """One run directory, read once: typed provenance, the protocol it ran, one tidy row
+    of metrics per step (failed steps keep their status and reason and no metrics), and
+    what the engine said about itself at start."""
+
     path: Path
-    provenance: dict[str, Any]
+    provenance: Provenance
+    protocol: Protocol
     steps: list[dict[str, Any]]
+    weights_gib: float | None = None
+    kv_pool_tokens: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
 
     @property
     def dummy(self) -> bool:
-        return self.provenance.get("weights") == "dummy"
+        return self.provenance.dummy
 
     @property
     def label(self) -> str:
         """Short description: card, engine, weights, engine version."""
         p = self.provenance
-        sw = p.get("software", {})
-        return (f"{p['card']} · {p['engine']} · {p['weights_label']} · "
-                f"vLLM {sw.get('vllm', '?')}")
+        return f"{p.card} · {p.engine} · {p.weights_label} · vLLM {p.sw('vllm')}"
+
+
+def protocol_from_record(d: dict[str, Any]) -> Protocol:
+    """The Protocol a run recorded (``protocol_config``), through the Protocol and Step
+    dataclasses' own fields: keys they do not know are left out; fields the record lacks
+    take their defaults, a step's lengths the protocol's (older records), else None."""
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(Protocol):
+        if f.name in d:
+            kw[f.name] = d[f.name]
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kw[f.name] = None
+    steps = []
+    for s in d["steps"]:
+        sk: dict[str, Any] = {}
+        for f in dataclasses.fields(Step):
+            if f.name in s:
+                sk[f.name] = s[f.name]
+            elif f.name in d:  # per-step lengths default to the protocol's
+                sk[f.name] = d[f.name]
+            elif f.default is dataclasses.MISSING:
+                sk[f.name] = None
+        steps.append(Step(**sk))
+    kw["steps"] = tuple(steps)
+    for k in ("source_claims", "metrics"):
+        kw[k] = tuple(kw.get(k) or ())
+    kw["description"] = " ".join(str(kw.get("description") or "").split())
+    return Protocol(**kw)
+
+
+def step_context(proto: Protocol, index: int) -> dict[str, int]:
+    """Prompt, output and context tokens per stream of step ``index`` of a protocol: the
+    one place they are worked out (the step's own lengths where it has them)."""
+    st = proto.steps[index] if 0 <= index < len(proto.steps) else None
+    in_len = getattr(st, "input_len", None) or proto.input_len
+    out_len = getattr(st, "output_len", None) or proto.output_len
+    return {"input_len": in_len, "output_len": out_len,
+            "context_tokens_per_stream": in_len + out_len}
 
 
 def _log_time(line: serverlog.StatsLine, year: int) -> float | None:
@@ -58,70 +117,143 @@ def step_log_lines(lines: list[serverlog.StatsLine], start: float, end: float,
     return out
 
 
+def check_bench(bench: dict[str, Any], rec: StepRecord, proto: Protocol, source: str
+                ) -> None:
+    """Refuse measured values that cannot be: a TPOT that is not positive, more requests
+    completed than sent, more output tokens than asked for."""
+    for key in ("median_tpot_ms", "mean_tpot_ms"):
+        v = bench.get(key)
+        if v is not None and not v > 0:
+            raise InputError(source, f"{v} ms is impossible: a time per output token must "
+                             "be > 0", key=key)
+    done = bench.get("completed")
+    if done is not None and done > rec.requests:
+        raise InputError(source, f"{done} requests completed but only {rec.requests} were "
+                         "sent", key="completed")
+    out_len = step_context(proto, rec.step)["output_len"]
+    lens = [n for n in bench.get("output_lens") or [] if n is not None]
+    if out_len and any(n > out_len for n in lens):
+        raise InputError(source, f"a request returned {max(lens)} tokens but "
+                         f"{out_len} were requested", key="output_lens")
+    total = bench.get("total_output_tokens")
+    if out_len and total is not None and total > rec.requests * out_len:
+        raise InputError(source, f"{total} output tokens but at most {rec.requests} x "
+                         f"{out_len} were requested", key="total_output_tokens")
+
+
+def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.StatsLine],
+              tel: Any, year: int) -> dict[str, Any]:
+    """The tidy metrics of one step (only status, reason and window for a failed step)."""
+    step_dir = p / "steps" / rec.dir
+    step_json = step_dir / "step.json"
+    if step_json.exists():
+        validate_step(read_json(step_json), str(step_json))
+    m: dict[str, Any] = {"streams": rec.streams, "requests": rec.requests,
+                         "repeat": rec.repeat, "step": rec.step, "status": rec.status,
+                         "reason": rec.reason, "seed": rec.seed}
+    t0, t1 = rec.start_unix_s, rec.end_unix_s
+    if rec.ok:
+        bench_path = step_dir / "bench.json"
+        raw = read_json(bench_path)
+        if not isinstance(raw, dict):
+            raise InputError(str(bench_path), "not a vllm bench serve result (an object)")
+        check_bench(raw, rec, proto, str(bench_path))
+        m.update(summarize(raw, rec.streams))
+        mean_tpot = raw.get("mean_tpot_ms")
+        m["aggregate_mean_tpot_tok_s"] = rec.streams * 1000 / mean_tpot if mean_tpot else None
+        if raw.get("duration") and t1 is not None:
+            # The load itself, without the client's start-up (~10 s of importing):
+            # the bench's start_times are on a monotonic clock, so the window is the
+            # last `duration` seconds before the client exited (less 1 s for writing
+            # its results), never earlier than the client's start.
+            t1 = t1 - 1.0
+            t0 = max(rec.start_unix_s or t1, t1 - raw["duration"])
+    m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
+    if rec.ok and t0 is not None and t1 is not None:
+        sel = step_log_lines(lines, t0, t1 + 5, year)
+        steady = serverlog.steady_lines(sel, rec.streams)
+        m["engine_log_lines"] = len(sel)
+        m["engine_log_steady_lines"] = len(steady)
+        m["engine_log_steady_tok_s"] = serverlog.steady_state_tok_s(sel, rec.streams)
+        m["preemptions"] = max((s.preemptions for s in sel), default=0)
+        m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(tel, t0, t1).items()})
+    ctx = step_context(proto, rec.step)
+    m["context_tokens_per_stream"] = ctx["context_tokens_per_stream"]
+    m["input_len"] = ctx["input_len"]
+    m["output_len"] = ctx["output_len"]
+    return m
+
+
 def load_run(path: str | Path) -> Run:
-    """Parse provenance, bench results, server log and telemetry of one run directory."""
+    """Read one run directory once: provenance.json and steps.json (validated, migrated in
+    memory), each step's step.json and bench.json, server.log, server-start.log and
+    telemetry.csv. Every error names the file."""
     p = Path(path)
     prov_path = p / "provenance.json"
     if not prov_path.exists():
-        raise FileNotFoundError(f"{p}: not a run directory (no provenance.json)")
-    prov = json.loads(prov_path.read_text())
+        raise InputError(str(prov_path), "missing: every run directory needs its "
+                         "provenance.json")
+    prov = validate_provenance(migrate_provenance(read_json(prov_path)), str(prov_path))
+    steps_path = p / "steps.json"
+    if steps_path.exists():
+        raw_steps = read_json(steps_path)
+        if isinstance(raw_steps, list):
+            raw_steps = migrate_provenance({"steps": raw_steps})["steps"]
+        validate_steps(raw_steps, str(steps_path))
+    if prov.steps and not (p / "steps").is_dir():
+        raise InputError(str(p / "steps"), "missing: provenance.json lists "
+                         f"{len(prov.steps)} steps")
+    proto = protocol_from_record(prov.protocol_config)
     tel = telemetry.read_telemetry(p / "telemetry.csv")
-    log_text = (p / "server.log").read_text() if (p / "server.log").exists() else ""
-    lines = serverlog.stats_lines(log_text)
-    year = int(prov["started_utc"][:4])
-    proto = prov["protocol_config"]
-    steps = []
-    for rec in prov.get("steps", []):
-        bench_path = p / "steps" / rec["dir"] / "bench.json"
-        m: dict[str, Any] = {"streams": rec["streams"], "requests": rec["requests"],
-                             "repeat": rec["repeat"], "step": rec["step"],
-                             "status": rec["status"], "reason": rec.get("reason"),
-                             "seed": rec["seed"]}
-        t0, t1 = rec["start_unix_s"], rec["end_unix_s"]
-        if bench_path.exists():
-            raw = load_bench(bench_path)
-            m.update(summarize(raw, rec["streams"]))
-            if raw.get("duration"):
-                # The load itself, without the client's start-up (~10 s of importing):
-                # the bench's start_times are on a monotonic clock, so the window is the
-                # last `duration` seconds before the client exited (less 1 s for writing
-                # its results), never earlier than the client's start.
-                t1 = rec["end_unix_s"] - 1.0
-                t0 = max(rec["start_unix_s"], t1 - raw["duration"])
-        m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
-        sel = step_log_lines(lines, t0, t1 + 5, year)
-        steady = serverlog.steady_lines(sel, rec["streams"])
-        m["engine_log_lines"] = len(sel)
-        m["engine_log_steady_lines"] = len(steady)
-        m["engine_log_steady_tok_s"] = serverlog.steady_state_tok_s(sel, rec["streams"])
-        m["preemptions"] = max((s.preemptions for s in sel), default=0)
-        m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(tel, t0, t1).items()})
-        m["context_tokens_per_stream"] = proto["input_len"] + proto["output_len"]
-        m["input_len"] = proto["input_len"]
-        m["output_len"] = proto["output_len"]
-        steps.append(m)
-    return Run(path=p, provenance=prov, steps=steps)
+    log = p / "server.log"
+    lines = serverlog.stats_lines(read_text(log) if log.exists() else "")
+    year = int(prov.started_utc[:4])
+    steps = [_step_row(p, rec, proto, lines, tel, year) for rec in prov.steps]
+    start = p / "server-start.log"
+    start_text = read_text(start) if start.exists() else ""
+    return Run(path=p, provenance=prov, protocol=proto, steps=steps,
+               weights_gib=serverlog.weights_gib(start_text),
+               kv_pool_tokens=serverlog.kv_pool_tokens(start_text))
 
 
 def reported_steps(run: Run) -> list[dict[str, Any]]:
-    """The steps the protocol reports: the last repeat of each level for ``report: last``."""
-    mode = run.provenance["protocol_config"].get("report", "last")
-    if mode != "last":
-        return run.steps
+    """The steps the protocol reports, never a failed one. For ``report: last``, the last
+    repeat of each level, and nothing for a level whose last repeat failed (an earlier pass
+    is not promoted in its place); otherwise every completed step."""
+    if run.protocol.report != "last":
+        return [s for s in run.steps if s["status"] == "complete"]
     last: dict[int, dict[str, Any]] = {}
     for s in run.steps:
         last[s["step"]] = s
-    return [last[k] for k in sorted(last)]
+    return [last[k] for k in sorted(last) if last[k]["status"] == "complete"]
 
 
 def engine_facts(run: Run) -> dict[str, Any]:
     """What the engine said about itself at start: weight GiB and KV pool tokens."""
-    start = run.path / "server-start.log"
-    text = start.read_text() if start.exists() else ""
-    return {"weights_gib": serverlog.weights_gib(text),
-            "kv_pool_tokens": serverlog.kv_pool_tokens(text)}
+    return {"weights_gib": run.weights_gib, "kv_pool_tokens": run.kv_pool_tokens}
 
 
 def find_runs(root: str | Path) -> list[Path]:
-    """Run directories under ``root`` (those holding a provenance.json), sorted."""
-    return sorted(p.parent for p in Path(root).glob("*/provenance.json"))
+    """Run directories under ``root``: every folder not starting with '.', sorted. A
+    folder without provenance.json is an error when loaded, not silently skipped."""
+    return sorted(d for d in Path(root).iterdir() if d.is_dir() and not d.name.startswith("."))
+
+
+def run_to_json(run: Run, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run as one JSON object (the run record the figures read): the validated
+    provenance, the engine's own report, the step metrics and the table rows."""
+    return {"path": str(run.path), "provenance": run.provenance.raw,
+            "weights_gib": run.weights_gib, "kv_pool_tokens": run.kv_pool_tokens,
+            "steps": run.steps, "rows": rows}
+
+
+def run_from_json(obj: dict[str, Any], source: str) -> tuple[Run, list[dict[str, Any]]]:
+    """A run and its table rows back from :func:`run_to_json`'s object."""
+    try:
+        prov = validate_provenance(obj["provenance"], source)
+        run = Run(path=Path(obj["path"]), provenance=prov,
+                  protocol=protocol_from_record(prov.protocol_config), steps=obj["steps"],
+                  weights_gib=obj["weights_gib"], kv_pool_tokens=obj["kv_pool_tokens"])
+        return run, obj["rows"]
+    except (KeyError, TypeError) as e:
+        raise InputError(source, f"not a run record ({e})") from None

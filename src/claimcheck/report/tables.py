@@ -13,62 +13,45 @@ from typing import Any
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.claims import Claim
-from claimcheck.core.formats import WEIGHT_FORMATS
 from claimcheck.core.geometry import Geometry
+from claimcheck.core.inputs import (
+    COMPUTE_DTYPE,
+    ENGINE_KV_DTYPE,
+    ENGINE_STATE_DTYPE,
+    WeightRow,
+    Weights,
+    engine_dtype,
+    roofline_for,
+)
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.units import GIB
-from claimcheck.report.record import Run, engine_facts, reported_steps
+from claimcheck.report.record import Run, reported_steps
 
 # quantization label in the registry -> weight format for the arithmetic (4-bit-weight
 # formats with 16-bit group scales are all counted as w4a16).
 QUANT_FORMAT = {"w4a16": "w4a16", "int4": "w4a16", "w4a8": "w4a16", "nvfp4": "nvfp4",
                 "bf16": "bf16", "fp8": "fp8", "int8": "int8"}
-COMPUTE_DTYPE = {"bf16": "bf16", "fp8": "fp8", "int8": "int8", "w4a16": "fp16",
-                 "nvfp4": "fp4"}
 
 
-def compute_tflops(card: Card, power_limit_w: float | None, dtype: str,
-                   ceilings: dict[str, Ceiling]) -> tuple[float, str]:
-    """Compute ceiling in TFLOP/s and where it came from: a measured ceiling for this card
-    and power limit when there is one, else the datasheet's dense rate."""
-    for c in ceilings.values():
-        if c.card == card.card and c.power_limit_w is not None and power_limit_w == \
-                c.power_limit_w:
-            return c.tflops, f"measured ceiling {c.id}"
-    for dt_ in (dtype, "fp16", "bf16"):
-        if dt_ in card.tensor_tflops:
-            return card.tflops(dt_), f"datasheet dense {dt_}"
-    raise ValueError(f"no compute rate for {card.card}")
-
-
-def load_weight_sizes(path: str | Path | None = None) -> list[dict[str, str]]:
-    """Measured or published weight sizes (``data/raw/weights.csv``), matched by prefix."""
-    from claimcheck.core.paths import RAW
-
-    with Path(path or RAW / "weights.csv").open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def weight_size_for(c: Claim, sizes: list[dict[str, str]]) -> dict[str, str] | None:
+def weight_size_for(c: Claim, rows: dict[str, WeightRow]) -> WeightRow | None:
     """The first weights.csv row whose prefix matches the claim's checkpoint or system."""
-    for row in sizes:
-        if (c[row["match_field"]] or "").startswith(row["match_prefix"]):
+    for row in rows.values():
+        if (c[row.match_field] or "").startswith(row.match_prefix):
             return row
     return None
 
 
 def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                    ceilings: dict[str, Ceiling], eta: float = 1.0,
-                   state_dtype: str = "fp32", kv_dtype: str = "bf16",
-                   sizes: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """The roofline at a claim's own configuration (card, weights, streams, context).
+                   weight_rows: dict[str, WeightRow] | None = None) -> dict[str, Any]:
+    """The roofline at a claim's own configuration (card, weights, streams, context), by
+    :func:`claimcheck.core.inputs.roofline_for`.
 
-    Weights, state and KV dtypes come from ``sizes`` (weights.csv) when a row matches,
-    else from the quantization's format applied to the weights read per token. Returns
-    ``roofline_tok_s`` (aggregate, eta as given, tau = 1), ``claim_over_roofline`` and
-    ``tau_needed`` (tokens kept per stream per step the claim implies). Claims whose metric
-    is prefill, whose card is unknown or whose weights have no byte count get a
-    ``roofline_note`` instead.
+    Weights, state and KV dtypes come from the weights.csv row matching the claim, else
+    from the quantization's format applied to the weights read per token (FP32 state, BF16
+    KV). Returns ``roofline_tok_s`` (aggregate, eta as given, tau = 1),
+    ``claim_over_roofline`` and ``tau_needed`` (tokens kept per stream per step the claim
+    implies). Claims whose metric is prefill, whose card is unknown or whose weights have
+    no byte count get a ``roofline_note`` instead.
     """
     m = METRICS[c["metric"]]
     out: dict[str, Any] = {"id": c["id"], "roofline_tok_s": None,
@@ -81,81 +64,78 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     if c["card"] not in cards:
         out["roofline_note"] = f"card {c['card']} not in the registry"
         return out
-    size = weight_size_for(c, sizes or [])
-    if size:
-        w = float(size["weight_size"]) * (GIB if size["weight_unit"] == "GiB" else 1e9)
-        w_src = f"{size['weight_size']} {size['weight_unit']} (weights.csv)"
-        state_dtype, kv_dtype = size["state_dtype"], size["kv_dtype"]
+    row = weight_size_for(c, weight_rows or {})
+    if row:
+        weights = Weights(id=row.id)
     elif fmt is not None:
-        w = geom.weights_per_token * WEIGHT_FORMATS[fmt].bytes_per_weight
-        w_src = f"{fmt} format x weights per token"
+        weights = Weights(format=fmt)
     else:
         out["roofline_note"] = f"no byte count for weights '{c['quantization'] or '?'}'"
         return out
-    card = cards[c["card"]]
-    tflops, src = compute_tflops(card, c["power_limit_w"], COMPUTE_DTYPE.get(fmt or "", "bf16"),
-                                 ceilings)
-    model = rl.for_model(geom, weight_bytes=w, bandwidth_bytes_s=card.bandwidth_bytes_s,
-                         tflops=tflops, eta=eta, state_dtype=state_dtype, kv_dtype=kv_dtype,
-                         context_tokens=c["context_tokens"] or 0)
+    model, src = roofline_for(
+        geom, cards[c["card"]], weights=weights, ceilings=ceilings,
+        weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
+        power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0)
     b = c["streams"]
     p = rl.point(model, b)
     out.update(roofline_tok_s=p.aggregate_tok_s, roofline_bound=p.bound,
                claim_over_roofline=c.aggregate_tok_s / p.aggregate_tok_s,
                tau_needed=rl.tau_needed(model, b, c.aggregate_tok_s),
-               roofline_weights=w_src, roofline_state_dtype=state_dtype,
-               roofline_kv_dtype=kv_dtype, roofline_compute=src)
+               roofline_weights=(f"{row.size:g} {row.unit} (weights.csv {row.id})" if row
+                                 else f"{fmt} format x weights per token"),
+               roofline_state_dtype=src["state_dtype"], roofline_kv_dtype=src["kv_dtype"],
+               roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"])
     return out
 
 
 def step_roofline(run: Run, step: dict[str, Any], geom: Geometry, card: Card,
+                  ceilings: dict[str, Ceiling] | None = None,
                   eta: float = 1.0) -> dict[str, Any]:
-    """The roofline for one measured step: weights as the engine reported them (GiB),
-    state and KV dtypes as the engine was configured, context = prompt + output."""
-    eng = run.provenance["engine_config"]
-    facts = engine_facts(run)
-    w_gib = facts["weights_gib"]
-    state = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(
-        eng.get("mamba_ssm_cache_dtype") or "auto", "fp32")
-    kv = "fp8" if str(eng.get("kv_cache_dtype", "auto")).startswith("fp8") else "bf16"
-    fmt = eng.get("weight_format", "bf16")
-    tflops = card.tflops(COMPUTE_DTYPE.get(fmt, "bf16"))
+    """The roofline for one measured step, by :func:`claimcheck.core.inputs.roofline_for`:
+    weights as the engine reported them (GiB), state and KV dtypes as the engine was
+    configured, context = prompt + output."""
+    eng = run.provenance.engine_config
+    w_gib = run.weights_gib
     if w_gib is None:
         return {"roofline_tok_s": None}
-    model = rl.for_model(geom, weight_bytes=w_gib * GIB,
-                         bandwidth_bytes_s=card.bandwidth_bytes_s, tflops=tflops, eta=eta,
-                         state_dtype=state, kv_dtype=kv,
-                         context_tokens=step["context_tokens_per_stream"])
+    state = engine_dtype(ENGINE_STATE_DTYPE, eng.mamba_ssm_cache_dtype, "state")
+    kv = engine_dtype(ENGINE_KV_DTYPE, eng.kv_cache_dtype, "KV")
+    fmt = eng.weight_format
+    model, src = roofline_for(
+        geom, card, weights=Weights(size=w_gib, unit="GiB", source="engine log"),
+        ceilings=ceilings or {}, weight_rows={},
+        compute_dtype=COMPUTE_DTYPE.get(fmt, "bf16"), state_dtype=state, kv_dtype=kv,
+        context_tokens=step["context_tokens_per_stream"], eta=eta)
     p = rl.point(model, step["streams"])
     return {"roofline_tok_s": p.aggregate_tok_s, "roofline_per_stream_tok_s":
             p.per_stream_tok_s, "roofline_bound": p.bound, "roofline_state_dtype": state,
             "roofline_kv_dtype": kv, "roofline_weights_gib": w_gib,
-            "roofline_tflops": tflops, "roofline_eta": eta}
+            "roofline_tflops": src["tflops"], "roofline_eta": eta}
 
 
 def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
-             all_steps: bool = True) -> list[dict[str, Any]]:
-    """One row per measured step, joined with the run's provenance and its roofline."""
+             all_steps: bool = True, ceilings: dict[str, Ceiling] | None = None
+             ) -> list[dict[str, Any]]:
+    """One row per step, joined with the run's provenance and, for completed steps, its
+    roofline. Failed steps keep their status and reason and get no roofline."""
     rows = []
     for run in runs:
         p = run.provenance
-        gpu = (p.get("gpu", {}).get("gpus") or [{}])[0]
-        sw = p.get("software", {})
         kept = {id(s) for s in reported_steps(run)}
         for s in run.steps:
             if not all_steps and id(s) not in kept:
                 continue
-            row = {"run": run.path.name, "card": p["card"], "engine": p["engine"],
-                   "protocol": p["protocol"], "weights": p["weights"],
-                   "weights_label": p["weights_label"], "run_status": p["status"],
-                   "reported": id(s) in kept, "gpu_name": gpu.get("name"),
-                   "power_limit_w": gpu.get("power_limit_enforced_w"),
-                   "driver": p.get("gpu", {}).get("driver_version"),
-                   "vllm": sw.get("vllm"), "vllm_commit": sw.get("vllm_commit"),
-                   "torch": sw.get("torch"), "stream_relation": "independent_requests",
+            row = {"run": run.name, "card": p.card, "engine": p.engine,
+                   "protocol": p.protocol, "weights": p.weights,
+                   "weights_label": p.weights_label, "run_status": p.status,
+                   "reported": id(s) in kept, "gpu_name": p.gpu.name,
+                   "power_limit_w": p.gpu.power_limit_enforced_w,
+                   "driver": p.driver_version,
+                   "vllm": p.software.get("vllm"), "vllm_commit": p.software.get("vllm_commit"),
+                   "torch": p.software.get("torch"), "stream_relation": "independent_requests",
                    **s}
-            if p["card"] in cards:
-                row.update(step_roofline(run, s, geom, cards[p["card"]]))
+            if p.card in cards and s["status"] == "complete":
+                row.update(step_roofline(run, s, geom, cards[p.card], ceilings))
             rows.append(row)
     return rows
 

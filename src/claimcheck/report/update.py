@@ -9,11 +9,14 @@ and prefill) or end to end (which includes prefill, ramp and tail).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from claimcheck.core.claims import Claim
+from claimcheck.core.errors import InputError
+from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
-from claimcheck.report.record import Run, engine_facts, reported_steps
+from claimcheck.measure.protocols import Protocol
+from claimcheck.report.record import Run, reported_steps, step_context
 
 
 def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
@@ -30,132 +33,200 @@ def md_table(header: list[str], rows: Iterable[list[str]],
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Column:
+    """How one metric of a protocol's ``metrics`` list is shown: the step-row key it reads,
+    its header (with its unit and definition) and its number format."""
+
+    key: str
+    header: str
+    fmt: str
+
+
+# Every metric name a protocol may list (config/protocols.yaml ``metrics``). Claim metric
+# definitions (core/metrics.py) that a run can measure map to the step value of the same
+# definition; the others are per-step quantities.
+REPORT_METRICS: dict[str, Column] = {
+    "e2e_aggregate": Column("e2e_output_tok_s", "End to end, tok/s (prefill, ramp, tail in)",
+                            "{:,.1f}"),
+    "streams_x_1000_over_median_tpot": Column(
+        "aggregate_tpot_tok_s", "Streams × 1000 / median TPOT, tok/s (decode)", "{:,.1f}"),
+    "engine_log_steady": Column("engine_log_steady_tok_s",
+                                "Engine log, all running, no prefill, tok/s", "{:,.1f}"),
+    "median_tpot_ms": Column("median_tpot_ms", "Median TPOT", "{:.2f} ms"),
+    "per_stream_tok_s": Column("per_stream_tok_s", "Per stream, 1000 / median TPOT, tok/s",
+                               "{:,.1f}"),
+    "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
+    "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
+    "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
+    "mean_tpot_ms": Column("mean_tpot_ms", "Mean TPOT", "{:.2f} ms"),
+    "streams_x_1000_over_mean_tpot": Column(
+        "aggregate_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}"),
+    # Read from the token timeline of each step (the step row's key, when it has one;
+    # "not computed" otherwise).
+    "decode_aggregate": Column("decode_aggregate_tok_s",
+                               "Decode aggregate, tok/s (prefill and ramp out)", "{:,.1f}"),
+    "all_streams_decoding": Column("all_streams_decoding_tok_s",
+                                   "All streams decoding, tok/s", "{:,.1f}"),
+    "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}"),
+    "per_request_tok_s": Column("per_request_tok_s", "Per request decode, tok/s (mean)",
+                                "{:,.1f}"),
+    "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}"),
+    "tok_s_per_measured_w": Column("tok_s_per_measured_w",
+                                   "End to end per measured watt, tok/s/W", "{:.2f}"),
+    "lanes_stats": Column("lanes_stats", "Lanes", "{}"),
+    "bandwidth_fraction": Column("bandwidth_fraction", "Share of datasheet bandwidth",
+                                 "{:.0%}"),
+}
+
+
+def metric_columns(proto: Protocol, source: str) -> list[Column]:
+    """The columns of a protocol's table, in the order of its ``metrics`` list; a name the
+    report does not know is refused, naming the protocol's key."""
+    unknown = [m for m in proto.metrics if m not in REPORT_METRICS]
+    if unknown:
+        raise InputError(source, f"unknown metric(s) {unknown}; known: "
+                         f"{', '.join(sorted(REPORT_METRICS))}",
+                         key=f"protocols.{proto.name}.metrics")
+    return [REPORT_METRICS[m] for m in proto.metrics]
+
+
 def provenance_line(run: Run) -> str:
     """One paragraph: card, power limit and measured draw, driver, engine, weights."""
     p = run.provenance
-    gpu = (p.get("gpu", {}).get("gpus") or [{}])[0]
-    sw = p.get("software", {})
-    tel = p.get("telemetry", {}).get("summary", {})
-    facts = engine_facts(run)
-    eng = p["engine_config"]
+    gpu, tel, eng = p.gpu, p.telemetry, p.engine_config
     parts = [
-        f"**{run.path.name}** ({p['status']}): {gpu.get('name', p['card'])}",
-        f"power limit {_n(gpu.get('power_limit_enforced_w'), '{:.0f}')} W enforced "
-        f"(default {_n(gpu.get('power_limit_default_w'), '{:.0f}')} W), measured draw "
-        f"{_n(tel.get('mean_power_w'), '{:.0f}')} W mean / "
-        f"{_n(tel.get('max_power_w'), '{:.0f}')} W max at 1 Hz, mean SM clock "
-        f"{_n(tel.get('mean_sm_clock_mhz'), '{:.0f}')} MHz, max "
-        f"{_n(tel.get('max_temp_c'), '{:.0f}')} °C",
-        f"driver {p.get('gpu', {}).get('driver_version', '?')} "
-        f"(CUDA {p.get('gpu', {}).get('cuda_driver_version', '?')})",
-        f"vLLM {sw.get('vllm', '?')} ({sw.get('vllm_commit', '?')}), torch "
-        f"{sw.get('torch', '?')} (CUDA {sw.get('torch_cuda_runtime', '?')}), FlashInfer "
-        f"{sw.get('flashinfer', '?')}",
-        f"engine `{p['engine']}`: weights {eng.get('weight_format')}"
-        f"{' (online ' + eng['quantization'] + ')' if eng.get('quantization') else ''}, "
-        f"KV {eng.get('kv_cache_dtype')}, GDN state {eng.get('mamba_ssm_cache_dtype')}, "
-        f"prefix caching {eng.get('prefix_caching')}, max-num-seqs {eng.get('max_num_seqs')}"
-        f"; engine reported {_n(facts['weights_gib'], '{:.2f}')} GiB of weights and a KV "
-        f"pool of {_n(facts['kv_pool_tokens'], '{:,.0f}')} tokens",
-        f"**{p['weights_label']}**"
+        f"**{run.name}** ({p.status}): {gpu.name or p.card}",
+        f"power limit {_n(gpu.power_limit_enforced_w, '{:.0f}')} W enforced "
+        f"(default {_n(gpu.power_limit_default_w, '{:.0f}')} W), measured draw "
+        f"{_n(tel.mean_power_w, '{:.0f}')} W mean / "
+        f"{_n(tel.max_power_w, '{:.0f}')} W max at 1 Hz, mean SM clock "
+        f"{_n(tel.mean_sm_clock_mhz, '{:.0f}')} MHz, max "
+        f"{_n(tel.max_temp_c, '{:.0f}')} °C",
+        f"driver {p.driver_version or '?'} (CUDA {p.cuda_driver_version or '?'})",
+        f"vLLM {p.sw('vllm')} ({p.sw('vllm_commit')}), torch "
+        f"{p.sw('torch')} (CUDA {p.sw('torch_cuda_runtime')}), FlashInfer "
+        f"{p.sw('flashinfer')}",
+        f"engine `{p.engine}`: weights {eng.weight_format}"
+        f"{' (online ' + eng.quantization + ')' if eng.quantization else ''}, "
+        f"KV {eng.kv_cache_dtype}, GDN state {eng.mamba_ssm_cache_dtype}, "
+        f"prefix caching {eng.prefix_caching}, max-num-seqs {eng.max_num_seqs}"
+        f"; engine reported {_n(run.weights_gib, '{:.2f}')} GiB of weights and a KV "
+        f"pool of {_n(run.kv_pool_tokens, '{:,.0f}')} tokens",
+        f"**{p.weights_label}**"
         + (" (random weights of the real geometry, synthetic tokenizer; speeds are the "
-           "engine's, not a model's output quality)" if run.dummy else f" {p['weights']}"),
-        f"project commit {str(p.get('project', {}).get('commit'))[:10]}",
+           "engine's, not a model's output quality)" if run.dummy else f" {p.weights}"),
+        f"project commit {str(p.project_commit)[:10]}",
     ]
+    if p.failure:
+        parts.append(f"run failure: {p.failure}")
     return "; ".join(parts) + "."
 
 
-def headline_rows(runs: list[Run]) -> list[list[str]]:
-    """Rows for the headline (64-stream batch) table: every pass of every run."""
-    rows = []
-    for run in runs:
-        reported = reported_steps(run)
-        for s in run.steps:
-            kept = " (kept)" if s in reported and len(run.steps) > 1 else ""
-            rows.append([
-                f"{run.provenance['card']}, {run.provenance['engine']}, "
-                f"{run.provenance['weights_label']}, pass {s['repeat']}{kept}",
-                _n(s.get("e2e_output_tok_s")), _n(s.get("aggregate_tpot_tok_s")),
-                _n(s.get("median_tpot_ms"), "{:.2f} ms"),
-                _n(s.get("per_stream_tok_s")),
-                _n(s.get("engine_log_steady_tok_s"))
-                + ("" if s.get("engine_log_steady_tok_s") else " (no clean 10-s window)"),
-                _n(s.get("mean_ttft_ms") and s["mean_ttft_ms"] / 1000, "{:.2f} s"),
-                _n(s.get("telemetry_mean_power_w"), "{:.0f} W"),
-                f"{s.get('completed')}/{s.get('requests')}",
-            ])
-    return rows
+def workload_sentence(proto: Protocol) -> str:
+    """What the protocol runs, in words, from its fields alone (per-step lengths where the
+    steps differ)."""
+    ctx = [step_context(proto, i) for i in range(len(proto.steps))]
+    streams = ", ".join(str(s.streams) for s in proto.steps)
+    requests = ", ".join(str(s.requests) for s in proto.steps)
+    levels = "level" if len(proto.steps) == 1 else "levels"
+    repeats = ("once" if proto.repeats == 1 else f"{proto.repeats} times, reporting "
+               + ("the last pass" if proto.report == "last" else "every pass"))
+    lens = {(c["input_len"], c["output_len"]) for c in ctx}
+    if len(lens) == 1:
+        (i, o), = lens
+        tokens = (f"{i} tokens in and {o} out"
+                  f"{' (`--ignore-eos`)' if proto.ignore_eos else ''}, so {i + o} tokens of "
+                  "context per stream at the end of each request")
+    else:
+        tokens = ("per step " + ", ".join(f"{c['input_len']} in / {c['output_len']} out "
+                                         f"({c['context_tokens_per_stream']} tokens of "
+                                         "context per stream)" for c in ctx)
+                  + (" (`--ignore-eos`)" if proto.ignore_eos else ""))
+    return (f"Workload: {streams} streams (independent requests, {len(proto.steps)} {levels}) "
+            f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
+            "request's first token; end-to-end figures include prefill, ramp and tail.")
 
 
-HEADLINE_HEADER = ["Run", "End to end, tok/s", "Streams × 1000 / median TPOT, tok/s",
-                   "Median TPOT", "Per stream, tok/s", "Engine log, all running, no prefill",
-                   "Mean TTFT", "Mean power", "Completed"]
+def _cell(s: dict[str, Any], c: Column) -> str:
+    """One measured value, or why there is none."""
+    if c.key not in s:
+        return "not computed"
+    if s[c.key] is None and c.key == "engine_log_steady_tok_s":
+        return "n/a (no clean 10-s window)"
+    return _n(s[c.key], c.fmt)
 
 
-def claim_rows(claims: list[Claim]) -> list[list[str]]:
-    """The published rows of the headline table, in the same columns."""
-    rows = []
-    for c in claims:
-        cells = ["" for _ in HEADLINE_HEADER]
+def _step_label(run: Run, s: dict[str, Any], kept: bool, many: bool) -> str:
+    p = run.provenance
+    return (f"{p.card}, {p.engine}, {p.weights_label}, pass {s['repeat']}"
+            + (" (kept)" if kept and many else ""))
+
+
+def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int], dict],
+                   claims: list[dict[str, Any]], source: str) -> str:
+    """One table for a protocol: its replayed claims first (each in the column of its own
+    metric), then every step of every run; failed steps say so with their reason."""
+    cols = metric_columns(proto, source)
+    header = (["Run", "Streams", "Requests"] + [c.header for c in cols]
+              + ["Roofline (η = 1), tok/s", "Streams × 1000 / median TPOT ÷ roofline",
+                 "Completed"])
+    out: list[list[str]] = []
+    by_key = {REPORT_METRICS[m].key: i for i, m in enumerate(proto.metrics)}
+    per_stream = by_key.get("per_stream_tok_s")
+    for c in _replayed(proto, claims):
+        col = REPORT_METRICS.get(c["metric"])
+        if col is None or col.key not in by_key:
+            continue
+        cells = ["" for _ in header]
         watts = f", {c['power_limit_w']:.0f} W" if c["power_limit_w"] else ""
         cells[0] = f"{c['system']} ({c['id']}), {c['card']}{watts}"
-        col = {"e2e_aggregate": 1, "streams_x_1000_over_median_tpot": 2,
-               "engine_log_steady": 5}.get(c["metric"])
-        if col is None:
-            continue
-        cells[col] = _n(c["value"], "{:,.0f}")
-        cells[4] = _n(c.per_stream_tok_s)
-        rows.append(cells)
-    return rows
+        cells[1] = str(c["streams"])
+        cells[3 + by_key[col.key]] = _n(c["value"], "{:,.0f}")
+        if per_stream is not None:
+            cells[3 + per_stream] = _n(c["per_stream_tok_s"])
+        out.append(cells)
+    for run in runs:
+        kept = {id(s) for s in reported_steps(run)}
+        for s in run.steps:
+            cells = [_step_label(run, s, id(s) in kept, len(run.steps) > len(proto.steps)),
+                     str(s["streams"]), str(s["requests"])]
+            if s["status"] != "complete":
+                cells += [f"**{s['status']}**: {s['reason'] or 'no reason recorded'}"]
+                cells += ["" for _ in range(len(header) - len(cells))]
+                out.append(cells)
+                continue
+            r = rows.get((run.name, s["step"], s["repeat"]), {})
+            rt, agg = r.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
+            cells += [_cell(s, c) for c in cols]
+            cells += [_n(rt, "{:,.0f}"), _n(agg / rt if rt and agg else None, "{:.0%}"),
+                      f"{s.get('completed')}/{s.get('requests')}"]
+            out.append(cells)
+    return md_table(header, out)
 
 
-LADDER_HEADER = ["Streams", "Requests", "Median TPOT", "Per stream, 1000 / TPOT, tok/s",
-                 "Aggregate, streams × per stream, tok/s", "End to end, tok/s",
-                 "Median TTFT", "Roofline (η = 1), tok/s", "Measured / roofline",
-                 "Mean power"]
-
-
-def ladder_rows(run: Run, roof: dict[int, dict[str, Any]]) -> list[list[str]]:
-    rows = []
-    for s in reported_steps(run):
-        r = roof.get(s["streams"], {})
-        rt = r.get("roofline_tok_s")
-        rows.append([str(s["streams"]), str(s["requests"]),
-                     _n(s.get("median_tpot_ms"), "{:.2f} ms"), _n(s.get("per_stream_tok_s")),
-                     _n(s.get("aggregate_tpot_tok_s"), "{:,.0f}"),
-                     _n(s.get("e2e_output_tok_s"), "{:,.1f}"),
-                     _n(s.get("median_ttft_ms"), "{:,.0f} ms"),
-                     _n(rt, "{:,.0f}"),
-                     _n(s["aggregate_tpot_tok_s"] / rt if rt and s.get("aggregate_tpot_tok_s")
-                        else None, "{:.0%}"),
-                     _n(s.get("telemetry_mean_power_w"), "{:.0f} W")])
-    return rows
-
-
-def compare_sentence(c: Claim, measured: list[tuple[Run, dict[str, Any]]]) -> str:
+def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]]]) -> str:
     """One sentence: how a claim compares with the measured steps at its stream count (one
-    per run of the protocol), by the claim's own definition where the run has it."""
-    by_metric = {"e2e_aggregate": ("e2e_output_tok_s", "end to end"),
-                 "streams_x_1000_over_median_tpot": ("aggregate_tpot_tok_s",
-                                                     "streams × 1000 / median TPOT"),
-                 "engine_log_steady": ("engine_log_steady_tok_s", "engine-log steady state")}
-    key, label = by_metric.get(c["metric"], ("aggregate_tpot_tok_s",
-                                             "streams × 1000 / median TPOT"))
+    per run of the protocol), by the claim's own definition. Only completed steps come
+    here (see :func:`claimcheck.report.record.reported_steps`)."""
+    col = REPORT_METRICS.get(c["metric"])
+    label = METRICS[c["metric"]].label
     relation = c["stream_relation"].replace("_", " ")
     streams = "1 stream" if c["streams"] == 1 else f"{c['streams']} {relation}"
     where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W" if c["power_limit_w"]
                                else "") + f", {c['quantization'] or '?'} weights")
-    head = (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({METRICS[c['metric']].label}; "
-            f"{streams}, {c.per_stream_tok_s:.1f} tok/s per stream, "
+    head = (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({label}; "
+            f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
             f"{c['context_tokens'] or '?'} tokens of context per stream; {where})")
     parts, missing = [], []
     for run, m in measured:
         p = run.provenance
-        got = m.get(key)
-        name = f"{p['card']} {p['engine']}"
+        got = m.get(col.key) if col else None
+        name = f"{p.card} {p.engine}"
         if got is None:
             missing.append(f"{name} ({m.get('engine_log_steady_lines', 0)} qualifying "
-                           "10-s log windows)")
+                           "10-s log windows)" if col and col.key == "engine_log_steady_tok_s"
+                           else name)
             continue
         parts.append(f"{got:,.0f} tok/s on {name} ({m['per_stream_tok_s']:.1f} per "
                      f"stream, {got / c['value']:.2f}× the claim)")
@@ -164,100 +235,87 @@ def compare_sentence(c: Claim, measured: list[tuple[Run, dict[str, Any]]]) -> st
         text += f" against, by the same definition ({label}): " + "; ".join(parts) + "."
     if missing:
         text += f" No {label} figure from " + ", ".join(missing) + "."
-    weights = {r.provenance["weights_label"] for r, _ in measured}
+    weights = {r.provenance.weights_label for r, _ in measured}
     return text + (f" Other card and {', '.join(sorted(weights))}: this compares the "
                    "protocol's numbers, not the recipe.")
 
 
-def _replayed(run: Run, claims: list[Claim]) -> list[Claim]:
-    ids = set(run.provenance["protocol_config"].get("source_claims", []))
+def _replayed(proto: Protocol, claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ids = set(proto.source_claims)
     return [c for c in claims if c["id"] in ids]
 
 
-def render_run_md(run: Run, steps: list[dict[str, Any]], claims: list[Claim]) -> str:
-    """Markdown for one run: provenance, its table, the claims it replays."""
-    p = run.provenance
-    proto = p["protocol_config"]
-    ctx = proto["input_len"] + proto["output_len"]
-    out = [f"### {run.path.name}",
-           "",
-           f"Protocol `{p['protocol']}`: {proto['description']}",
-           "",
-           f"Workload: {proto['input_len']} tokens in, {proto['output_len']} out "
-           f"(`--ignore-eos`), so {ctx} tokens of context per stream at the end of each "
-           "request; streams are independent requests from `vllm bench serve` "
-           "(`--max-concurrency`), a fresh random seed per call. Decode figures exclude "
-           "each request's first token; end-to-end figures include prefill, ramp and tail.",
-           "", provenance_line(run), ""]
-    if p["protocol"] == "ladder":
-        roof = {s["streams"]: s for s in steps if s.get("reported")}
-        out.append(md_table(LADDER_HEADER, ladder_rows(run, roof)))
-    else:
-        out.append(md_table(HEADLINE_HEADER, claim_rows(_replayed(run, claims))
-                            + headline_rows([run]),
-                            ["l"] + ["r"] * (len(HEADLINE_HEADER) - 1)))
+def _step_rows(steps: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str, Any]]:
+    return {(s["run"], s["step"], s["repeat"]): s for s in steps}
+
+
+def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any]],
+                     claims: list[dict[str, Any]], figures: dict[str, str],
+                     level: str = "###") -> str:
+    """The section of one protocol: what it runs, its table, each run's figure."""
+    out = [f"{level} Protocol `{proto.name}`", "", proto.description, "",
+           workload_sentence(proto), "",
+           protocol_table(proto, runs, _step_rows(steps), claims,
+                          str(runs[0].path / "provenance.json")), ""]
+    for r in runs:
+        if f"measured-{r.name}" in figures:
+            out.append(f"![{r.name}]({figures[f'measured-{r.name}']})")
     return "\n".join(out) + "\n"
 
 
-def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[Claim],
-                  card: str, figures: dict[str, str]) -> str:
-    """The whole Update section for the runs of one card."""
-    runs = [r for r in runs if r.provenance["card"] == card]
+def render_run_md(run: Run, steps: list[dict[str, Any]], claims: list[dict[str, Any]]) -> str:
+    """Markdown for one run: its protocol's section and its provenance."""
+    return (f"### {run.name}\n\n" + protocol_section(run.protocol, [run], steps, claims, {},
+                                                      level="####")
+            + "\n" + provenance_line(run) + "\n")
+
+
+def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dict[str, Any]],
+                  card: str, figures: dict[str, str],
+                  protocols: list[str] | None = None, model: str | None = None,
+                  geometry: Geometry | None = None) -> str:
+    """The whole Update section for the runs of one card: a section per protocol that has
+    runs (in name order), the protocols named in ``protocols`` that have none, one sentence
+    per replayed claim, provenance and figure links. ``model`` and ``geometry`` describe the
+    served model in the dummy-weights note."""
+    runs = [r for r in runs if r.provenance.card == card]
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
     dummy = any(r.dummy for r in runs)
     first = runs[0].provenance
-    gpu = (first.get("gpu", {}).get("gpus") or [{}])[0]
-    days = sorted({r.provenance["started_utc"][:10] for r in runs})
+    days = sorted({r.provenance.started_utc[:10] for r in runs})
     out = [f"## Update, {', '.join(days)}: the published protocols on one "
-           f"{gpu.get('name', card)}" + (" (dummy weights)" if dummy else ""), ""]
+           f"{first.gpu.name or card}" + (" (dummy weights)" if dummy else ""), ""]
     if dummy:
-        out += ["> **Dummy weights.** These runs serve the real Qwen3.8-27B geometry "
-                "(`config.json`, 64 layers, 27.78 B parameters) with random weights "
+        out += ["> **Dummy weights.** These runs serve the real "
+                f"{model or 'model'} geometry (`config.json`"
+                + (f", {geometry.num_layers} layers, {geometry.total_params / 1e9:.2f} B "
+                   "parameters" if geometry is not None else "")
+                + ") with random weights "
                 "(`--load-format dummy`) and a synthetic tokenizer, because no checkpoint "
                 "could be downloaded on the GPU host. Speed depends on the geometry, the "
                 "dtypes and the engine, not on the weights' values, but these are not runs "
                 "of the published checkpoints.", ""]
     out += ["Every run below was made by `claimcheck measure` with the exact commands kept "
-            "in its `provenance.json` under `data/raw/runs/`.", ""]
+            "in its `provenance.json` under `data/raw/runs/`. Published rows come first in "
+            "each table, in the column of their own metric definition; the roofline uses "
+            "the weight GiB the engine reported, the engine's state and KV dtypes, the "
+            "protocol's context per stream and the card's datasheet bandwidth at η = 1.", ""]
     by_proto: dict[str, list[Run]] = {}
-    for r in runs:
-        by_proto.setdefault(r.provenance["protocol"], []).append(r)
-    srows = {(s["run"], s["streams"]): s for s in steps if s.get("reported")}
-    if "hyperqwen-batch" in by_proto:
-        hr = by_proto["hyperqwen-batch"]
-        out += ["### The headline workload (HyperQwen's batch protocol)", "",
-                "64 independent requests at a time, 256 in all, 128 tokens in and 512 out "
-                "(640 tokens of context per stream), run twice; the second pass is the one "
-                "the README keeps. Published rows first, then this project's.", "",
-                md_table(HEADLINE_HEADER, claim_rows(_replayed(hr[0], claims))
-                         + headline_rows(hr)), ""]
-        for r in hr:
-            if f"measured-{r.path.name}" in figures:
-                out.append(f"![{r.path.name}]({figures[f'measured-{r.path.name}']})")
-        out.append("")
-    if "ladder" in by_proto:
-        for r in by_proto["ladder"]:
-            roof = {s["streams"]: s for (run, _), s in srows.items() if run == r.path.name}
-            out += ["### The concurrency ladder", "",
-                    "The same workload at 1, 8, 16, 32 and 64 streams (independent requests) "
-                    "with 16, 64, 128, 128 and 256 requests. Per stream is 1000 / median TPOT "
-                    "(decode); aggregate is streams × per stream; end to end includes "
-                    "prefill. The roofline uses the weight GiB the engine reported, this "
-                    "engine's state and KV dtypes, 640 tokens of context and the card's "
-                    "datasheet bandwidth at η = 1.", "",
-                    md_table(LADDER_HEADER, ladder_rows(r, roof)), ""]
-            if f"measured-{r.path.name}" in figures:
-                out.append(f"![{r.path.name}]({figures[f'measured-{r.path.name}']})")
-            out.append("")
-    out += ["### Long prompts", "",
-            "Not run yet: the 7,681-in / 511-out protocol of the article's long-prompt table "
-            "is not in `config/protocols.yaml`.", ""]
+    for r in sorted(runs, key=lambda r: (r.protocol.name, r.name)):
+        by_proto.setdefault(r.protocol.name, []).append(r)
+    for rs in by_proto.values():
+        out.append(protocol_section(rs[-1].protocol, rs, steps, claims, figures))
+    not_run = [p for p in protocols or [] if p not in by_proto]
+    if not_run:
+        out += ["### Not run yet", "",
+                "Protocols in `config/protocols.yaml` with no recorded run on this card: "
+                + ", ".join(f"`{p}`" for p in not_run) + ".", ""]
     out += ["### How each claim compares", ""]
     for rs in by_proto.values():
-        for c in _replayed(rs[-1], claims):
-            ms = [(r, srows[(r.path.name, c["streams"])]) for r in rs
-                  if (r.path.name, c["streams"]) in srows]
+        for c in _replayed(rs[-1].protocol, claims):
+            ms = [(r, s) for r in rs for s in reported_steps(r)
+                  if s["streams"] == c["streams"]]
             if ms:
                 out.append(compare_sentence(c, ms))
     out += ["", "### Provenance", ""]

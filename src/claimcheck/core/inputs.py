@@ -1,0 +1,215 @@
+"""The one way to a roofline: model geometry, card, weight source, ceiling source, dtypes
+and context in; a :class:`~claimcheck.core.roofline.Roofline` and the source of every
+input out.
+
+Weight sources (exactly one): a ``weights.csv`` id, a weight format applied to the weights
+read per token, or a measured size with its unit (GB = 1e9 bytes or GiB = 2**30 bytes,
+nothing else). Compute ceilings: a ``ceilings.csv`` id, a ceiling given by hand (the CLI's
+``--tflops``), or the best matching ceiling row for the card, power limit and compute
+dtype, else the card's datasheet dense rate. The CLI, the claims and runs tables, every
+notebook and every roofline preset go through :func:`roofline_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core import roofline as rl
+from claimcheck.core.cards import Card, Ceiling
+from claimcheck.core.errors import InputError
+from claimcheck.core.formats import weight_format
+from claimcheck.core.geometry import Geometry
+from claimcheck.core.io import read_csv
+from claimcheck.core.paths import RAW
+from claimcheck.core.units import GB, GIB
+
+# Weight sizes: the closed set of units (bytes per unit). GB and GiB are never mixed.
+WEIGHT_UNITS: dict[str, int] = {"GB": GB, "GiB": GIB}
+
+# The dtype the matrix multiplies run in, for each weight format: 4-bit weights with 16-bit
+# activations multiply in fp16; NVFP4 checkpoints are set against the dense BF16 rate, as
+# the article does for the RTX 5090 (shared/seeds/000 "Speculation spends the same
+# arithmetic": "the 209.5 TFLOP/s dense BF16 reference that Cinference's own benchmarks use").
+COMPUTE_DTYPE: dict[str, str] = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
+                                 "int8": "int8", "w4a16": "fp16", "nvfp4": "bf16"}
+
+# An engine's dtype names (vLLM's --kv-cache-dtype, --mamba-ssm-cache-dtype) -> the
+# roofline's. "auto" is vLLM's default: BF16 KV for a BF16 model and an FP32 GDN state.
+ENGINE_KV_DTYPE: dict[str, str] = {"auto": "bf16", "bfloat16": "bf16", "bf16": "bf16",
+                                   "float16": "fp16", "fp16": "fp16", "fp8": "fp8",
+                                   "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+ENGINE_STATE_DTYPE: dict[str, str] = {"auto": "fp32", "float32": "fp32", "fp32": "fp32",
+                                      "float16": "fp16", "fp16": "fp16",
+                                      "bfloat16": "bf16", "bf16": "bf16"}
+
+
+def engine_dtype(table: dict[str, str], name: str | None, what: str) -> str:
+    """Translate an engine's dtype name (None = "auto") through one of the tables above."""
+    key = (name or "auto").lower()
+    try:
+        return table[key]
+    except KeyError:
+        raise ValueError(f"unknown engine {what} dtype {name!r}; known: {sorted(table)}"
+                         ) from None
+
+
+@dataclass(frozen=True)
+class WeightRow:
+    """One ``weights.csv`` row: a published or measured weight size and the dtypes that go
+    with it. ``match_field``/``match_prefix`` attach it to claims."""
+
+    id: str
+    match_field: str
+    match_prefix: str
+    size: float
+    unit: str
+    state_dtype: str
+    kv_dtype: str
+    source: str
+
+    @property
+    def bytes(self) -> float:
+        return self.size * WEIGHT_UNITS[self.unit]
+
+
+WEIGHT_COLUMNS = ("id", "match_field", "match_prefix", "weight_size", "weight_unit",
+                  "state_dtype", "kv_dtype", "source")
+
+
+def load_weight_rows(path: str | Path | None = None) -> dict[str, WeightRow]:
+    """Read ``weights.csv``; a bad unit, size or duplicate id names the file and line."""
+    p = Path(path) if path else RAW / "weights.csv"
+    rows = read_csv(p)
+    out: dict[str, WeightRow] = {}
+    if rows:
+        missing = [c for c in WEIGHT_COLUMNS if c not in rows[0]]
+        if missing:
+            raise InputError(str(p), f"missing columns {missing}", line=1)
+    for i, r in enumerate(rows, start=2):
+        unit = r["weight_unit"].strip()
+        if unit not in WEIGHT_UNITS:
+            raise InputError(str(p), f"unit {unit!r} is not one of {sorted(WEIGHT_UNITS)}",
+                             line=i, key="weight_unit")
+        try:
+            size = float(r["weight_size"])
+        except ValueError:
+            raise InputError(str(p), f"not a number: {r['weight_size']!r}", line=i,
+                             key="weight_size") from None
+        if not (size > 0 and size != float("inf")):
+            raise InputError(str(p), f"must be a finite size > 0, got {r['weight_size']}",
+                             line=i, key="weight_size")
+        if r["id"] in out:
+            raise InputError(str(p), f"duplicate id {r['id']!r}", line=i, key="id")
+        out[r["id"]] = WeightRow(id=r["id"], match_field=r["match_field"],
+                                 match_prefix=r["match_prefix"], size=size, unit=unit,
+                                 state_dtype=r["state_dtype"], kv_dtype=r["kv_dtype"],
+                                 source=r["source"])
+    return out
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Where W comes from: exactly one of a weights.csv ``id``, a ``format``, or a measured
+    ``size`` with its ``unit`` (and ``source`` saying where it was measured)."""
+
+    id: str | None = None
+    format: str | None = None
+    size: float | None = None
+    unit: str | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        given = sum(x is not None for x in (self.id, self.format, self.size))
+        if given != 1:
+            raise ValueError("give exactly one weight source: a weights.csv id, a weight "
+                             "format, or a measured size with its unit")
+        if self.size is not None and self.unit not in WEIGHT_UNITS:
+            raise ValueError(f"weight unit {self.unit!r} is not one of {sorted(WEIGHT_UNITS)}")
+
+
+def resolve_weights(w: Weights, geom: Geometry, rows: dict[str, WeightRow]
+                    ) -> tuple[float, str, WeightRow | None]:
+    """Weight bytes read per step, a label saying where they came from, and the weights.csv
+    row when there is one."""
+    if w.id is not None:
+        if w.id not in rows:
+            raise InputError("weights.csv", f"unknown weights id {w.id!r}; known: "
+                             f"{', '.join(sorted(rows))}", key="id")
+        r = rows[w.id]
+        return r.bytes, f"{r.size:g} {r.unit} (weights.csv {r.id})", r
+    if w.size is not None:
+        n = w.size * WEIGHT_UNITS[w.unit]  # type: ignore[index]
+        extra = f" ({n / GB:.2f} GB)" if w.unit == "GiB" else ""
+        return n, f"{w.size:g} {w.unit}{extra} measured" + (
+            f" ({w.source})" if w.source else ""), None
+    wf = weight_format(w.format)  # type: ignore[arg-type]
+    n = geom.weights_per_token * wf.bytes_per_weight
+    return n, (f"{w.format}: {geom.weights_per_token / 1e9:.2f} B weights x "
+               f"{wf.bytes_per_weight:g} B = {n / GB:.2f} GB"), None
+
+
+def compute_ceiling(card: Card, dtype: str, ceilings: dict[str, Ceiling], *,
+                    ceiling_id: str | None = None, power_limit_w: float | None = None,
+                    tflops: float | None = None) -> tuple[float, str]:
+    """Compute ceiling in TFLOP/s and where it came from.
+
+    ``tflops`` (given by hand) wins; else the ``ceilings.csv`` row ``ceiling_id`` (which must
+    be for this card); else the ceiling row for this card and ``dtype`` whose power limit
+    equals ``power_limit_w`` (a row with no power limit holds at any limit; an exact limit
+    is preferred); else the datasheet dense rate for ``dtype`` (fp16, then bf16, where the
+    card has no such column)."""
+    if tflops is not None:
+        return tflops, "given by hand (--tflops)"
+    if ceiling_id is not None:
+        if ceiling_id not in ceilings:
+            raise InputError("ceilings.csv", f"unknown ceiling id {ceiling_id!r}; known: "
+                             f"{', '.join(sorted(ceilings))}", key="id")
+        c = ceilings[ceiling_id]
+        if c.card != card.card:
+            raise InputError("ceilings.csv", f"ceiling {c.id!r} is for {c.card}, not "
+                             f"{card.card}", key="card")
+        return c.tflops, f"ceiling {c.id} ({c.dtype}, {c.source})"
+    match = [c for c in ceilings.values() if c.card == card.card and c.dtype == dtype
+             and (c.power_limit_w is None or c.power_limit_w == power_limit_w)]
+    match.sort(key=lambda c: (c.power_limit_w is None, c.id))
+    if match:
+        c = match[0]
+        return c.tflops, f"ceiling {c.id} ({c.dtype}, {c.source})"
+    for d in (dtype, "fp16", "bf16"):
+        if d in card.tensor_tflops:
+            return card.tflops(d), f"datasheet dense {d}"
+    raise ValueError(f"no compute rate for {card.card}")
+
+
+def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
+                 ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
+                 compute_dtype: str | None = None, ceiling: str | None = None,
+                 tflops: float | None = None, power_limit_w: float | None = None,
+                 state_dtype: str | None = None, kv_dtype: str | None = None,
+                 context_tokens: float = 0.0, eta: float = 1.0, rows: float = 1.0,
+                 tau: float = 1.0) -> tuple[rl.Roofline, dict[str, Any]]:
+    """The roofline and a dict naming the value and source of each input.
+
+    State and KV dtypes default to the weights.csv row's when the source is an id (else
+    fp32 state, bf16 KV). The compute dtype defaults to the weight format's
+    (:data:`COMPUTE_DTYPE`), else bf16. Context is tokens per stream."""
+    w_bytes, w_label, row = resolve_weights(weights, geom, weight_rows)
+    state = state_dtype or (row.state_dtype if row else "fp32")
+    kv = kv_dtype or (row.kv_dtype if row else "bf16")
+    dtype = compute_dtype or COMPUTE_DTYPE.get((weights.format or "").lower(), "bf16")
+    p_tflops, p_src = compute_ceiling(card, dtype, ceilings, ceiling_id=ceiling,
+                                      power_limit_w=power_limit_w, tflops=tflops)
+    m = rl.for_model(geom, weight_bytes=w_bytes, bandwidth_bytes_s=card.bandwidth_bytes_s,
+                     tflops=p_tflops, eta=eta, state_dtype=state, kv_dtype=kv,
+                     context_tokens=context_tokens, rows=rows, tau=tau)
+    sources = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s,
+               "bandwidth_source": card.sources.get("source_bandwidth", "cards.csv"),
+               "eta": eta, "weights": w_label, "weight_bytes": w_bytes, "tflops": p_tflops,
+               "tflops_source": p_src, "compute_dtype": dtype, "state_dtype": state,
+               "state_bytes_per_stream": m.state_bytes, "kv_dtype": kv,
+               "kv_bytes_per_token": m.kv_bytes_per_token,
+               "context_tokens_per_stream": context_tokens, "rows_verified_per_step": rows,
+               "tokens_kept_per_step": tau, "flops_per_row": geom.flops_per_token}
+    return m, sources

@@ -1,0 +1,213 @@
+"""The run record: ``provenance.json`` and ``steps.json`` of a run directory, validated by
+the JSON schemas in ``claimcheck/schemas`` and read into typed dataclasses.
+
+Pure: objects in, objects out. The runner validates what it writes with
+:func:`validate_provenance` / :func:`validate_steps`; the report side validates what it reads
+(after :func:`migrate_provenance`, which fills fields older runs lack, in memory only).
+Errors are :class:`~claimcheck.core.errors.InputError` naming the file and the key path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from claimcheck.core.errors import InputError
+
+SCHEMA_VERSION = "claimcheck.run/1"
+STEP_OK = "complete"
+
+
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads(resources.files("claimcheck.schemas").joinpath(
+        f"{name}.schema.json").read_text())
+
+
+def _check(obj: Any, name: str, source: str) -> None:
+    """Validate ``obj`` against schema ``name``; the first error names its key path."""
+    validator = jsonschema.Draft202012Validator(_schema(name))
+    err = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if err is not None:
+        key = ".".join(str(k) for k in err.absolute_path) or "(top level)"
+        raise InputError(source, err.message, key=key)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step as the runner recorded it. Times are Unix seconds."""
+
+    step: int
+    repeat: int
+    streams: int
+    requests: int
+    dir: str
+    status: str
+    reason: str | None = None
+    seed: int | str | None = None
+    start_unix_s: float | None = None
+    end_unix_s: float | None = None
+    completed: int | None = None
+    failed_requests: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True only for a step that ran to completion; anything else is never compared
+        with a claim nor averaged in."""
+        return self.status == STEP_OK
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """The first GPU's identity and power limits (W); memory in MiB (2**20 bytes)."""
+
+    name: str | None = None
+    power_limit_enforced_w: float | None = None
+    power_limit_default_w: float | None = None
+    memory_total_mib: float | None = None
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """How the engine was configured (vLLM's own dtype names, "auto" included)."""
+
+    name: str
+    weight_format: str
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
+    prefix_caching: bool | None = None
+    max_num_seqs: int | None = None
+
+
+@dataclass(frozen=True)
+class TelemetrySummary:
+    """NVML samples over the whole run: power in W, clocks in MHz, temperature in °C."""
+
+    available: bool = False
+    samples: int | None = None
+    mean_power_w: float | None = None
+    max_power_w: float | None = None
+    mean_sm_clock_mhz: float | None = None
+    max_temp_c: float | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """A run's provenance.json, typed. ``protocol_config`` is the protocol as recorded
+    (read into a Protocol by the report side); ``raw`` is the whole validated object."""
+
+    schema: str
+    status: str
+    card: str
+    engine: str
+    protocol: str
+    profile: str | None
+    weights: str
+    weights_label: str
+    engine_config: EngineRecord
+    protocol_config: dict[str, Any]
+    gpu: Gpu
+    driver_version: str | None
+    cuda_driver_version: str | None
+    software: dict[str, str | None]
+    project_commit: str | None
+    started_utc: str
+    failure: Any
+    telemetry: TelemetrySummary
+    steps: tuple[StepRecord, ...]
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def dummy(self) -> bool:
+        return self.weights == "dummy"
+
+    def sw(self, name: str) -> str:
+        """A software version, or '?' when not recorded."""
+        v = self.software.get(name)
+        return "?" if v is None else str(v)
+
+
+def migrate_provenance(obj: Any) -> Any:
+    """Fill, in memory, what older records lack (never written back): the schema tag, a
+    step's status from its client's return code, the protocol's repeats and report."""
+    if not isinstance(obj, dict):
+        return obj
+    obj = dict(obj)
+    obj.setdefault("schema", SCHEMA_VERSION)
+    proto = obj.get("protocol_config")
+    if isinstance(proto, dict):
+        proto = dict(proto)
+        proto.setdefault("repeats", 1)
+        proto.setdefault("report", "last")
+        obj["protocol_config"] = proto
+    steps = []
+    for s in obj.get("steps") or []:
+        if isinstance(s, dict) and "status" not in s:
+            s = dict(s)
+            ok = s.get("client_returncode") == 0
+            s["status"] = STEP_OK if ok else "failed"
+            s.setdefault("reason", None if ok else "no status recorded (older run)")
+        steps.append(s)
+    if "steps" in obj:
+        obj["steps"] = steps
+    return obj
+
+
+def _step(d: dict[str, Any]) -> StepRecord:
+    return StepRecord(step=d["step"], repeat=d["repeat"], streams=d["streams"],
+                      requests=d["requests"], dir=d["dir"], status=d["status"],
+                      reason=d.get("reason"), seed=d.get("seed"),
+                      start_unix_s=d.get("start_unix_s"), end_unix_s=d.get("end_unix_s"),
+                      completed=d.get("completed"), failed_requests=d.get("failed_requests"))
+
+
+def validate_steps(obj: Any, source: str) -> tuple[StepRecord, ...]:
+    """Check a steps.json list against its schema and type it."""
+    _check(obj, "steps", source)
+    return tuple(_step(d) for d in obj)
+
+
+def validate_step(obj: Any, source: str) -> StepRecord:
+    """Check one step.json against the step schema and type it."""
+    _check([obj], "steps", source)
+    return _step(obj)
+
+
+def validate_provenance(obj: Any, source: str) -> Provenance:
+    """Check a provenance.json object against its schema and type it."""
+    _check(obj, "provenance", source)
+    eng = obj["engine_config"]
+    gpu_sec = obj.get("gpu") or {}
+    gpu = (gpu_sec.get("gpus") or [{}])[0]
+    tel = obj.get("telemetry") or {}
+    summ = tel.get("summary") or {}
+    return Provenance(
+        schema=obj["schema"], status=obj["status"], card=obj["card"], engine=obj["engine"],
+        protocol=obj["protocol"], profile=obj.get("profile"), weights=obj["weights"],
+        weights_label=obj["weights_label"],
+        engine_config=EngineRecord(
+            name=eng["name"], weight_format=eng["weight_format"],
+            quantization=eng.get("quantization"), kv_cache_dtype=eng.get("kv_cache_dtype"),
+            mamba_ssm_cache_dtype=eng.get("mamba_ssm_cache_dtype"),
+            prefix_caching=eng.get("prefix_caching"), max_num_seqs=eng.get("max_num_seqs")),
+        protocol_config=obj["protocol_config"],
+        gpu=Gpu(name=gpu.get("name"), power_limit_enforced_w=gpu.get("power_limit_enforced_w"),
+                power_limit_default_w=gpu.get("power_limit_default_w"),
+                memory_total_mib=gpu.get("memory_total_mib")),
+        driver_version=gpu_sec.get("driver_version"),
+        cuda_driver_version=gpu_sec.get("cuda_driver_version"),
+        software=dict(obj.get("software") or {}),
+        project_commit=(obj.get("project") or {}).get("commit"),
+        started_utc=obj["started_utc"], failure=obj.get("failure"),
+        telemetry=TelemetrySummary(
+            available=bool(tel.get("available")), samples=summ.get("samples"),
+            mean_power_w=summ.get("mean_power_w"), max_power_w=summ.get("max_power_w"),
+            mean_sm_clock_mhz=summ.get("mean_sm_clock_mhz"),
+            max_temp_c=summ.get("max_temp_c")),
+        steps=tuple(_step(d) for d in obj["steps"]), raw=obj)

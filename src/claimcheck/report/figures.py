@@ -1,0 +1,169 @@
+"""What each notebook draws, from the derived data: the tidy claims JSON and one run-record
+JSON per run (data/derived/). Each function returns a figure and the Markdown shown beside
+it; the notebook saves the figure with :func:`claimcheck.report.figstyle.save`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core import roofline as rl
+from claimcheck.core.cards import get_card, load_ceilings
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.paths import DERIVED, ROOT
+from claimcheck.core.units import GIB, MIB
+from claimcheck.measure.protocols import load_protocols
+from claimcheck.report import figstyle, plots
+from claimcheck.report.derive import read_claims_json, read_run_records
+from claimcheck.report.presets import preset_roofline
+from claimcheck.report.update import md_table, render_run_md, render_update
+
+TABLE_STREAMS = (1, 8, 16, 32, 64)
+
+
+def at_root(path: str | Path) -> Path:
+    """A notebook parameter path: relative to the repository root unless absolute."""
+    return ROOT / path
+
+
+def records(run_records: list[str] | None) -> list[Path]:
+    """The run-record JSONs given, or (None) every one the derived rules wrote."""
+    if run_records is None:
+        return sorted((DERIVED / "runs").glob("*.json"))
+    return [at_root(p) for p in run_records]
+
+
+def save(fig: Any, out_base: str) -> str:
+    """Save a figure as PNG and SVG at ``out_base`` (no extension); the PNG's path."""
+    return str(figstyle.save(fig, at_root(out_base))[0])
+
+
+def write_md(md: str, out_md: str) -> None:
+    """Write Markdown to ``out_md``, making its folder."""
+    path = at_root(out_md)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(md)
+
+
+def measured_points(rows: list[dict[str, Any]], card: str | None = None
+                    ) -> list[dict[str, Any]]:
+    """Reported, completed steps (of one card, or all) as points: streams, aggregate and
+    per-stream tok/s by streams x 1000 / median TPOT (decode)."""
+    return [{"card": r["card"], "streams": r["streams"],
+             "aggregate_tok_s": r["aggregate_tpot_tok_s"],
+             "per_stream_tok_s": r["per_stream_tok_s"],
+             "label": f"{r['run']} ({r['weights_label']})"}
+            for r in rows if r["reported"] and r["status"] == "complete"
+            and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)]
+
+
+def _spec(r: dict[str, Any]) -> str:
+    if (r["spec_method"] or "none") == "none":
+        return "none"
+    rows = r["spec_draft_tokens"] + 1 if r["spec_draft_tokens"] else "?"
+    return f"{r['spec_method']}, {rows} rows"
+
+
+def claim_map(claims_json: str, run_records: list[str] | None) -> tuple[Any, str]:
+    """Every claim on streams vs aggregate, with this project's measured points; and the
+    per-stream table of the figures summed over 8 or more streams."""
+    rows = read_claims_json(at_root(claims_json))
+    _, steps = read_run_records(records(run_records))
+    measured = measured_points(steps)
+    fig = plots.claim_map(rows, measured, source=(
+        "claims registry (shared/seeds/000-002; per-stream speed = aggregate / streams, "
+        "derived); measured points: this project's runs in data/raw/runs (dummy weights), "
+        "streams x 1000 / median TPOT"))
+    many = sorted((r for r in rows if r["streams"] >= 8), key=lambda r: -r["aggregate_tok_s"])
+    table = md_table(
+        ["Claim", "Card", "Streams (relation)", "Context / stream", "Speculation", "Metric",
+         "Aggregate tok/s", "Per stream tok/s"],
+        [[r["id"], r["card"], f"{r['streams']} ({r['stream_relation'].replace('_', ' ')})",
+          str(r["context_tokens"] or "?"), _spec(r), r["metric_label"],
+          f"{r['aggregate_tok_s']:,.0f}", f"{r['per_stream_tok_s']:.1f}"] for r in many],
+        ["l", "l", "r", "r", "l", "l", "r", "r"])
+    head = (f"{len(rows)} claims from {len({r['seed'] for r in rows})} seed articles; "
+            f"{len(measured)} measured points (streams x 1000 / median TPOT, decode)\n\n")
+    return fig, head + table
+
+
+def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: str,
+                    cards_csv: str, ceilings_csv: str, weights_csv: str, runs_dir: str,
+                    claims_json: str, run_records: list[str] | None) -> tuple[Any, str]:
+    """One roofline preset: curves per eta, bend, memory wall, the claims on its card
+    without speculation and this project's measured points on its card."""
+    geom = geometry_from_file(at_root(model_config))
+    card = get_card(preset["card"], at_root(cards_csv))
+    base, src = preset_roofline(preset, geom, card, load_ceilings(at_root(ceilings_csv)),
+                                load_weight_rows(at_root(weights_csv)), at_root(runs_dir))
+    streams = list(range(1, preset["max_streams"] + 1))
+    curves, bends = {}, {}
+    for e in preset["etas"]:
+        m = base.with_(eta=e)
+        curves[f"eta = {e:g}"] = rl.curve(m, streams)
+        bends[f"eta = {e:g}"] = rl.bend_streams(m)
+    free = preset.get("free_gib")
+    wall = (rl.memory_wall_streams(free * GIB, base.state_bytes, base.kv_bytes_per_token,
+                                   base.context_tokens) if free else None)
+    on_card = [r for r in read_claims_json(at_root(claims_json))
+               if r["card"] == card.card and r["metric"] != "prefill"
+               and (r["spec_method"] or "none") == "none"]
+    _, steps = read_run_records(records(run_records))
+    ctx = preset["context"]
+    fig = plots.roofline_figure(
+        curves, bends, wall, on_card, measured=measured_points(steps, card.card),
+        title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
+              f"{src['kv_dtype']} KV, {ctx} tokens per stream",
+        source=(f"model geometry from {model_config}; card from {cards_csv} "
+                f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
+                f"({src['tflops_source']}); claims without speculation from the claims "
+                "registry (their own protocols); the roofline of shared/seeds/000; "
+                f"measured: {runs_dir} on this card, every engine (dummy weights where so "
+                "recorded)"))
+    rows = [[label, str(b), f"{pts[b - 1].step_ms:.2f}", pts[b - 1].bound,
+             f"{pts[b - 1].aggregate_tok_s:,.0f}", f"{pts[b - 1].per_stream_tok_s:.1f}"]
+            for label, pts in curves.items() for b in TABLE_STREAMS if b <= len(pts)]
+    md = (f"{card.name}: W = {src['weights']}; BW = {card.memory_bw_gb_s:g} GB/s; "
+          f"P = {src['tflops']:g} TFLOP/s ({src['tflops_source']}); "
+          f"S = {base.state_bytes / MIB:g} MiB ({src['state_dtype']}); kappa = "
+          f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
+          "Decode only (no prefill); independent streams, all decoding; "
+          f"{ctx} tokens of context per stream; 1 row verified per step.\n\n"
+          + md_table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
+                      "Per stream tok/s"], rows, ["l", "r", "r", "l", "r", "r"])
+          + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; memory wall: {wall}; "
+          f"B=1 ceiling (weights only, eta = 1): {rl.ceiling_b1_tok_s(base):.1f} tok/s")
+    return fig, md
+
+
+def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
+    """One run against the roofline at its own configuration and the claims its protocol
+    replays (those defined as streams x 1000 / median TPOT); and its Markdown section."""
+    (run,), steps = read_run_records([at_root(run_record)])
+    claims = read_claims_json(at_root(claims_json))
+    md = render_run_md(run, steps, claims)
+    replayed = [c for c in claims if c["id"] in run.protocol.source_claims
+                and c["metric"] == "streams_x_1000_over_median_tpot"]
+    kept = [s for s in steps if s["reported"] and s["status"] == "complete"]
+    fig = plots.measured_figure(
+        kept, title=f"{run.name}: {run.label}",
+        claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
+                 "per_stream_tok_s": c["per_stream_tok_s"]} for c in replayed],
+        source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
+                f"{run.provenance.weights_label}; roofline from {model_config} and "
+                "data/raw/cards.csv at eta = 1; claims: streams x 1000 / median TPOT rows"))
+    return fig, md
+
+
+def update_section(run_records: list[str] | None, claims_json: str, card: str,
+                   figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                   model_config: str | None = None, model_name: str | None = None) -> str:
+    """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
+    a figure name to its link relative to figures/."""
+    runs, steps = read_run_records(records(run_records))
+    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
+    return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
+                         figures or {}, protocols, model_name, geom)

@@ -1,0 +1,36 @@
+"""Helpers for tests: copies of committed run directories, edited in place (tmp_path only)."""
+
+import json
+import shutil
+from pathlib import Path
+
+from claimcheck.core.paths import RUNS
+
+BATCH = "h200-20261129-bf16-dummy-hyperqwen-batch"
+LADDER = "h200-20261129-bf16-dummy-ladder"
+FP8 = "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"
+
+
+def copy_run(tmp_path: Path, name: str, new_name: str | None = None) -> Path:
+    """A copy of a committed run directory under ``tmp_path/runs``."""
+    dst = tmp_path / "runs" / (new_name or name)
+    shutil.copytree(RUNS / name, dst)
+    return dst
+
+
+def edit_json(path: Path, fn) -> None:
+    """Load JSON, let ``fn`` change it in place, write it back."""
+    obj = json.loads(path.read_text())
+    fn(obj)
+    path.write_text(json.dumps(obj, indent=1))
+
+
+def edit_step(run: Path, step_dir: str, fn) -> None:
+    """Apply ``fn`` to one step's record in provenance.json, steps.json and step.json."""
+    def on_list(steps):
+        for s in steps:
+            if s["dir"] == step_dir:
+                fn(s)
+    edit_json(run / "provenance.json", lambda p: on_list(p["steps"]))
+    edit_json(run / "steps.json", on_list)
+    edit_json(run / "steps" / step_dir / "step.json", fn)

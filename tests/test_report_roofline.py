@@ -1,0 +1,141 @@
+"""One way to a roofline: the claims table, the run table, the presets (figures) and the CLI
+all build it through claimcheck.core.inputs.roofline_for, so the same claim gets the same
+roofline everywhere. Expected values come from the CSV rows read here by hand."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from claimcheck.core import roofline as rl
+from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.claims import load_claims
+from claimcheck.core.errors import InputError
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
+from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.report.presets import check_unique_names, preset_roofline
+from claimcheck.report.record import load_run, reported_steps
+from claimcheck.report.tables import claim_roofline, run_rows
+
+GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
+CARDS = load_cards()
+CEILINGS = load_ceilings()
+WEIGHTS = load_weight_rows()
+PRESETS = {p["name"]: p for p in yaml.safe_load((CONFIG / "config.yaml").read_text())[
+    "rooflines"]}
+
+
+def csv_row(path, key, value):
+    with open(path, newline="") as f:
+        return next(r for r in csv.DictReader(f) if r[key] == value)
+
+
+def claim(cid):
+    return next(c for c in load_claims() if c["id"] == cid)
+
+
+def test_weights_id_and_ceiling_id_by_hand():
+    w = csv_row(RAW / "weights.csv", "id", "hyperqwen-w4a16-autoround")
+    c = csv_row(RAW / "ceilings.csv", "id", "hyperqwen-3090-250w")
+    card = csv_row(RAW / "cards.csv", "card", "rtx3090")
+    assert w["weight_unit"] == "GB"
+    m, src = roofline_for(GEOM, CARDS["rtx3090"], weights=Weights(id=w["id"]),
+                          ceilings=CEILINGS, weight_rows=WEIGHTS, ceiling=c["id"])
+    assert m.weight_bytes == float(w["weight_size"]) * 1e9
+    assert m.peak_flops_s == float(c["tflops"]) * 1e12
+    # the pocket-calculator line: bandwidth / weight bytes
+    assert rl.ceiling_b1_tok_s(m) == pytest.approx(
+        float(card["memory_bw_gb_s"]) / float(w["weight_size"]))
+    assert src["state_dtype"] == w["state_dtype"] and src["kv_dtype"] == w["kv_dtype"]
+    assert c["id"] in src["tflops_source"]
+
+
+def test_tensorfold_uses_the_5090_figure_ceiling():
+    # TensorFold's 764 (NVFP4 on the RTX 5090) against the ceiling the 5090 figure names
+    ref = csv_row(RAW / "ceilings.csv", "id", PRESETS["rtx5090-cinference"]["ceiling"])
+    row = claim_roofline(claim("tensorfold-764-decode"), GEOM, CARDS, CEILINGS,
+                         weight_rows=WEIGHTS)
+    _, src = preset_roofline(PRESETS["rtx5090-cinference"], GEOM, CARDS["rtx5090"],
+                             CEILINGS, WEIGHTS, RUNS)
+    assert row["roofline_tflops"] == src["tflops"] == float(ref["tflops"])
+    assert float(ref["tflops"]) != CARDS["rtx5090"].tflops("fp4")
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_and_claims_table_agree(name):
+    """Every claim on a preset's card with the preset's weights row gets, in the claims
+    table, the roofline the preset's figure draws (at the same context)."""
+    p = PRESETS[name]
+    fig, _ = preset_roofline(p, GEOM, CARDS[p["card"]], CEILINGS, WEIGHTS, RUNS)
+    same = [c for c in load_claims() if c["card"] == p["card"] and p.get("weights")
+            and (c[WEIGHTS[p["weights"]].match_field] or "").startswith(
+                WEIGHTS[p["weights"]].match_prefix)
+            and (c["context_tokens"] or 0) == p["context"]
+            and c["metric"] != "prefill"]
+    for c in same:
+        row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS)
+        if row["roofline_tflops"] != fig.peak_flops_s / 1e12:
+            continue  # a claim at another power limit has another measured ceiling
+        assert row["roofline_tok_s"] == pytest.approx(
+            rl.point(fig, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]
+
+
+def test_h200_preset_and_run_table_agree():
+    p = PRESETS["h200-bf16"]
+    fig, src = preset_roofline(p, GEOM, CARDS["h200"], CEILINGS, WEIGHTS, RUNS)
+    run = load_run(RUNS / p["weights_run"])
+    assert src["weights"].startswith(f"{run.weights_gib:g} GiB")
+    rows = run_rows([run], GEOM, CARDS, ceilings=CEILINGS)
+    for s in reported_steps(run):
+        r = next(r for r in rows if r["step"] == s["step"] and r["repeat"] == s["repeat"])
+        assert r["roofline_tok_s"] == pytest.approx(
+            rl.point(fig, s["streams"]).aggregate_tok_s, rel=1e-12)
+
+
+def test_cli_gives_the_preset_roofline():
+    p = PRESETS["rtx3090-hyperqwen"]
+    fig, _ = preset_roofline(p, GEOM, CARDS["rtx3090"], CEILINGS, WEIGHTS, RUNS)
+    r = subprocess.run([sys.executable, "-m", "claimcheck.cli", "roofline", "--config",
+                        str(RAW / "models/qwen3.8-27b/config.json"), "--card", "rtx3090",
+                        "--weights", p["weights"], "--ceiling", p["ceiling"],
+                        "--state-dtype", p["state_dtype"], "--kv-dtype", p["kv_dtype"],
+                        "--context", str(p["context"]), "--streams", "1,64", "--json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for pt in out["points"]:
+        assert pt["aggregate_tok_s"] == pytest.approx(
+            rl.point(fig, pt["streams"]).aggregate_tok_s, rel=1e-12)
+
+
+def test_weight_unit_outside_the_closed_set_is_refused(tmp_path):
+    bad = tmp_path / "weights.csv"
+    lines = (RAW / "weights.csv").read_text().splitlines()
+    lines[2] = lines[2].replace(",GB,", ",MB,", 1)
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as e:
+        load_weight_rows(bad)
+    assert str(e.value).startswith(f"{bad}:3: weight_unit: unit 'MB' is not one of")
+
+
+def test_measured_size_needs_a_known_unit():
+    with pytest.raises(ValueError, match="weight unit 'MB'"):
+        Weights(size=16, unit="MB")
+    with pytest.raises(ValueError, match="exactly one weight source"):
+        Weights(id="x", format="bf16")
+
+
+def test_duplicate_preset_names_refused():
+    presets = list(PRESETS.values())
+    with pytest.raises(InputError, match=r"rooflines\[3\]\.name: duplicate preset name"):
+        check_unique_names(presets + [dict(presets[0])], "config.yaml")
+
+
+def test_ceiling_for_another_card_refused():
+    with pytest.raises(InputError, match="is for rtx3090, not h200"):
+        roofline_for(GEOM, CARDS["h200"], weights=Weights(format="bf16"), ceilings=CEILINGS,
+                     weight_rows=WEIGHTS, ceiling="hyperqwen-3090-250w")
