@@ -21,6 +21,12 @@ Column meanings (one each):
 - ``quote``: the seed's exact words holding the figure (whitespace-normalised); checked
   against the seed's ``section`` by :func:`check_against_seeds`.
 
+``data/raw/claims_excluded.csv`` (seed, section, value, quote, reason) lists the throughput
+figures the seeds print that are deliberately not rows (the article's own divisions and
+model ceilings, restatements of a figure registered from another seed, per-dollar ratios);
+rows plus exclusions cover every tok/s figure in the seeds (``tests/test_seed_walk.py``).
+The seeds are read from ``CLAIMCHECK_SEEDS`` or ``shared/seeds`` beside the repository.
+
 Per-stream speed is always computed, never typed. Errors name the file, line and field.
 """
 
