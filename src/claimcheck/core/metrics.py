@@ -41,6 +41,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            "tokens over only the intervals in which all N streams were decoding (tail removed)"),
     Metric("per_request_decode", "per_stream", "decode", "per-request decode",
            "one request's tokens over the time between its first and last chunk (mean)"),
+    Metric("per_request", "per_stream", "unspecified", "per request",
+           "one request's speed as the publisher reports it; its window is not stated"),
     Metric("single_stream_decode", "per_stream", "decode", "single-stream decode",
            "one stream alone; decode rate"),
     Metric("prefill", "aggregate", "prefill", "prefill (prompt tok/s)",
