@@ -275,6 +275,71 @@ def cmd_measure(a: argparse.Namespace) -> int:
     return exit_code
 
 
+# ------------------------------------------------------------------ timeline: metrics, model
+# (issue 11) `claimcheck metrics RUN_DIR` and `claimcheck model RUN_DIR`; one block.
+
+
+def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("metrics", help="every tok/s definition, recomputed from a run's "
+                       "token timeline")
+    s.add_argument("run_dir")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_metrics)
+
+
+def _fmt(v: float | None, spec: str = ",.1f") -> str:
+    return "null" if v is None else format(v, spec)
+
+
+def cmd_metrics(a: argparse.Namespace) -> int:
+    from claimcheck.core.definitions import DEFINITIONS
+    from claimcheck.report import steps as run_steps
+
+    run = run_steps.load(a.run_dir)
+    proto = run.provenance.get("protocol_config", {})
+    rows = [run_steps.step_metrics(s) for s in run.steps]
+    ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
+             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}",
+             "streams are independent requests, a closed loop (a new one starts when one "
+             f"finishes); context per stream up to {ctx} tokens"]
+    for r in rows:
+        lines.append("")
+        lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
+                     f"{r['requests']} requests ({r['completed']} completed), "
+                     f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
+                     f"to last token, decode window {r['decode_window_s']:.2f} s")
+        lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
+        for name, dfn in DEFINITIONS.items():
+            ps = r.get(f"{name}_per_stream")
+            agg = _fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
+            lines.append(f"  {name:<34} {agg:>12} "
+                         f"{_fmt(ps) if f'{name}_per_stream' in r else '':>11}  {dfn.unit}")
+        ln = r["lanes"]
+        lines.append(f"  lanes line: {ln['lanes']} lanes, {ln['total_tokens']:,} tok in "
+                     f"{ln['wall_s']:.2f} s, {_fmt(ln['decode_tok_s'])} tok/s decode / "
+                     f"{ln['e2e_tok_s']:,.1f} tok/s e2e, plan {ln['plan_s'] * 1e3:,.0f} ms, "
+                     f"tail {ln['tail_s'] * 1e3:,.0f} ms, fastest second "
+                     f"{ln['fastest_second_tok_s']:,.0f} tok/s, per lane "
+                     f"{_fmt(ln['per_lane_tok_s'])} tok/s")
+    lines.append("")
+    lines.append("what each definition divides by, and leaves out:")
+    for name, dfn in DEFINITIONS.items():
+        lines.append(f"  {name}: {dfn.divides_by}; leaves out {dfn.leaves_out}")
+    lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
+                 "(per_request_decode is one stream's own speed)")
+    out = {"run": run.name, "card": run.provenance.get("card"),
+           "engine": run.provenance.get("engine"), "protocol": proto.get("name"),
+           "definitions": {k: {"unit": v.unit, "scope": v.scope, "divides_by": v.divides_by,
+                               "leaves_out": v.leaves_out} for k, v in DEFINITIONS.items()},
+           "steps": rows}
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+# ------------------------------------------------------------------ end timeline block
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="claimcheck", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -314,6 +379,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_claims)
 
     add_measure_parser(sub)
+    add_timeline_parser(sub)
     return p
 
 

@@ -1,0 +1,113 @@
+"""Read each step of a run directory into what the definitions need (I/O only).
+
+One small reader so that the definitions, the model and the figure never open files
+themselves: per step its token :class:`~claimcheck.core.timeline.Timeline`, the vLLM stats
+lines of its window and the board energy over that window. It uses
+:mod:`claimcheck.report.record` only through ``load_run(...).path`` / ``.provenance`` and
+``step_log_lines``, so it can later be pointed at a typed run record.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_json, read_text
+from claimcheck.core.timeline import Timeline, from_bench
+from claimcheck.measure import serverlog, telemetry
+from claimcheck.report import record
+
+
+@dataclass(frozen=True)
+class StepData:
+    """One recorded step: its record (step.json fields), timeline, log lines, energy (J)."""
+
+    record: dict[str, Any]
+    bench: dict[str, Any]
+    timeline: Timeline
+    log_lines: list[serverlog.StatsLine]
+    energy_j: float | None
+    window_unix_s: tuple[float, float]
+
+    @property
+    def label(self) -> str:
+        r = self.record
+        return f"step {r['step']} repeat {r['repeat']}: {r['streams']} streams"
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run directory read back: provenance and its steps that have a bench result."""
+
+    path: Path
+    provenance: dict[str, Any]
+    steps: list[StepData]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _window(rec: dict[str, Any], duration: float | None) -> tuple[float, float]:
+    """The load's unix-time window: the last ``duration`` s before the client exited, less
+    1 s for writing its results (the bench's own clock is monotonic; as report.record)."""
+    t1 = rec["end_unix_s"] - 1.0 if duration else rec["end_unix_s"]
+    t0 = max(rec["start_unix_s"], t1 - duration) if duration else rec["start_unix_s"]
+    return t0, t1
+
+
+def _power_samples(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(time s, board power W summed over GPUs) from telemetry rows."""
+    by_t: dict[float, float] = defaultdict(float)
+    for r in rows:
+        if isinstance(r.get("power_w"), float) and isinstance(r.get("t_unix_s"), float):
+            by_t[r["t_unix_s"]] += r["power_w"]
+    return sorted(by_t.items())
+
+
+def load(path: str | Path) -> RunData:
+    """Every step of a run directory with a bench.json; bad files raise InputError."""
+    if not (Path(path) / "provenance.json").is_file():
+        raise InputError(str(path), "not a run directory (no provenance.json)")
+    run = record.load_run(path)
+    prov = run.provenance
+    log_path = run.path / "server.log"
+    lines = serverlog.stats_lines(read_text(log_path)) if log_path.exists() else []
+    power = _power_samples(telemetry.read_telemetry(run.path / "telemetry.csv"))
+    year = int(prov["started_utc"][:4])
+    steps = []
+    for rec in prov.get("steps", []):
+        bench_path = run.path / "steps" / rec["dir"] / "bench.json"
+        if not bench_path.exists():
+            continue
+        bench = read_json(bench_path)
+        try:
+            tl = from_bench(bench, int(rec["streams"]))
+        except ValueError as e:
+            raise InputError(str(bench_path), str(e)) from None
+        t0, t1 = _window(rec, bench.get("duration"))
+        sel = record.step_log_lines(lines, t0, t1 + 5, year)
+        steps.append(StepData(record=rec, bench=bench, timeline=tl, log_lines=sel,
+                              energy_j=d.energy_j(power, t0, t1), window_unix_s=(t0, t1)))
+    return RunData(path=run.path, provenance=prov, steps=steps)
+
+
+def step_metrics(s: StepData) -> dict[str, Any]:
+    """Every definition of one step, aggregate and per stream, with streams and requests."""
+    tl = s.timeline
+    vals = d.all_definitions(tl, s.log_lines, s.energy_j)
+    out: dict[str, Any] = {"step": s.record["step"], "repeat": s.record["repeat"],
+                           "streams": tl.streams, "requests": s.record["requests"],
+                           "completed": len(tl.requests), "failed": tl.failed,
+                           "output_tokens": tl.output_tokens, "wall_s": tl.wall_s,
+                           "decode_window_s": d.decode_window_s(tl)}
+    for name, v in vals.items():
+        out[name] = v
+        if d.DEFINITIONS[name].unit.endswith("tok/s"):
+            out[f"{name}_per_stream"] = d.per_stream(name, v, tl.streams)
+    out["lanes"] = d.lanes_line(tl).as_dict()
+    return out
