@@ -36,7 +36,8 @@ class StepData:
     @property
     def label(self) -> str:
         r = self.record
-        return f"step {r['step']} repeat {r['repeat']}: {r['streams']} streams"
+        n = r["streams"]
+        return f"step {r['step']} repeat {r['repeat']}: {n} stream{'s' if n != 1 else ''}"
 
 
 @dataclass(frozen=True)
