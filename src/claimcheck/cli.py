@@ -286,6 +286,15 @@ def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_metrics)
 
+    s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
+    s.add_argument("run_dir")
+    s.add_argument("--calibrate-from", default=None,
+                   help="run directory with a 1-stream step (default: RUN_DIR itself)")
+    s.add_argument("--tolerance", type=float, default=0.05,
+                   help="relative miss allowed before a term is named (default 0.05)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_model)
+
 
 def _fmt(v: float | None, spec: str = ",.1f") -> str:
     return "null" if v is None else format(v, spec)
@@ -333,6 +342,51 @@ def cmd_metrics(a: argparse.Namespace) -> int:
            "definitions": {k: {"unit": v.unit, "scope": v.scope, "divides_by": v.divides_by,
                                "leaves_out": v.leaves_out} for k, v in DEFINITIONS.items()},
            "steps": rows}
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+def cmd_model(a: argparse.Namespace) -> int:
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+
+    target = run_steps.load(a.run_dir)
+    calib = run_steps.load(a.calibrate_from) if a.calibrate_from else target
+    out = predict.predict(target, calib)
+    for r in out["steps"]:
+        r["miss"] = predict.miss_term(r, a.tolerance)
+    c, e = out["calibration"], out["engine"]
+    lines = [f"{out['run']}: calibrated on {out['calibrated_on']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
+             f"{c['bandwidth_source']}",
+             f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
+             "step's median TTFT less the model's prefill)",
+             f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
+             f"per stream ({e['state_dtype']}, read and written each step); KV "
+             f"{e['kv_bytes_per_token'] / 1024:g} KiB per token ({e['kv_dtype']}); token "
+             f"budget {e['max_num_batched_tokens']} ({e['max_num_batched_tokens_source']}); "
+             f"{e['max_num_seqs']} slots",
+             "  aggregates in tok/s summed over the streams (independent requests, closed "
+             "loop); e2e = all tokens / first send to last token; decode = tokens after "
+             "each first / time with any request decoding",
+             f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "
+             f"{'err':>6} {'pred dec':>9} {'meas dec':>9} {'err':>6} {'pred TPOT':>10} "
+             f"{'meas TPOT':>10}  bound (share of time)"]
+    for r in out["steps"]:
+        dec_err = "null" if r["decode_error"] is None else f"{r['decode_error']:+.1%}"
+        lines.append(
+            f"{r['step']:>4} {r['repeat']:>3} {r['streams']:>7} "
+            f"{r['predicted_e2e_tok_s']:>9,.1f} {r['measured_e2e_tok_s']:>9,.1f} "
+            f"{r['e2e_error']:>+6.1%} {_fmt(r['predicted_decode_tok_s']):>9} "
+            f"{_fmt(r['measured_decode_tok_s']):>9} {dec_err:>6} "
+            f"{r['predicted_median_tpot_ms']:>7.2f} ms {r['measured_median_tpot_ms']:>7.2f} ms"
+            f"  {r['bound']} ({r.get('memory_bound_share', 0):.0%} memory: weights "
+            f"{r.get('weights_share_of_memory', 0):.0%}, state "
+            f"{r.get('state_share_of_memory', 0):.0%}, KV {r.get('kv_share_of_memory', 0):.0%})"
+            + (" [calibration step]" if r["calibration_step"] else ""))
+        if r["miss"]:
+            lines.append(f"       miss beyond {a.tolerance:.0%}: {r['miss']}")
     _print(out, a.json, "\n".join(lines))
     return 0
 

@@ -9,6 +9,7 @@ lines of its window and the board energy over that window. It uses
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,14 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core.errors import InputError
+from claimcheck.core.formats import STATE_DTYPE_BYTES
+from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.io import read_json, read_text
+from claimcheck.core.model import EngineShape, shape_for
+from claimcheck.core.paths import ROOT
 from claimcheck.core.timeline import Timeline, from_bench
+from claimcheck.core.units import GB, GIB
+from claimcheck.core.weights import weight_bytes
 from claimcheck.measure import serverlog, telemetry
 from claimcheck.report import record
 
@@ -112,3 +119,60 @@ def step_metrics(s: StepData) -> dict[str, Any]:
             out[f"{name}_per_stream"] = d.per_stream(name, v, tl.streams)
     out["lanes"] = d.lanes_line(tl).as_dict()
     return out
+
+
+# ------------------------------------------------------------------ the engine, for the model
+
+BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")
+VLLM_DEFAULT_BATCHED_TOKENS = 8192
+"""vLLM V1's default token budget for the OpenAI server on a large-memory GPU (assumed when
+the start log does not print it)."""
+DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16"}
+
+
+def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
+    """The model's view of the run's engine, and where each input came from.
+
+    W = the engine's own "Model loading took X GiB" less the input embedding (read by lookup,
+    not per token) at the model dtype, else the weight format applied to the weights read per
+    token; S and kappa at the engine's state and KV dtypes ("auto": the config's
+    ``mamba_ssm_dtype`` for state, the model dtype for KV); token budget from the start log.
+    """
+    prov = run.provenance
+    eng = prov.get("engine_config", {})
+    cfg_path = ROOT / prov["model_config"]
+    geom = geometry_from_file(cfg_path)
+    start = run.path / "server-start.log"
+    text = read_text(start) if start.exists() else ""
+    model_dtype = DTYPE.get(str(load_config(cfg_path).get("torch_dtype", "bfloat16")), "bf16")
+    embed_bytes = geom.components.get("embed", 0) * STATE_DTYPE_BYTES[model_dtype]
+    gib = serverlog.weights_gib(text)
+    if gib is not None:
+        w = gib * GIB - embed_bytes
+        w_src = (f"engine log: weights {gib:g} GiB less input embedding "
+                 f"{embed_bytes / GB:.2f} GB ({model_dtype}) = {w / GB:.2f} GB read per step")
+    else:
+        w, w_src = weight_bytes(geom, fmt=eng.get("weight_format") or model_dtype)
+    ssm = eng.get("mamba_ssm_cache_dtype") or "auto"
+    state = DTYPE.get(geom.mamba_ssm_dtype or "", model_dtype) if ssm == "auto" else \
+        DTYPE.get(ssm, ssm)
+    kv = eng.get("kv_cache_dtype") or "auto"
+    kv = model_dtype if kv == "auto" else kv
+    m = BATCHED_TOKENS.search(text)
+    budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
+    seqs = int(eng.get("max_num_seqs") or 256)
+    shape = shape_for(geom, weight_bytes=w, state_dtype=state, kv_dtype=kv,
+                      max_num_batched_tokens=budget, max_num_seqs=seqs)
+    info = {"weights": w_src, "weight_bytes": w, "state_dtype": state,
+            "state_bytes_per_stream": shape.state_bytes, "kv_dtype": kv,
+            "kv_bytes_per_token": shape.kv_bytes_per_token,
+            "max_num_batched_tokens": budget,
+            "max_num_batched_tokens_source": "server-start.log" if m else
+            f"vLLM default {VLLM_DEFAULT_BATCHED_TOKENS} (assumed)",
+            "max_num_seqs": seqs, "config": prov["model_config"],
+            "compute_dtype": COMPUTE_DTYPE.get(eng.get("weight_format") or "", model_dtype)}
+    return shape, info
+
+
+COMPUTE_DTYPE = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8"}
+"""Tensor-core rate used for a weight format (W8A8 formats run their GEMMs at 8 bits)."""
