@@ -51,3 +51,14 @@ def test_metrics_on_a_directory_that_is_no_run(tmp_path, capsys):
     assert main(["metrics", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path) in err and "no provenance.json" in err
+
+
+def test_metrics_table_rows_are_flat():
+    from claimcheck.report import steps
+
+    rows = steps.metrics_table(steps.load(LADDER))
+    assert len(rows) == 5
+    for r in rows:
+        assert r["run"] == LADDER.name and r["card"] == "h200"
+        assert all(not isinstance(v, dict | list) for v in r.values())
+        assert r["lanes_total_tokens"] == r["output_tokens"]

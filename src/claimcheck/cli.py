@@ -301,7 +301,7 @@ def _fmt(v: float | None, spec: str = ",.1f") -> str:
 
 
 def cmd_metrics(a: argparse.Namespace) -> int:
-    from claimcheck.core.definitions import DEFINITIONS
+    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
     from claimcheck.report import steps as run_steps
 
     run = run_steps.load(a.run_dir)
@@ -339,8 +339,11 @@ def cmd_metrics(a: argparse.Namespace) -> int:
                  "(per_request_decode is one stream's own speed)")
     out = {"run": run.name, "card": run.provenance.get("card"),
            "engine": run.provenance.get("engine"), "protocol": proto.get("name"),
-           "definitions": {k: {"unit": v.unit, "scope": v.scope, "divides_by": v.divides_by,
-                               "leaves_out": v.leaves_out} for k, v in DEFINITIONS.items()},
+           "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,
+                               "phase": v.phase, "divides_by": v.divides_by,
+                               "leaves_out": v.leaves_out,
+                               "registry_metric": REGISTRY_METRIC[k]}
+                           for k, v in DEFINITIONS.items()},
            "steps": rows}
     _print(out, a.json, "\n".join(lines))
     return 0

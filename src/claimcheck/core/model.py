@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from claimcheck.core import roofline as rl
 from claimcheck.core.timeline import RequestTimeline, Timeline
 
 LONG_PROMPT_TOKENS = 2048
@@ -99,14 +100,26 @@ class StepCost:
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
               sampled: int) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
-    step), ``tokens`` new positions in all and ``sampled`` of them reaching the head."""
+    step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
+
+    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_time_s` and
+    :func:`~claimcheck.core.roofline.compute_time_s`) at B = the scheduled requests, L =
+    their mean context and r = positions per request, plus the head for sampled positions.
+    """
+    b = len(contexts)
     bw = cal.bandwidth_bytes_s
-    return StepCost(
-        weights_s=shape.weight_bytes / bw,
-        state_s=len(contexts) * 2 * shape.state_bytes / bw,
-        kv_s=shape.kv_bytes_per_token * sum(contexts) / bw,
-        compute_s=(tokens * shape.flops_body_per_token
-                   + sampled * shape.flops_head_per_token) / cal.flops_s)
+    weights_s = shape.weight_bytes / bw
+    head_s = sampled * shape.flops_head_per_token / cal.flops_s
+    if b == 0 or tokens == 0:
+        return StepCost(weights_s=weights_s, state_s=0.0, kv_s=0.0, compute_s=head_s)
+    r = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=bw,
+                    flops_per_row=shape.flops_body_per_token, peak_flops_s=cal.flops_s,
+                    state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
+                    context_tokens=sum(contexts) / b, rows=tokens / b)
+    state_s = b * 2 * shape.state_bytes / bw
+    return StepCost(weights_s=weights_s, state_s=state_s,
+                    kv_s=rl.memory_time_s(r, b) - weights_s - state_s,
+                    compute_s=rl.compute_time_s(r, b) + head_s)
 
 
 def bandwidth_from_decode(shape: EngineShape, tpot_s: float, context_tokens: float) -> float:

@@ -66,6 +66,7 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, An
     """Predicted and measured end to end and decode aggregate for every step of ``target``."""
     cal = calibration(calib, target)
     shape, info = run_steps.engine_shape(target)
+    calib_dir = _one_stream_steps(calib)[-1].record["dir"]
     rows = []
     for s in target.steps:
         tl = s.timeline
@@ -82,8 +83,8 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, An
         rows.append({
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),
-            "calibration_step": (calib.path == target.path and s is _one_stream_steps(
-                calib)[-1:][0] if _one_stream_steps(calib) else False),
+            "calibration_step": (calib.path.resolve() == target.path.resolve()
+                                 and s.record["dir"] == calib_dir),
             "predicted_e2e_tok_s": p_e2e, "measured_e2e_tok_s": m_e2e,
             "e2e_error": p_e2e / m_e2e - 1,
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,

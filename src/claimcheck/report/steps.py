@@ -121,6 +121,20 @@ def step_metrics(s: StepData) -> dict[str, Any]:
     return out
 
 
+
+def metrics_table(run: RunData) -> list[dict[str, Any]]:
+    """Flat rows (one per step and repeat) for a derived table: run, card, engine, protocol,
+    every definition and its per-stream reading, and the lanes line as ``lanes_*``."""
+    prov = run.provenance
+    rows = []
+    for s in run.steps:
+        m = step_metrics(s)
+        lanes = m.pop("lanes")
+        rows.append({"run": run.name, "card": prov.get("card"), "engine": prov.get("engine"),
+                     "protocol": prov.get("protocol"), **m,
+                     **{f"lanes_{k}": v for k, v in lanes.items()}})
+    return rows
+
 # ------------------------------------------------------------------ the engine, for the model
 
 BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")
