@@ -124,3 +124,43 @@ def test_model_cli_needs_a_one_stream_step(capsys):
     assert main(["model", str(run), "--calibrate-from", str(LADDER)]) == 0
     text = capsys.readouterr().out
     assert "effective bandwidth" in text and "GB/s" in text and "TFLOP/s" in text
+
+
+def test_engine_shape_from_the_run_records():
+    from claimcheck.report import steps
+
+    bf16 = steps.engine_shape(steps.load(LADDER))[0]
+    fp8 = steps.engine_shape(steps.load(RUNS / "h200-20261129-fp8-hyperqwen-dummy-"
+                                        "hyperqwen-batch"))[0]
+    embed = 248320 * 5120 * 2  # vocab x hidden, bf16, looked up rather than read
+    # engine logs: "Model loading took 50.22 GiB" and "... 27.64 GiB"
+    assert bf16.weight_bytes == pytest.approx(50.22 * 2**30 - embed)
+    assert fp8.weight_bytes == pytest.approx(27.64 * 2**30 - embed)
+    # 48 DeltaNet layers (64, every 4th full attention) x 48 heads x 128 x 128 values
+    state_values = 48 * 48 * 128 * 128
+    assert bf16.state_bytes == state_values * 4  # auto: the config's float32
+    assert fp8.state_bytes == state_values * 2  # --mamba-ssm-cache-dtype float16
+    # 16 full-attention layers x 4 KV heads x 256 x (K + V)
+    assert bf16.kv_bytes_per_token == 16 * 4 * 256 * 2 * 2  # bf16
+    assert fp8.kv_bytes_per_token == 16 * 4 * 256 * 2 * 1  # fp8
+    assert bf16.max_num_batched_tokens == 8192 and bf16.max_num_seqs == 64
+
+
+def _row(pred_tpot, meas_tpot, e2e_err, dec_err):
+    return {"e2e_error": e2e_err, "decode_error": dec_err, "bound": "memory",
+            "predicted_median_tpot_ms": pred_tpot, "measured_median_tpot_ms": meas_tpot,
+            "predicted_median_ttft_s": 0.4, "measured_median_ttft_s": 0.8,
+            "weights_share_of_memory": 0.7, "state_share_of_memory": 0.28,
+            "kv_share_of_memory": 0.02}
+
+
+def test_miss_term_names_the_step_or_the_ramp():
+    from claimcheck.report.predict import miss_term
+
+    assert miss_term(_row(20.0, 20.4, 0.03, -0.02)) is None
+    # TPOT 11 ms predicted, 15 ms measured: the per-step term, weights its largest part
+    step = miss_term(_row(11.0, 15.0, 0.4, 0.4))
+    assert "per-step memory term" in step and "weights (70%" in step
+    # TPOT within 2%, aggregates 7% off: the ramp between waves
+    ramp = miss_term(_row(21.1, 21.5, 0.06, 0.07))
+    assert "ramp" in ramp and "0.40 s" in ramp and "0.80 s" in ramp

@@ -373,15 +373,20 @@ def cmd_model(a: argparse.Namespace) -> int:
              "  aggregates in tok/s summed over the streams (independent requests, closed "
              "loop); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
+             "  per stream = aggregate / streams; TPOT = median time per output token "
+             "after the first",
              f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "
-             f"{'err':>6} {'pred dec':>9} {'meas dec':>9} {'err':>6} {'pred TPOT':>10} "
-             f"{'meas TPOT':>10}  bound (share of time)"]
+             f"{'err':>6} {'e2e/stream p/m':>14} {'pred dec':>9} {'meas dec':>9} {'err':>6} "
+             f"{'pred TPOT':>10} {'meas TPOT':>10}  bound (share of time)"]
     for r in out["steps"]:
         dec_err = "null" if r["decode_error"] is None else f"{r['decode_error']:+.1%}"
         lines.append(
             f"{r['step']:>4} {r['repeat']:>3} {r['streams']:>7} "
             f"{r['predicted_e2e_tok_s']:>9,.1f} {r['measured_e2e_tok_s']:>9,.1f} "
-            f"{r['e2e_error']:>+6.1%} {_fmt(r['predicted_decode_tok_s']):>9} "
+            f"{r['e2e_error']:>+6.1%} "
+            f" {r['predicted_e2e_tok_s'] / r['streams']:>6.1f}/"
+            f"{r['measured_e2e_tok_s'] / r['streams']:<6.1f} "
+            f"{_fmt(r['predicted_decode_tok_s']):>9} "
             f"{_fmt(r['measured_decode_tok_s']):>9} {dec_err:>6} "
             f"{r['predicted_median_tpot_ms']:>7.2f} ms {r['measured_median_tpot_ms']:>7.2f} ms"
             f"  {r['bound']} ({r.get('memory_bound_share', 0):.0%} memory: weights "
