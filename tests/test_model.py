@@ -138,8 +138,10 @@ def test_engine_shape_from_the_run_records():
     assert fp8.weight_bytes == pytest.approx(27.64 * 2**30 - embed)
     # 48 DeltaNet layers (64, every 4th full attention) x 48 heads x 128 x 128 values
     state_values = 48 * 48 * 128 * 128
-    assert bf16.state_bytes == state_values * 4  # auto: the config's float32
-    assert fp8.state_bytes == state_values * 2  # --mamba-ssm-cache-dtype float16
+    # short conv: 48 layers x (q, k: 16 heads x 128 each; v: 48 x 128) x (kernel 4 - 1), bf16
+    conv_bytes = 48 * (2 * 16 * 128 + 48 * 128) * 3 * 2
+    assert bf16.state_bytes == state_values * 4 + conv_bytes  # auto: the config's float32
+    assert fp8.state_bytes == state_values * 2 + conv_bytes  # --mamba-ssm-cache-dtype fp16
     # 16 full-attention layers x 4 KV heads x 256 x (K + V)
     assert bf16.kv_bytes_per_token == 16 * 4 * 256 * 2 * 2  # bf16
     assert fp8.kv_bytes_per_token == 16 * 4 * 256 * 2 * 1  # fp8

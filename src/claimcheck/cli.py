@@ -366,7 +366,8 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
              "step's median TTFT less the model's prefill)",
              f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
-             f"per stream ({e['state_dtype']}, read and written each step); KV "
+             f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
+             "written each step); KV "
              f"{e['kv_bytes_per_token'] / 1024:g} KiB per token ({e['kv_dtype']}); token "
              f"budget {e['max_num_batched_tokens']} ({e['max_num_batched_tokens_source']}); "
              f"{e['max_num_seqs']} slots",

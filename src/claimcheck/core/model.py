@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from claimcheck.core import roofline as rl
+from claimcheck.core.formats import state_dtype_bytes
 from claimcheck.core.timeline import RequestTimeline, Timeline
 
 LONG_PROMPT_TOKENS = 2048
@@ -271,12 +272,17 @@ def shares(sim: Simulation) -> dict[str, float]:
 
 
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
-              max_num_batched_tokens: int, max_num_seqs: int,
+              max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
               notes: tuple[str, ...] = ()) -> EngineShape:
-    """An engine shape from a model geometry (:class:`claimcheck.core.geometry.Geometry`)."""
+    """An engine shape from a model geometry (:class:`claimcheck.core.geometry.Geometry`).
+
+    The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
+    short-convolution state at ``conv_dtype``; both are read and written every step.
+    """
     head = geom.vocab_size * geom.hidden_size
+    conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
     return EngineShape(
-        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype),
+        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
         flops_body_per_token=2.0 * (geom.weights_per_token - head),
         flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,

@@ -149,7 +149,8 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
 
     W = the engine's own "Model loading took X GiB" less the input embedding (read by lookup,
     not per token) at the model dtype, else the weight format applied to the weights read per
-    token; S and kappa at the engine's state and KV dtypes ("auto": the config's
+    token; S (recurrent state plus the short-convolution state, the latter at the model
+    dtype) and kappa at the engine's state and KV dtypes ("auto": the config's
     ``mamba_ssm_dtype`` for state, the model dtype for KV); token budget from the start log.
     """
     prov = run.provenance
@@ -176,8 +177,10 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
     seqs = int(eng.get("max_num_seqs") or 256)
     shape = shape_for(geom, weight_bytes=w, state_dtype=state, kv_dtype=kv,
-                      max_num_batched_tokens=budget, max_num_seqs=seqs)
+                      max_num_batched_tokens=budget, max_num_seqs=seqs,
+                      conv_dtype=model_dtype)
     info = {"weights": w_src, "weight_bytes": w, "state_dtype": state,
+            "conv_state_dtype": model_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": kv,
             "kv_bytes_per_token": shape.kv_bytes_per_token,
             "max_num_batched_tokens": budget,
