@@ -62,3 +62,37 @@ def test_metrics_table_rows_are_flat():
         assert r["run"] == LADDER.name and r["card"] == "h200"
         assert all(not isinstance(v, dict | list) for v in r.values())
         assert r["lanes_total_tokens"] == r["output_tokens"]
+
+
+def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(LADDER, run)
+    # a failed step: every request errored, nothing generated
+    bench = run / "steps" / "00-c1-r1" / "bench.json"
+    res = json.loads(bench.read_text())
+    n = len(res["output_lens"])
+    res.update(output_lens=[0] * n, ttfts=[0.0] * n, itls=[[]] * n,
+               errors=["Server disconnected"] * n)
+    bench.write_text(json.dumps(res))
+    (run / "steps" / "01-c8-r1" / "bench.json").unlink()
+    assert main(["metrics", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["streams"] for s in out["steps"]] == [16, 32, 64]
+    assert out["skipped"] == ["00-c1-r1: no request produced tokens",
+                              "01-c8-r1: no bench.json (step complete)"]
+
+
+def test_metrics_names_a_bench_file_with_mismatched_arrays(tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(LADDER, run)
+    bench = run / "steps" / "00-c1-r1" / "bench.json"
+    res = json.loads(bench.read_text())
+    res["itls"] = res["itls"][:-1]
+    bench.write_text(json.dumps(res))
+    assert main(["metrics", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert str(bench) in err and "itls: 15 entries, output_lens has 16" in err

@@ -331,6 +331,8 @@ def cmd_metrics(a: argparse.Namespace) -> int:
                      f"tail {ln['tail_s'] * 1e3:,.0f} ms, fastest second "
                      f"{ln['fastest_second_tok_s']:,.0f} tok/s, per lane "
                      f"{_fmt(ln['per_lane_tok_s'])} tok/s")
+    for why in run.skipped:
+        lines.append(f"skipped {why}")
     lines.append("")
     lines.append("what each definition divides by, and leaves out:")
     for name, dfn in DEFINITIONS.items():
@@ -344,7 +346,7 @@ def cmd_metrics(a: argparse.Namespace) -> int:
                                "leaves_out": v.leaves_out,
                                "registry_metric": REGISTRY_METRIC[k]}
                            for k, v in DEFINITIONS.items()},
-           "steps": rows}
+           "steps": rows, "skipped": list(run.skipped)}
     _print(out, a.json, "\n".join(lines))
     return 0
 

@@ -54,6 +54,8 @@ class RunData:
     path: Path
     provenance: dict[str, Any]
     steps: list[StepData]
+    skipped: tuple[str, ...] = ()
+    """Steps left out, each "DIR: why" (no bench result, or no request produced tokens)."""
 
     @property
     def name(self) -> str:
@@ -87,12 +89,16 @@ def load(path: str | Path) -> RunData:
     lines = serverlog.stats_lines(read_text(log_path)) if log_path.exists() else []
     power = _power_samples(telemetry.read_telemetry(run.path / "telemetry.csv"))
     year = int(prov["started_utc"][:4])
-    steps = []
+    steps, skipped = [], []
     for rec in prov.get("steps", []):
         bench_path = run.path / "steps" / rec["dir"] / "bench.json"
         if not bench_path.exists():
+            skipped.append(f"{rec['dir']}: no bench.json (step {rec.get('status')})")
             continue
         bench = read_json(bench_path)
+        if not any(bench.get("output_lens") or []):
+            skipped.append(f"{rec['dir']}: no request produced tokens")
+            continue
         try:
             tl = from_bench(bench, int(rec["streams"]))
         except ValueError as e:
@@ -101,7 +107,7 @@ def load(path: str | Path) -> RunData:
         sel = record.step_log_lines(lines, t0, t1 + 5, year)
         steps.append(StepData(record=rec, bench=bench, timeline=tl, log_lines=sel,
                               energy_j=d.energy_j(power, t0, t1), window_unix_s=(t0, t1)))
-    return RunData(path=run.path, provenance=prov, steps=steps)
+    return RunData(path=run.path, provenance=prov, steps=steps, skipped=tuple(skipped))
 
 
 def step_metrics(s: StepData) -> dict[str, Any]:
