@@ -358,12 +358,17 @@ def cmd_model(a: argparse.Namespace) -> int:
     target = run_steps.load(a.run_dir)
     calib = run_steps.load(a.calibrate_from) if a.calibrate_from else target
     out = predict.predict(target, calib)
+    proto = target.provenance.get("protocol_config", {})
+    card = get_card(target.provenance["card"])
+    out["calibration"]["bandwidth_share_of_datasheet"] = (
+        out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
     for r in out["steps"]:
         r["miss"] = predict.miss_term(r, a.tolerance)
     c, e = out["calibration"], out["engine"]
     lines = [f"{out['run']}: calibrated on {out['calibrated_on']}",
-             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
-             f"{c['bandwidth_source']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s "
+             f"({c['bandwidth_gb_s'] / card.memory_bw_gb_s:.0%} of the {card.name}'s "
+             f"{card.memory_bw_gb_s:,.0f} GB/s datasheet) from {c['bandwidth_source']}",
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
              "step's median TTFT less the model's prefill)",
@@ -376,6 +381,10 @@ def cmd_model(a: argparse.Namespace) -> int:
              "  aggregates in tok/s summed over the streams (independent requests, closed "
              "loop); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
+             f"  context per stream: up to {proto.get('input_len', '?')} prompt + "
+             f"{proto.get('output_len', '?')} output tokens (protocol "
+             f"{proto.get('name', '?')}); simulated with each request's recorded prompt and "
+             "output lengths",
              "  per stream = aggregate / streams; TPOT = median time per output token "
              "after the first",
              f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "
