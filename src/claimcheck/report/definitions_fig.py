@@ -15,7 +15,12 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from claimcheck.core import definitions as d
-from claimcheck.core.timeline import concurrency_steps, decoding_intervals, intervals_with_at_least
+from claimcheck.core.timeline import (
+    binned_tokens,
+    concurrency_steps,
+    decoding_intervals,
+    intervals_with_at_least,
+)
 from claimcheck.report import figstyle as fs
 from claimcheck.report import steps as run_steps
 
@@ -93,7 +98,7 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
                      color=fs.MUTED)
 
     # -- right top: tokens per 100 ms and streams decoding
-    xs, counts = run_steps_binned(tl)
+    xs, counts = binned_tokens(tl, BIN_S)
     ax_tl.step(xs, [c / BIN_S for c in counts], where="post", color=fs.PALETTE[5], lw=0.5,
                alpha=0.7, label="tokens per 100 ms, as tok/s")
     k = round(1.0 / BIN_S)
@@ -152,13 +157,6 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
                    "counts) and server.log; claimcheck core/definitions. Engine-log windows "
                    "to +-1 s.")
     return fig
-
-
-def run_steps_binned(tl: Any) -> tuple[list[float], list[int]]:
-    """Bin edges (s from first send) and tokens per :data:`BIN_S` bin."""
-    from claimcheck.core.timeline import binned_tokens
-
-    return binned_tokens(tl, BIN_S)
 
 
 def write(run: str | Path | run_steps.RunData, out_base: str | Path,
