@@ -141,3 +141,12 @@ def test_definitions_table_maps_to_registry_names():
         assert dfn.unit and dfn.divides_by and dfn.leaves_out
         assert dfn.scope in ("aggregate", "per_stream")
     assert set(d.all_definitions(RAMP_TAIL)) == set(d.DEFINITIONS)
+
+
+def test_step_energy_prefers_telemetry_then_the_counter():
+    from claimcheck.report.steps import step_energy_j
+
+    samples = [(0.0, 100.0), (2.0, 100.0)]
+    assert step_energy_j({"energy": {"joules": 999.0}}, samples, 0.0, 2.0) == pytest.approx(200)
+    assert step_energy_j({"energy": {"joules": 999.0}}, [], 0.0, 2.0) == 999.0
+    assert step_energy_j({}, [], 0.0, 2.0) is None

@@ -102,3 +102,10 @@ def test_streams_x_1000_over_tpot_is_the_articles_arithmetic():
 
 def test_h200_fixtures_exist():
     assert len(BENCHES) == 9
+
+
+def test_chunk_tokens_with_a_missing_count_fall_back_to_the_spread():
+    # claimcheck's load client writes None for a chunk that came without usage
+    r = request_timeline(0.0, 0.5, [0.1, 0.2], output_tokens=5, prompt_tokens=7,
+                         chunk_tokens=[1, None, 1])
+    assert r.token_times_s == pytest.approx((0.5, 0.6, 0.6, 0.8, 0.8))

@@ -9,7 +9,9 @@ The number of tokens comes from ``output_lens`` (usage), never from the number o
 under speculation one chunk carries several tokens. How they are placed on the chunks:
 
 * when the result carries ``chunk_tokens`` (per request, tokens in each chunk; written by
-  claimcheck's own clients), those counts are used and must sum to ``output_lens``;
+  claimcheck's own clients), those counts are used and must sum to ``output_lens``; a
+  request whose list has a ``None`` (a chunk that came without a usage count) falls back to
+  the spread below;
 * otherwise the first chunk carries exactly the first token, and the remaining
   ``output_lens - 1`` tokens are spread over the ``len(itls)`` later chunks as evenly as whole
   numbers allow: chunk ``k`` (1-based among the later chunks) gets
@@ -105,11 +107,13 @@ def spread_tokens(tokens: int, chunks: int) -> list[int]:
 
 def request_timeline(start_s: float, ttft_s: float, itls_s: Sequence[float],
                      output_tokens: int, prompt_tokens: int,
-                     chunk_tokens: Sequence[int] | None = None) -> RequestTimeline:
+                     chunk_tokens: Sequence[int | None] | None = None) -> RequestTimeline:
     """Arrival time of each token of one request (s). ``chunk_tokens`` overrides the spread."""
     chunks = 1 + len(itls_s)
+    if chunk_tokens is not None and any(c is None for c in chunk_tokens):
+        chunk_tokens = None  # some chunk had no usage count: spread instead
     if chunk_tokens is not None:
-        counts = [int(c) for c in chunk_tokens]
+        counts = [int(c) for c in chunk_tokens if c is not None]
         if len(counts) != chunks:
             raise ValueError(f"chunk_tokens has {len(counts)} entries for {chunks} chunks "
                              "(1 + len(itls))")

@@ -79,6 +79,18 @@ def _power_samples(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
     return sorted(by_t.items())
 
 
+def step_energy_j(rec: dict[str, Any], power: list[tuple[float, float]], t0: float,
+                  t1: float) -> float | None:
+    """Board energy of a step, J: the telemetry's power integrated over the load window
+    [t0, t1]; else the step's NVML energy-counter reading (``energy.joules``, which spans
+    the whole client call, start-up included); else None."""
+    e = d.energy_j(power, t0, t1)
+    if e is not None:
+        return e
+    counter = (rec.get("energy") or {}).get("joules")
+    return float(counter) if counter else None
+
+
 def load(path: str | Path) -> RunData:
     """Every step of a run directory with a bench.json; bad files raise InputError."""
     if not (Path(path) / "provenance.json").is_file():
@@ -106,7 +118,8 @@ def load(path: str | Path) -> RunData:
         t0, t1 = _window(rec, bench.get("duration"))
         sel = record.step_log_lines(lines, t0, t1 + 5, year)
         steps.append(StepData(record=rec, bench=bench, timeline=tl, log_lines=sel,
-                              energy_j=d.energy_j(power, t0, t1), window_unix_s=(t0, t1)))
+                              energy_j=step_energy_j(rec, power, t0, t1),
+                              window_unix_s=(t0, t1)))
     return RunData(path=run.path, provenance=prov, steps=steps, skipped=tuple(skipped))
 
 
