@@ -315,6 +315,145 @@ def cmd_measure(a: argparse.Namespace) -> int:
     return exit_code
 
 
+# ------------------------------------------------------------------ timeline: metrics, model
+# (issue 11) `claimcheck metrics RUN_DIR` and `claimcheck model RUN_DIR`; one block.
+
+
+def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("metrics", help="every tok/s definition, recomputed from a run's "
+                       "token timeline")
+    s.add_argument("run_dir")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_metrics)
+
+    s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
+    s.add_argument("run_dir")
+    s.add_argument("--calibrate-from", default=None,
+                   help="run directory with a 1-stream step (default: RUN_DIR itself)")
+    s.add_argument("--tolerance", type=float, default=0.05,
+                   help="relative miss allowed before a term is named (default 0.05)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_model)
+
+
+def _fmt(v: float | None, spec: str = ",.1f") -> str:
+    return "null" if v is None else format(v, spec)
+
+
+def cmd_metrics(a: argparse.Namespace) -> int:
+    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
+    from claimcheck.report import steps as run_steps
+
+    run = run_steps.load(a.run_dir)
+    proto = run.provenance.get("protocol_config", {})
+    rows = [run_steps.step_metrics(s) for s in run.steps]
+    ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
+             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}",
+             "streams are independent requests, a closed loop (a new one starts when one "
+             f"finishes); context per stream up to {ctx} tokens"]
+    for r in rows:
+        lines.append("")
+        lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
+                     f"{r['requests']} requests ({r['completed']} completed), "
+                     f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
+                     f"to last token, decode window {r['decode_window_s']:.2f} s")
+        lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
+        for name, dfn in DEFINITIONS.items():
+            ps = r.get(f"{name}_per_stream")
+            agg = _fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
+            lines.append(f"  {name:<34} {agg:>12} "
+                         f"{_fmt(ps) if f'{name}_per_stream' in r else '':>11}  {dfn.unit}")
+        ln = r["lanes"]
+        lines.append(f"  lanes line: {ln['lanes']} lanes, {ln['total_tokens']:,} tok in "
+                     f"{ln['wall_s']:.2f} s, {_fmt(ln['decode_tok_s'])} tok/s decode / "
+                     f"{ln['e2e_tok_s']:,.1f} tok/s e2e, plan {ln['plan_s'] * 1e3:,.0f} ms, "
+                     f"tail {ln['tail_s'] * 1e3:,.0f} ms, fastest second "
+                     f"{ln['fastest_second_tok_s']:,.0f} tok/s, per lane "
+                     f"{_fmt(ln['per_lane_tok_s'])} tok/s")
+    for why in run.skipped:
+        lines.append(f"skipped {why}")
+    lines.append("")
+    lines.append("what each definition divides by, and leaves out:")
+    for name, dfn in DEFINITIONS.items():
+        lines.append(f"  {name}: {dfn.divides_by}; leaves out {dfn.leaves_out}")
+    lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
+                 "(per_request_decode is one stream's own speed)")
+    out = {"run": run.name, "card": run.provenance.get("card"),
+           "engine": run.provenance.get("engine"), "protocol": proto.get("name"),
+           "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,
+                               "phase": v.phase, "divides_by": v.divides_by,
+                               "leaves_out": v.leaves_out,
+                               "registry_metric": REGISTRY_METRIC[k]}
+                           for k, v in DEFINITIONS.items()},
+           "steps": rows, "skipped": list(run.skipped)}
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+def cmd_model(a: argparse.Namespace) -> int:
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+
+    target = run_steps.load(a.run_dir)
+    calib = run_steps.load(a.calibrate_from) if a.calibrate_from else target
+    out = predict.predict(target, calib)
+    proto = target.provenance.get("protocol_config", {})
+    card = get_card(target.provenance["card"])
+    out["calibration"]["bandwidth_share_of_datasheet"] = (
+        out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
+    for r in out["steps"]:
+        r["miss"] = predict.miss_term(r, a.tolerance)
+    c, e = out["calibration"], out["engine"]
+    lines = [f"{out['run']}: calibrated on {out['calibrated_on']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s "
+             f"({c['bandwidth_gb_s'] / card.memory_bw_gb_s:.0%} of the {card.name}'s "
+             f"{card.memory_bw_gb_s:,.0f} GB/s datasheet) from {c['bandwidth_source']}",
+             f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
+             "step's median TTFT less the model's prefill)",
+             f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
+             f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
+             "written each step); KV "
+             f"{e['kv_bytes_per_token'] / 1024:g} KiB per token ({e['kv_dtype']}); token "
+             f"budget {e['max_num_batched_tokens']} ({e['max_num_batched_tokens_source']}); "
+             f"{e['max_num_seqs']} slots",
+             "  aggregates in tok/s summed over the streams (independent requests, closed "
+             "loop); e2e = all tokens / first send to last token; decode = tokens after "
+             "each first / time with any request decoding",
+             f"  context per stream: up to {proto.get('input_len', '?')} prompt + "
+             f"{proto.get('output_len', '?')} output tokens (protocol "
+             f"{proto.get('name', '?')}); simulated with each request's recorded prompt and "
+             "output lengths",
+             "  per stream = aggregate / streams; TPOT = median time per output token "
+             "after the first",
+             f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "
+             f"{'err':>6} {'e2e/stream p/m':>14} {'pred dec':>9} {'meas dec':>9} {'err':>6} "
+             f"{'pred TPOT':>10} {'meas TPOT':>10}  bound (share of time)"]
+    for r in out["steps"]:
+        dec_err = "null" if r["decode_error"] is None else f"{r['decode_error']:+.1%}"
+        lines.append(
+            f"{r['step']:>4} {r['repeat']:>3} {r['streams']:>7} "
+            f"{r['predicted_e2e_tok_s']:>9,.1f} {r['measured_e2e_tok_s']:>9,.1f} "
+            f"{r['e2e_error']:>+6.1%} "
+            f" {r['predicted_e2e_tok_s'] / r['streams']:>6.1f}/"
+            f"{r['measured_e2e_tok_s'] / r['streams']:<6.1f} "
+            f"{_fmt(r['predicted_decode_tok_s']):>9} "
+            f"{_fmt(r['measured_decode_tok_s']):>9} {dec_err:>6} "
+            f"{r['predicted_median_tpot_ms']:>7.2f} ms {r['measured_median_tpot_ms']:>7.2f} ms"
+            f"  {r['bound']} ({r.get('memory_bound_share', 0):.0%} memory: weights "
+            f"{r.get('weights_share_of_memory', 0):.0%}, state "
+            f"{r.get('state_share_of_memory', 0):.0%}, KV {r.get('kv_share_of_memory', 0):.0%})"
+            + (" [calibration step]" if r["calibration_step"] else ""))
+        if r["miss"]:
+            lines.append(f"       miss beyond {a.tolerance:.0%}: {r['miss']}")
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+# ------------------------------------------------------------------ end timeline block
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="claimcheck", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -357,6 +496,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_claims)
 
     add_measure_parser(sub)
+    add_timeline_parser(sub)
     return p
 
 

@@ -1,0 +1,325 @@
+"""Every published tok/s definition, recomputed from one token timeline (pure functions).
+
+Each definition has a name, a unit, a scope (``aggregate``: summed over the streams, per
+stream = value / streams; ``per_stream``: one stream's speed, aggregate = value x streams),
+what it divides by and what it leaves out. Those are data, in :data:`DEFINITIONS`, shared by
+the CLI, the figure and the reports; :data:`REGISTRY_METRIC` maps each to the claims
+registry's metric name (:mod:`claimcheck.core.metrics`).
+
+Times are seconds on the benchmark client's clock; speeds are tokens/s (tok/s); energy in J.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from claimcheck.core.timeline import (
+    Timeline,
+    count_in,
+    decoding_intervals,
+    intervals_with_at_least,
+)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One way of turning a run into a tok/s figure."""
+
+    name: str
+    unit: str
+    scope: str  # "aggregate" | "per_stream"
+    phase: str  # "end_to_end" | "decode" | "prefill"
+    label: str
+    divides_by: str
+    leaves_out: str
+
+
+DEFINITIONS: dict[str, Definition] = {d.name: d for d in [
+    Definition("e2e_aggregate_tok_s", "tok/s", "aggregate", "end_to_end", "end to end",
+               "all output tokens / (first send to last token)",
+               "nothing: prefill, ramp, waves and tail are all in the wall time"),
+    Definition("decode_aggregate_tok_s", "tok/s", "aggregate", "decode", "decode aggregate",
+               "output tokens after each request's first / time at least one request was "
+               "decoding (union of first-token-to-last-token intervals)",
+               "each request's first token and the time to it when nothing else decodes "
+               "(the first wave's prefill and any gap between waves); later prefills that "
+               "share steps with decode stay in"),
+    Definition("streams_x_1000_over_median_tpot", "tok/s", "aggregate", "decode",
+               "streams x 1000 / median TPOT",
+               "streams x 1000 / median over requests of (last - first token) / "
+               "(tokens - 1) in ms",
+               "each request's first token and TTFT; assumes all streams decode all the "
+               "time (ramp, waves and tail)"),
+    Definition("streams_x_1000_over_mean_tpot", "tok/s", "aggregate", "decode",
+               "streams x 1000 / mean TPOT",
+               "streams x 1000 / mean over requests of TPOT in ms",
+               "as the median form (the mean weights slow requests more)"),
+    Definition("all_streams_decoding_tok_s", "tok/s", "aggregate", "decode",
+               "all N decoding",
+               "decode tokens arriving while all N streams decode / the union of the "
+               "intervals with all N decoding",
+               "every moment with fewer than N decoding: ramp, refills between waves, "
+               "tail; null when all N never decode at once"),
+    Definition("fastest_second_tok_s", "tok/s", "aggregate", "decode", "fastest second",
+               "most tokens (not chunks) arriving in any 1 s window / 1 s",
+               "everything but the best second"),
+    Definition("engine_log_steady_tok_s", "tok/s", "aggregate", "decode",
+               "engine-log steady state",
+               "median of vLLM's 10-s 'Avg generation throughput' lines with all N running "
+               "and no prompt tokens",
+               "every 10-s window with a prefill or fewer than N running; null when none"),
+    Definition("per_request_decode_tok_s", "tok/s", "per_stream", "decode",
+               "per-request decode (median)",
+               "median over requests of (tokens - 1) / (last token - first token)",
+               "the first token and TTFT of each request"),
+    Definition("prefill_tok_s", "prompt tok/s", "aggregate", "prefill", "prefill rate",
+               "median over requests of prompt tokens / TTFT, at one stream only",
+               "decode; TTFT also holds scheduling and the first token's sampling; "
+               "null above one stream"),
+    Definition("tokens_per_joule", "tok/J", "aggregate", "end_to_end",
+               "tokens per measured joule",
+               "all output tokens / board energy over the step's wall window "
+               "(NVML power, trapezoid)",
+               "host and other components' power; null without telemetry"),
+]}
+
+REGISTRY_METRIC: dict[str, str | None] = {
+    "e2e_aggregate_tok_s": "e2e_aggregate",
+    "decode_aggregate_tok_s": "decode_aggregate",
+    "streams_x_1000_over_median_tpot": "streams_x_1000_over_median_tpot",
+    "streams_x_1000_over_mean_tpot": "streams_x_1000_over_mean_tpot",
+    "all_streams_decoding_tok_s": "all_n_decoding_intervals",
+    "fastest_second_tok_s": "fastest_second",
+    "engine_log_steady_tok_s": "engine_log_steady",
+    "per_request_decode_tok_s": "per_request_decode",
+    "prefill_tok_s": "prefill",
+    "tokens_per_joule": None,
+}
+
+
+class LogLine(Protocol):
+    """The fields of a parsed vLLM stats line these definitions read (tok/s, requests)."""
+
+    prompt_tok_s: float
+    generation_tok_s: float
+    running: int
+
+
+# ------------------------------------------------------------------ the definitions
+
+
+def e2e_aggregate_tok_s(tl: Timeline) -> float:
+    """All output tokens / (first send to last token), tok/s summed over the streams."""
+    return tl.output_tokens / tl.wall_s
+
+
+def decode_window_s(tl: Timeline) -> float:
+    """Length of the union of the requests' (first token, last token] intervals, s."""
+    return sum(b - a for a, b in intervals_with_at_least(decoding_intervals(tl), 1))
+
+
+def decode_aggregate_tok_s(tl: Timeline) -> float | None:
+    """Output tokens after each request's first / time with at least one request decoding.
+
+    Leaves out each request's first token and the time before it while nothing else decodes;
+    None when no request has a second token.
+    """
+    window = decode_window_s(tl)
+    tokens = tl.output_tokens - len(tl.requests)
+    return tokens / window if window > 0 else None
+
+
+def tpots_ms(tl: Timeline) -> list[float]:
+    """Per request time per output token after the first, ms: (last - first) / (n - 1).
+
+    The same arithmetic as ``vllm bench serve``'s TPOT (latency - TTFT over tokens - 1).
+    """
+    return [(r.last_token_s - r.first_token_s) * 1e3 / (r.output_tokens - 1)
+            for r in tl.requests if r.output_tokens > 1]
+
+
+def streams_x_1000_over_tpot(streams: int, tpot_ms: float) -> float:
+    """Streams x 1000 / TPOT in ms: the aggregate if every stream decoded all the time."""
+    return streams * 1000.0 / tpot_ms
+
+
+def streams_x_1000_over_median_tpot(tl: Timeline) -> float | None:
+    t = tpots_ms(tl)
+    return streams_x_1000_over_tpot(tl.streams, statistics.median(t)) if t else None
+
+
+def streams_x_1000_over_mean_tpot(tl: Timeline) -> float | None:
+    t = tpots_ms(tl)
+    return streams_x_1000_over_tpot(tl.streams, statistics.fmean(t)) if t else None
+
+
+def all_decoding_spans(tl: Timeline, n: int | None = None) -> list[tuple[float, float]]:
+    """The spans (a, b] with all ``n`` streams decoding (default: the step's streams).
+
+    A request decodes on (its first token, its last token]. The union of all such spans is
+    used, not only "last first token to first finish": with several waves each wave's
+    plateau counts.
+    """
+    return intervals_with_at_least(decoding_intervals(tl), n or tl.streams)
+
+
+def all_streams_decoding_tok_s(tl: Timeline, n: int | None = None) -> float | None:
+    """Decode tokens arriving inside the all-N spans / their total length; None if none.
+
+    First tokens are left out (a request's first token opens its span and is not in it).
+    """
+    spans = all_decoding_spans(tl, n)
+    length = sum(b - a for a, b in spans)
+    if length <= 0:
+        return None
+    return count_in(tl.token_times(), spans) / length
+
+
+def fastest_window(tl: Timeline, window_s: float = 1.0) -> tuple[float, int]:
+    """(start, tokens) of the window [t, t + window_s) holding the most tokens (not chunks).
+
+    The best window always starts at a token's arrival, so only those starts are tried.
+    """
+    times = tl.token_times()
+    best_t, best_n = times[0], 0
+    for i, t in enumerate(times):
+        n = bisect.bisect_left(times, t + window_s, lo=i) - i
+        if n > best_n:
+            best_t, best_n = t, n
+    return best_t, best_n
+
+
+def fastest_second_tok_s(tl: Timeline, window_s: float = 1.0) -> float:
+    """Most tokens in any ``window_s`` window / ``window_s``, tok/s summed over streams."""
+    return fastest_window(tl, window_s)[1] / window_s
+
+
+def per_request_decode_tok_s(tl: Timeline) -> float | None:
+    """Median over requests of (tokens - 1) / (last - first token), tok/s for one stream."""
+    rates = per_request_decode_rates(tl)
+    return statistics.median(rates) if rates else None
+
+
+def per_request_decode_rates(tl: Timeline) -> list[float]:
+    """Each request's (tokens - 1) / (last - first token), tok/s."""
+    return [1000.0 / t for t in tpots_ms(tl) if t > 0]
+
+
+def prefill_tok_s(tl: Timeline) -> float | None:
+    """Median of prompt tokens / TTFT over requests, tok/s; None above one stream."""
+    if tl.streams != 1:
+        return None
+    return statistics.median(r.prompt_tokens / r.ttft_s for r in tl.requests)
+
+
+def engine_log_steady_tok_s(lines: Sequence[LogLine], streams: int) -> float | None:
+    """Median generation tok/s of log lines with all ``streams`` running and no prompt tokens.
+
+    HyperQwen's batch README definition. None when no line qualifies.
+    """
+    ok = [s.generation_tok_s for s in lines
+          if s.running >= streams and s.prompt_tok_s == 0 and s.generation_tok_s > 0]
+    return statistics.median(ok) if ok else None
+
+
+def energy_j(samples: Sequence[tuple[float, float]], t0: float, t1: float) -> float | None:
+    """Energy in J over [t0, t1] from (time s, power W) samples, trapezoid rule.
+
+    Power is linearly interpolated at t0 and t1; None when the samples do not cover both.
+    """
+    pts = sorted(samples)
+    if len(pts) < 2 or pts[0][0] > t0 or pts[-1][0] < t1 or t1 <= t0:
+        return None
+
+    def p_at(t: float) -> float:
+        i = bisect.bisect_right([x for x, _ in pts], t)
+        (ta, pa), (tb, pb) = pts[max(i - 1, 0)], pts[min(i, len(pts) - 1)]
+        return pa if tb == ta else pa + (pb - pa) * (t - ta) / (tb - ta)
+
+    inner = [(t, p) for t, p in pts if t0 < t < t1]
+    xs = [(t0, p_at(t0)), *inner, (t1, p_at(t1))]
+    pairs = zip(xs[:-1], xs[1:], strict=True)
+    return sum((xb - xa) * (pa + pb) / 2 for (xa, pa), (xb, pb) in pairs)
+
+
+def tokens_per_joule(tokens: int, energy: float | None) -> float | None:
+    """Output tokens per measured joule (tok/J); None without an energy figure."""
+    return tokens / energy if energy else None
+
+
+@dataclass(frozen=True)
+class LanesLine:
+    """The lanes tools' stats line, rebuilt. Tokens, seconds and tok/s (aggregate)."""
+
+    lanes: int
+    total_tokens: int
+    wall_s: float
+    decode_tok_s: float | None
+    e2e_tok_s: float
+    plan_s: float
+    tail_s: float
+    fastest_second_tok_s: float
+    per_lane_tok_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def lanes_line(tl: Timeline) -> LanesLine:
+    """Total, wall, decode, e2e, plan, tail, fastest second and per-lane rate of a step.
+
+    ``plan_s``: first send to the first moment all N lanes decode (with one wave, the last
+    lane's first token); when they never all decode, to the last request's first token.
+    ``tail_s``: the last moment all N decode to the last token (with one wave, first finish to
+    last token); without such a moment, the last request's first token to the last token.
+    ``decode_tok_s`` is :func:`decode_aggregate_tok_s`; per lane = decode / N.
+    """
+    spans = all_decoding_spans(tl)
+    last_first = max(r.first_token_s for r in tl.requests)
+    all_from = spans[0][0] if spans else last_first
+    all_to = spans[-1][1] if spans else last_first
+    decode = decode_aggregate_tok_s(tl)
+    return LanesLine(
+        lanes=tl.streams, total_tokens=tl.output_tokens, wall_s=tl.wall_s,
+        decode_tok_s=decode, e2e_tok_s=e2e_aggregate_tok_s(tl),
+        plan_s=all_from - tl.first_send_s, tail_s=tl.last_token_s - all_to,
+        fastest_second_tok_s=fastest_second_tok_s(tl),
+        per_lane_tok_s=decode / tl.streams if decode is not None else None)
+
+
+def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
+                    energy: float | None = None) -> dict[str, float | None]:
+    """Every definition in :data:`DEFINITIONS` for one step (aggregate scope as listed)."""
+    return {
+        "e2e_aggregate_tok_s": e2e_aggregate_tok_s(tl),
+        "decode_aggregate_tok_s": decode_aggregate_tok_s(tl),
+        "streams_x_1000_over_median_tpot": streams_x_1000_over_median_tpot(tl),
+        "streams_x_1000_over_mean_tpot": streams_x_1000_over_mean_tpot(tl),
+        "all_streams_decoding_tok_s": all_streams_decoding_tok_s(tl),
+        "fastest_second_tok_s": fastest_second_tok_s(tl),
+        "engine_log_steady_tok_s": engine_log_steady_tok_s(log_lines, tl.streams),
+        "per_request_decode_tok_s": per_request_decode_tok_s(tl),
+        "prefill_tok_s": prefill_tok_s(tl),
+        "tokens_per_joule": tokens_per_joule(tl.output_tokens, energy),
+    }
+
+
+def per_stream(name: str, value: float | None, streams: int) -> float | None:
+    """The per-stream reading of a definition's value (aggregate / streams, or itself).
+
+    None for definitions whose unit is not tok/s (energy has no per-stream share here).
+    """
+    if value is None or not DEFINITIONS[name].unit.endswith("tok/s"):
+        return None
+    return value / streams if DEFINITIONS[name].scope == "aggregate" else value
+
+
+def aggregate(name: str, value: float | None, streams: int) -> float | None:
+    """The aggregate reading of a definition's value (itself, or per stream x streams)."""
+    if value is None:
+        return None
+    return value if DEFINITIONS[name].scope == "aggregate" else value * streams

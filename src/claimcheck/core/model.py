@@ -1,0 +1,289 @@
+"""A calibrated step model of one engine on one card, simulated over a protocol's requests.
+
+Per engine step (one forward pass of the scheduler's batch) the model charges, as the
+roofline does (:mod:`claimcheck.core.roofline`):
+
+    memory  = (W + sum over scheduled requests (2 S + kappa x context)) / BW_eff
+    compute = (tokens in the step x F_body + sampled tokens x F_head) / P_eff
+    step    = max(memory, compute)
+
+W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
+KV bytes per token of context, F_body = 2 x the weights a token passes through below the
+output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
+FLOPs over the context are left out (under 1% at a few thousand tokens on this model).
+
+Two numbers come from measurement on the card: BW_eff from a 1-stream decode step (its
+median TPOT and mean context) and P_eff from a 1-stream prefill of a long prompt (or a
+documented fallback when no run has one). A third, the per-request overhead (HTTP,
+tokenizing, scheduling), is the same 1-stream step's median TTFT less the model's prefill.
+
+The simulation follows vLLM's V1 scheduler: running requests first (one decode token each,
+or the next prefill chunk), then waiting requests admitted while slots and the token budget
+(``max_num_batched_tokens``) last, their prompts chunked under it; a request's first token
+comes at the end of the step that finishes its prompt. Clients are a closed loop of C
+streams: a new request is sent when one finishes and reaches the scheduler after the
+overhead. The simulated requests become a :class:`~claimcheck.core.timeline.Timeline`, so the
+predicted end to end and decode aggregate use the very definitions the measurement uses.
+Pure functions; SI units (bytes, seconds, FLOP).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from claimcheck.core import roofline as rl
+from claimcheck.core.formats import state_dtype_bytes
+from claimcheck.core.timeline import RequestTimeline, Timeline
+
+LONG_PROMPT_TOKENS = 2048
+"""A 1-stream step calibrates compute only with prompts at least this long (compute-bound
+prefill on any card in the registry)."""
+
+
+@dataclass(frozen=True)
+class EngineShape:
+    """What one engine configuration moves and computes. Bytes, FLOP, tokens."""
+
+    weight_bytes: float
+    state_bytes: float
+    kv_bytes_per_token: float
+    flops_body_per_token: float
+    flops_head_per_token: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Effective bandwidth (bytes/s), compute (FLOP/s) and per-request overhead (s)."""
+
+    bandwidth_bytes_s: float
+    flops_s: float
+    request_overhead_s: float
+    bandwidth_source: str
+    compute_source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["bandwidth_gb_s"] = self.bandwidth_bytes_s / 1e9
+        d["tflops"] = self.flops_s / 1e12
+        return d
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One engine step's two terms and their parts, s."""
+
+    weights_s: float
+    state_s: float
+    kv_s: float
+    compute_s: float
+
+    @property
+    def memory_s(self) -> float:
+        return self.weights_s + self.state_s + self.kv_s
+
+    @property
+    def time_s(self) -> float:
+        return max(self.memory_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+
+def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
+              sampled: int) -> StepCost:
+    """Cost of one step over scheduled requests with these contexts (tokens each, after the
+    step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
+
+    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_time_s` and
+    :func:`~claimcheck.core.roofline.compute_time_s`) at B = the scheduled requests, L =
+    their mean context and r = positions per request, plus the head for sampled positions.
+    """
+    b = len(contexts)
+    bw = cal.bandwidth_bytes_s
+    weights_s = shape.weight_bytes / bw
+    head_s = sampled * shape.flops_head_per_token / cal.flops_s
+    if b == 0 or tokens == 0:
+        return StepCost(weights_s=weights_s, state_s=0.0, kv_s=0.0, compute_s=head_s)
+    r = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=bw,
+                    flops_per_row=shape.flops_body_per_token, peak_flops_s=cal.flops_s,
+                    state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
+                    context_tokens=sum(contexts) / b, rows=tokens / b)
+    state_s = b * 2 * shape.state_bytes / bw
+    return StepCost(weights_s=weights_s, state_s=state_s,
+                    kv_s=rl.memory_time_s(r, b) - weights_s - state_s,
+                    compute_s=rl.compute_time_s(r, b) + head_s)
+
+
+def bandwidth_from_decode(shape: EngineShape, tpot_s: float, context_tokens: float) -> float:
+    """Effective bytes/s from a 1-stream decode: (W + 2S + kappa L) / TPOT."""
+    if tpot_s <= 0:
+        raise ValueError(f"TPOT must be > 0 s, got {tpot_s}")
+    return (shape.weight_bytes + 2 * shape.state_bytes
+            + shape.kv_bytes_per_token * context_tokens) / tpot_s
+
+
+def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: float) -> float:
+    """Effective FLOP/s from a 1-stream prefill: prompt x F_body / its time."""
+    if prefill_s <= 0:
+        raise ValueError(f"prefill time must be > 0 s, got {prefill_s}")
+    return prompt_tokens * shape.flops_body_per_token / prefill_s
+
+
+def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> float:
+    """Model time to prefill one prompt alone, chunked under the token budget, s."""
+    done, total = 0, 0.0
+    while done < prompt_tokens:
+        c = min(shape.max_num_batched_tokens, prompt_tokens - done)
+        done += c
+        total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0).time_s
+    return total
+
+
+@dataclass
+class _Req:
+    idx: int
+    prompt: int
+    output: int
+    sent: float
+    arrival: float
+    prefilled: int = 0
+    times: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated step: its timeline and where the time went (s)."""
+
+    timeline: Timeline
+    engine_steps: int
+    time_s: dict[str, float]
+    """Simulated time by the term that bounded each step: ``memory``, ``compute``, ``idle``."""
+    memory_parts_s: dict[str, float]
+    """Memory-term time split into weights, state and KV (over memory-bound steps)."""
+
+    @property
+    def bound(self) -> str:
+        """The term that bounded most of the simulated time."""
+        return max(("memory", "compute"), key=lambda k: self.time_s[k])
+
+
+def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: list[int],
+             streams: int) -> Simulation:
+    """Run ``len(prompts)`` requests through the engine at ``streams`` concurrent clients."""
+    if len(prompts) != len(outputs) or not prompts:
+        raise ValueError("prompts and outputs must be equally long and not empty")
+    if streams < 1:
+        raise ValueError(f"streams must be >= 1, got {streams}")
+    ov = cal.request_overhead_s
+    pending = deque(range(len(prompts)))
+    waiting: deque[_Req] = deque()
+    for _ in range(min(streams, len(prompts))):
+        i = pending.popleft()
+        waiting.append(_Req(i, prompts[i], outputs[i], 0.0, ov))
+    running: list[_Req] = []
+    done: list[_Req] = []
+    t = 0.0
+    steps = 0
+    spent = {"memory": 0.0, "compute": 0.0, "idle": 0.0}
+    parts = {"weights": 0.0, "state": 0.0, "kv": 0.0}
+    while running or waiting:
+        if not running and waiting[0].arrival > t:
+            spent["idle"] += waiting[0].arrival - t
+            t = waiting[0].arrival
+        budget = shape.max_num_batched_tokens
+        sched: list[tuple[_Req, int]] = []  # (request, new positions)
+        for r in running:
+            if budget <= 0:
+                break
+            n = min(r.prompt - r.prefilled, budget) if r.prefilled < r.prompt else 1
+            sched.append((r, n))
+            budget -= n
+        while (waiting and waiting[0].arrival <= t and budget > 0
+               and len(running) < shape.max_num_seqs):
+            r = waiting.popleft()
+            running.append(r)
+            n = min(r.prompt, budget)
+            sched.append((r, n))
+            budget -= n
+        contexts, tokens, sampled = [], 0, 0
+        for r, n in sched:
+            contexts.append(r.prefilled + len(r.times) + n)
+            tokens += n
+            if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
+                sampled += 1
+        cost = step_cost(shape, cal, contexts, tokens, sampled)
+        t += cost.time_s
+        steps += 1
+        spent[cost.bound] += cost.time_s
+        if cost.bound == "memory":
+            parts["weights"] += cost.weights_s
+            parts["state"] += cost.state_s
+            parts["kv"] += cost.kv_s
+        for r, n in sched:
+            if r.prefilled < r.prompt:
+                r.prefilled += n
+                if r.prefilled == r.prompt:
+                    r.times.append(t)
+            else:
+                r.times.append(t)
+            if len(r.times) >= r.output:
+                running.remove(r)
+                done.append(r)
+                if pending:
+                    i = pending.popleft()
+                    waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov))
+    reqs = tuple(
+        RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent, prompt_tokens=r.prompt,
+                        token_times_s=tuple(r.times), chunks=len(r.times))
+        for r in sorted(done, key=lambda r: r.idx))
+    return Simulation(timeline=Timeline(streams=streams, requests=reqs), engine_steps=steps,
+                      time_s=spent, memory_parts_s=parts)
+
+
+def calibrate(shape: EngineShape, *, tpot_s: float, context_tokens: float, ttft_s: float,
+              prompt_tokens: int, bandwidth_source: str, flops_s: float,
+              compute_source: str) -> Calibration:
+    """Bandwidth from a 1-stream decode; overhead = that step's median TTFT less the model's
+    prefill of its prompt (never below 0). ``flops_s`` comes from
+    :func:`compute_from_prefill` or a documented fallback."""
+    bw = bandwidth_from_decode(shape, tpot_s, context_tokens)
+    cal = Calibration(bw, flops_s, 0.0, bandwidth_source, compute_source)
+    overhead = max(0.0, ttft_s - prefill_time_s(shape, cal, prompt_tokens))
+    return Calibration(bw, flops_s, overhead, bandwidth_source, compute_source)
+
+
+def shares(sim: Simulation) -> dict[str, float]:
+    """Fractions of simulated busy time by bounding term, and of memory time by part."""
+    busy = sim.time_s["memory"] + sim.time_s["compute"]
+    mem = sum(sim.memory_parts_s.values())
+    out = {f"{k}_bound_share": v / busy for k, v in sim.time_s.items() if k != "idle" and busy}
+    out.update({f"{k}_share_of_memory": v / mem for k, v in sim.memory_parts_s.items()
+                if mem})
+    return out
+
+
+def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
+              max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
+              notes: tuple[str, ...] = ()) -> EngineShape:
+    """An engine shape from a model geometry (:class:`claimcheck.core.geometry.Geometry`).
+
+    The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
+    short-convolution state at ``conv_dtype``; both are read and written every step.
+    """
+    head = geom.vocab_size * geom.hidden_size
+    conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
+    return EngineShape(
+        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
+        kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
+        flops_body_per_token=2.0 * (geom.weights_per_token - head),
+        flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, notes=notes)

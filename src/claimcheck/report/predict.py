@@ -1,0 +1,125 @@
+"""Calibrate the step model on one run and predict every step of another (thin glue).
+
+Calibration (card-level numbers) comes from a run's 1-stream step; the engine's shape
+(weights, state, KV, token budget) comes from the predicted run's own record, so one card's
+calibration can predict another engine configuration on that card.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.core import model as m
+from claimcheck.core.cards import get_card
+from claimcheck.report import steps as run_steps
+
+
+def _one_stream_steps(run: run_steps.RunData) -> list[run_steps.StepData]:
+    return [s for s in run.steps if s.timeline.streams == 1]
+
+
+def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibration:
+    """BW_eff and overhead from ``calib``'s last 1-stream step; P_eff from a 1-stream step
+    with prompts of at least :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`, else the
+    card's datasheet dense rate at the target engine's compute dtype (said in the source)."""
+    ones = _one_stream_steps(calib)
+    if not ones:
+        raise ValueError(f"{calib.path}: no 1-stream step to calibrate bandwidth from; "
+                         "pass --calibrate-from a run with one (e.g. a ladder)")
+    s = ones[-1]
+    tl = s.timeline
+    shape, _ = run_steps.engine_shape(calib)
+    tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
+    ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
+    prompt = round(statistics.median(r.prompt_tokens for r in tl.requests))
+    ttft = statistics.median(r.ttft_s for r in tl.requests)
+    bw_src = (f"{calib.name} step {s.record['step']} repeat {s.record['repeat']} "
+              f"(1 stream): median TPOT {tpot_s * 1e3:.3f} ms at {ctx:.0f} tokens of mean "
+              f"context")
+    long = [x for x in ones
+            if statistics.median(r.prompt_tokens for r in x.timeline.requests)
+            >= m.LONG_PROMPT_TOKENS]
+    if long:
+        x = long[-1]
+        p = statistics.median(r.prompt_tokens for r in x.timeline.requests)
+        t = statistics.median(r.ttft_s for r in x.timeline.requests)
+        # overhead is not known yet here; the whole TTFT is charged to compute (conservative)
+        flops = m.compute_from_prefill(shape, p, t)
+        c_src = (f"{calib.name} step {x.record['step']} (1 stream): {p:.0f}-token prompts, "
+                 f"median TTFT {t:.3f} s")
+    else:
+        _, info = run_steps.engine_shape(target)
+        card = get_card(target.provenance["card"])
+        dtype = info["compute_dtype"]
+        flops = card.tflops(dtype) * 1e12
+        c_src = (f"fallback: {card.name} datasheet dense {dtype} {card.tflops(dtype):g} "
+                 f"TFLOP/s (no 1-stream step with prompts of {m.LONG_PROMPT_TOKENS}+ tokens "
+                 f"in {calib.name})")
+    return m.calibrate(shape, tpot_s=tpot_s, context_tokens=ctx, ttft_s=ttft,
+                       prompt_tokens=prompt, bandwidth_source=bw_src, flops_s=flops,
+                       compute_source=c_src)
+
+
+def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, Any]:
+    """Predicted and measured end to end and decode aggregate for every step of ``target``."""
+    cal = calibration(calib, target)
+    shape, info = run_steps.engine_shape(target)
+    calib_dir = _one_stream_steps(calib)[-1].record["dir"]
+    rows = []
+    for s in target.steps:
+        tl = s.timeline
+        reqs = tl.requests
+        sim = m.simulate(shape, cal, [r.prompt_tokens for r in reqs],
+                         [r.output_tokens for r in reqs], tl.streams)
+        p_e2e = d.e2e_aggregate_tok_s(sim.timeline)
+        p_dec = d.decode_aggregate_tok_s(sim.timeline)
+        m_e2e = d.e2e_aggregate_tok_s(tl)
+        m_dec = d.decode_aggregate_tok_s(tl)
+        p_tpot = statistics.median(d.tpots_ms(sim.timeline))
+        m_tpot = statistics.median(d.tpots_ms(tl))
+        sh = m.shares(sim)
+        rows.append({
+            "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
+            "requests": len(reqs),
+            "calibration_step": (calib.path.resolve() == target.path.resolve()
+                                 and s.record["dir"] == calib_dir),
+            "predicted_e2e_tok_s": p_e2e, "measured_e2e_tok_s": m_e2e,
+            "e2e_error": p_e2e / m_e2e - 1,
+            "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
+            "decode_error": (p_dec / m_dec - 1) if p_dec and m_dec else None,
+            "predicted_median_tpot_ms": p_tpot, "measured_median_tpot_ms": m_tpot,
+            "predicted_median_ttft_s": statistics.median(r.ttft_s for r in sim.timeline.requests),
+            "measured_median_ttft_s": statistics.median(r.ttft_s for r in reqs),
+            "bound": sim.bound, "engine_steps": sim.engine_steps, **sh,
+        })
+    return {"run": target.name, "calibrated_on": calib.name, "calibration": cal.as_dict(),
+            "engine": info, "steps": rows}
+
+
+def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
+    """Which term a missed step points at, or None when both aggregates are within
+    ``tolerance``.
+
+    The median TPOT isolates the per-step terms: when its speed is off by more than the
+    tolerance, the step's memory (or compute) term is named with its largest part; when it
+    is not, the miss is in what lies between decode steps: admission and prefill of each
+    wave (the ramp), read off the predicted and measured median TTFT.
+    """
+    e2e, dec = row["e2e_error"], row["decode_error"] or 0.0
+    if abs(e2e) <= tolerance and abs(dec) <= tolerance:
+        return None
+    step_err = row["measured_median_tpot_ms"] / row["predicted_median_tpot_ms"] - 1
+    if abs(step_err) > tolerance:
+        part = max(("weights", "state", "kv"),
+                   key=lambda k: row.get(f"{k}_share_of_memory", 0.0))
+        return (f"the per-step {row['bound']} term: predicted TPOT "
+                f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
+                f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed); its "
+                f"largest part is {part} ({row.get(f'{part}_share_of_memory', 0):.0%} of "
+                "the memory time)")
+    return (f"the ramp of each wave (admission and prefill), not the decode step "
+            f"({step_err:+.1%} on TPOT): predicted median TTFT "
+            f"{row['predicted_median_ttft_s']:.2f} s, measured "
+            f"{row['measured_median_ttft_s']:.2f} s")

@@ -1,0 +1,30 @@
+"""The definitions figure: written for a committed run, byte-stable, default step chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from claimcheck.report import definitions_fig, steps
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs" / \
+    "h200-20261129-bf16-dummy-hyperqwen-batch"
+
+
+def test_definitions_figure_png_svg_and_byte_stable(tmp_path):
+    data = steps.load(RUN)
+    # the most streams, last repeat: step 0 repeat 2
+    assert data.steps[definitions_fig.default_step(data)].record["repeat"] == 2
+    a = definitions_fig.write(data, tmp_path / "a" / "defs")
+    b = definitions_fig.write(RUN, tmp_path / "b" / "defs")
+    assert [p.suffix for p in a] == [".png", ".svg"]
+    for pa, pb in zip(a, b, strict=True):
+        assert pa.stat().st_size > 10_000
+        assert pa.read_bytes() == pb.read_bytes()
+
+
+def test_definitions_figure_refuses_a_run_without_steps(tmp_path):
+    data = steps.RunData(path=tmp_path, provenance={}, steps=[])
+    with pytest.raises(ValueError, match="no step has a bench.json"):
+        definitions_fig.write(data, tmp_path / "x")
