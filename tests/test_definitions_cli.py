@@ -77,11 +77,18 @@ def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
                errors=["Server disconnected"] * n)
     bench.write_text(json.dumps(res))
     (run / "steps" / "01-c8-r1" / "bench.json").unlink()
+    # the record says so: both steps failed (a complete step without bench.json is refused)
+    for name in ("provenance.json", "steps.json"):
+        rec = json.loads((run / name).read_text())
+        for st in rec["steps"] if name == "provenance.json" else rec:
+            if st["dir"] in ("00-c1-r1", "01-c8-r1"):
+                st.update(status="failed", reason="fabricated failure")
+        (run / name).write_text(json.dumps(rec))
     assert main(["metrics", str(run), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [s["streams"] for s in out["steps"]] == [16, 32, 64]
     assert out["skipped"] == ["00-c1-r1: no request produced tokens",
-                              "01-c8-r1: no bench.json (step complete)"]
+                              "01-c8-r1: no bench.json (step failed)"]
 
 
 def test_metrics_names_a_bench_file_with_mismatched_arrays(tmp_path, capsys):

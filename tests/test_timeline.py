@@ -101,7 +101,7 @@ def test_streams_x_1000_over_tpot_is_the_articles_arithmetic():
 
 
 def test_h200_fixtures_exist():
-    assert len(BENCHES) == 9
+    assert len(BENCHES) >= 9  # every committed H200 step is a fixture below
 
 
 def test_chunk_tokens_with_a_missing_count_fall_back_to_the_spread():

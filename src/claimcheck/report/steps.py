@@ -96,7 +96,7 @@ def load(path: str | Path) -> RunData:
     if not (Path(path) / "provenance.json").is_file():
         raise InputError(str(path), "not a run directory (no provenance.json)")
     run = record.load_run(path)
-    prov = run.provenance
+    prov = run.provenance.raw
     log_path = run.path / "server.log"
     lines = serverlog.stats_lines(read_text(log_path)) if log_path.exists() else []
     power = _power_samples(telemetry.read_telemetry(run.path / "telemetry.csv"))
