@@ -343,12 +343,6 @@ def cmd_measure(a: argparse.Namespace) -> int:
             raise InputError("--repeats", f"must be >= 1, got {a.repeats}")
         protos = [dataclasses.replace(p, repeats=a.repeats) for p in protos]
     gpus = parse_gpus(a.gpus)
-    ok, why = telemetry.nvml_status()
-    if not ok:
-        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
-              file=sys.stderr)
-    tok = tokenizer_for(engine)
-    own = a.attach is None and a.base_url is None
     server: srv.Server | None = None
     if a.attach:
         server = srv.Server.load(Path(a.attach))
@@ -360,6 +354,12 @@ def cmd_measure(a: argparse.Namespace) -> int:
                             engine=engine.name)
         if not server.healthy():
             raise InputError("--base-url", f"{a.base_url}/health does not answer")
+    own = a.attach is None and a.base_url is None
+    ok, why = telemetry.nvml_status()
+    if not ok:
+        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
+              file=sys.stderr)
+    tok = tokenizer_for(engine)
     exit_code = 0
     try:
         for proto in protos:
@@ -451,11 +451,38 @@ def _silence_stdout() -> None:
         pass
 
 
+class _NamedStdout:
+    """stdout whose write errors say they were writing standard output (a full disk or
+    a closed pipe otherwise raises an OSError that names no file)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except OSError as e:
+            if e.filename is None:
+                e.filename = "standard output"
+            raise
+
+    def write(self, text: str) -> int:
+        return self._call(self._inner.write, text)
+
+    def flush(self) -> None:
+        self._call(self._inner.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit 2 with one line for bad input (:class:`InputError` only);
     a closed stdout (``| head``) ends quietly with 0; a full or read-only disk gives one
     line naming the path and exit 1; any other exception shows its traceback."""
     a = parser().parse_args(argv)
+    real_stdout = sys.stdout
+    sys.stdout = _NamedStdout(real_stdout)  # type: ignore[assignment]
     try:
         rc = a.func(a)
         sys.stdout.flush()
@@ -469,10 +496,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         if e.errno not in WRITE_ERRNOS:
             raise
-        where = e.filename if e.filename is not None else "standard output"
+        where = e.filename if e.filename is not None else "a file (the system did not say which)"
         print(f"claimcheck: error: cannot write {where}: {e.strerror}", file=sys.stderr)
         _silence_stdout()
         return 1
+    finally:
+        sys.stdout = real_stdout
 
 
 if __name__ == "__main__":
