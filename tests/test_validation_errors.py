@@ -199,3 +199,26 @@ def test_only_input_errors_are_reported_as_bad_input(monkeypatch):
     monkeypatch.setattr(cli_mod, "cmd_claims", bug)
     with pytest.raises(ValueError, match="programming error"):
         cli_mod.main(["claims"])
+
+
+def test_option_combinations_name_the_option(tmp_path):
+    # a committed config edited to head_dim 100: K8V4's 32-value scale groups do not fit
+    cfg = qwen_copy(tmp_path, lambda c: c["text_config"].update(head_dim=100))
+    line = one_line_error(cli("geometry", cfg, "--kv-dtype", "k8v4"))
+    assert line.endswith("--kv-dtype: k8v4 does not fit this model: head_dim 100 is not a "
+                         "multiple of scale group 32")
+    line = one_line_error(cli("geometry", QWEN, "--state-dtype", "fp8"))
+    assert "--state-dtype: unknown 'fp8'; known: " in line
+
+
+def test_memory_wall_of_a_stream_that_needs_no_memory(tmp_path):
+    # every layer full attention: no recurrent state; at --context 0 no KV either
+    def all_attention(c):
+        t = c["text_config"]
+        t["layer_types"] = ["full_attention"] * t["num_hidden_layers"]
+
+    cfg = qwen_copy(tmp_path, all_attention)
+    line = one_line_error(cli("roofline", "--config", cfg, "--card", "h200",
+                              "--weights-format", "bf16", "--free-gib", "10"))
+    assert line.endswith("--free-gib: a stream of this model needs no memory at --context 0 "
+                         "(no recurrent state, no KV): give --context")

@@ -31,8 +31,19 @@ def _print(obj: Any, as_json: bool, table: str) -> None:
     print(json.dumps(obj, indent=2, sort_keys=False) if as_json else table)
 
 
+def check_dtypes(a: argparse.Namespace, g: Any) -> None:
+    """--kv-dtype/--state-dtype known, and the KV format's scale groups fit the head_dim."""
+    _choice(a, "kv_dtype", KV_FORMATS)
+    _choice(a, "state_dtype", STATE_DTYPE_BYTES)
+    try:
+        g.kv_bytes_per_token(a.kv_dtype)
+    except ValueError as e:  # e.g. k8v4's 32-value scale groups and a head_dim of 100
+        raise InputError("--kv-dtype", f"{a.kv_dtype} does not fit this model: {e}") from None
+
+
 def cmd_geometry(a: argparse.Namespace) -> int:
     g = geometry_from_file(a.config)
+    check_dtypes(a, g)
     s = g.summary(kv_dtype=a.kv_dtype, state_dtype=a.state_dtype)
     table = "\n".join([
         f"model_type                {s['model_type']}",
@@ -135,6 +146,9 @@ def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
         raise InputError(opt, f"{m.weight_bytes / GIB:.2f} GiB of weights plus one stream's "
                          f"state and KV ({one / GIB:.2f} GiB) do not fit in {card.card}'s "
                          f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
+    if a.free_gib is not None and one <= 0:
+        raise InputError("--free-gib", "a stream of this model needs no memory at --context "
+                         f"{a.context:g} (no recurrent state, no KV): give --context")
     if a.free_gib is not None and a.free_gib * GIB + m.weight_bytes > mem:
         raise InputError("--free-gib", f"{a.free_gib:g} GiB free plus "
                          f"{m.weight_bytes / GIB:.2f} GiB of weights exceeds {card.card}'s "
@@ -149,6 +163,7 @@ def cmd_roofline(a: argparse.Namespace) -> int:
             raise InputError("--compute-dtype", f"card {card.card} has no dense "
                              f"{a.compute_dtype} rate in cards.csv; give --tflops or one of "
                              f"{', '.join(sorted(card.tensor_tflops))}")
+    check_dtypes(a, geometry_from_file(a.config))
     m, inputs = build_roofline(a)
     check_fits_card(a, m)
     pts = rl.curve(m, a.streams)
