@@ -83,3 +83,17 @@ def test_stop_when_already_gone(tmp_path):
     s.save(tmp_path / "state")
     r = cli("stop", "--state", tmp_path / "state")
     assert r.returncode == 0 and "is not running; nothing to stop" in r.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("pid", "1234", "pid: must be a positive integer, got '1234'"),
+    ("pid", 0, "pid: must be a positive integer, got 0"),
+    ("proc_cmdline", "sleep 60", "proc_cmdline: must be a list of strings"),
+])
+def test_tampered_state_is_refused_before_any_signal(tmp_path, field, value, words):
+    state = state_for(tmp_path, 1, proc_start_ticks=1, proc_cmdline=["init"])
+    rec = json.loads((state / "server.json").read_text())
+    rec[field] = value
+    (state / "server.json").write_text(json.dumps(rec))
+    line = one_line_error(cli("stop", "--state", state))
+    assert f"{state / 'server.json'}: {words}" in line

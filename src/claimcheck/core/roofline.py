@@ -25,6 +25,7 @@ make c(B) smaller), so this is the expected read under that stated assumption.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -59,12 +60,12 @@ class Roofline:
         for name in ("weight_bytes", "bandwidth_bytes_s", "flops_per_row", "peak_flops_s",
                      "eta", "rows", "tau"):
             v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
         for name in ("state_bytes", "kv_bytes_per_token", "context_tokens",
                      "routed_expert_bytes"):
             v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+            if not (isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if self.eta > 1:
             raise ValueError(f"eta (fraction of bandwidth achieved) must be <= 1, got "

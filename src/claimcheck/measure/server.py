@@ -147,8 +147,18 @@ class Server:
         unknown = sorted(set(data) - names)
         if unknown:
             raise InputError(str(p), f"unknown keys {unknown}; not written by claimcheck serve")
-        if "base_url" not in data or "log_path" not in data:
-            raise InputError(str(p), "base_url and log_path are required")
+        for key in ("base_url", "log_path"):
+            if not isinstance(data.get(key), str):
+                raise InputError(str(p), "required, a string", key=key)
+        for key in ("pid", "proc_start_ticks"):
+            v = data.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise InputError(str(p), f"must be a positive integer, got {v!r}", key=key)
+        for key in ("argv", "proc_cmdline"):
+            v = data.get(key)
+            if v is not None and not (isinstance(v, list)
+                                      and all(isinstance(x, str) for x in v)):
+                raise InputError(str(p), "must be a list of strings", key=key)
         return cls(**data)
 
     def to_record(self) -> dict[str, Any]:
