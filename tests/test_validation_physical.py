@@ -126,3 +126,16 @@ def test_pure_constructors_refuse_the_same_bounds():
     # the article's 3090 inputs fit: 16 GB + 72 MiB + 640 x 32 KiB < 24 GiB
     rl.Roofline(**base, state_bytes=72 * 2**20, kv_bytes_per_token=32 * 1024,
                 context_tokens=640, memory_bytes=24 * GIB)
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ({"n_routed_experts": 64}, "text_config.n_routed_experts: DeepSeek-style MoE "
+                               "(n_routed_experts) is not modelled here"),
+    ({"kv_lora_rank": 512}, "text_config.kv_lora_rank: multi-head latent attention"),
+    ({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 512,
+      "mlp_only_layers": [0, 1]}, "text_config.mlp_only_layers: dense MLP layers between MoE "
+                                  "layers are not modelled here"),
+])
+def test_architectures_not_modelled_are_refused_not_guessed(tmp_path, extra, words):
+    cfg = qwen_copy(tmp_path, lambda c: c["text_config"].update(extra))
+    assert f"{cfg}: {words}" in one_line_error(cli("geometry", cfg))

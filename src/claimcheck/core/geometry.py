@@ -26,6 +26,12 @@ QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_mo
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
 
 
+# Keys of architectures whose weights these counts do not describe: refused, never guessed.
+UNMODELLED_KEYS = {"n_routed_experts": "DeepSeek-style MoE (n_routed_experts)",
+                   "kv_lora_rank": "multi-head latent attention (kv_lora_rank)",
+                   "first_k_dense_replace": "dense first layers before MoE"}
+
+
 class ConfigError(ValueError):
     """A config value that cannot describe a real model; ``key`` names it."""
 
@@ -302,8 +308,18 @@ def _mlp_params(text: dict[str, Any], h: int,
 
     A dense MLP has E = k = 0 and no routed weights.
     """
+    for key in UNMODELLED_KEYS:
+        if text.get(key):
+            raise ConfigError(px + key, f"{UNMODELLED_KEYS[key]} is not modelled here; the "
+                              "counts would be wrong")
     exp_key = "num_experts" if text.get("num_experts") is not None else "num_local_experts"
     n_exp = _count(text, exp_key, minimum=0, default=0, prefix=px)
+    if n_exp and (text.get("mlp_only_layers") or _count(text, "decoder_sparse_step",
+                                                         default=1, prefix=px) != 1):
+        raise ConfigError(px + ("mlp_only_layers" if text.get("mlp_only_layers")
+                                else "decoder_sparse_step"),
+                          "dense MLP layers between MoE layers are not modelled here; the "
+                          "counts would be wrong")
     if not n_exp:
         i = _count(text, "intermediate_size", prefix=px)
         return 3 * h * i, 3 * h * i, 0, 0, 0, 0
