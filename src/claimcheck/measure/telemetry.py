@@ -62,46 +62,56 @@ def _str(x: Any) -> Any:
 
 
 def gpu_facts(indices: list[int] | None = None) -> dict[str, Any]:
-    """Static facts of each GPU: name, UUID, driver, VBIOS, power limits, PCIe, ECC, MIG."""
+    """Static facts of each GPU: name, UUID, driver, VBIOS, power limits, PCIe, ECC, MIG.
+
+    A fact NVML cannot give is None, and the call's error is kept under ``errors``.
+    """
     ok, why = nvml_status()
     if not ok:
         return {"available": False, "reason": why}
     import pynvml as n
 
+    errs: list[str] = []
+
+    def get(fn, *args, default=None):
+        return _safe(fn, *args, default=default, errors=errs)
+
     count = n.nvmlDeviceGetCount()
     idx = indices if indices is not None else list(range(count))
-    cuda = _safe(n.nvmlSystemGetCudaDriverVersion)
+    cuda = get(n.nvmlSystemGetCudaDriverVersion)
     out: dict[str, Any] = {
         "available": True, "count": count,
-        "driver_version": _str(_safe(n.nvmlSystemGetDriverVersion)),
+        "driver_version": _str(get(n.nvmlSystemGetDriverVersion)),
         "cuda_driver_version": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
-        "nvml_version": _str(_safe(n.nvmlSystemGetNVMLVersion)), "gpus": []}
+        "nvml_version": _str(get(n.nvmlSystemGetNVMLVersion)), "gpus": []}
     for i in idx:
         h = n.nvmlDeviceGetHandleByIndex(i)
-        cons = _safe(n.nvmlDeviceGetPowerManagementLimitConstraints, h, default=(None, None))
-        ecc = _safe(n.nvmlDeviceGetEccMode, h, default=(None, None))
-        mig = _safe(n.nvmlDeviceGetMigMode, h, default=(None, None))
-        mem = _safe(n.nvmlDeviceGetMemoryInfo, h)
+        cons = get(n.nvmlDeviceGetPowerManagementLimitConstraints, h, default=(None, None))
+        ecc = get(n.nvmlDeviceGetEccMode, h, default=(None, None))
+        mig = get(n.nvmlDeviceGetMigMode, h, default=(None, None))
+        mem = get(n.nvmlDeviceGetMemoryInfo, h)
 
         def mw(v):
             return v / 1000 if v is not None else None
 
         out["gpus"].append({
-            "index": i, "name": _str(_safe(n.nvmlDeviceGetName, h)),
-            "uuid": _str(_safe(n.nvmlDeviceGetUUID, h)),
-            "vbios": _str(_safe(n.nvmlDeviceGetVbiosVersion, h)),
+            "index": i, "name": _str(get(n.nvmlDeviceGetName, h)),
+            "uuid": _str(get(n.nvmlDeviceGetUUID, h)),
+            "vbios": _str(get(n.nvmlDeviceGetVbiosVersion, h)),
             "memory_total_mib": mem.total / 2**20 if mem else None,
-            "power_limit_enforced_w": mw(_safe(n.nvmlDeviceGetEnforcedPowerLimit, h)),
-            "power_limit_default_w": mw(_safe(n.nvmlDeviceGetPowerManagementDefaultLimit, h)),
+            "power_limit_enforced_w": mw(get(n.nvmlDeviceGetEnforcedPowerLimit, h)),
+            "power_limit_default_w": mw(get(n.nvmlDeviceGetPowerManagementDefaultLimit, h)),
             "power_limit_min_w": mw(cons[0]), "power_limit_max_w": mw(cons[1]),
-            "pcie_gen_current": _safe(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
-            "pcie_gen_max": _safe(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
-            "pcie_width_current": _safe(n.nvmlDeviceGetCurrPcieLinkWidth, h),
-            "pcie_width_max": _safe(n.nvmlDeviceGetMaxPcieLinkWidth, h),
+            "pcie_gen_current": get(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
+            "pcie_gen_max": get(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
+            "pcie_width_current": get(n.nvmlDeviceGetCurrPcieLinkWidth, h),
+            "pcie_width_max": get(n.nvmlDeviceGetMaxPcieLinkWidth, h),
             "ecc_mode_current": ecc[0], "mig_mode_current": mig[0],
-            "max_sm_clock_mhz": _safe(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_SM),
-            "max_mem_clock_mhz": _safe(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM),
+            "max_sm_clock_mhz": get(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_SM),
+            "max_mem_clock_mhz": get(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM),
         })
+    if errs:
+        out["errors"] = errs[:20]
     return out
 
 
