@@ -132,6 +132,7 @@ def check_roofline_args(a: argparse.Namespace) -> None:
     _choice(a, "state_dtype", STATE_DTYPE_BYTES)
     _choice(a, "weights_format", WEIGHT_FORMATS)
     _choice(a, "compute_dtype", TENSOR_COLUMN)
+    a.compute_dtype = a.compute_dtype.lower()  # the registry's columns are lower case
 
 
 def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
@@ -159,7 +160,7 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     check_roofline_args(a)
     if a.tflops is None:
         card = get_card(a.card)
-        if a.compute_dtype.lower() not in card.tensor_tflops:
+        if a.compute_dtype not in card.tensor_tflops:
             raise InputError("--compute-dtype", f"card {card.card} has no dense "
                              f"{a.compute_dtype} rate in cards.csv; give --tflops or one of "
                              f"{', '.join(sorted(card.tensor_tflops))}")
