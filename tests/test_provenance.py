@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from claimcheck.core.paths import ROOT
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import telemetry
 
@@ -108,3 +109,22 @@ def test_sampler_records_a_real_nvml_failure(tmp_path):
     assert s._thread is not None and not s._thread.is_alive()  # stopped, not died early
     # the file holds the header and no invented rows
     assert telemetry.read_telemetry(tmp_path / "telemetry.csv") == []
+
+
+def test_provenance_record_keeps_counts_summary_and_read_errors(tmp_path):
+    ok, _ = telemetry.nvml_status()
+    s = telemetry.Sampler(tmp_path / "telemetry.csv", [telemetry.gpu_count() + 3 if ok else 0],
+                          interval_s=0.05)
+    with s:
+        time.sleep(0.2)
+    rec = telemetry.provenance_record(s)
+    assert rec["status"] == "failed" and rec["summary"] == {"samples": 0}
+    assert rec["lost_samples"] == rec["samples"] >= 1 and "read_error" not in rec
+    # a row cut off mid-write (e.g. a full disk) is kept visible, not raised at the runner
+    committed = (ROOT / "data" / "raw" / "runs" / "h200-20261129-bf16-dummy-ladder"
+                 / "telemetry.csv").read_text()
+    (tmp_path / "telemetry.csv").write_text(committed + "1795944999.5,0,12")
+    rec = telemetry.provenance_record(s)
+    n = len(committed.splitlines())
+    assert rec["read_error"].endswith(f"telemetry.csv:{n + 1}: fewer fields than the header "
+                                      "(a row cut off?)")

@@ -81,6 +81,10 @@ def test_registry_csv_bad_numbers_name_line_and_column(tmp_path):
     with pytest.raises(InputError, match=rf"cards.csv:{h200 + 1}: memory_bw_gb_s: must be a "
                                          r"finite number, got 'inf'"):
         load_cards(p)
+    lines[h200] = ",".join(lines[h200].split(",")[:5]) + "\n"  # a row cut off
+    p.write_text("".join(lines))
+    with pytest.raises(InputError, match=rf"cards.csv:{h200 + 1}: 5 fields, the header has 14"):
+        load_cards(p)
     c = tmp_path / "ceilings.csv"
     c.write_text((RAW / "ceilings.csv").read_text().replace(",fp16,63,", ",fp16,-63,", 1))
     with pytest.raises(InputError, match=r"ceilings.csv:2: tflops: must be > 0, got -63"):
@@ -152,9 +156,13 @@ def test_garbage_telemetry_row_names_file_line_and_column(tmp_path):
     with pytest.raises(InputError, match=rf"telemetry.csv:{len(good) + 2}: power_w: not a "
                                          r"number: 'garbage'"):
         read_telemetry(p)
-    p.write_text((RUN / "telemetry.csv").read_text() + "\x00\x01 binary junk\n")
+    p.write_text((RUN / "telemetry.csv").read_text() + "\x00\x01junk,0,1,2,3,4,5,6,0x0\n")
     with pytest.raises(InputError, match=rf"telemetry.csv:{len(good) + 2}: t_unix_s: not a "
                                          "number"):
+        read_telemetry(p)
+    p.write_text((RUN / "telemetry.csv").read_text() + "1795944999.5,0,12")  # cut off
+    with pytest.raises(InputError, match=rf"telemetry.csv:{len(good) + 2}: fewer fields than "
+                                         r"the header \(a row cut off\?\)"):
         read_telemetry(p)
 
 

@@ -76,6 +76,10 @@ def read_csv_lines(path: str | Path, required: tuple[str, ...] = ()) -> tuple[li
             if None in row:
                 raise InputError(str(path), f"{len(header) + len(row[None])} fields, the "
                                  f"header has {len(header)}", line=reader.line_num)
+            if None in row.values():
+                n = sum(v is not None for v in row.values())
+                raise InputError(str(path), f"{n} fields, the header has {len(header)}",
+                                 line=reader.line_num)
             rows.append((reader.line_num, row))
     except csv.Error as e:
         raise InputError(str(path), f"not valid CSV ({e})", line=reader.line_num) from None

@@ -251,6 +251,19 @@ class Sampler:
                 "first_field_error": self.first_field_error}
 
 
+def provenance_record(sampler: Sampler) -> dict[str, Any]:
+    """The ``telemetry`` entry of provenance.json after a run: :meth:`Sampler.record` plus
+    the ``summary`` of the rows written. A file that cannot be read back keeps its error
+    under ``read_error`` (the run's record is still written)."""
+    rec = sampler.record()
+    try:
+        rec["summary"] = summarize(read_telemetry(sampler.path))
+    except InputError as e:
+        rec["summary"] = {"samples": 0}
+        rec["read_error"] = str(e)
+    return rec
+
+
 def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a telemetry.csv (absent file: no rows). Numbers must be finite; a bad cell is
     refused naming the file, line and column."""
@@ -266,6 +279,9 @@ def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
         line = reader.line_num
         if None in r:
             raise InputError(str(p), "more fields than the header", line=line)
+        if None in r.values():
+            raise InputError(str(p), "fewer fields than the header (a row cut off?)",
+                             line=line)
         row: dict[str, Any] = {}
         for k, v in r.items():
             if k == "throttle_reasons" or v in ("", None):
