@@ -2,9 +2,11 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
+from claimcheck.core.paths import ROOT
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import telemetry
 
@@ -55,3 +57,74 @@ def test_software_probe_runs_in_the_named_interpreter():
     assert "vllm" in sw  # None here (no vLLM on this machine), a version on a GPU host
     r = subprocess.run([sys.executable, "-c", "import claimcheck"], capture_output=True)
     assert r.returncode == 0
+
+
+def _pip_version(dist: str) -> str | None:
+    """The version pip reports for a distribution (independent of the probe)."""
+    r = subprocess.run([sys.executable, "-m", "pip", "show", dist], capture_output=True,
+                       text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("Version:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def test_versions_come_from_installed_distributions():
+    sw = prov.software(sys.executable)
+    nvml = _pip_version("nvidia-ml-py")
+    if nvml is None:
+        pytest.skip("nvidia-ml-py is not installed here")
+    # all committed runs recorded None here (pynvml has no __version__)
+    assert sw["nvidia_ml_py"] == nvml and sw["nvidia_ml_py_distribution"] == "nvidia-ml-py"
+    for name, dist in (("vllm", "vllm"), ("torch", "torch"), ("tokenizers", "tokenizers")):
+        v = _pip_version(dist)
+        assert sw[name] == v
+        if v is None:  # the cause is recorded, not swallowed
+            assert sw[f"{name}_error"] == f"distribution {dist!r} is not installed"
+
+
+def test_probe_that_cannot_run_records_why(tmp_path):
+    sw = prov.software(str(tmp_path / "no-python"))
+    assert sw["error"].startswith(f"probe could not run in {tmp_path / 'no-python'}: "
+                                  "FileNotFoundError")
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    broken.chmod(0o755)
+    assert prov.software(str(broken))["error"] == "probe exited with code 3: boom\n"
+
+
+def test_sampler_records_a_real_nvml_failure(tmp_path):
+    # No driver here: every NVML call really fails (NVMLError_Uninitialized). On a GPU host,
+    # a GPU index past the last one really fails (NVMLError_InvalidArgument).
+    ok, _ = telemetry.nvml_status()
+    index = telemetry.gpu_count() + 3 if ok else 0
+    s = telemetry.Sampler(tmp_path / "telemetry.csv", [index], interval_s=0.05)
+    with s:
+        time.sleep(0.5)
+    rec = s.record()
+    assert rec["status"] == "failed" and rec["rows_written"] == 0
+    assert rec["samples"] >= 3 and rec["errors"] == rec["samples"]
+    assert rec["lost_samples"] == rec["samples"]  # one GPU row lost per tick
+    assert rec["first_error"].startswith("NVMLError")
+    assert s._thread is not None and not s._thread.is_alive()  # stopped, not died early
+    # the file holds the header and no invented rows
+    assert telemetry.read_telemetry(tmp_path / "telemetry.csv") == []
+
+
+def test_provenance_record_keeps_counts_summary_and_read_errors(tmp_path):
+    ok, _ = telemetry.nvml_status()
+    s = telemetry.Sampler(tmp_path / "telemetry.csv", [telemetry.gpu_count() + 3 if ok else 0],
+                          interval_s=0.05)
+    with s:
+        time.sleep(0.2)
+    rec = telemetry.provenance_record(s)
+    assert rec["status"] == "failed" and rec["summary"] == {"samples": 0}
+    assert rec["lost_samples"] == rec["samples"] >= 1 and "read_error" not in rec
+    # a row cut off mid-write (e.g. a full disk) is kept visible, not raised at the runner
+    committed = (ROOT / "data" / "raw" / "runs" / "h200-20261129-bf16-dummy-ladder"
+                 / "telemetry.csv").read_text()
+    (tmp_path / "telemetry.csv").write_text(committed + "1795944999.5,0,12")
+    rec = telemetry.provenance_record(s)
+    n = len(committed.splitlines())
+    assert rec["read_error"].endswith(f"telemetry.csv:{n + 1}: fewer fields than the header "
+                                      "(a row cut off?)")

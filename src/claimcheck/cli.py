@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import get_card
+from claimcheck.core.cards import TENSOR_COLUMN, get_card
 from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
+from claimcheck.core.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RUNS
 from claimcheck.core.units import GIB, MIB
@@ -27,8 +31,19 @@ def _print(obj: Any, as_json: bool, table: str) -> None:
     print(json.dumps(obj, indent=2, sort_keys=False) if as_json else table)
 
 
+def check_dtypes(a: argparse.Namespace, g: Any) -> None:
+    """--kv-dtype/--state-dtype known, and the KV format's scale groups fit the head_dim."""
+    _choice(a, "kv_dtype", KV_FORMATS)
+    _choice(a, "state_dtype", STATE_DTYPE_BYTES)
+    try:
+        g.kv_bytes_per_token(a.kv_dtype)
+    except ValueError as e:  # e.g. k8v4's 32-value scale groups and a head_dim of 100
+        raise InputError("--kv-dtype", f"{a.kv_dtype} does not fit this model: {e}") from None
+
+
 def cmd_geometry(a: argparse.Namespace) -> int:
     g = geometry_from_file(a.config)
+    check_dtypes(a, g)
     s = g.summary(kv_dtype=a.kv_dtype, state_dtype=a.state_dtype)
     table = "\n".join([
         f"model_type                {s['model_type']}",
@@ -80,8 +95,78 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
                         rows=a.rows, tau=a.tau)
 
 
+def _finite(a: argparse.Namespace, attr: str, *, low: float, low_ok: bool = False,
+            high: float | None = None) -> None:
+    """Refuse ``--attr`` unless finite and above ``low`` (or equal when ``low_ok``) and at
+    most ``high``; the error names the option and the bound."""
+    x = getattr(a, attr)
+    if x is None:
+        return
+    opt = "--" + attr.replace("_", "-")
+    lo = f">= {low:g}" if low_ok else f"> {low:g}"
+    bound = f"{'[' if low_ok else '('}{low:g}, {high:g}]" if high is not None else lo
+    if not math.isfinite(x) or (x < low if low_ok else x <= low) or (
+            high is not None and x > high):
+        raise InputError(opt, f"must be a finite number {'in ' if high else ''}{bound}, "
+                         f"got {x:g}")
+
+
+def _choice(a: argparse.Namespace, attr: str, known: Any) -> None:
+    x = getattr(a, attr)
+    if x is not None and x.lower() not in known:
+        raise InputError("--" + attr.replace("_", "-"),
+                         f"unknown {x!r}; known: {', '.join(sorted(known))}")
+
+
+def check_roofline_args(a: argparse.Namespace) -> None:
+    """Physical bounds of the roofline options, refused before any file is read."""
+    _finite(a, "eta", low=0, high=1)
+    for attr in ("weights_gb", "weights_gib", "tflops", "free_gib", "target", "tau"):
+        _finite(a, attr, low=0)
+    _finite(a, "context", low=0, low_ok=True)
+    _finite(a, "rows", low=1, low_ok=True)
+    if a.tau > a.rows:
+        raise InputError("--tau", f"{a.tau:g} tokens kept per stream per step cannot exceed "
+                         f"--rows {a.rows:g} positions verified")
+    _choice(a, "kv_dtype", KV_FORMATS)
+    _choice(a, "state_dtype", STATE_DTYPE_BYTES)
+    _choice(a, "weights_format", WEIGHT_FORMATS)
+    _choice(a, "compute_dtype", TENSOR_COLUMN)
+    a.compute_dtype = a.compute_dtype.lower()  # the registry's columns are lower case
+
+
+def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
+    """Weights plus one stream (state + KV at --context), and weights plus --free-gib,
+    must fit in the card's memory (cards.csv memory_gib, GiB)."""
+    card = get_card(a.card)
+    mem = card.memory_gib * GIB
+    one = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
+    opt = next(o for o, v in (("--weights-gb", a.weights_gb), ("--weights-gib", a.weights_gib),
+                              ("--weights-format", a.weights_format)) if v is not None)
+    if m.weight_bytes + one > mem:
+        raise InputError(opt, f"{m.weight_bytes / GIB:.2f} GiB of weights plus one stream's "
+                         f"state and KV ({one / GIB:.2f} GiB) do not fit in {card.card}'s "
+                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
+    if a.free_gib is not None and one <= 0:
+        raise InputError("--free-gib", "a stream of this model needs no memory at --context "
+                         f"{a.context:g} (no recurrent state, no KV): give --context")
+    if a.free_gib is not None and a.free_gib * GIB + m.weight_bytes > mem:
+        raise InputError("--free-gib", f"{a.free_gib:g} GiB free plus "
+                         f"{m.weight_bytes / GIB:.2f} GiB of weights exceeds {card.card}'s "
+                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
+
+
 def cmd_roofline(a: argparse.Namespace) -> int:
+    check_roofline_args(a)
+    if a.tflops is None:
+        card = get_card(a.card)
+        if a.compute_dtype not in card.tensor_tflops:
+            raise InputError("--compute-dtype", f"card {card.card} has no dense "
+                             f"{a.compute_dtype} rate in cards.csv; give --tflops or one of "
+                             f"{', '.join(sorted(card.tensor_tflops))}")
+    check_dtypes(a, geometry_from_file(a.config))
     m, inputs = build_roofline(a)
+    check_fits_card(a, m)
     pts = rl.curve(m, a.streams)
     out: dict[str, Any] = {
         "inputs": inputs,
@@ -100,12 +185,27 @@ def cmd_roofline(a: argparse.Namespace) -> int:
              f"{a.context:g} tokens of context; {a.rows:g} row(s) verified, {a.tau:g} "
              "token(s) kept per step",
              "decode only (no prefill, no ramp); streams are independent, all decoding",
+             *([f"MoE: {m.experts_per_token} of {m.num_experts} routed experts per token; "
+                "weights read per step = all but the untouched experts, expected fraction "
+                "touched 1 - (1 - k/E)^B (uniform, independent routing); shared experts, "
+                "router, attention and head read every step"] if m.moe else []),
              f"{'streams':>8} {'step ms':>9} {'mem ms':>9} {'comp ms':>9} {'bound':>8} "
              f"{'aggregate tok/s':>16} {'per stream tok/s':>17}"]
     for p in pts:
+        moe = ""
+        if m.moe:
+            cov = rl.expert_coverage(m.experts_per_token, m.num_experts, p.streams)
+            moe = (f"  ({cov:.0%} of experts, {rl.weight_read_bytes(m, p.streams) / 1e9:.1f}"
+                   " GB of weights read)")
         lines.append(f"{p.streams:>8} {p.step_ms:>9.2f} {p.memory_ms:>9.2f} "
                      f"{p.compute_ms:>9.2f} {p.bound:>8} {p.aggregate_tok_s:>16.1f} "
-                     f"{p.per_stream_tok_s:>17.1f}")
+                     f"{p.per_stream_tok_s:>17.1f}{moe}")
+    if m.moe:
+        out["moe"] = {"experts_per_token": m.experts_per_token, "num_experts": m.num_experts,
+                      "routing": "uniform, independent: fraction touched 1 - (1 - k/E)^B",
+                      "routed_expert_bytes": m.routed_expert_bytes,
+                      "weight_bytes_read": {str(p.streams): rl.weight_read_bytes(m, p.streams)
+                                            for p in pts}}
     lines.append(f"B=1 bandwidth ceiling (weights only): {out['ceiling_b1_tok_s']:.1f} tok/s; "
                  f"bend at {out['bend_streams']:.1f} streams; compute plateau "
                  f"{out['compute_plateau_tok_s']:.0f} tok/s aggregate")
@@ -250,8 +350,35 @@ def cmd_wait(a: argparse.Namespace) -> int:
 
 def cmd_stop(a: argparse.Namespace) -> int:
     s = srv.Server.load(Path(a.state))
-    srv.stop(s)
+    if s.pid is None or not s.alive():
+        print(f"claimcheck: the server in {a.state} (pid {s.pid}) is not running; "
+              "nothing to stop", file=sys.stderr)
+        return 0
+    srv.stop(s, source=str(Path(a.state) / "server.json"))
+    print(f"claimcheck: stopped pid {s.pid}", file=sys.stderr)
     return 0
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    """``--gpus 0,1`` as NVML indices; :class:`InputError` naming the option otherwise.
+
+    Indices past the GPUs NVML sees are refused when NVML is available.
+    """
+    if text is None:
+        return None
+    parts = [x.strip() for x in text.split(",")]
+    if not all(x.isdigit() for x in parts):
+        raise InputError("--gpus", f"wants NVML indices like 0 or 0,1, got {text!r}")
+    gpus = [int(x) for x in parts]
+    if len(set(gpus)) != len(gpus):
+        raise InputError("--gpus", f"repeats an index: {text!r}")
+    ok, _ = telemetry.nvml_status()
+    if ok:
+        n = telemetry.gpu_count()
+        bad = [g for g in gpus if g >= n]
+        if bad:
+            raise InputError("--gpus", f"no GPU {bad[0]}: NVML sees {n} (indices 0-{n - 1})")
+    return gpus
 
 
 def cmd_measure(a: argparse.Namespace) -> int:
@@ -267,13 +394,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     for proto in protos:  # every protocol must fit the engine before anything starts
         check_fit(proto, engine.max_model_len, engine.max_num_seqs, engine.name,
                   str(a.engines_file or "config/engines.yaml"))
-    gpus = [int(x) for x in a.gpus.split(",")] if a.gpus else None
-    ok, why = telemetry.nvml_status()
-    if not ok:
-        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
-              file=sys.stderr)
-    tok = tokenizer_for(engine)
-    own = a.attach is None and a.base_url is None
+    gpus = parse_gpus(a.gpus)
     server: srv.Server | None = None
     if a.attach:
         server = srv.Server.load(Path(a.attach))
@@ -285,6 +406,12 @@ def cmd_measure(a: argparse.Namespace) -> int:
                             engine=engine.name)
         if not server.healthy():
             raise InputError("--base-url", f"{a.base_url}/health does not answer")
+    own = a.attach is None and a.base_url is None
+    ok, why = telemetry.nvml_status()
+    if not ok:
+        print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",
+              file=sys.stderr)
+    tok = tokenizer_for(engine)
     exit_code = 0
     worker = (clientproc.BenchWorker(engine_python(vllm_command()))
               if a.one_client_process else None)
@@ -465,12 +592,23 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_geometry)
 
-    r = sub.add_parser("roofline", help="the article's batching roofline")
+    r = sub.add_parser(
+        "roofline", help="the article's batching roofline",
+        description="The article's batching roofline: t_step(B) = max((W(B) + B (2S + kappa "
+        "L)) / (eta BW), B r F / P). Inputs: a config.json (F, S, kappa, experts), a card "
+        "(BW, P, memory), the weights (W: every expert of a MoE, as the checkpoint holds "
+        "them). For a mixture of experts with k of E routed experts per token, W(B) reads "
+        "the expected fraction of experts touched by B streams, 1 - (1 - k/E)^B, assuming "
+        "uniform, independent routing (B = 1: the active experts only; large B: all); "
+        "shared experts are always read. Bounds: 0 < eta <= 1, sizes and rates finite "
+        "and > 0, tau <= rows, weights plus one stream must fit the card.")
     r.add_argument("--config", required=True)
     r.add_argument("--card", required=True)
     w = r.add_mutually_exclusive_group(required=True)
-    w.add_argument("--weights-gb", type=float, help="measured weight bytes in GB (1e9)")
-    w.add_argument("--weights-gib", type=float, help="measured weight bytes in GiB (2^30)")
+    w.add_argument("--weights-gb", type=float,
+                   help="measured weight bytes in GB (1e9); a MoE's: all experts")
+    w.add_argument("--weights-gib", type=float,
+                   help="measured weight bytes in GiB (2^30); a MoE's: all experts")
     w.add_argument("--weights-format", help="bf16, fp8, int8, w4a16, nvfp4")
     w.add_argument("--weights", help="a weights.csv id (size and dtypes from the row)")
     r.add_argument("--eta", type=float, default=1.0, help="fraction of bandwidth achieved")
@@ -500,16 +638,69 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parser().parse_args(argv)
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
     try:
-        return a.func(a)
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class _NamedStdout:
+    """stdout whose write errors say they were writing standard output (a full disk or
+    a closed pipe otherwise raises an OSError that names no file)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except OSError as e:
+            if e.filename is None:
+                e.filename = "standard output"
+            raise
+
+    def write(self, text: str) -> int:
+        return self._call(self._inner.write, text)
+
+    def flush(self) -> None:
+        self._call(self._inner.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit 2 with one line for bad input (:class:`InputError` only);
+    a closed stdout (``| head``) ends quietly with 0; a full or read-only disk gives one
+    line naming the path and exit 1; any other exception shows its traceback."""
+    a = parser().parse_args(argv)
+    real_stdout = sys.stdout
+    sys.stdout = _NamedStdout(real_stdout)  # type: ignore[assignment]
+    try:
+        rc = a.func(a)
+        sys.stdout.flush()
+        return rc
     except InputError as e:
         print(f"claimcheck: error: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
-        print(f"claimcheck: error: {e}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except OSError as e:
+        if e.errno not in WRITE_ERRNOS:
+            raise
+        where = e.filename if e.filename is not None else "a file (the system did not say which)"
+        print(f"claimcheck: error: cannot write {where}: {e.strerror}", file=sys.stderr)
+        _silence_stdout()
+        return 1
+    finally:
+        sys.stdout = real_stdout
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.io import parse_number, read_csv_lines
 from claimcheck.core.paths import RAW
 
 CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
@@ -44,40 +44,31 @@ class Card:
 
 
 def load_cards(path: str | Path | None = None) -> dict[str, Card]:
-    """Read and validate the card registry; errors name the file, line and column."""
+    """Read and validate the card registry; errors name the file, line and column.
+
+    Numbers must be finite and > 0; UTF-8 with or without a byte-order mark.
+    """
     p = Path(path) if path else RAW / "cards.csv"
     cards: dict[str, Card] = {}
-    with p.open(newline="") as f:
-        reader = csv.DictReader(f)
-        missing = set(CARD_REQUIRED) - set(reader.fieldnames or [])
-        if missing:
-            raise InputError(str(p), f"missing columns {sorted(missing)}", line=1)
-        for row in reader:
-            line = reader.line_num
-            for key in CARD_REQUIRED:
-                if not (row.get(key) or "").strip():
-                    raise InputError(str(p), "empty", line=line, key=key)
-            nums: dict[str, float] = {}
-            for key in CARD_NUMERIC:
-                val = (row.get(key) or "").strip()
-                if not val:
-                    continue
-                try:
-                    nums[key] = float(val)
-                except ValueError:
-                    raise InputError(str(p), f"not a number: {val!r}", line=line,
-                                     key=key) from None
-                if nums[key] <= 0:
-                    raise InputError(str(p), f"must be > 0, got {val}", line=line, key=key)
-            if row["card"] in cards:
-                raise InputError(str(p), f"duplicate card {row['card']!r}", line=line,
-                                 key="card")
-            cards[row["card"]] = Card(
-                card=row["card"], name=row["name"], memory_gib=nums["memory_gib"],
-                memory_bw_gb_s=nums["memory_bw_gb_s"],
-                tensor_tflops={d: nums[c] for d, c in TENSOR_COLUMN.items() if c in nums},
-                default_power_w=nums["default_power_w"],
-                sources={k: row[k] for k in row if k.startswith("source_")})
+    _, rows = read_csv_lines(p, CARD_REQUIRED)
+    for line, row in rows:
+        for key in CARD_REQUIRED:
+            if not (row.get(key) or "").strip():
+                raise InputError(str(p), "empty", line=line, key=key)
+        nums: dict[str, float] = {}
+        for key in CARD_NUMERIC:
+            val = (row.get(key) or "").strip()
+            if val:
+                nums[key] = parse_number(val, str(p), line=line, key=key)
+        if row["card"] in cards:
+            raise InputError(str(p), f"duplicate card {row['card']!r}", line=line,
+                             key="card")
+        cards[row["card"]] = Card(
+            card=row["card"], name=row["name"], memory_gib=nums["memory_gib"],
+            memory_bw_gb_s=nums["memory_bw_gb_s"],
+            tensor_tflops={d: nums[c] for d, c in TENSOR_COLUMN.items() if c in nums},
+            default_power_w=nums["default_power_w"],
+            sources={k: row[k] for k in row if k.startswith("source_")})
     return cards
 
 
@@ -104,18 +95,37 @@ class Ceiling:
     source: str
 
 
-def load_ceilings(path: str | Path | None = None) -> dict[str, Ceiling]:
-    """Read ``ceilings.csv`` (measured compute ceilings)."""
+CEILING_REQUIRED = ("id", "card", "power_limit_w", "dtype", "tflops", "source")
+
+
+def load_ceilings(path: str | Path | None = None,
+                  cards: dict[str, Card] | None = None) -> dict[str, Ceiling]:
+    """Read ``ceilings.csv`` (measured compute ceilings); errors name the file, line and key.
+
+    TFLOP/s and the power limit (W, may be empty) must be finite and > 0, the dtype one of
+    the registry's tensor columns, ids unique, and the card known when ``cards`` is given.
+    """
     p = Path(path) if path else RAW / "ceilings.csv"
     out: dict[str, Ceiling] = {}
-    with p.open(newline="") as f:
-        reader = csv.DictReader(f)
-        for row in reader:
-            try:
-                out[row["id"]] = Ceiling(
-                    id=row["id"], card=row["card"],
-                    power_limit_w=float(row["power_limit_w"]) if row["power_limit_w"] else None,
-                    dtype=row["dtype"], tflops=float(row["tflops"]), source=row["source"])
-            except (KeyError, ValueError) as e:
-                raise InputError(str(p), f"bad row: {e}", line=reader.line_num) from None
+    _, rows = read_csv_lines(p, CEILING_REQUIRED)
+    for line, row in rows:
+        for key in ("id", "card", "dtype", "tflops", "source"):
+            if not (row.get(key) or "").strip():
+                raise InputError(str(p), "empty", line=line, key=key)
+        if row["id"] in out:
+            raise InputError(str(p), f"duplicate ceiling id {row['id']!r}", line=line, key="id")
+        if row["dtype"] not in TENSOR_COLUMN:
+            raise InputError(str(p), f"{row['dtype']!r} is not one of {sorted(TENSOR_COLUMN)}",
+                             line=line, key="dtype")
+        if cards is not None and row["card"] not in cards:
+            raise InputError(str(p), f"unknown card {row['card']!r}; known: "
+                             f"{', '.join(sorted(cards))}", line=line, key="card")
+        limit = (row.get("power_limit_w") or "").strip()
+        out[row["id"]] = Ceiling(
+            id=row["id"], card=row["card"],
+            power_limit_w=parse_number(limit, str(p), line=line, key="power_limit_w")
+            if limit else None,
+            dtype=row["dtype"], tflops=parse_number(row["tflops"], str(p), line=line,
+                                                    key="tflops"),
+            source=row["source"])
     return out

@@ -13,16 +13,56 @@ I/O. Counts are plain numbers of values (weights, parameters); byte sizes come f
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import kv_format, state_dtype_bytes
+from claimcheck.core.io import read_json
 
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
+
+
+# Keys of architectures whose weights these counts do not describe: refused, never guessed.
+UNMODELLED_KEYS = {"n_routed_experts": "DeepSeek-style MoE (n_routed_experts)",
+                   "kv_lora_rank": "multi-head latent attention (kv_lora_rank)",
+                   "first_k_dense_replace": "dense first layers before MoE"}
+
+
+class ConfigError(ValueError):
+    """A config value that cannot describe a real model; ``key`` names it."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{key}: {reason}")
+
+
+_MISSING = object()
+
+
+def _count(d: dict[str, Any], key: str, *, minimum: int = 1, default: Any = _MISSING,
+           prefix: str = "") -> int:
+    """A whole-number count from a config dict, refused unless it is >= ``minimum``.
+
+    32 and 32.0 are accepted; 32.7, "32", true and -1 are refused (never truncated).
+    A missing key raises KeyError unless ``default`` is given.
+    """
+    if key not in d or d[key] is None:
+        if default is _MISSING:
+            raise KeyError(prefix + key)
+        return default
+    v = d[key]
+    ok = (isinstance(v, int) and not isinstance(v, bool)) or (
+        isinstance(v, float) and math.isfinite(v) and v.is_integer())
+    if not ok:
+        raise ConfigError(prefix + key, f"must be a whole number, got {v!r}")
+    if v < minimum:
+        raise ConfigError(prefix + key, f"must be >= {minimum}, got {v!r}")
+    return int(v)
 
 
 @dataclass(frozen=True)
@@ -54,6 +94,21 @@ class Geometry:
     tied_embeddings: bool
     mamba_ssm_dtype: str | None = None
     notes: list[str] = field(default_factory=list)
+    num_experts: int = 0
+    """Routed experts per MoE layer, E (0 for a dense MLP)."""
+    experts_per_token: int = 0
+    """Routed experts each token uses, k (0 for a dense MLP)."""
+    routed_expert_weights: int = 0
+    """Linear weights of all E routed experts, summed over the layers read per token."""
+    active_routed_expert_weights: int = 0
+    """The part of ``weights_per_token`` that is the k routed experts of one token."""
+
+    @property
+    def weights_all_experts(self) -> int:
+        """Weights a step can read when every routed expert is touched (= weights per
+        token for a dense model); shared experts, router, attention and head included."""
+        return (self.weights_per_token - self.active_routed_expert_weights
+                + self.routed_expert_weights)
 
     @property
     def total_params(self) -> int:
@@ -103,47 +158,62 @@ def _dtype_alias(name: str | None) -> str | None:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json; a clear error names the file on failure."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError(str(p), "no such file") from None
-    except json.JSONDecodeError as e:
-        raise InputError(str(p), f"not valid JSON: {e.msg}", line=e.lineno) from None
+    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure."""
+    data = read_json(path)
     if not isinstance(data, dict):
-        raise InputError(str(p), "top level is not a JSON object")
+        raise InputError(str(path), "top level is not a JSON object")
     return data
 
 
 def geometry_from_file(path: str | Path) -> Geometry:
-    """Load a config.json and compute its geometry, naming the file on bad input."""
+    """Load a config.json and compute its geometry, naming the file and key on bad input."""
     cfg = load_config(path)
     try:
         return geometry(cfg)
     except KeyError as e:
         raise InputError(str(path), "required key missing", key=str(e.args[0])) from None
-    except (TypeError, ValueError) as e:
-        raise InputError(str(path), str(e)) from None
+    except ConfigError as e:
+        raise InputError(str(path), e.reason, key=e.key) from None
 
 
 def geometry(config: dict[str, Any]) -> Geometry:
-    """Compute the geometry of a (possibly multimodal) config dict."""
-    text = config.get("text_config") or config
+    """Compute the geometry of a (possibly multimodal) config dict.
+
+    Refuses (:class:`ConfigError`, naming the key) counts that are not whole numbers >= 1,
+    head counts that do not divide, more experts per token than experts, and a
+    ``text_config``/``vision_config`` that is not an object.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError("(top level)", f"must be a JSON object, got {type(config).__name__}")
+    tc = config.get("text_config")
+    if tc is not None and not isinstance(tc, dict):
+        raise ConfigError("text_config", f"must be a JSON object, got {type(tc).__name__} "
+                          f"{tc!r:.40}")
+    text = tc or config
+    px = "text_config." if tc else ""
     t = text.get("model_type", config.get("model_type", "unknown"))
-    h = int(text["hidden_size"])
-    n_layers = int(text["num_hidden_layers"])
-    n_heads = int(text["num_attention_heads"])
-    n_kv = int(text.get("num_key_value_heads", n_heads))
-    hd = int(text.get("head_dim") or h // n_heads)
-    vocab = int(text["vocab_size"])
+    if not isinstance(t, str):
+        raise ConfigError(px + "model_type", f"must be a string, got {t!r}")
+    h = _count(text, "hidden_size", prefix=px)
+    n_layers = _count(text, "num_hidden_layers", prefix=px)
+    n_heads = _count(text, "num_attention_heads", prefix=px)
+    n_kv = _count(text, "num_key_value_heads", default=n_heads, prefix=px)
+    if n_kv > n_heads or n_heads % n_kv:
+        raise ConfigError(px + "num_key_value_heads", f"{n_kv} KV heads must divide the "
+                          f"{n_heads} attention heads")
+    if text.get("head_dim") is None and h % n_heads:
+        raise ConfigError(px + "num_attention_heads", f"hidden_size {h} is not a multiple "
+                          f"of {n_heads} heads and no head_dim is given")
+    hd = _count(text, "head_dim", default=h // n_heads, prefix=px)
+    vocab = _count(text, "vocab_size", prefix=px)
     tied = bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
-    layer_types = _layer_types(text, n_layers)
+    layer_types = _layer_types(text, n_layers, px)
     n_full = layer_types.count("full_attention")
     n_lin = layer_types.count("linear_attention")
 
     attn_total, attn_linear = _full_attention_params(text, t, h, n_heads, n_kv, hd)
-    mlp_total, mlp_active = _mlp_params(text, h)
+    mlp = _mlp_params(text, h, px)
+    mlp_total, mlp_active = mlp[0], mlp[1]
     norms = 2 * h
 
     comps: dict[str, int] = {"embed": vocab * h}
@@ -153,7 +223,7 @@ def geometry(config: dict[str, Any]) -> Geometry:
         weights += n_full * (attn_linear + mlp_active)
     gdn_total = gdn_linear = 0
     if n_lin:
-        gdn_total, gdn_linear = _gdn_params(text, h)
+        gdn_total, gdn_linear = _gdn_params(text, h, px)
         comps["layers.linear_attention"] = n_lin * (gdn_total + mlp_total + norms)
         weights += n_lin * (gdn_linear + mlp_active)
     comps["final_norm"] = h
@@ -161,22 +231,28 @@ def geometry(config: dict[str, Any]) -> Geometry:
         comps["head"] = vocab * h
     weights += vocab * h  # the output head is read every token, tied or not
 
-    if "vision_config" in config and config["vision_config"]:
-        comps["vision"] = _vision_params(config["vision_config"])
-    n_mtp = int(text.get("mtp_num_hidden_layers", config.get("mtp_num_hidden_layers", 0)) or 0)
+    vc = config.get("vision_config")
+    if vc:
+        if not isinstance(vc, dict):
+            raise ConfigError("vision_config", f"must be a JSON object, got "
+                              f"{type(vc).__name__}")
+        comps["vision"] = _vision_params(vc)
+    n_mtp = _count(text, "mtp_num_hidden_layers", minimum=0, prefix=px,
+                   default=_count(config, "mtp_num_hidden_layers", minimum=0, default=0))
     if n_mtp:
         comps["mtp"] = n_mtp * (attn_total + mlp_total + norms) + 2 * h * h + 3 * h
 
     kv_values = n_full * 2 * n_kv * hd
     state_values = conv_values = 0
     if n_lin:
-        nv = int(text["linear_num_value_heads"])
-        dk = int(text["linear_key_head_dim"])
-        dv = int(text["linear_value_head_dim"])
-        nk = int(text["linear_num_key_heads"])
-        kernel = int(text.get("linear_conv_kernel_dim", 4))
+        nv = _count(text, "linear_num_value_heads", prefix=px)
+        dk = _count(text, "linear_key_head_dim", prefix=px)
+        dv = _count(text, "linear_value_head_dim", prefix=px)
+        nk = _count(text, "linear_num_key_heads", prefix=px)
+        kernel = _count(text, "linear_conv_kernel_dim", default=4, prefix=px)
         state_values = n_lin * nv * dk * dv
         conv_values = n_lin * (2 * nk * dk + nv * dv) * (kernel - 1)
+    n_layers_moe = n_full + n_lin
     return Geometry(
         model_type=t, hidden_size=h, num_layers=n_layers, num_full_attention_layers=n_full,
         num_linear_attention_layers=n_lin, num_kv_heads=n_kv, head_dim=hd, vocab_size=vocab,
@@ -184,24 +260,30 @@ def geometry(config: dict[str, Any]) -> Geometry:
         state_values_per_stream=state_values, conv_state_values_per_stream=conv_values,
         tied_embeddings=tied,
         mamba_ssm_dtype=text.get("mamba_ssm_dtype", config.get("mamba_ssm_dtype")),
+        num_experts=mlp[2], experts_per_token=mlp[3],
+        routed_expert_weights=n_layers_moe * mlp[4],
+        active_routed_expert_weights=n_layers_moe * mlp[5],
     )
 
 
-def _layer_types(text: dict[str, Any], n_layers: int) -> list[str]:
+def _layer_types(text: dict[str, Any], n_layers: int, px: str = "") -> list[str]:
     lt = text.get("layer_types")
     if lt is None and "full_attention_interval" in text:
-        k = int(text["full_attention_interval"])
+        k = _count(text, "full_attention_interval", prefix=px)
         lt = ["full_attention" if (i + 1) % k == 0 else "linear_attention"
               for i in range(n_layers)]
     if lt is None:
         return ["full_attention"] * n_layers
+    if not isinstance(lt, list) or not all(isinstance(x, str) for x in lt):
+        raise ConfigError(px + "layer_types", "must be a list of strings")
     if len(lt) != n_layers:
-        raise ValueError(f"layer_types has {len(lt)} entries, num_hidden_layers is {n_layers}")
+        raise ConfigError(px + "layer_types", f"has {len(lt)} entries, num_hidden_layers "
+                          f"is {n_layers}")
     # sliding_attention layers (Gemma-style) still keep a KV cache; count them as attention.
     out = ["full_attention" if x in ("full_attention", "sliding_attention") else x for x in lt]
     unknown = set(out) - {"full_attention", "linear_attention"}
     if unknown:
-        raise ValueError(f"layer_types has unsupported entries {sorted(unknown)}")
+        raise ConfigError(px + "layer_types", f"has unsupported entries {sorted(unknown)}")
     return out
 
 
@@ -219,30 +301,51 @@ def _full_attention_params(text: dict[str, Any], t: str, h: int, nh: int, nkv: i
     return linear + bias + norms, linear
 
 
-def _mlp_params(text: dict[str, Any], h: int) -> tuple[int, int]:
-    """(all params, active linear weights) of one MLP or MoE block."""
-    n_exp = text.get("num_experts") or text.get("num_local_experts") or 0
+def _mlp_params(text: dict[str, Any], h: int,
+                px: str = "") -> tuple[int, int, int, int, int, int]:
+    """One MLP or MoE block: (all params, active linear weights, experts E, experts per
+    token k, routed-expert weights of all E, routed-expert weights of the k active).
+
+    A dense MLP has E = k = 0 and no routed weights.
+    """
+    for key in UNMODELLED_KEYS:
+        if text.get(key):
+            raise ConfigError(px + key, f"{UNMODELLED_KEYS[key]} is not modelled here; the "
+                              "counts would be wrong")
+    exp_key = "num_experts" if text.get("num_experts") is not None else "num_local_experts"
+    n_exp = _count(text, exp_key, minimum=0, default=0, prefix=px)
+    if n_exp and (text.get("mlp_only_layers") or _count(text, "decoder_sparse_step",
+                                                         default=1, prefix=px) != 1):
+        raise ConfigError(px + ("mlp_only_layers" if text.get("mlp_only_layers")
+                                else "decoder_sparse_step"),
+                          "dense MLP layers between MoE layers are not modelled here; the "
+                          "counts would be wrong")
     if not n_exp:
-        i = int(text["intermediate_size"])
-        return 3 * h * i, 3 * h * i
-    n_exp = int(n_exp)
-    k = int(text["num_experts_per_tok"])
-    mi = int(text.get("moe_intermediate_size") or text["intermediate_size"])
-    si = int(text.get("shared_expert_intermediate_size") or 0)
+        i = _count(text, "intermediate_size", prefix=px)
+        return 3 * h * i, 3 * h * i, 0, 0, 0, 0
+    k = _count(text, "num_experts_per_tok", prefix=px)
+    if k > n_exp:
+        raise ConfigError(px + "num_experts_per_tok", f"{k} experts per token is more than "
+                          f"the {n_exp} experts ({exp_key})")
+    mi = _count(text, "moe_intermediate_size", prefix=px,
+                default=_count(text, "intermediate_size", prefix=px)
+                if text.get("moe_intermediate_size") is None else None)
+    si = _count(text, "shared_expert_intermediate_size", minimum=0, default=0, prefix=px)
     router = h * n_exp
     shared = 3 * h * si + (h if si else 0)  # shared expert + its sigmoid gate
-    total = router + n_exp * 3 * h * mi + shared
-    active = router + k * 3 * h * mi + shared
-    return total, active
+    expert = 3 * h * mi
+    total = router + n_exp * expert + shared
+    active = router + k * expert + shared
+    return total, active, n_exp, k, n_exp * expert, k * expert
 
 
-def _gdn_params(text: dict[str, Any], h: int) -> tuple[int, int]:
+def _gdn_params(text: dict[str, Any], h: int, px: str = "") -> tuple[int, int]:
     """(all params, linear weights) of one Gated DeltaNet block."""
-    nk = int(text["linear_num_key_heads"])
-    nv = int(text["linear_num_value_heads"])
-    dk = int(text["linear_key_head_dim"])
-    dv = int(text["linear_value_head_dim"])
-    kernel = int(text.get("linear_conv_kernel_dim", 4))
+    nk = _count(text, "linear_num_key_heads", prefix=px)
+    nv = _count(text, "linear_num_value_heads", prefix=px)
+    dk = _count(text, "linear_key_head_dim", prefix=px)
+    dv = _count(text, "linear_value_head_dim", prefix=px)
+    kernel = _count(text, "linear_conv_kernel_dim", default=4, prefix=px)
     key_dim, value_dim = nk * dk, nv * dv
     in_qkvz = h * (2 * key_dim + 2 * value_dim)
     in_ba = h * 2 * nv
@@ -255,15 +358,16 @@ def _gdn_params(text: dict[str, Any], h: int) -> tuple[int, int]:
 
 def _vision_params(v: dict[str, Any]) -> int:
     """Parameters of a Qwen3-VL/Qwen3.5-style vision tower (biases and LayerNorms)."""
-    d = int(v["depth"])
-    hv = int(v["hidden_size"])
-    iv = int(v["intermediate_size"])
-    patch = int(v["patch_size"])
-    tpatch = int(v.get("temporal_patch_size", 1))
-    cin = int(v.get("in_channels", 3))
-    merge = int(v.get("spatial_merge_size", 2))
-    out = int(v["out_hidden_size"])
-    pos = int(v.get("num_position_embeddings", 0))
+    px = "vision_config."
+    d = _count(v, "depth", prefix=px)
+    hv = _count(v, "hidden_size", prefix=px)
+    iv = _count(v, "intermediate_size", prefix=px)
+    patch = _count(v, "patch_size", prefix=px)
+    tpatch = _count(v, "temporal_patch_size", default=1, prefix=px)
+    cin = _count(v, "in_channels", default=3, prefix=px)
+    merge = _count(v, "spatial_merge_size", default=2, prefix=px)
+    out = _count(v, "out_hidden_size", prefix=px)
+    pos = _count(v, "num_position_embeddings", minimum=0, default=0, prefix=px)
     patch_embed = cin * tpatch * patch * patch * hv + hv
     block = (hv * 3 * hv + 3 * hv) + (hv * hv + hv) + (hv * iv + iv) + (iv * hv + hv) + 4 * hv
     merged = hv * merge * merge

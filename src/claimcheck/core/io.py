@@ -51,7 +51,58 @@ def read_json(path: str | Path) -> Any:
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     """Rows of a CSV file with a header line, as dicts of strings."""
-    return list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+    return [row for _, row in read_csv_lines(path)[1]]
+
+
+Rows = list[tuple[int, dict[str, str]]]
+
+
+def read_csv_lines(path: str | Path, required: tuple[str, ...] = ()) -> tuple[list[str], Rows]:
+    """(header, [(line number, row)]) of a CSV file; the line is 1-based, as an editor shows it.
+
+    Refuses, naming the file and line: an empty file, missing ``required`` columns, and a
+    row with more fields than the header.
+    """
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    header = list(reader.fieldnames or [])
+    if not header:
+        raise InputError(str(path), "empty file (no header line)")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(str(path), f"missing columns {missing} in the header", line=1)
+    rows = []
+    try:
+        for row in reader:
+            if None in row:
+                raise InputError(str(path), f"{len(header) + len(row[None])} fields, the "
+                                 f"header has {len(header)}", line=reader.line_num)
+            if None in row.values():
+                n = sum(v is not None for v in row.values())
+                raise InputError(str(path), f"{n} fields, the header has {len(header)}",
+                                 line=reader.line_num)
+            rows.append((reader.line_num, row))
+    except csv.Error as e:
+        raise InputError(str(path), f"not valid CSV ({e})", line=reader.line_num) from None
+    return header, rows
+
+
+def parse_number(text: str, source: str, *, line: int | None = None, key: str | None = None,
+                 positive: bool = True) -> float:
+    """A finite float from a CSV/config cell, > 0 when ``positive`` (else >= 0).
+
+    :class:`InputError` naming the file, line and key on anything else.
+    """
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        raise InputError(source, f"not a number: {text!r}", line=line, key=key) from None
+    if not math.isfinite(x):
+        raise InputError(source, f"must be a finite number, got {text!r}", line=line, key=key)
+    if positive and x <= 0:
+        raise InputError(source, f"must be > 0, got {text}", line=line, key=key)
+    if not positive and x < 0:
+        raise InputError(source, f"must be >= 0, got {text}", line=line, key=key)
+    return x
 
 
 def dumps_json(obj: Any, **kw: Any) -> str:

@@ -8,18 +8,38 @@ step, hence 2S), kappa KV bytes per token of context, L context tokens per strea
 memory bandwidth in bytes/s, eta the fraction of it achieved, F FLOPs per verified
 position, P compute ceiling in FLOP/s, r positions verified per stream per step, tau
 tokens kept per stream per step. Pure functions; SI units (bytes, seconds, FLOP).
+
+Mixture of experts: W is not fixed. With k of E routed experts per token and B streams
+each choosing its experts uniformly and independently, the expected fraction of routed
+experts touched in one step is
+
+    c(B) = 1 - (1 - k/E)^B
+
+so W(B) = W_all - R (1 - c(B)), where W_all is every weight a step can read (all experts)
+and R the bytes of all routed experts. B = 1 reads only the active experts
+(W_all - R (1 - k/E)); large B reads every expert (W_all). Shared experts, the router,
+attention and the head are read every step. Real routers are not uniform (popular experts
+make c(B) smaller), so this is the expected read under that stated assumption.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 
 @dataclass(frozen=True)
 class Roofline:
-    """Inputs of the formula, in bytes, bytes/s, FLOP and FLOP/s."""
+    """Inputs of the formula, in bytes, bytes/s, FLOP and FLOP/s.
+
+    ``weight_bytes`` is every weight byte a step can read (all experts of a MoE);
+    ``routed_expert_bytes`` the part of it that is routed experts, of which each token uses
+    ``experts_per_token`` of ``num_experts`` (all three 0 for a dense model). When
+    ``memory_bytes`` (the card's memory) is given, the weights plus one stream's state and
+    KV must fit in it. Every input is refused with a ValueError naming it and the bound.
+    """
 
     weight_bytes: float
     bandwidth_bytes_s: float
@@ -31,20 +51,56 @@ class Roofline:
     context_tokens: float = 0.0
     rows: float = 1.0
     tau: float = 1.0
+    routed_expert_bytes: float = 0.0
+    experts_per_token: int = 0
+    num_experts: int = 0
+    memory_bytes: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("weight_bytes", "bandwidth_bytes_s", "flops_per_row", "peak_flops_s",
                      "eta", "rows", "tau"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("state_bytes", "kv_bytes_per_token", "context_tokens"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+            v = getattr(self, name)
+            if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        for name in ("state_bytes", "kv_bytes_per_token", "context_tokens",
+                     "routed_expert_bytes"):
+            v = getattr(self, name)
+            if not (isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.eta > 1:
+            raise ValueError(f"eta (fraction of bandwidth achieved) must be <= 1, got "
+                             f"{self.eta!r}")
+        if self.rows < 1:
+            raise ValueError(f"rows (positions verified per stream per step) must be >= 1, "
+                             f"got {self.rows!r}")
+        if self.tau > self.rows:
+            raise ValueError(f"tau ({self.tau:g} tokens kept per stream per step) cannot "
+                             f"exceed rows ({self.rows:g} positions verified)")
+        if self.routed_expert_bytes:
+            if self.routed_expert_bytes > self.weight_bytes:
+                raise ValueError(f"routed_expert_bytes {self.routed_expert_bytes:g} exceeds "
+                                 f"weight_bytes {self.weight_bytes:g}")
+            if not 1 <= self.experts_per_token <= self.num_experts:
+                raise ValueError(f"experts_per_token must be in [1, num_experts = "
+                                 f"{self.num_experts}], got {self.experts_per_token}")
+        if self.memory_bytes is not None:
+            need = self.weight_bytes + self.state_bytes + (self.kv_bytes_per_token
+                                                           * self.context_tokens)
+            if need > self.memory_bytes:
+                raise ValueError(
+                    f"weights ({self.weight_bytes / 2**30:.2f} GiB) plus one stream's state "
+                    f"and KV ({(need - self.weight_bytes) / 2**30:.2f} GiB) do not fit in "
+                    f"the card's {self.memory_bytes / 2**30:.2f} GiB")
 
     @property
     def per_stream_bytes(self) -> float:
         """Bytes moved per stream per step: state read + written, plus its KV cache."""
         return 2 * self.state_bytes + self.kv_bytes_per_token * self.context_tokens
+
+    @property
+    def moe(self) -> bool:
+        """True when the weights hold routed experts."""
+        return self.routed_expert_bytes > 0
 
     def with_(self, **kw: Any) -> Roofline:
         """A copy with some inputs changed."""
@@ -69,20 +125,53 @@ class Point:
 
 def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflops: float,
               eta: float = 1.0, state_dtype: str = "fp32", kv_dtype: str = "bf16",
-              context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0) -> Roofline:
+              context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0,
+              memory_bytes: float | None = None) -> Roofline:
     """The inputs for a model geometry (:class:`claimcheck.core.geometry.Geometry`): F from its
     FLOPs per token, S and kappa from its state and KV sizes at the given dtypes.
-    ``tflops`` is the compute ceiling in TFLOP/s."""
+
+    ``weight_bytes`` is every weight byte a step can read (for a MoE: all experts, as a
+    checkpoint holds them); the routed experts' share of it is the geometry's
+    ``routed_expert_weights / weights_all_experts``. ``tflops`` is the compute ceiling in
+    TFLOP/s; ``memory_bytes`` the card's memory (checked when given).
+    """
+    routed = 0.0
+    if getattr(geom, "num_experts", 0):
+        routed = weight_bytes * geom.routed_expert_weights / geom.weights_all_experts
     return Roofline(weight_bytes=weight_bytes, bandwidth_bytes_s=bandwidth_bytes_s,
                     flops_per_row=geom.flops_per_token, peak_flops_s=tflops * 1e12, eta=eta,
                     state_bytes=geom.state_bytes_per_stream(state_dtype),
                     kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
-                    context_tokens=context_tokens, rows=rows, tau=tau)
+                    context_tokens=context_tokens, rows=rows, tau=tau,
+                    routed_expert_bytes=routed,
+                    experts_per_token=getattr(geom, "experts_per_token", 0),
+                    num_experts=getattr(geom, "num_experts", 0), memory_bytes=memory_bytes)
+
+
+def expert_coverage(experts_per_token: int, num_experts: int, streams: float) -> float:
+    """Expected fraction of routed experts touched in one step: 1 - (1 - k/E)^B.
+
+    Assumes each of B streams picks its k of E experts uniformly and independently
+    (one token per stream per step). B = 1 gives k/E; large B tends to 1.
+    """
+    if not 1 <= experts_per_token <= num_experts:
+        raise ValueError(f"need 1 <= k <= E, got k = {experts_per_token}, E = {num_experts}")
+    return 1.0 - (1.0 - experts_per_token / num_experts) ** streams
+
+
+def weight_read_bytes(m: Roofline, streams: float) -> float:
+    """Weight bytes read in one step at B streams: W for a dense model; for a MoE,
+    W - R (1 - c(B)) with c(B) from :func:`expert_coverage` (shared parts always read)."""
+    if not m.moe:
+        return m.weight_bytes
+    c = expert_coverage(m.experts_per_token, m.num_experts, streams)
+    return m.weight_bytes - m.routed_expert_bytes * (1.0 - c)
 
 
 def memory_time_s(m: Roofline, streams: float) -> float:
-    """The bandwidth term: (W + B(2S + kappa L)) / (eta BW), seconds."""
-    return (m.weight_bytes + streams * m.per_stream_bytes) / (m.eta * m.bandwidth_bytes_s)
+    """The bandwidth term: (W(B) + B(2S + kappa L)) / (eta BW), seconds."""
+    return (weight_read_bytes(m, streams) + streams * m.per_stream_bytes) / (
+        m.eta * m.bandwidth_bytes_s)
 
 
 def compute_time_s(m: Roofline, streams: float) -> float:
@@ -107,17 +196,35 @@ def point(m: Roofline, streams: int) -> Point:
 
 
 def ceiling_b1_tok_s(m: Roofline) -> float:
-    """The pocket-calculator line at one stream: eta BW / W tokens/s (weights only)."""
-    return m.tau * m.eta * m.bandwidth_bytes_s / m.weight_bytes
+    """The pocket-calculator line at one stream: eta BW / W(1) tokens/s (weights only;
+    for a MoE the active experts only)."""
+    return m.tau * m.eta * m.bandwidth_bytes_s / weight_read_bytes(m, 1)
 
 
 def bend_streams(m: Roofline) -> float:
-    """Stream count where the memory and compute terms meet (inf if they never do)."""
+    """Stream count where the memory and compute terms meet (inf if they never do).
+
+    Dense: closed form. MoE: the memory term grows with the expert coverage, so the
+    crossing is found by bisection (compute minus memory is convex in B, negative at 0
+    and grows without bound when the slope below is positive: one crossing).
+    """
     slope = m.rows * m.flops_per_row / m.peak_flops_s - m.per_stream_bytes / (
         m.eta * m.bandwidth_bytes_s)
     if slope <= 0:
         return math.inf
-    return m.weight_bytes / (m.eta * m.bandwidth_bytes_s) / slope
+    if not m.moe:
+        return m.weight_bytes / (m.eta * m.bandwidth_bytes_s) / slope
+
+    def gap(b: float) -> float:
+        return compute_time_s(m, b) - memory_time_s(m, b)
+
+    lo, hi = 0.0, 1.0
+    while gap(hi) < 0:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
 
 
 def compute_plateau_tok_s(m: Roofline) -> float:
@@ -128,6 +235,8 @@ def compute_plateau_tok_s(m: Roofline) -> float:
 def memory_wall_streams(free_bytes: float, state_bytes: float, kv_bytes_per_token: float,
                         context_tokens: float) -> int:
     """Most streams that fit in ``free_bytes``, each holding its state plus kappa L."""
+    if not (math.isfinite(free_bytes) and free_bytes > 0):
+        raise ValueError(f"free memory must be a finite number of bytes > 0, got {free_bytes!r}")
     per = state_bytes + kv_bytes_per_token * context_tokens
     if per <= 0:
         raise ValueError("a stream must need some memory (state or KV)")
@@ -139,6 +248,9 @@ def tau_needed(m: Roofline, streams: int, aggregate_tok_s: float) -> float:
 
     Uses ``m.rows`` for the arithmetic term; tau in ``m`` is ignored.
     """
+    if not (math.isfinite(aggregate_tok_s) and aggregate_tok_s > 0):
+        raise ValueError(f"target aggregate tok/s must be finite and > 0, got "
+                         f"{aggregate_tok_s!r}")
     return aggregate_tok_s * step_time_s(m, streams) / streams
 
 

@@ -1,6 +1,12 @@
-"""Weight bytes read per decode step, from a measured size (GB or GiB) or a format."""
+"""Weight bytes a decode step can read, from a measured size (GB or GiB) or a format.
+
+For a mixture of experts this is every expert (as the checkpoint holds them); how much of
+it one step reads at B streams is the roofline's business (:mod:`claimcheck.core.roofline`).
+"""
 
 from __future__ import annotations
+
+import math
 
 from claimcheck.core.formats import weight_format
 from claimcheck.core.geometry import Geometry
@@ -12,16 +18,24 @@ def weight_bytes(geom: Geometry, *, gb: float | None = None, gib: float | None =
     """Bytes W and a label saying where they came from.
 
     Exactly one of ``gb`` (decimal, 1e9), ``gib`` (binary, 2**30) or ``fmt`` (a format
-    applied to the weights touched per token) must be given.
+    applied to the weights a step can read: those touched per token, and for a MoE every
+    routed expert) must be given. Sizes must be finite and > 0 (ValueError otherwise).
     """
     given = [x is not None for x in (gb, gib, fmt)]
     if sum(given) != 1:
         raise ValueError("give exactly one of weights in GB, weights in GiB, or a weight format")
+    for unit, x in (("GB", gb), ("GiB", gib)):
+        if x is not None and not (math.isfinite(x) and x > 0):
+            raise ValueError(f"weights in {unit} must be a finite number > 0, got {x!r}")
     if gb is not None:
         return gb * GB, f"{gb:g} GB measured"
     if gib is not None:
         return gib * GIB, f"{gib:g} GiB measured ({gib * GIB / GB:.2f} GB)"
     wf = weight_format(fmt)  # type: ignore[arg-type]
-    n = geom.weights_per_token * wf.bytes_per_weight
-    return n, (f"{fmt}: {geom.weights_per_token / 1e9:.2f} B weights x "
-               f"{wf.bytes_per_weight:g} B = {n / GB:.2f} GB")
+    n_w = geom.weights_all_experts
+    n = n_w * wf.bytes_per_weight
+    what = "B weights"
+    if geom.num_experts:
+        what = (f"B weights (all {geom.num_experts} experts; "
+                f"{geom.weights_per_token / 1e9:.2f} B per token)")
+    return n, f"{fmt}: {n_w / 1e9:.2f} {what} x {wf.bytes_per_weight:g} B = {n / GB:.2f} GB"

@@ -12,6 +12,34 @@ import jsonschema
 import yaml
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_text
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode,
+                              deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first given on line {seen[key]})",
+                key_node.start_mark)
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _construct_unique_mapping)
+
+
+def safe_load_unique(text: str) -> Any:
+    """``yaml.safe_load`` that refuses duplicate keys (raises a YAMLError with the line)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 @cache
@@ -42,14 +70,16 @@ def _line_of(node: yaml.Node, path: list[Any]) -> int | None:
 
 
 def load_validated(path: str | Path, schema_name: str) -> dict[str, Any]:
-    """Parse YAML at ``path`` and validate it; raise :class:`InputError` on any problem."""
+    """Parse YAML at ``path`` and validate it; raise :class:`InputError` on any problem.
+
+    A missing file, a directory, text that is not UTF-8 (a byte-order mark is allowed), a
+    YAML syntax error, a key given twice in one mapping and a schema violation are each
+    refused naming the file and, when known, the line and key.
+    """
     p = Path(path)
+    text = read_text(p)
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise InputError(str(p), "no such file") from None
-    try:
-        data = yaml.safe_load(text)
+        data = safe_load_unique(text)
         node = yaml.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

@@ -17,42 +17,67 @@ ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "PYTORCH_", "FLASHIN
                 "TRITON_", "OMP_", "CLAIMCHECK_")
 ENV_EXACT = ("PYTHONPATH", "LD_LIBRARY_PATH", "TRANSFORMERS_OFFLINE")
 
+# Distribution names as pip knows them; the first one installed gives the version.
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "vllm": ("vllm",),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "transformers": ("transformers",),
+    "triton": ("triton",),
+    "tokenizers": ("tokenizers",),
+    "nvidia_ml_py": ("nvidia-ml-py", "pynvml"),
+}
+
+# Runs in the engine's interpreter. Versions come from importlib.metadata (the installed
+# distribution, not a module attribute); a failure records its cause under NAME_error.
 SOFTWARE_PROBE = r"""
-import json, importlib
+import importlib, importlib.metadata as md, json, sys
+dists = json.loads(sys.argv[1])
 out = {}
-def v(mod, attr="__version__"):
-    try:
-        m = importlib.import_module(mod)
-        return getattr(m, attr, None)
-    except Exception as e:
-        return None
+for name, candidates in dists.items():
+    out[name] = None
+    errors = []
+    for dist in candidates:
+        try:
+            out[name] = md.version(dist)
+            out[name + "_distribution"] = dist
+            break
+        except md.PackageNotFoundError:
+            errors.append(f"distribution {dist!r} is not installed")
+        except Exception as e:
+            errors.append(f"{dist}: {type(e).__name__}: {e}")
+    if out[name] is None:
+        out[name + "_error"] = "; ".join(errors)[:300]
 try:
     import torch
-    out["torch"] = torch.__version__
     out["torch_cuda_runtime"] = torch.version.cuda
     out["torch_git"] = getattr(torch.version, "git_version", None)
 except Exception as e:
-    out["torch"] = None; out["torch_error"] = repr(e)[:200]
-out["vllm"] = v("vllm")
-out["vllm_commit"] = v("vllm._version", "__commit_id__")
-out["flashinfer"] = v("flashinfer")
-out["transformers"] = v("transformers")
-out["triton"] = v("triton")
-out["tokenizers"] = v("tokenizers")
-out["nvidia_ml_py"] = v("pynvml", "__version__")
+    out["torch_cuda_runtime"] = None
+    out["torch_import_error"] = f"{type(e).__name__}: {e}"[:300]
+out["vllm_commit"] = None
+try:
+    out["vllm_commit"] = importlib.import_module("vllm._version").__commit_id__
+except Exception as e:
+    out["vllm_commit_error"] = f"{type(e).__name__}: {e}"[:300]
 print(json.dumps(out))
 """
 
 
 def software(python: str = sys.executable, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Versions as the engine's interpreter sees them (runs a small probe in it)."""
+    """Versions as the engine's interpreter sees them (runs a small probe in it).
+
+    Each package's version is its installed distribution's (``importlib.metadata``); a
+    package that is missing or fails records ``None`` plus ``NAME_error`` with the cause,
+    and a probe that cannot run records ``error`` with its stderr.
+    """
     try:
-        r = subprocess.run([python, "-c", SOFTWARE_PROBE], capture_output=True, text=True,
-                           timeout=180, env=env)
+        r = subprocess.run([python, "-c", SOFTWARE_PROBE, json.dumps(DISTRIBUTIONS)],
+                           capture_output=True, text=True, timeout=180, env=env)
         data = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {
-            "error": r.stderr[-500:]}
-    except Exception as e:  # probe failed: record why
-        data = {"error": repr(e)}
+            "error": f"probe exited with code {r.returncode}: {r.stderr[-500:]}"}
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        data = {"error": f"probe could not run in {python}: {type(e).__name__}: {e}"}
     data["python"] = sys.version.split()[0]
     data["python_executable"] = python
     return data

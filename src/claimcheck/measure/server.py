@@ -2,6 +2,9 @@
 
 A started server writes ``server.json`` (argv, pid, log path, URL, times) into its state
 directory so later ``claimcheck measure --attach DIR`` calls can use it and record it.
+It also records the process's identity (start time in clock ticks since boot and command
+line, from ``/proc/PID``) so that ``claimcheck stop`` signals only the process it started,
+never another one that later got the same pid.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ import urllib.request
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_json
+
+START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
+              "(add --no-wait to return before it is healthy)")
 
 CAUSE = re.compile(r"error:|Error|EngineDeadError|out of memory|unrecognized arguments|"
                    r"No such file|not supported|Exception", re.IGNORECASE)
@@ -49,6 +58,10 @@ class Server:
     healthy_unix_s: float | None = None
     healthy_log_offset: int | None = None
     engine: str | None = None
+    proc_start_ticks: int | None = None
+    """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22)."""
+    proc_cmdline: list[str] | None = None
+    """Command line of ``pid`` as the kernel reports it (/proc/PID/cmdline)."""
     _proc: subprocess.Popen | None = field(default=None, repr=False, compare=False)
 
     def alive(self) -> bool:
@@ -117,11 +130,36 @@ class Server:
 
     @classmethod
     def load(cls, state_dir: Path) -> Server:
-        p = Path(state_dir) / "server.json"
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no server state here (start one with "
-                                    "`claimcheck serve --detach --state DIR`)")
-        return cls(**json.loads(p.read_text()))
+        """The server recorded in ``state_dir/server.json``; :class:`InputError` naming the
+        directory (with the command that makes one) when there is none."""
+        d = Path(state_dir)
+        if not d.is_dir():
+            what = "is not a directory" if d.exists() else "does not exist"
+            raise InputError(str(d), f"server state directory {what}; {START_HINT}")
+        p = d / "server.json"
+        if not p.is_file():
+            raise InputError(str(d), f"no server.json here (no server was started with this "
+                             f"--state); {START_HINT}")
+        data = read_json(p)
+        names = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        if not isinstance(data, dict):
+            raise InputError(str(p), "top level is not a JSON object")
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise InputError(str(p), f"unknown keys {unknown}; not written by claimcheck serve")
+        for key in ("base_url", "log_path"):
+            if not isinstance(data.get(key), str):
+                raise InputError(str(p), "required, a string", key=key)
+        for key in ("pid", "proc_start_ticks"):
+            v = data.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise InputError(str(p), f"must be a positive integer, got {v!r}", key=key)
+        for key in ("argv", "proc_cmdline"):
+            v = data.get(key)
+            if v is not None and not (isinstance(v, list)
+                                      and all(isinstance(x, str) for x in v)):
+                raise InputError(str(p), "must be a list of strings", key=key)
+        return cls(**data)
 
     def to_record(self) -> dict[str, Any]:
         d = self._plain()
@@ -138,9 +176,46 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
                                 start_new_session=True)
+    ident = proc_identity(proc.pid) or {}
     return Server(base_url=base_url, log_path=str(log_path), argv=list(argv), pid=proc.pid,
                   env=dict(env or {}), started_unix_s=time.time(), engine=engine,
+                  proc_start_ticks=ident.get("start_ticks"), proc_cmdline=ident.get("cmdline"),
                   _proc=proc)
+
+
+def proc_identity(pid: int) -> dict[str, Any] | None:
+    """{"start_ticks", "cmdline"} of a live process from /proc, or None if it is gone.
+
+    Start ticks: field 22 of /proc/PID/stat (after the parenthesised command name, which
+    may itself hold spaces or parentheses).
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    after = stat[stat.rindex(")") + 2:].split()  # fields 3.. of the stat line
+    return {"start_ticks": int(after[19]),
+            "cmdline": [x.decode(errors="replace") for x in raw.split(b"\0") if x]}
+
+
+def not_ours(s: Server) -> str | None:
+    """Why the process now at ``s.pid`` is not the one ``s`` started (None if it is)."""
+    if s.pid is None:
+        return None
+    if s.proc_start_ticks is None:
+        return (f"server.json records no start time for pid {s.pid} (written by an older "
+                "claimcheck), so it cannot be checked")
+    ident = proc_identity(s.pid)
+    if ident is None:
+        return None  # gone: nothing will be signalled
+    if ident["start_ticks"] != s.proc_start_ticks:
+        return (f"pid {s.pid} started at tick {ident['start_ticks']}, the recorded server at "
+                f"tick {s.proc_start_ticks}: it is another process")
+    if s.proc_cmdline is not None and ident["cmdline"] != s.proc_cmdline:
+        return (f"pid {s.pid} runs {shlex.join(ident['cmdline'])[:80]!r}, not the recorded "
+                f"{shlex.join(s.proc_cmdline)[:80]!r}")
+    return None
 
 
 def wait_healthy(s: Server, timeout_s: float, poll_s: float = 2.0) -> Server:
@@ -162,10 +237,20 @@ def wait_healthy(s: Server, timeout_s: float, poll_s: float = 2.0) -> Server:
         time.sleep(poll_s)
 
 
-def stop(s: Server, grace_s: float = 30.0) -> None:
-    """SIGTERM the server's process group, then SIGKILL after ``grace_s``."""
+def stop(s: Server, grace_s: float = 30.0, *, source: str = "server.json") -> None:
+    """SIGTERM the server's process group, then SIGKILL after ``grace_s``.
+
+    A server read back from a state file (not this process's child) is signalled only if
+    the process at its pid has the recorded start time and command line; otherwise
+    :class:`InputError` naming ``source`` is raised and nothing is signalled.
+    """
     if s.pid is None:
         return
+    if s._proc is None:
+        why = not_ours(s)
+        if why:
+            raise InputError(source, f"refusing to stop: {why}; nothing was signalled",
+                             key="pid")
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(s.pid, sig)
