@@ -35,6 +35,8 @@ def check_dtypes(a: argparse.Namespace, g: Any) -> None:
     """--kv-dtype/--state-dtype known, and the KV format's scale groups fit the head_dim."""
     _choice(a, "kv_dtype", KV_FORMATS)
     _choice(a, "state_dtype", STATE_DTYPE_BYTES)
+    if a.kv_dtype is None:  # roofline: resolved from the weights row (core.inputs)
+        return
     try:
         g.kv_bytes_per_token(a.kv_dtype)
     except ValueError as e:  # e.g. k8v4's 32-value scale groups and a head_dim of 100
@@ -141,8 +143,10 @@ def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
     card = get_card(a.card)
     mem = card.memory_gib * GIB
     one = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
-    opt = next(o for o, v in (("--weights-gb", a.weights_gb), ("--weights-gib", a.weights_gib),
-                              ("--weights-format", a.weights_format)) if v is not None)
+    opt = next((o for o, v in (("--weights", a.weights), ("--weights-gb", a.weights_gb),
+                               ("--weights-gib", a.weights_gib),
+                               ("--weights-format", a.weights_format)) if v is not None),
+               "--weights")
     if m.weight_bytes + one > mem:
         raise InputError(opt, f"{m.weight_bytes / GIB:.2f} GiB of weights plus one stream's "
                          f"state and KV ({one / GIB:.2f} GiB) do not fit in {card.card}'s "

@@ -19,11 +19,11 @@ from typing import Any
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.errors import InputError
-from claimcheck.core.formats import weight_format
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.io import read_csv
 from claimcheck.core.paths import RAW
 from claimcheck.core.units import GB, GIB
+from claimcheck.core.weights import weight_bytes
 
 # Weight sizes: the closed set of units (bytes per unit). GB and GiB are never mixed.
 WEIGHT_UNITS: dict[str, int] = {"GB": GB, "GiB": GIB}
@@ -144,10 +144,8 @@ def resolve_weights(w: Weights, geom: Geometry, rows: dict[str, WeightRow]
         extra = f" ({n / GB:.2f} GB)" if w.unit == "GiB" else ""
         return n, f"{w.size:g} {w.unit}{extra} measured" + (
             f" ({w.source})" if w.source else ""), None
-    wf = weight_format(w.format)  # type: ignore[arg-type]
-    n = geom.weights_per_token * wf.bytes_per_weight
-    return n, (f"{w.format}: {geom.weights_per_token / 1e9:.2f} B weights x "
-               f"{wf.bytes_per_weight:g} B = {n / GB:.2f} GB"), None
+    n, label = weight_bytes(geom, fmt=w.format)  # the one format path (MoE: every expert)
+    return n, label, None
 
 
 def compute_ceiling(card: Card, dtype: str, ceilings: dict[str, Ceiling], *,

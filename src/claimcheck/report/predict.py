@@ -13,6 +13,7 @@ from typing import Any
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.cards import get_card
+from claimcheck.core.errors import InputError
 from claimcheck.report import steps as run_steps
 
 
@@ -26,7 +27,7 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibr
     card's datasheet dense rate at the target engine's compute dtype (said in the source)."""
     ones = _one_stream_steps(calib)
     if not ones:
-        raise ValueError(f"{calib.path}: no 1-stream step to calibrate bandwidth from; "
+        raise InputError(str(calib.path), "no 1-stream step to calibrate bandwidth from; "
                          "pass --calibrate-from a run with one (e.g. a ladder)")
     s = ones[-1]
     tl = s.timeline

@@ -205,19 +205,25 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
     return md_table(header, out)
 
 
+def claim_head(c: dict[str, Any]) -> str:
+    """A claim as it must be printed: value, definition, streams and how they relate,
+    per-stream speed, context per stream, card, power limit and weights."""
+    relation = c["stream_relation"].replace("_", " ")
+    streams = "1 stream" if c["streams"] == 1 else f"{c['streams']} {relation}"
+    where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W" if c["power_limit_w"]
+                               else "") + f", {c['quantization'] or '?'} weights")
+    return (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({METRICS[c['metric']].label}; "
+            f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
+            f"{c['context_tokens'] or '?'} tokens of context per stream; {where})")
+
+
 def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]]]) -> str:
     """One sentence: how a claim compares with the measured steps at its stream count (one
     per run of the protocol), by the claim's own definition. Only completed steps come
     here (see :func:`claimcheck.report.record.reported_steps`)."""
     col = REPORT_METRICS.get(c["metric"])
     label = METRICS[c["metric"]].label
-    relation = c["stream_relation"].replace("_", " ")
-    streams = "1 stream" if c["streams"] == 1 else f"{c['streams']} {relation}"
-    where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W" if c["power_limit_w"]
-                               else "") + f", {c['quantization'] or '?'} weights")
-    head = (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({label}; "
-            f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
-            f"{c['context_tokens'] or '?'} tokens of context per stream; {where})")
+    head = claim_head(c)
     parts, missing = [], []
     for run, m in measured:
         p = run.provenance
@@ -318,6 +324,9 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
                   if s["streams"] == c["streams"]]
             if ms:
                 out.append(compare_sentence(c, ms))
+            else:
+                out.append(claim_head(c) + f". No step of {', '.join(r.name for r in rs)} "
+                           f"ran at {c['streams']} streams: not compared.")
     out += ["", "### Provenance", ""]
     out += [f"- {provenance_line(r)}" for r in runs]
     if figures:
