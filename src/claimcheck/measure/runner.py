@@ -115,6 +115,9 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
     }
     _write_json(run_dir / "provenance.json", base)
     base["software"] = prov.software(engine_python(vllm))
+    # the runner's own interpreter (NVML sampling, load client) when it is another one
+    base["runner_software"] = (prov.software(sys.executable)
+                               if engine_python(vllm) != sys.executable else "software")
     steps: list[dict[str, Any]] = []
     status, reason = "complete", None
     sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)
