@@ -26,6 +26,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "triton": ("triton",),
     "tokenizers": ("tokenizers",),
     "nvidia_ml_py": ("nvidia-ml-py", "pynvml"),
+    "httpx": ("httpx",),
 }
 
 # Runs in the engine's interpreter. Versions come from importlib.metadata (the installed
