@@ -255,7 +255,7 @@ def test_hybrid_model(tmp_path):
        str(tmp_path / "state"), "--port", str(free_port()), "--health-timeout", "400")
     d = next(runs.iterdir())
     run = load_run(d)
-    assert run.provenance["status"] == "complete"
+    assert run.provenance.status == "complete"
     assert all(s["completed"] == s["requests"] for s in run.steps)
     assert "Qwen3_5ForConditionalGeneration" in (d / "server-start.log").read_text()
 
