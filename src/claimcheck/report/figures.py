@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import get_card, load_ceilings
+from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.paths import DERIVED, ROOT
@@ -159,11 +159,15 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
                    figures: dict[str, str] | None, protocols_yaml: str | None = None,
-                   model_config: str | None = None, model_name: str | None = None) -> str:
+                   model_config: str | None = None, model_name: str | None = None,
+                   cards_csv: str | None = "data/raw/cards.csv") -> str:
     """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
-    a figure name to its link relative to figures/."""
+    a figure name to its link relative to figures/; ``cards_csv`` gives each card's rated
+    board power for the claims' per-nominal-watt figures."""
     runs, steps = read_run_records(records(run_records))
+    nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
+                if c.default_power_w} if cards_csv else None)
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
-                         figures or {}, protocols, model_name, geom)
+                         figures or {}, protocols, model_name, geom, nominal)
