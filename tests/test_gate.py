@@ -67,7 +67,7 @@ def test_plateau_set_by_max_num_seqs():
     assert (p.from_streams, p.to_streams, p.cause) == (48, 64, "max-num-seqs")
     assert p.growth_pct == pytest.approx((3210 / 3200 - 1) * 100)
     line = verdict(res, GATE)
-    assert "48 → 64 streams grows +0.3%, set by max-num-seqs" in line
+    assert "48 → 64 streams changes +0.3%, set by max-num-seqs" in line
     assert "max-num-seqs = 48" in line
 
 

@@ -162,7 +162,7 @@ def verdict(res: GateResult, gate: Gate) -> str:
              f"level, plateau below {gate.plateau_pct:g}% growth)")
     if res.plateaus:
         tail = " Plateau: " + "; ".join(
-            f"{p.from_streams} → {p.to_streams} streams grows {p.growth_pct:+.1f}%, set by "
+            f"{p.from_streams} → {p.to_streams} streams changes {p.growth_pct:+.1f}%, set by "
             f"{'neither max-num-seqs nor the card' if p.cause == 'neither' else p.cause} "
             f"({p.why})" for p in res.plateaus) + "."
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
@@ -15,7 +16,7 @@ from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import figstyle, plots
+from claimcheck.report import figstyle, plots, sections
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
 from claimcheck.report.update import md_table, render_run_md, render_update
@@ -147,6 +148,8 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     replayed = [c for c in claims if c["id"] in run.protocol.source_claims
                 and c["metric"] == "streams_x_1000_over_median_tpot"]
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"]
+    if run.protocol.gate:
+        return gate_run_figure(run, steps, model_config), md
     fig = plots.measured_figure(
         kept, title=f"{run.name}: {run.label}",
         claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
@@ -155,6 +158,25 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
                 f"{run.provenance.weights_label}; roofline from {model_config} and "
                 "data/raw/cards.csv at eta = 1; claims: streams x 1000 / median TPOT rows"))
     return fig, md
+
+
+def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> Any:
+    """The serving-gate figure of a run whose protocol has a ``gate``: every completed
+    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`)."""
+    g = gate.Gate.from_dict(run.protocol.gate)
+    seqs = run.provenance.engine_config.max_num_seqs
+    lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
+                           reference=sections.is_reference(run.protocol, r),
+                           roofline_tok_s=r.get("roofline_tok_s"))
+             for r in rows if r["status"] == "complete" and r.get("e2e_output_tok_s")]
+    res = gate.check(lrows, g, seqs)
+    line = ("gate passes" if res.passed else "gate fails: " + "; ".join(res.failures))
+    line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "
+                    f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
+    return plots.gate_figure(
+        list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
+        source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
+                f"roofline from {model_config} and data/raw/cards.csv at eta = 1"))
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,

@@ -188,3 +188,42 @@ def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig
+
+
+def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title: str,
+                source: str) -> Any:
+    """The serving gate: median end-to-end aggregate per concurrency level with min-max bars
+    (reference levels hollow), the roofline at each level (eta = 1) and the server's
+    max-num-seqs marked. ``levels``: :class:`claimcheck.core.gate.Level` rows."""
+    fig, ax = fs.new(7.0, 4.2)
+    x = [lv.streams for lv in levels]
+    med = [lv.median_tok_s for lv in levels]
+    err = [[m - lv.min_tok_s for m, lv in zip(med, levels, strict=True)],
+           [lv.max_tok_s - m for m, lv in zip(med, levels, strict=True)]]
+    ax.errorbar(x, med, yerr=err, fmt="-", color=fs.PALETTE[0], lw=1.2, capsize=3,
+                label="measured: median end to end over repeats, min-max bars")
+    for lv in levels:
+        ax.scatter([lv.streams], [lv.median_tok_s], s=28, zorder=4,
+                   facecolors="none" if lv.reference else fs.PALETTE[0],
+                   edgecolors=fs.PALETTE[0])
+    ax.scatter([], [], s=28, facecolors="none", edgecolors=fs.PALETTE[0],
+               label="reference level (not counted by the gate)")
+    roof = [(lv.streams, lv.roofline_tok_s) for lv in levels if lv.roofline_tok_s]
+    if roof:
+        ax.plot(*zip(*roof, strict=True), color=fs.MUTED, lw=1.2, marker="_", ms=14,
+                mew=1.6, label="roofline at eta = 1, the level's streams and context")
+    if max_num_seqs:
+        ax.axvline(max_num_seqs, color=fs.PALETTE[1], ls="--", lw=1.0,
+                   label=f"server max-num-seqs = {max_num_seqs}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [str(v) for v in x])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrency (streams, independent requests; one wave per level)")
+    ax.set_ylabel("aggregate, tok/s (all output tokens / wall time)")
+    top = max([*med, *(r for _, r in roof)])
+    ax.set_ylim(0, top * 1.35)
+    ax.legend(loc="upper left", fontsize=6.5)
+    ax.set_title(verdict, fontsize=7, loc="left")
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
+    return fig

@@ -148,7 +148,10 @@ def workload_sentence(proto: Protocol) -> str:
                                          f"({c['context_tokens_per_stream']} tokens of "
                                          "context per stream)" for c in ctx)
                   + (" (`--ignore-eos`)" if proto.ignore_eos else ""))
-    return (f"Workload: {streams} streams (independent requests, {len(proto.steps)} {levels}) "
+    relation = {"closed_loop": "closed-loop clients, each sending its requests one after "
+                "another", "lanes": "lanes: one prompt sent as identical requests admitted "
+                "together"}.get(proto.kind, "independent requests")
+    return (f"Workload: {streams} streams ({relation}, {len(proto.steps)} {levels}) "
             f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
             "request's first token; end-to-end figures include prefill, ramp and tail.")
 
