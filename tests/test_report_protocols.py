@@ -180,7 +180,8 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
         decode = n * (out - 1) / window
         per_request = 1 / tpot
         per_w = n * out / joules[b]
-        assert f"| {b} | {n} | {decode:,.1f} | {per_request:,.1f} | {per_w:.2f} |" in md
+        assert (f"| {b} | {n} | {decode:,.1f} ({decode / b:,.1f} per stream) "
+                f"| {per_request:,.1f} | {per_w:.2f} |") in md
     assert "Gate **passes** (rules: at least 2 levels, 1 repeats per level" in md
     assert "No plateau" in md
     # the gate's level rows: median end to end (one repeat: the value itself), growth

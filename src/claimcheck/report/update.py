@@ -73,6 +73,9 @@ REPORT_METRICS: dict[str, Column] = {
     "per_request_tok_s": Column("per_request_tok_s",
                                 "Per request decode, tok/s (median, first token out)",
                                 "{:,.1f}"),
+    "per_request_decode": Column("per_request_decode_tok_s",
+                                 "Per request decode, (tokens − 1) / (last − first token), "
+                                 "tok/s (median)", "{:,.1f}"),
     "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}"),
     "tok_s_per_measured_w": Column("tok_s_per_measured_w",
                                    "Output tokens per measured J (NVML counter), tok/s per W",
@@ -162,6 +165,9 @@ def _cell(s: dict[str, Any], c: Column) -> str:
         return "not computed"
     if s[c.key] is None and c.key == "engine_log_steady_tok_s":
         return "n/a (no clean 10-s window)"
+    per = s.get(f"{c.key}_per_stream")
+    if per is not None and s[c.key] is not None and per != s[c.key]:
+        return f"{_n(s[c.key], c.fmt)} ({per:,.1f} per stream)"
     return _n(s[c.key], c.fmt)
 
 
