@@ -17,6 +17,7 @@ from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
 from claimcheck.report import figstyle, plots, sections
+from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
 from claimcheck.report.update import md_table, render_run_md, render_update
@@ -150,6 +151,8 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"]
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config), md
+    if "lanes_stats" in run.protocol.metrics and kept:
+        return lanes_run_figure(run, kept[-1]), md
     fig = plots.measured_figure(
         kept, title=f"{run.name}: {run.label}",
         claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
@@ -177,6 +180,21 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> 
         list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
         source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
                 f"roofline from {model_config} and data/raw/cards.csv at eta = 1"))
+
+
+def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
+    """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
+    step's lanes from its token timeline (bench.json) and its rebuilt stats line."""
+    data = run_steps.load(at_root(run.path))
+    sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
+              == (step["step"], step["repeat"]))
+    tl = sd.timeline
+    return plots.lanes_figure(
+        [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
+        list(tl.token_times()), step.get("lanes_stats") or "",
+        title=f"{run.name}: {run.label}",
+        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token timestamps, "
+                f"--save-detailed); {run.provenance.weights_label}"))
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
