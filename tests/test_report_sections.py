@@ -4,13 +4,20 @@ assumed claim fields and the recorded serving-gate ladder. Expected values are w
 here from the inputs, never copied from output."""
 
 import statistics
+from types import SimpleNamespace
 
 import pytest
 
 from claimcheck.core.paths import RAW
 from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report.record import load_run, median_step, reported_steps
-from claimcheck.report.sections import lanes_arithmetic, lanes_block, nominal_lines
+from claimcheck.report.sections import (
+    admit_block,
+    lanes_arithmetic,
+    lanes_block,
+    nominal_lines,
+    published_scaling,
+)
 from claimcheck.report.steps import lanes_text, per_request_span_tok_s
 from claimcheck.report.update import assumed_reasons, claim_head
 
@@ -103,3 +110,38 @@ def test_nominal_watts_from_limit_or_rated_power():
     assert lines[0].endswith("= 3.2 tok/s per nominal W at 64 streams")
     assert "(b200 rated board power)" in lines[0]
     assert "1,035.0 tok/s / 250 W (rtx3090 power limit) = 4.1" in lines[1]
+
+
+def test_published_scaling_seed_000():
+    # seed 000: qwen-warp's docs, 424.9 at four clients over 154.4 at one = 2.75
+    line = published_scaling(("qwen-warp", "rtx3090", 350.0, "docs"),
+                             {1: 154.4, 4: 424.9})
+    assert "4 → 424.9 tok/s (2.75× one client)" in line
+    assert "no one-client figure" in published_scaling(("x", "c", None, "s"), {4: 1.0})
+
+
+def _run(name, proto_name, steps):
+    proto = SimpleNamespace(name=proto_name, report="all", metrics=("all_streams_decoding",))
+    return SimpleNamespace(name=name, protocol=proto, steps=steps)
+
+
+def test_admit_block_answers_with_numbers():
+    # 8 streams of 1,000 + 100 tokens: all-decoding 400 tok/s against a roofline of 500
+    # (80%); a run of another protocol at the same prompt length and streams reads 200 by
+    # streams x 1000 / median TPOT, so decode alone is 2.0x that
+    step = {"step": 0, "repeat": 1, "status": "complete", "streams": 8, "input_len": 1000,
+            "output_len": 100, "context_tokens_per_stream": 1100,
+            "all_streams_decoding_tok_s": 400.0}
+    other = {**step, "all_streams_decoding_tok_s": None, "aggregate_tpot_tok_s": 200.0,
+             "e2e_output_tok_s": 150.0}
+    admit, long = _run("a", "admit", [step]), _run("b", "long", [other])
+    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}},
+                     [admit, long])
+    assert ("**Answer:** decode alone (all streams decoding, prefills done) reaches 80% of "
+            "the roofline") in md
+    assert "below the line, and 2.0× what the same prompt length reads" in md
+    assert "400 tok/s (50.0 per stream), 80% of the roofline's 500 tok/s" in md
+    # a run of the same prompt length at other streams is not compared
+    far = _run("c", "long", [{**other, "streams": 16}])
+    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [far])
+    assert "prefills share" not in md

@@ -111,6 +111,12 @@ def nominal_lines(claims: list[dict[str, Any]], nominal_w: dict[str, float]) -> 
 # ------------------------------------------------------------------ admit, then decode
 
 
+def span(lo: float, hi: float, fmt: str) -> str:
+    """'lo–hi' in ``fmt``, or one value when both read the same."""
+    a, b = fmt.format(lo), fmt.format(hi)
+    return a if a == b else f"{a}–{b}"
+
+
 def same_shape_steps(run: Run, s: dict[str, Any], others: list[Run]
                      ) -> list[tuple[Run, dict[str, Any]]]:
     """Reported steps of runs of other protocols with the same prompt length and streams."""
@@ -159,11 +165,12 @@ def admit_block(proto: Protocol, runs: list[Run], rows: Rows, others: list[Run])
         return ""
     if shares:
         lo, hi = min(shares), max(shares)
-        out.insert(0, f"**Answer:** decode alone (all streams decoding, prefills done) reaches "
-                   f"{lo:.0%}–{hi:.0%} of the roofline with each stream's context KV added "
-                   f"(η = 1), {'on' if lo >= 0.95 else 'below'} the line"
-                   + (f", and {min(ratios):.1f}–{max(ratios):.1f}× what the same prompt "
-                      "length reads when prefills share the steps" if ratios else "") + ".\n")
+        out.insert(0, "**Answer:** decode alone (all streams decoding, prefills done) reaches "
+                   f"{span(lo, hi, '{:.0%}')} of the roofline with each stream's context KV "
+                   f"added (η = 1), {'on' if lo >= 0.95 else 'below'} the line"
+                   + (f", and {span(min(ratios), max(ratios), '{:.1f}×')} what the same "
+                      "prompt length reads when prefills share the steps" if ratios else "")
+                   + ".\n")
     return ("Does decode alone at this context sit on the roofline line? (decode only while "
             "all streams decode: from the last request's first token to the first request's "
             "last token)\n\n" + "\n".join(out) + "\n")
