@@ -19,7 +19,7 @@ from claimcheck.report.sections import (
     published_scaling,
 )
 from claimcheck.report.steps import lanes_text, per_request_span_tok_s
-from claimcheck.report.update import assumed_reasons, claim_head
+from claimcheck.report.update import assumed_reasons, claim_head, compare_sentence
 
 
 def test_lanes_arithmetic_seed_000():
@@ -145,3 +145,15 @@ def test_admit_block_answers_with_numbers():
     far = _run("c", "long", [{**other, "streams": 16}])
     md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [far])
     assert "prefills share" not in md
+
+
+def test_compare_sentence_per_stream_reading_is_the_same_definitions():
+    # fastest second 500 tok/s at 8 streams: 62.5 per stream, not 1000 / median TPOT (40.0)
+    claim = {**CLAIM, "id": "f", "metric": "fastest_second", "value": 1000.0, "streams": 8,
+             "streams_running": None, "per_stream_tok_s": 125.0, "assumed_fields": "",
+             "assumed": ""}
+    run = SimpleNamespace(provenance=SimpleNamespace(card="h200", engine="e",
+                                                     weights_label="dummy weights"))
+    m = {"streams": 8, "fastest_second_tok_s": 500.0, "per_stream_tok_s": 40.0}
+    text = compare_sentence(claim, [(run, m)])
+    assert "500 tok/s on h200 e (62.5 per stream, 0.50× the claim)" in text

@@ -271,8 +271,11 @@ def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]
                            "10-s log windows)" if col and col.key == "engine_log_steady_tok_s"
                            else name)
             continue
-        parts.append(f"{got:,.0f} tok/s on {name} ({m['per_stream_tok_s']:.1f} per "
-                     f"stream, {got / c['value']:.2f}× the claim)")
+        per = m.get(f"{col.key}_per_stream") if col else None
+        if per is None:  # the same definition's per-stream reading
+            per = got / m["streams"] if METRICS[c["metric"]].scope == "aggregate" else got
+        parts.append(f"{got:,.0f} tok/s on {name} ({per:.1f} per stream, "
+                     f"{got / c['value']:.2f}× the claim)")
     text = head
     if parts:
         text += f" against, by the same definition ({label}): " + "; ".join(parts) + "."
