@@ -148,3 +148,44 @@ def test_unknown_metric_in_a_protocol_is_refused(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert (f"provenance.json: protocols.{NAME}.metrics: unknown metric(s) "
             "['tokens_per_joule']") in r.stderr
+
+
+def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
+    # the same made-up sweep, now also asking for timeline metrics and declaring a gate it
+    # can meet (2 levels, 1 repeat; the loader refuses a gate the steps cannot meet): its
+    # table and verdict appear with no code change
+    gate = {"min_levels": 2, "min_repeats": 1, "plateau_pct": 1.0}
+    metrics = ["decode_aggregate", "per_request_tok_s", "tok_s_per_measured_w"]
+    protocols_yaml = protocols_copy(tmp_path, metrics=metrics, gate=gate)
+    run = fabricate(tmp_path, protocols_yaml)
+    joules = {2: 100.0, 8: 400.0}
+
+    def add_energy(p):
+        for rec in p["steps"]:
+            rec["energy"] = {"joules": joules[rec["streams"]]}
+    edit_json(run / "provenance.json", add_energy)
+    record, claims = tmp_path / "run.json", tmp_path / "claims.json"
+    run_record(run, RAW / "cards.csv", RAW / "ceilings.csv",
+               RAW / "models/qwen3.8-27b/config.json", record)
+    claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp_path / "claims.csv", claims)
+    md = figures.update_section([str(record)], str(claims), "h200", {}, str(protocols_yaml))
+    out = MADE_UP["output_len"]
+    for st in MADE_UP["steps"]:
+        b, n = st["streams"], st["requests"]
+        tpot = TPOT[b] / 1000
+        # request i: sent at 0.1 i, first token 0.05 s later, then out - 1 tokens TPOT apart;
+        # the requests overlap, so the decode window runs from the first request's first
+        # token to the last request's last token
+        window = (n - 1) * 0.1 + (out - 1) * tpot
+        decode = n * (out - 1) / window
+        per_request = 1 / tpot
+        per_w = n * out / joules[b]
+        assert (f"| {b} | {n} | {decode:,.1f} ({decode / b:,.1f} per stream) "
+                f"| {per_request:,.1f} | {per_w:.2f} |") in md
+    assert "Gate **passes** (rules: at least 2 levels, 1 repeats per level" in md
+    assert "No plateau" in md
+    # the gate's level rows: median end to end (one repeat: the value itself), growth
+    e2e = {b: st["requests"] * out / DURATION[b]
+           for st in MADE_UP["steps"] for b in [st["streams"]]}
+    assert f"| 8 | 1 | {e2e[8]:,.1f} | {e2e[8]:,.1f} – {e2e[8]:,.1f} |" in md
+    assert f"| {(e2e[8] / e2e[2] - 1) * 100:+.1f}% |" in md

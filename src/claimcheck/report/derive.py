@@ -8,6 +8,7 @@ reads. Paths are arguments; nothing here knows about Snakemake.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
+from claimcheck.report.steps import timeline_columns
 from claimcheck.report.tables import claim_roofline, run_rows, write_csv
 from claimcheck.report.update import metric_columns
 
@@ -72,12 +74,21 @@ def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | P
                config_json: str | Path, out: str | Path) -> int:
     """One run directory read once, with every step's roofline, as one JSON. Returns the
     number of steps."""
-    run = load_run(run_dir)
+    run = with_timeline(load_run(run_dir))
     metric_columns(run.protocol, str(Path(run_dir) / "provenance.json"))  # known metrics only
     rows = run_rows([run], geometry_from_file(config_json), load_cards(cards_csv),
                     ceilings=load_ceilings(ceilings_csv))
     write_json(run_to_json(run, rows), out)
     return len(rows)
+
+
+def with_timeline(run: Run) -> Run:
+    """The run with each completed step's row holding the timeline definitions too
+    (:func:`claimcheck.report.steps.timeline_columns`); the record's own keys win."""
+    cols = timeline_columns(run.path)
+    steps = [{**cols.get((s["step"], s["repeat"]), {}), **s}
+             if s["status"] == "complete" else s for s in run.steps]
+    return dataclasses.replace(run, steps=steps)
 
 
 def read_run_records(paths: list[str | Path]) -> tuple[list[Run], list[dict[str, Any]]]:

@@ -8,14 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import gate
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import get_card, load_ceilings
+from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import figstyle, plots
+from claimcheck.report import figstyle, plots, sections
+from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
 from claimcheck.report.update import md_table, render_run_md, render_update
@@ -147,6 +149,10 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     replayed = [c for c in claims if c["id"] in run.protocol.source_claims
                 and c["metric"] == "streams_x_1000_over_median_tpot"]
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"]
+    if run.protocol.gate:
+        return gate_run_figure(run, steps, model_config), md
+    if "lanes_stats" in run.protocol.metrics and kept:
+        return lanes_run_figure(run, kept[-1]), md
     fig = plots.measured_figure(
         kept, title=f"{run.name}: {run.label}",
         claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
@@ -157,13 +163,51 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     return fig, md
 
 
+def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> Any:
+    """The serving-gate figure of a run whose protocol has a ``gate``: every completed
+    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`)."""
+    g = gate.Gate.from_dict(run.protocol.gate)
+    seqs = run.provenance.engine_config.max_num_seqs
+    lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
+                           reference=sections.is_reference(run.protocol, r),
+                           roofline_tok_s=r.get("roofline_tok_s"))
+             for r in rows if r["status"] == "complete" and r.get("e2e_output_tok_s")]
+    res = gate.check(lrows, g, seqs)
+    line = ("gate passes" if res.passed else "gate fails: " + "; ".join(res.failures))
+    line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "
+                    f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
+    return plots.gate_figure(
+        list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
+        source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
+                f"roofline from {model_config} and data/raw/cards.csv at eta = 1"))
+
+
+def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
+    """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
+    step's lanes from its token timeline (bench.json) and its rebuilt stats line."""
+    data = run_steps.load(at_root(run.path))
+    sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
+              == (step["step"], step["repeat"]))
+    tl = sd.timeline
+    return plots.lanes_figure(
+        [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
+        list(tl.token_times()), step.get("lanes_stats") or "",
+        title=f"{run.name}: {run.label}",
+        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token timestamps, "
+                f"--save-detailed); {run.provenance.weights_label}"))
+
+
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
                    figures: dict[str, str] | None, protocols_yaml: str | None = None,
-                   model_config: str | None = None, model_name: str | None = None) -> str:
+                   model_config: str | None = None, model_name: str | None = None,
+                   cards_csv: str | None = "data/raw/cards.csv") -> str:
     """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
-    a figure name to its link relative to figures/."""
+    a figure name to its link relative to figures/; ``cards_csv`` gives each card's rated
+    board power for the claims' per-nominal-watt figures."""
     runs, steps = read_run_records(records(run_records))
+    nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
+                if c.default_power_w} if cards_csv else None)
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
-                         figures or {}, protocols, model_name, geom)
+                         figures or {}, protocols, model_name, geom, nominal)

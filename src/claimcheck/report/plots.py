@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from claimcheck.core import roofline as rl
@@ -188,3 +189,81 @@ def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig
+
+
+def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title: str,
+                source: str) -> Any:
+    """The serving gate: median end-to-end aggregate per concurrency level with min-max bars
+    (reference levels hollow), the roofline at each level (eta = 1) and the server's
+    max-num-seqs marked. ``levels``: :class:`claimcheck.core.gate.Level` rows."""
+    fig, ax = fs.new(7.0, 4.2)
+    x = [lv.streams for lv in levels]
+    med = [lv.median_tok_s for lv in levels]
+    err = [[m - lv.min_tok_s for m, lv in zip(med, levels, strict=True)],
+           [lv.max_tok_s - m for m, lv in zip(med, levels, strict=True)]]
+    ax.errorbar(x, med, yerr=err, fmt="-", color=fs.PALETTE[0], lw=1.2, capsize=3,
+                label="measured: median end to end over repeats, min-max bars")
+    for lv in levels:
+        ax.scatter([lv.streams], [lv.median_tok_s], s=28, zorder=4,
+                   facecolors="none" if lv.reference else fs.PALETTE[0],
+                   edgecolors=fs.PALETTE[0])
+    ax.scatter([], [], s=28, facecolors="none", edgecolors=fs.PALETTE[0],
+               label="reference level (not counted by the gate)")
+    roof = [(lv.streams, lv.roofline_tok_s) for lv in levels if lv.roofline_tok_s]
+    if roof:
+        ax.plot(*zip(*roof, strict=True), color=fs.MUTED, lw=1.2, marker="_", ms=14,
+                mew=1.6, label="roofline at eta = 1, the level's streams and context")
+    if max_num_seqs:
+        ax.axvline(max_num_seqs, color=fs.PALETTE[1], ls="--", lw=1.0,
+                   label=f"server max-num-seqs = {max_num_seqs}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [str(v) for v in x])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrency (streams, independent requests; one wave per level)")
+    ax.set_ylabel("aggregate, tok/s (all output tokens / wall time)")
+    top = max([*med, *(r for _, r in roof)])
+    ax.set_ylim(0, top * 1.35)
+    ax.legend(loc="upper left", fontsize=6.5)
+    ax.set_title(verdict, fontsize=7, loc="left")
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
+    return fig
+
+
+def lanes_figure(lanes: list[tuple[float, float, float]], token_times: list[float],
+                 stats: str, title: str, source: str) -> Any:
+    """Lanes of one prompt on one time axis (s from the first send): top, each lane's wait
+    (send to first token) and decode (first to last token); bottom, tokens arriving per
+    1-s bin (all lanes). ``lanes``: (send, first token, last token) per lane."""
+    fig, (a1, a2) = _two_rows()
+    t0 = min(s for s, _, _ in lanes)
+    for i, (s, f, last) in enumerate(sorted(lanes, key=lambda x: x[1])):
+        a1.plot([s - t0, f - t0], [i, i], color=fs.MUTED, lw=3, solid_capstyle="butt")
+        a1.plot([f - t0, last - t0], [i, i], color=fs.PALETTE[0], lw=3,
+                solid_capstyle="butt")
+    a1.plot([], [], color=fs.MUTED, lw=3, label="send to first token (prefill, wait)")
+    a1.plot([], [], color=fs.PALETTE[0], lw=3, label="first to last token (decode)")
+    a1.set_ylabel("lane")
+    a1.set_yticks(range(len(lanes)), [str(i + 1) for i in range(len(lanes))])
+    a1.set_ylim(-0.7, len(lanes) + 1.3)  # room for the legend above the lanes
+    a1.legend(loc="upper left", fontsize=6.5, ncol=2)
+    a1.set_title(stats, fontsize=6.5, loc="left")
+    end = max(last for _, _, last in lanes) - t0
+    bins = np.arange(0.0, np.ceil(end) + 1.0, 1.0)
+    counts, _ = np.histogram([t - t0 for t in token_times], bins=bins)
+    a2.bar(bins[:-1], counts, width=1.0, align="edge", color=fs.PALETTE[0], alpha=0.8)
+    a2.set_xlabel("time from the first send, s")
+    a2.set_ylabel("tokens per 1-s bin\n(all lanes; last bin partial)")
+    for ax in (a1, a2):
+        ax.set_xlim(0, np.ceil(end))
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
+    return fig
+
+
+def _two_rows() -> tuple[Any, tuple[Any, Any]]:
+    """Two stacked axes in the one style (figstyle.new has no rows argument)."""
+    fs.apply()
+    fig, axes = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True,
+                             gridspec_kw={"height_ratios": [1.2, 1.0]})
+    return fig, tuple(axes)

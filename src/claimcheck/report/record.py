@@ -219,13 +219,29 @@ def load_run(path: str | Path) -> Run:
 def reported_steps(run: Run) -> list[dict[str, Any]]:
     """The steps the protocol reports, never a failed one. For ``report: last``, the last
     repeat of each level, and nothing for a level whose last repeat failed (an earlier pass
-    is not promoted in its place); otherwise every completed step."""
+    is not promoted in its place). For ``report: median``, per level the completed repeat
+    whose end-to-end aggregate is the median (the lower middle one of an even count);
+    otherwise every completed step."""
+    if run.protocol.report == "median":
+        by_level: dict[int, list[dict[str, Any]]] = {}
+        for s in run.steps:
+            if s["status"] == "complete":
+                by_level.setdefault(s["step"], []).append(s)
+        return [median_step(by_level[k]) for k in sorted(by_level)]
     if run.protocol.report != "last":
         return [s for s in run.steps if s["status"] == "complete"]
     last: dict[int, dict[str, Any]] = {}
     for s in run.steps:
         last[s["step"]] = s
     return [last[k] for k in sorted(last) if last[k]["status"] == "complete"]
+
+
+def median_step(steps: list[dict[str, Any]], key: str = "e2e_output_tok_s"
+                ) -> dict[str, Any]:
+    """The step whose ``key`` is the median of the given steps (the lower middle one of an
+    even count; a step without the value sorts first)."""
+    ranked = sorted(steps, key=lambda s: (s.get(key) is not None, s.get(key) or 0.0))
+    return ranked[(len(ranked) - 1) // 2]
 
 
 def engine_facts(run: Run) -> dict[str, Any]:

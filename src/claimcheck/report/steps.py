@@ -154,6 +154,62 @@ def metrics_table(run: RunData) -> list[dict[str, Any]]:
                      **{f"lanes_{k}": v for k, v in lanes.items()}})
     return rows
 
+def per_request_span_tok_s(tl: Timeline) -> float | None:
+    """Mean over requests of tokens / (last chunk - first chunk), tok/s for one stream: the
+    closed-loop clients' per-request definition (all tokens over the span from the first
+    streamed chunk to the last; TTFT left out). None when no request spans any time."""
+    rates = [r.output_tokens / (r.last_token_s - r.first_token_s) for r in tl.requests
+             if r.last_token_s > r.first_token_s]
+    return sum(rates) / len(rates) if rates else None
+
+
+def counter_energy_j(rec: dict[str, Any]) -> float | None:
+    """The step's NVML energy-counter reading, J (``energy.joules``: the client's whole call,
+    its start-up included); None when the step has none."""
+    j = (rec.get("energy") or {}).get("joules")
+    return float(j) if j else None
+
+
+def lanes_text(line: dict[str, Any]) -> str:
+    """The lanes tools' stats line, rebuilt from a :class:`~claimcheck.core.definitions.
+    LanesLine` dict: lanes, total tokens in wall s, decode / e2e tok/s, plan and tail ms,
+    fastest second and per lane (tok/s)."""
+    dec = line["decode_tok_s"]
+    per = line["per_lane_tok_s"]
+    return (f"{line['lanes']} lanes · {line['total_tokens']:,} tok in {line['wall_s']:.2f}s · "
+            f"{'n/a' if dec is None else f'{dec:,.1f}'} tok/s decode / "
+            f"{line['e2e_tok_s']:,.1f} tok/s e2e · plan {line['plan_s'] * 1e3:,.0f}ms · "
+            f"tail {line['tail_s'] * 1e3:,.0f}ms · fastest second "
+            f"{line['fastest_second_tok_s']:,.0f} tok/s · "
+            f"{'n/a' if per is None else f'{per:,.1f}'} tok/s per lane")
+
+
+def step_columns(s: StepData) -> dict[str, Any]:
+    """The timeline columns of one step for the report's step rows: every definition of
+    :func:`step_metrics` (aggregate and ``*_per_stream``), ``per_request_tok_s`` (median
+    per-request decode), ``per_request_span_tok_s``, ``counter_energy_j`` and
+    ``tok_s_per_measured_w`` (output tokens / counter joules = tok/s per measured W), the
+    lanes line as ``lanes_*`` and as text in ``lanes_stats``."""
+    m = step_metrics(s)
+    lanes = m.pop("lanes")
+    joules = counter_energy_j(s.record)
+    m.update({f"lanes_{k}": v for k, v in lanes.items()})
+    m["lanes_stats"] = lanes_text(lanes)
+    m["per_request_tok_s"] = m["per_request_decode_tok_s"]
+    m["per_request_span_tok_s"] = per_request_span_tok_s(s.timeline)
+    m["counter_energy_j"] = joules
+    m["tok_s_per_measured_w"] = d.tokens_per_joule(s.timeline.output_tokens, joules)
+    m["timeline_output_tokens"] = m.pop("output_tokens")
+    m["timeline_wall_s"] = m.pop("wall_s")
+    return m
+
+
+def timeline_columns(path: str | Path) -> dict[tuple[int, int], dict[str, Any]]:
+    """:func:`step_columns` of every step of a run directory with a bench result, by
+    (step, repeat)."""
+    return {(s.record["step"], s.record["repeat"]): step_columns(s) for s in load(path).steps}
+
+
 # ------------------------------------------------------------------ the engine, for the model
 
 BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")

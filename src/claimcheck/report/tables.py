@@ -113,6 +113,11 @@ def step_roofline(run: Run, step: dict[str, Any], geom: Geometry, card: Card,
             "roofline_tflops": src["tflops"], "roofline_eta": eta}
 
 
+def measured_over(measured: float | None, predicted: float | None) -> float | None:
+    """Measured / predicted (both tok/s), or None when either is missing or zero."""
+    return measured / predicted if measured and predicted else None
+
+
 def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
              all_steps: bool = True, ceilings: dict[str, Ceiling] | None = None
              ) -> list[dict[str, Any]]:
@@ -136,6 +141,8 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
                    **s}
             if p.card in cards and s["status"] == "complete":
                 row.update(step_roofline(run, s, geom, cards[p.card], ceilings))
+                row["bandwidth_fraction"] = measured_over(s.get("per_stream_tok_s"),
+                                                          row.get("roofline_per_stream_tok_s"))
             rows.append(row)
     return rows
 

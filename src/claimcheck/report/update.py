@@ -16,6 +16,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.measure.protocols import Protocol
+from claimcheck.report import sections
 from claimcheck.report.record import Run, reported_steps, step_context
 
 
@@ -69,14 +70,20 @@ REPORT_METRICS: dict[str, Column] = {
     "all_streams_decoding": Column("all_streams_decoding_tok_s",
                                    "All streams decoding, tok/s", "{:,.1f}"),
     "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}"),
-    "per_request_tok_s": Column("per_request_tok_s", "Per request decode, tok/s (mean)",
+    "per_request_tok_s": Column("per_request_tok_s",
+                                "Per request decode, tok/s (median, first token out)",
                                 "{:,.1f}"),
+    "per_request_decode": Column("per_request_decode_tok_s",
+                                 "Per request decode, (tokens − 1) / (last − first token), "
+                                 "tok/s (median)", "{:,.1f}"),
     "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}"),
     "tok_s_per_measured_w": Column("tok_s_per_measured_w",
-                                   "End to end per measured watt, tok/s/W", "{:.2f}"),
+                                   "Output tokens per measured J (NVML counter), tok/s per W",
+                                   "{:.2f}"),
     "lanes_stats": Column("lanes_stats", "Lanes", "{}"),
-    "bandwidth_fraction": Column("bandwidth_fraction", "Share of datasheet bandwidth",
-                                 "{:.0%}"),
+    "bandwidth_fraction": Column("bandwidth_fraction",
+                                 "Per stream ÷ roofline per stream (η = 1, share of the "
+                                 "bandwidth ceiling)", "{:.0%}"),
 }
 
 
@@ -131,7 +138,8 @@ def workload_sentence(proto: Protocol) -> str:
     requests = ", ".join(str(s.requests) for s in proto.steps)
     levels = "level" if len(proto.steps) == 1 else "levels"
     repeats = ("once" if proto.repeats == 1 else f"{proto.repeats} times, reporting "
-               + ("the last pass" if proto.report == "last" else "every pass"))
+               + {"last": "the last pass", "median": "the median pass per level (by end "
+                  "to end)"}.get(proto.report, "every pass"))
     lens = {(c["input_len"], c["output_len"]) for c in ctx}
     if len(lens) == 1:
         (i, o), = lens
@@ -143,7 +151,10 @@ def workload_sentence(proto: Protocol) -> str:
                                          f"({c['context_tokens_per_stream']} tokens of "
                                          "context per stream)" for c in ctx)
                   + (" (`--ignore-eos`)" if proto.ignore_eos else ""))
-    return (f"Workload: {streams} streams (independent requests, {len(proto.steps)} {levels}) "
+    relation = {"closed_loop": "closed-loop clients, each sending its requests one after "
+                "another", "lanes": "lanes: one prompt sent as identical requests admitted "
+                "together"}.get(proto.kind, "independent requests")
+    return (f"Workload: {streams} streams ({relation}, {len(proto.steps)} {levels}) "
             f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
             "request's first token; end-to-end figures include prefill, ramp and tail.")
 
@@ -154,6 +165,9 @@ def _cell(s: dict[str, Any], c: Column) -> str:
         return "not computed"
     if s[c.key] is None and c.key == "engine_log_steady_tok_s":
         return "n/a (no clean 10-s window)"
+    per = s.get(f"{c.key}_per_stream")
+    if per is not None and s[c.key] is not None and per != s[c.key]:
+        return f"{_n(s[c.key], c.fmt)} ({per:,.1f} per stream)"
     return _n(s[c.key], c.fmt)
 
 
@@ -198,23 +212,46 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
                 continue
             r = rows.get((run.name, s["step"], s["repeat"]), {})
             rt, agg = r.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
-            cells += [_cell(s, c) for c in cols]
+            cells += [_cell({**r, **s}, c) for c in cols]
             cells += [_n(rt, "{:,.0f}"), _n(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]
             out.append(cells)
     return md_table(header, out)
 
 
+def assumed_reasons(c: dict[str, Any]) -> dict[str, str]:
+    """Column -> reason for each value of a tidy claim row that the project assumed (the
+    row's ``assumed`` text, ``column=value; reason`` joined by `` | ``)."""
+    fields = set(filter(None, str(c.get("assumed_fields") or "").split(",")))
+    out = {}
+    for part in str(c.get("assumed") or "").split(" | "):
+        col, _, rest = part.partition("=")
+        if col.strip() in fields:
+            out[col.strip()] = rest.partition("; ")[2].strip() or "no reason given"
+    return {**{f: "no reason given" for f in fields}, **out}
+
+
 def claim_head(c: dict[str, Any]) -> str:
-    """A claim as it must be printed: value, definition, streams and how they relate,
-    per-stream speed, context per stream, card, power limit and weights."""
+    """A claim as it must be printed: value, definition, streams and how they relate (and how
+    many ran at once, when the registry says), per-stream speed, context per stream, card,
+    power limit and weights; a value the project assumed says so, with its reason."""
+    why = assumed_reasons(c)
+
+    def a(col: str) -> str:
+        return f" (assumed: {why[col]})" if col in why else ""
+
     relation = c["stream_relation"].replace("_", " ")
-    streams = "1 stream" if c["streams"] == 1 else f"{c['streams']} {relation}"
-    where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W" if c["power_limit_w"]
-                               else "") + f", {c['quantization'] or '?'} weights")
+    streams = ("1 stream" if c["streams"] == 1 else f"{c['streams']} {relation}") + a("streams")
+    running = c.get("streams_running")
+    if running and running != c["streams"]:
+        streams += f", {running:g} running at once{a('streams_running')}"
+    where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W{a('power_limit_w')}"
+                               if c["power_limit_w"] else "")
+             + f", {c['quantization'] or '?'} weights{a('quantization')}")
     return (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({METRICS[c['metric']].label}; "
             f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
-            f"{c['context_tokens'] or '?'} tokens of context per stream; {where})")
+            f"{c['context_tokens'] or '?'} tokens of context per stream{a('context_tokens')}; "
+            f"{where})")
 
 
 def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]]]) -> str:
@@ -234,8 +271,11 @@ def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]
                            "10-s log windows)" if col and col.key == "engine_log_steady_tok_s"
                            else name)
             continue
-        parts.append(f"{got:,.0f} tok/s on {name} ({m['per_stream_tok_s']:.1f} per "
-                     f"stream, {got / c['value']:.2f}× the claim)")
+        per = m.get(f"{col.key}_per_stream") if col else None
+        if per is None:  # the same definition's per-stream reading
+            per = got / m["streams"] if METRICS[c["metric"]].scope == "aggregate" else got
+        parts.append(f"{got:,.0f} tok/s on {name} ({per:.1f} per stream, "
+                     f"{got / c['value']:.2f}× the claim)")
     text = head
     if parts:
         text += f" against, by the same definition ({label}): " + "; ".join(parts) + "."
@@ -257,12 +297,23 @@ def _step_rows(steps: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[s
 
 def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any]],
                      claims: list[dict[str, Any]], figures: dict[str, str],
-                     level: str = "###") -> str:
-    """The section of one protocol: what it runs, its table, each run's figure."""
+                     level: str = "###", others: list[Run] | None = None,
+                     nominal_w: dict[str, float] | None = None) -> str:
+    """The section of one protocol: what it runs, its table, the blocks its data asks for
+    (gate, all-streams decode, lanes, closed loop, one stream; see
+    :mod:`claimcheck.report.sections`), each run's figure. ``others``: every run of the
+    card (for same-shape comparisons); ``nominal_w``: card -> rated board power, W."""
+    rows = _step_rows(steps)
     out = [f"{level} Protocol `{proto.name}`", "", proto.description, "",
            workload_sentence(proto), "",
-           protocol_table(proto, runs, _step_rows(steps), claims,
+           protocol_table(proto, runs, rows, claims,
                           str(runs[0].path / "provenance.json")), ""]
+    blocks = [sections.gate_block(proto, runs, rows, claims, nominal_w),
+              sections.admit_block(proto, runs, rows, others or runs),
+              sections.lanes_block(proto, runs, claims),
+              sections.closed_loop_block(proto, runs, claims),
+              sections.single_stream_block(proto, runs, rows)]
+    out += [b for b in blocks if b]
     for r in runs:
         if f"measured-{r.name}" in figures:
             out.append(f"![{r.name}]({figures[f'measured-{r.name}']})")
@@ -279,7 +330,8 @@ def render_run_md(run: Run, steps: list[dict[str, Any]], claims: list[dict[str, 
 def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dict[str, Any]],
                   card: str, figures: dict[str, str],
                   protocols: list[str] | None = None, model: str | None = None,
-                  geometry: Geometry | None = None) -> str:
+                  geometry: Geometry | None = None,
+                  nominal_w: dict[str, float] | None = None) -> str:
     """The whole Update section for the runs of one card: a section per protocol that has
     runs (in name order), the protocols named in ``protocols`` that have none, one sentence
     per replayed claim, provenance and figure links. ``model`` and ``geometry`` describe the
@@ -311,7 +363,8 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
     for r in sorted(runs, key=lambda r: (r.protocol.name, r.name)):
         by_proto.setdefault(r.protocol.name, []).append(r)
     for rs in by_proto.values():
-        out.append(protocol_section(rs[-1].protocol, rs, steps, claims, figures))
+        out.append(protocol_section(rs[-1].protocol, rs, steps, claims, figures,
+                                    others=runs, nominal_w=nominal_w))
     not_run = [p for p in protocols or [] if p not in by_proto]
     if not_run:
         out += ["### Not run yet", "",
