@@ -136,3 +136,41 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ------------------------------------------------------- issue 11: metrics, model, verdicts
+
+def metrics_csv(run_dir: str | Path, out: str | Path) -> int:
+    """Every definition for every step of one run (:func:`claimcheck.report.steps.metrics_table`)
+    as CSV. Returns the row count."""
+    from claimcheck.report import steps as run_steps
+    rows = run_steps.metrics_table(run_steps.load(run_dir))
+    write_csv(rows, out)
+    return len(rows)
+
+
+def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
+    """Predicted / measured end to end and decode aggregate for every step of every run, each
+    run calibrated on its card's run chosen by :func:`claimcheck.report.predict.calibration_run`,
+    with the term a miss of more than 5% points at."""
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+    runs = [run_steps.load(p) for p in run_dirs]
+    rows = []
+    for target in runs:
+        calib = predict.calibration_run(target, runs)
+        out = predict.predict(target, calib)
+        cal = out["calibration"]
+        for r in out["steps"]:
+            rows.append({"run": target.name, "calibrated_on": calib.name,
+                         "bandwidth_gb_s": cal["bandwidth_gb_s"], "tflops": cal["tflops"],
+                         "request_overhead_ms": cal["request_overhead_s"] * 1e3, **r,
+                         "miss_term": predict.miss_term(r)})
+    return rows
+
+
+def model_table(run_dirs: list[str | Path], out: str | Path) -> int:
+    """:func:`model_rows` as CSV. Returns the row count."""
+    rows = model_rows(run_dirs)
+    write_csv(rows, out)
+    return len(rows)

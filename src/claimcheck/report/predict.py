@@ -21,35 +21,52 @@ def _one_stream_steps(run: run_steps.RunData) -> list[run_steps.StepData]:
     return [s for s in run.steps if s.timeline.streams == 1]
 
 
-def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibration:
-    """BW_eff and overhead from ``calib``'s last 1-stream step; P_eff from a 1-stream step
-    with prompts of at least :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`, else the
-    card's datasheet dense rate at the target engine's compute dtype (said in the source)."""
+def _median_prompt(s: run_steps.StepData) -> float:
+    return statistics.median(r.prompt_tokens for r in s.timeline.requests)
+
+
+def decode_step(calib: run_steps.RunData) -> run_steps.StepData:
+    """The 1-stream step that calibrates bandwidth: the one with the shortest prompts (its
+    time is decode, not prefill); the last such step on a tie."""
     ones = _one_stream_steps(calib)
     if not ones:
         raise InputError(str(calib.path), "no 1-stream step to calibrate bandwidth from; "
                          "pass --calibrate-from a run with one (e.g. a ladder)")
-    s = ones[-1]
+    shortest = min(_median_prompt(x) for x in ones)
+    return [x for x in ones if _median_prompt(x) == shortest][-1]
+
+
+def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibration:
+    """BW_eff and overhead from ``calib``'s 1-stream step with the shortest prompts; P_eff
+    from a 1-stream step with prompts of at least :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`
+    (prompt x F_body / (median TTFT less the per-request overhead)), else the card's
+    datasheet dense rate at the target engine's compute dtype (said in the source)."""
+    s = decode_step(calib)
     tl = s.timeline
     shape, _ = run_steps.engine_shape(calib)
     tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
     ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
-    prompt = round(statistics.median(r.prompt_tokens for r in tl.requests))
+    prompt = round(_median_prompt(s))
     ttft = statistics.median(r.ttft_s for r in tl.requests)
     bw_src = (f"{calib.name} step {s.record['step']} repeat {s.record['repeat']} "
               f"(1 stream): median TPOT {tpot_s * 1e3:.3f} ms at {ctx:.0f} tokens of mean "
               f"context")
-    long = [x for x in ones
-            if statistics.median(r.prompt_tokens for r in x.timeline.requests)
-            >= m.LONG_PROMPT_TOKENS]
+    long = [x for x in _one_stream_steps(calib) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
     if long:
         x = long[-1]
-        p = statistics.median(r.prompt_tokens for r in x.timeline.requests)
+        p = _median_prompt(x)
         t = statistics.median(r.ttft_s for r in x.timeline.requests)
-        # overhead is not known yet here; the whole TTFT is charged to compute (conservative)
-        flops = m.compute_from_prefill(shape, p, t)
-        c_src = (f"{calib.name} step {x.record['step']} (1 stream): {p:.0f}-token prompts, "
-                 f"median TTFT {t:.3f} s")
+        flops = m.compute_from_prefill(shape, p, t)  # first pass: whole TTFT is compute
+        overhead = 0.0
+        for _ in range(3):  # the overhead (from the short step) depends little on P_eff
+            overhead = m.calibrate(shape, tpot_s=tpot_s, context_tokens=ctx, ttft_s=ttft,
+                                   prompt_tokens=prompt, bandwidth_source="",
+                                   flops_s=flops, compute_source="").request_overhead_s
+            flops = m.compute_from_prefill(shape, p, max(t - overhead, 1e-9))
+        c_src = (f"{calib.name} step {x.record['step']} repeat {x.record['repeat']} "
+                 f"(1 stream): {p:.0f}-token prompts x {shape.flops_body_per_token / 1e9:.1f} "
+                 f"GFLOP/token over median TTFT {t:.3f} s less the {overhead * 1e3:.1f} ms "
+                 "per-request overhead")
     else:
         _, info = run_steps.engine_shape(target)
         card = get_card(target.provenance["card"])
@@ -67,7 +84,7 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, An
     """Predicted and measured end to end and decode aggregate for every step of ``target``."""
     cal = calibration(calib, target)
     shape, info = run_steps.engine_shape(target)
-    calib_dir = _one_stream_steps(calib)[-1].record["dir"]
+    calib_dir = decode_step(calib).record["dir"]
     rows = []
     for s in target.steps:
         tl = s.timeline
@@ -124,3 +141,22 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
             f"({step_err:+.1%} on TPOT): predicted median TTFT "
             f"{row['predicted_median_ttft_s']:.2f} s, measured "
             f"{row['measured_median_ttft_s']:.2f} s")
+
+
+def calibration_run(target: run_steps.RunData,
+                    candidates: list[run_steps.RunData]) -> run_steps.RunData:
+    """The run that calibrates ``target``'s card: among ``candidates`` on the same card with
+    a 1-stream step, prefer the same engine, then one with a long-prompt 1-stream step (its
+    compute is measured, not the datasheet's), then the name (deterministic)."""
+    card = target.provenance.get("card")
+    ok = [c for c in candidates
+          if c.provenance.get("card") == card and _one_stream_steps(c)]
+    if not ok:
+        raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
+                         "to calibrate the model from")
+
+    def key(c: run_steps.RunData) -> tuple[bool, bool, str]:
+        long = any(_median_prompt(x) >= m.LONG_PROMPT_TOKENS for x in _one_stream_steps(c))
+        return (c.provenance.get("engine") == target.provenance.get("engine"), long, c.name)
+
+    return max(ok, key=key)
