@@ -151,7 +151,8 @@ def metrics_csv(run_dir: str | Path, out: str | Path) -> int:
 
 def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
     """Predicted / measured end to end and decode aggregate for every step of every run, each
-    run calibrated on its card's run chosen by :func:`claimcheck.report.predict.calibration_run`,
+    run calibrated on its card's runs chosen by :func:`claimcheck.report.predict.calibration_run`
+    (bandwidth, overhead) and :func:`~claimcheck.report.predict.compute_run` (compute),
     with the term a miss of more than 5% points at."""
     from claimcheck.report import predict
     from claimcheck.report import steps as run_steps
@@ -159,7 +160,7 @@ def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
     rows = []
     for target in runs:
         calib = predict.calibration_run(target, runs)
-        out = predict.predict(target, calib)
+        out = predict.predict(target, calib, predict.compute_run(target, runs))
         cal = out["calibration"]
         for r in out["steps"]:
             rows.append({"run": target.name, "calibrated_on": calib.name,

@@ -36,9 +36,11 @@ def decode_step(calib: run_steps.RunData) -> run_steps.StepData:
     return [x for x in ones if _median_prompt(x) == shortest][-1]
 
 
-def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibration:
+def calibration(calib: run_steps.RunData, target: run_steps.RunData,
+                compute_run: run_steps.RunData | None = None) -> m.Calibration:
     """BW_eff and overhead from ``calib``'s 1-stream step with the shortest prompts; P_eff
-    from a 1-stream step with prompts of at least :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`
+    from ``compute_run``'s (default ``calib``'s) 1-stream step with prompts of at least
+    :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`
     (prompt x F_body / (median TTFT less the per-request overhead)), else the card's
     datasheet dense rate at the target engine's compute dtype (said in the source)."""
     s = decode_step(calib)
@@ -51,7 +53,8 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibr
     bw_src = (f"{calib.name} step {s.record['step']} repeat {s.record['repeat']} "
               f"(1 stream): median TPOT {tpot_s * 1e3:.3f} ms at {ctx:.0f} tokens of mean "
               f"context")
-    long = [x for x in _one_stream_steps(calib) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
+    crun = compute_run or calib
+    long = [x for x in _one_stream_steps(crun) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
     if long:
         x = long[-1]
         p = _median_prompt(x)
@@ -63,7 +66,7 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibr
                                    prompt_tokens=prompt, bandwidth_source="",
                                    flops_s=flops, compute_source="").request_overhead_s
             flops = m.compute_from_prefill(shape, p, max(t - overhead, 1e-9))
-        c_src = (f"{calib.name} step {x.record['step']} repeat {x.record['repeat']} "
+        c_src = (f"{crun.name} step {x.record['step']} repeat {x.record['repeat']} "
                  f"(1 stream): {p:.0f}-token prompts x {shape.flops_body_per_token / 1e9:.1f} "
                  f"GFLOP/token over median TTFT {t:.3f} s less the {overhead * 1e3:.1f} ms "
                  "per-request overhead")
@@ -74,15 +77,17 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibr
         flops = card.tflops(dtype) * 1e12
         c_src = (f"fallback: {card.name} datasheet dense {dtype} {card.tflops(dtype):g} "
                  f"TFLOP/s (no 1-stream step with prompts of {m.LONG_PROMPT_TOKENS}+ tokens "
-                 f"in {calib.name})")
+                 f"in {crun.name})")
     return m.calibrate(shape, tpot_s=tpot_s, context_tokens=ctx, ttft_s=ttft,
                        prompt_tokens=prompt, bandwidth_source=bw_src, flops_s=flops,
                        compute_source=c_src)
 
 
-def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, Any]:
-    """Predicted and measured end to end and decode aggregate for every step of ``target``."""
-    cal = calibration(calib, target)
+def predict(target: run_steps.RunData, calib: run_steps.RunData,
+            compute_run: run_steps.RunData | None = None) -> dict[str, Any]:
+    """Predicted and measured end to end and decode aggregate for every step of ``target``
+    (compute calibrated on ``compute_run`` when given, see :func:`calibration`)."""
+    cal = calibration(calib, target, compute_run)
     shape, info = run_steps.engine_shape(target)
     calib_dir = decode_step(calib).record["dir"]
     rows = []
@@ -146,8 +151,8 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
 def calibration_run(target: run_steps.RunData,
                     candidates: list[run_steps.RunData]) -> run_steps.RunData:
     """The run that calibrates ``target``'s card: among ``candidates`` on the same card with
-    a 1-stream step, prefer the same engine, then one with a long-prompt 1-stream step (its
-    compute is measured, not the datasheet's), then the name (deterministic)."""
+    a 1-stream step, prefer the same engine, then the same weight format, then the name
+    (deterministic). Compute comes from :func:`compute_run`."""
     card = target.provenance.get("card")
     ok = [c for c in candidates
           if c.provenance.get("card") == card and _one_stream_steps(c)]
@@ -155,8 +160,24 @@ def calibration_run(target: run_steps.RunData,
         raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
                          "to calibrate the model from")
 
+    def fmt(r: run_steps.RunData) -> Any:
+        return r.provenance.get("engine_config", {}).get("weight_format")
+
     def key(c: run_steps.RunData) -> tuple[bool, bool, str]:
-        long = any(_median_prompt(x) >= m.LONG_PROMPT_TOKENS for x in _one_stream_steps(c))
-        return (c.provenance.get("engine") == target.provenance.get("engine"), long, c.name)
+        return (c.provenance.get("engine") == target.provenance.get("engine"),
+                fmt(c) == fmt(target), c.name)
 
     return max(ok, key=key)
+
+
+def compute_run(target: run_steps.RunData,
+                candidates: list[run_steps.RunData]) -> run_steps.RunData | None:
+    """A run on ``target``'s card with a long-prompt 1-stream step (effective compute is the
+    card's, measured once), preferring the same engine, then the name; None when none."""
+    card = target.provenance.get("card")
+    ok = [c for c in candidates if c.provenance.get("card") == card
+          and any(_median_prompt(x) >= m.LONG_PROMPT_TOKENS for x in _one_stream_steps(c))]
+    if not ok:
+        return None
+    return max(ok, key=lambda c: (c.provenance.get("engine") == target.provenance.get("engine"),
+                                  c.name))
