@@ -123,3 +123,31 @@ def test_every_claim_gets_one_verdict_and_a_label_audit(tmp_path):
     for r in rows:
         assert r["verdict"] in v.KINDS and r["reason"]
         assert all(r[f"label_{k}"] for k in ("streams", "decode_or_e2e", "left_out"))
+
+
+def test_assumed_drafter_is_said_to_be_assumed():
+    out = v.verdict(claim(250.0, spec_method="MTP", assumed_fields="spec_method"),
+                    ceiling(1, 250.0))
+    assert "drafter MTP (assumed by the registry)" in out.reason
+    assert "Weaker evidence: spec_method assumed" in out.reason
+
+
+def test_render_verdicts_one_line_per_claim():
+    from claimcheck.report.verdicts_md import render_verdicts
+    rows = []
+    for cid, val, kw in (("a", 104.0, {}), ("b", 250.0, {"assumed_fields": "card"})):
+        c = claim(val, **kw)
+        out = v.verdict(c, ceiling(1, val))
+        rows.append({"id": cid, "card": "x", "metric": "e2e_aggregate", "streams": 1,
+                     "streams_running": None, "verdict": out.kind, "reason": out.reason,
+                     "labels_given": "streams", "labels_supplied": "context_per_stream",
+                     "labels_missing": "", **out.numbers})
+    md = render_verdicts(rows)
+    lines = md.splitlines()
+    assert lines[0] == "### Verdicts"
+    assert "2 registry claims: 1 consistent, 1 needs speculation" in md
+    items = [x for x in lines if x.startswith("- **")]
+    assert len(items) == 2
+    assert items[0].startswith("- **a** (x, e2e_aggregate): *consistent*: 104.0 tok/s")
+    assert "card assumed by the registry" in items[1] and "tau needed 2.50" in items[1]
+    assert "supplied by the registry: context_per_stream" in items[1]

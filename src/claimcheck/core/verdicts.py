@@ -102,6 +102,8 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, inflation: float | None 
     assumed = _assumed_note(claim.get("assumed_fields") or "")
     spec = claim.get("spec_method")
     drafter = spec not in NO_DRAFTER
+    spec_txt = (f"drafter {spec} (assumed by the registry)" if "spec_method" in
+                (claim.get("assumed_fields") or "").split(",") else f"drafter {spec} stated")
     nums: dict[str, Any] = {"aggregate_tok_s": agg, "streams_sharing": running,
                             "per_stream_tok_s": agg / running, "tolerance": tolerance,
                             "roofline_tok_s": ceiling.roofline_tok_s,
@@ -125,7 +127,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, inflation: float | None 
                            f"within {tolerance:.0%} of {span} tok/s from {reproduction.source}."
                            + assumed, nums)
         if drafter:
-            return Verdict(NOT_TESTABLE, f"{agg:,.1f} tok/s with drafter {spec}: our replay "
+            return Verdict(NOT_TESTABLE, f"{agg:,.1f} tok/s with {spec_txt}: our replay "
                            f"gives {span} tok/s ({reproduction.source}) without it; a real "
                            "drafter's acceptance cannot be measured on dummy weights."
                            + assumed, nums)
@@ -150,7 +152,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, inflation: float | None 
     if drafter:
         return Verdict(NOT_TESTABLE, f"{agg:,.1f} tok/s is {agg / roof:.2f}x the plain "
                        f"roofline {roof:,.1f} tok/s at {streams_txt}: it needs {tau_txt}; "
-                       f"drafter {spec} stated, but its acceptance cannot be measured on "
+                       f"{spec_txt}, but its acceptance cannot be measured on "
                        "dummy weights." + assumed, nums)
     return Verdict(NEEDS_SPECULATION, f"{agg:,.1f} tok/s is {agg / roof:.2f}x the plain "
                    f"roofline {roof:,.1f} tok/s at {streams_txt}: it needs {tau_txt}, and no "

@@ -165,7 +165,9 @@ def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
         for r in out["steps"]:
             rows.append({"run": target.name, "calibrated_on": calib.name,
                          "bandwidth_gb_s": cal["bandwidth_gb_s"], "tflops": cal["tflops"],
-                         "request_overhead_ms": cal["request_overhead_s"] * 1e3, **r,
+                         "request_overhead_ms": cal["request_overhead_s"] * 1e3,
+                         "bandwidth_source": cal["bandwidth_source"],
+                         "compute_source": cal["compute_source"], **r,
                          "miss_term": predict.miss_term(r)})
     return rows
 

@@ -24,12 +24,11 @@ def verdict_line(r: Mapping[str, Any]) -> str:
             f"{_num(r.get('roofline_tok_s'))} tok/s")
     if r.get("tau_needed") not in (None, ""):
         nums += f"; tau needed {_num(r['tau_needed'], '.2f')}"
-    assumed = f" Assumed: {r['assumed_fields']}." if r.get("assumed_fields") else ""
     labels = (f" Labels given: {r.get('labels_given') or 'none'}; supplied by the registry: "
               f"{r.get('labels_supplied') or 'none'}; "
               f"missing: {r.get('labels_missing') or 'none'}.")
     return (f"- **{r['id']}** ({r['card']}, {r['metric']}): *{r['verdict']}*: {nums}. "
-            f"{r['reason']}{assumed}{labels}")
+            f"{r['reason']}{labels}")
 
 
 def render_verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -53,11 +52,13 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
     calibration used and, where a step misses by more than 5%, the term it points at."""
     lines = ["### Model: predicted / measured", ""]
     cals = sorted({(r["calibrated_on"], float(r["bandwidth_gb_s"]), float(r["tflops"]),
-                    float(r["request_overhead_ms"])) for r in rows})
-    for name, bw, tf, ov in cals:
-        lines.append(f"- calibrated on {name}: effective bandwidth {bw:,.0f} GB/s (1-stream "
-                     f"decode), effective compute {tf:,.1f} TFLOP/s (1-stream long prefill), "
-                     f"per-request overhead {ov:.1f} ms")
+                    float(r["request_overhead_ms"]), r["bandwidth_source"],
+                    r["compute_source"]) for r in rows})
+    for name, bw, tf, ov, bw_src, c_src in cals:
+        lines.append(f"- calibrated on {name}: effective bandwidth {bw:,.0f} GB/s from "
+                     f"{bw_src}; effective compute {tf:,.1f} TFLOP/s from {c_src}; "
+                     f"per-request overhead {ov:.1f} ms (that step's median TTFT less the "
+                     "model's prefill)")
     lines += ["", "Aggregates in tok/s summed over the streams (closed-loop clients at the "
               "step's concurrency); e2e = all output tokens / first send to last token; "
               "decode = tokens after each request's first / time with any request decoding "
