@@ -135,13 +135,16 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
         return None
     step_err = row["measured_median_tpot_ms"] / row["predicted_median_tpot_ms"] - 1
     if abs(step_err) > tolerance:
+        head = (f"the per-step {row['bound']} term: predicted TPOT "
+                f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
+                f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed)")
+        if row["bound"] == "compute":
+            return (f"{head}; compute bounded {row.get('compute_bound_share', 0):.0%} of the "
+                    "simulated busy time (prefill chunks sharing decode steps)")
         part = max(("weights", "state", "kv"),
                    key=lambda k: row.get(f"{k}_share_of_memory", 0.0))
-        return (f"the per-step {row['bound']} term: predicted TPOT "
-                f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
-                f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed); its "
-                f"largest part is {part} ({row.get(f'{part}_share_of_memory', 0):.0%} of "
-                "the memory time)")
+        return (f"{head}; its largest part is {part} "
+                f"({row.get(f'{part}_share_of_memory', 0):.0%} of the memory time)")
     return (f"the ramp of each wave (admission and prefill), not the decode step "
             f"({step_err:+.1%} on TPOT): predicted median TTFT "
             f"{row['predicted_median_ttft_s']:.2f} s, measured "
