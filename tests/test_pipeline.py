@@ -168,3 +168,20 @@ def test_dummy_note_names_the_served_geometry():
                        [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
                        geometry=geom)
     assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md
+
+
+def test_all_builds_the_timeline_products_for_every_run():
+    """`snakemake -n --forceall all` plans one metrics table and one definitions figure per
+    run directory, and one model table and one verdicts table."""
+    r = subprocess.run(["snakemake", "-n", "--forceall", "all", "--quiet", "rules"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    counts = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    runs = len(find_runs(RUNS))
+    assert counts.get("metrics_table") == runs
+    assert counts.get("definitions_figure") == runs
+    assert counts.get("model_table") == 1 and counts.get("verdicts_table") == 1

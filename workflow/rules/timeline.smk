@@ -7,7 +7,6 @@ rule metrics_table:
     input:
         code=PACKAGE_SOURCES,
         run=run_inputs,
-        model=config["model_config"],
     output:
         "data/derived/metrics/{run}.csv",
     params:
@@ -24,7 +23,6 @@ rule definitions_figure:
     input:
         code=PACKAGE_SOURCES,
         run=run_inputs,
-        model=config["model_config"],
     output:
         png="figures/definitions-{run}.png",
         svg="figures/definitions-{run}.svg",
