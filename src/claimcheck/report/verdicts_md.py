@@ -22,8 +22,8 @@ def verdict_line(r: Mapping[str, Any]) -> str:
     nums = (f"{_num(r.get('aggregate_tok_s'))} tok/s summed over {streams} "
             f"({_num(r.get('per_stream_tok_s'))} tok/s per stream); plain roofline "
             f"{_num(r.get('roofline_tok_s'))} tok/s")
-    if r.get("tau_needed") not in (None, ""):
-        nums += f"; tau needed {_num(r['tau_needed'], '.2f')}"
+    if r.get("tau_needed") not in (None, "") and float(r["tau_needed"]) > 1:
+        nums += f"; tau needed {_num(r['tau_needed'], '.2f')}"  # only above the roofline
     labels = (f" Labels given: {r.get('labels_given') or 'none'}; supplied by the registry: "
               f"{r.get('labels_supplied') or 'none'}; "
               f"missing: {r.get('labels_missing') or 'none'}.")
