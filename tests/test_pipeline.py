@@ -132,9 +132,30 @@ def test_claim_map_plots_every_point():
     measured = [{"card": "h200", "streams": 64, "aggregate_tok_s": 2941.0},
                 {"card": "h200", "streams": 1, "aggregate_tok_s": 66.0}]
     fig = plots.claim_map(claims, measured)
-    # data points, not legend handles: offsets of every non-empty scatter collection
+    # data points, not legend handles: offsets of every non-empty scatter collection; each
+    # claim whose streams, card, context or weights the registry assumed gets one more (its
+    # dashed ring)
+    ringed = [c for c in claims if set(c["assumed_fields"].split(","))
+              & {"streams", "streams_running", "card", "context_tokens", "prompt_tokens",
+                 "output_tokens", "quantization", "checkpoint"}]
+    assert ringed  # the shipped registry assumes some of these
     points = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
-    assert points == len(claims) + len(measured)
+    assert points == len(claims) + len(measured) + len(ringed)
+
+
+def test_claim_map_colours_each_verdict_apart():
+    from claimcheck.core.verdicts import KINDS
+    from claimcheck.report import figstyle, plots
+
+    claims = [{**c.tidy(), "verdict": KINDS[i % len(KINDS)]}
+              for i, c in enumerate(load_claims())]
+    fig = plots.claim_map(claims, [], verdicts=list(KINDS))
+    legend = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}
+    assert set(KINDS) <= legend
+    # no two categories share a colour: 15 metric labels fit the palette, 17 do not
+    assert len(set(figstyle.colours([f"m{i}" for i in range(15)]).values())) == 15
+    with pytest.raises(ValueError):
+        figstyle.colours([f"m{i}" for i in range(len(figstyle.PALETTE) + 1)])
 
 
 def test_dummy_note_names_the_served_geometry():
@@ -147,3 +168,20 @@ def test_dummy_note_names_the_served_geometry():
                        [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
                        geometry=geom)
     assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md
+
+
+def test_all_builds_the_timeline_products_for_every_run():
+    """`snakemake -n --forceall all` plans one metrics table and one definitions figure per
+    run directory, and one model table and one verdicts table."""
+    r = subprocess.run(["snakemake", "-n", "--forceall", "all", "--quiet", "rules"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    counts = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    runs = len(find_runs(RUNS))
+    assert counts.get("metrics_table") == runs
+    assert counts.get("definitions_figure") == runs
+    assert counts.get("model_table") == 1 and counts.get("verdicts_table") == 1

@@ -73,6 +73,11 @@ def run_inputs(wildcards):
     return run_files(wildcards.run)
 
 
+def all_run_files(wildcards=None):
+    """Every file of every run directory (the model and verdict tables read them all)."""
+    return sorted({f for run in RUNS for f in run_files(run)})
+
+
 def preset_inputs(wildcards):
     """Files a roofline preset reads beyond the registries: a weights_run's start log."""
     r = roofline_preset(wildcards.name)
@@ -97,9 +102,14 @@ def notebook_params(wildcards):
     t = wildcards.target
     common = {"claims_json": "data/derived/claims.json", "run_records": RUN_RECORDS}
     if t == "claim_map":
-        return {**common, "out_base": "figures/claim_map"}
+        return {**common, "verdicts_json": "data/derived/verdicts.json",
+                "out_base": "figures/claim_map"}
     if t == "update":
         return {**common, "card": config["update_card"],
+                "verdicts_json": "data/derived/verdicts.json",
+                "model_csv": "data/derived/model.csv",
+                "definitions_links": {f"definitions-{r}": f"definitions-{r}.png"
+                                      for r in RUNS},
                 "protocols_yaml": "config/protocols.yaml",
                 "model_config": config["model_config"], "model_name": config["model_name"],
                 "figures_links": update_figure_links(), "out_md": "figures/update.md"}
@@ -121,7 +131,9 @@ def notebook_params(wildcards):
 PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "figures/measured-{run}.svg", "data/derived/measured/{run}.md",
                    "data/derived/notebooks/measured-{run}.ipynb",
-                   "data/derived/params/measured-{run}.yaml"]
+                   "data/derived/params/measured-{run}.yaml",
+                   "data/derived/metrics/{run}.csv", "figures/definitions-{run}.png",
+                   "figures/definitions-{run}.svg"]
 
 
 onstart:

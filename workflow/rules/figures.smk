@@ -9,6 +9,7 @@ rule claim_map:
         nb="notebooks/claim_map.ipynb",
         params="data/derived/params/claim_map.yaml",
         claims="data/derived/claims.json",
+        verdicts="data/derived/verdicts.json",
         records=RUN_RECORDS,
     output:
         png="figures/claim_map.png",
@@ -75,9 +76,12 @@ rule update:
         claims="data/derived/claims.json",
         protocols="config/protocols.yaml",
         model=config["model_config"],
+        verdicts="data/derived/verdicts.json",
+        model_csv="data/derived/model.csv",
         figures=["figures/claim_map.png"]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
-        + expand("figures/measured-{run}.png", run=RUNS),
+        + expand("figures/measured-{run}.png", run=RUNS)
+        + expand("figures/definitions-{run}.png", run=RUNS),
     output:
         md="figures/update.md",
         nb="data/derived/notebooks/update.ipynb",

@@ -18,9 +18,19 @@ INK = "#222222"
 MUTED = "#777777"
 GRID = "#e6e6e6"
 # Okabe-Ito, colour-blind safe; assigned in this order.
+# Then Tol's muted set; 16 colours, so that no two of the 15 metric labels share one.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
-           "#000000", "#999999", "#882255", "#44AA99", "#117733", "#332288", "#AA4499"]
+           "#000000", "#999999", "#882255", "#44AA99", "#117733", "#332288", "#AA4499",
+           "#999933", "#661100"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+
+
+def colours(names: list[str]) -> dict[str, str]:
+    """One palette colour per name, in order; more names than colours is an error (two
+    categories must never share a colour)."""
+    if len(names) > len(PALETTE):
+        raise ValueError(f"{len(names)} categories for {len(PALETTE)} palette colours")
+    return {n: PALETTE[i] for i, n in enumerate(names)}
 
 STYLE = {
     "font.family": "DejaVu Sans",

@@ -13,6 +13,7 @@ from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
@@ -68,26 +69,46 @@ def _spec(r: dict[str, Any]) -> str:
     return f"{r['spec_method']}, {rows} rows"
 
 
-def claim_map(claims_json: str, run_records: list[str] | None) -> tuple[Any, str]:
-    """Every claim on streams vs aggregate, with this project's measured points; and the
-    per-stream table of the figures summed over 8 or more streams."""
+def _mark(r: dict[str, Any], col: str, text: str) -> str:
+    """A table cell, with ``*`` when the registry assumed the column's value."""
+    assumed = set(filter(None, (r.get("assumed_fields") or "").split(",")))
+    return f"{text}*" if col in assumed else text
+
+
+def claim_map(claims_json: str, run_records: list[str] | None,
+              verdicts_json: str | None = None) -> tuple[Any, str]:
+    """Every claim on streams vs aggregate with its verdict, this project's measured points;
+    and the per-stream table of the figures summed over 8 or more streams (assumed values
+    marked ``*``)."""
+    from claimcheck.core.verdicts import KINDS
     rows = read_claims_json(at_root(claims_json))
+    verdict = {}
+    if verdicts_json:
+        verdict = {v["id"]: v["verdict"] for v in read_json(at_root(verdicts_json))}
+    rows = [{**r, "verdict": verdict.get(r["id"])} for r in rows]
     _, steps = read_run_records(records(run_records))
     measured = measured_points(steps)
-    fig = plots.claim_map(rows, measured, source=(
-        "claims registry (shared/seeds/000-002; per-stream speed = aggregate / streams, "
-        "derived); measured points: this project's runs in data/raw/runs (dummy weights), "
-        "streams x 1000 / median TPOT"))
+    fig = plots.claim_map(rows, measured, verdicts=list(KINDS), source=(
+        "claims registry (shared/seeds/000-002; per-stream speed = aggregate / streams "
+        "sharing it, derived); verdicts: data/derived/verdicts.csv; measured points: this "
+        "project's runs in data/raw/runs (dummy weights), streams x 1000 / median TPOT"))
     many = sorted((r for r in rows if r["streams"] >= 8), key=lambda r: -r["aggregate_tok_s"])
     table = md_table(
         ["Claim", "Card", "Streams (relation)", "Context / stream", "Speculation", "Metric",
-         "Aggregate tok/s", "Per stream tok/s"],
-        [[r["id"], r["card"], f"{r['streams']} ({r['stream_relation'].replace('_', ' ')})",
-          str(r["context_tokens"] or "?"), _spec(r), r["metric_label"],
-          f"{r['aggregate_tok_s']:,.0f}", f"{r['per_stream_tok_s']:.1f}"] for r in many],
-        ["l", "l", "r", "r", "l", "l", "r", "r"])
+         "Aggregate tok/s", "Per stream tok/s", "Verdict"],
+        [[r["id"], _mark(r, "card", r["card"]),
+          _mark(r, "streams", f"{r['streams']}")
+          + (f" ({_mark(r, 'streams_running', format(r['streams_running'], 'g'))} running)"
+             if r.get("streams_running") else "")
+          + f" ({r['stream_relation'].replace('_', ' ')})",
+          _mark(r, "context_tokens", str(r["context_tokens"] or "?")),
+          _mark(r, "spec_method", _spec(r)), r["metric_label"],
+          f"{r['aggregate_tok_s']:,.0f}", f"{r['per_stream_tok_s']:.1f}",
+          r["verdict"] or "n/a"] for r in many],
+        ["l", "l", "r", "r", "l", "l", "r", "r", "l"])
     head = (f"{len(rows)} claims from {len({r['seed'] for r in rows})} seed articles; "
-            f"{len(measured)} measured points (streams x 1000 / median TPOT, decode)\n\n")
+            f"{len(measured)} measured points (streams x 1000 / median TPOT, decode). "
+            "`*`: value assumed by the registry, not stated by the seed.\n\n")
     return fig, head + table
 
 

@@ -31,29 +31,49 @@ def _diagonals(ax, xlim: tuple[float, float], ylim: tuple[float, float],
                     ha="right", va="bottom", xytext=(-2, 1), textcoords="offset points")
 
 
+CLAIM_MAP_ASSUMED = ("streams", "streams_running", "card", "context_tokens", "prompt_tokens",
+                     "output_tokens", "quantization", "checkpoint")
+"""Fields whose assumption moves a claim's point or its roofline: ringed on the claim map."""
+
+
 def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | None = None,
-              source: str = "") -> Any:
-    """Every claim: streams vs aggregate tok/s (log-log), colour = metric definition,
-    marker = card; diagonals are constant per-stream speed."""
+              source: str = "", verdicts: list[str] | None = None) -> Any:
+    """Every claim: streams sharing it vs aggregate tok/s (log-log), colour = verdict (in
+    the order of ``verdicts``; "no verdict" when a row has none), marker = card, hollow =
+    reproduction or control, a dashed ring = a field that places it assumed by the registry;
+    diagonals are constant per-stream speed."""
     fig, ax = fs.new(7.4, 5.0)
-    metrics = sorted({c["metric_label"] for c in claims})
+    kinds = list(verdicts or [])
+    kinds += sorted({c.get("verdict") or "no verdict" for c in claims} - set(kinds))
+    kinds = [k for k in kinds if any((c.get("verdict") or "no verdict") == k for c in claims)]
+    colour = fs.colours(kinds)
     cards = sorted({c["card"] for c in claims} | {m["card"] for m in measured or []})
-    colour = {m: fs.PALETTE[i % len(fs.PALETTE)] for i, m in enumerate(metrics)}
     marker = {c: fs.MARKERS[i % len(fs.MARKERS)] for i, c in enumerate(cards)}
-    xs = [c["streams"] for c in claims] + [m["streams"] for m in measured or []]
+
+    def streams(c: dict[str, Any]) -> float:
+        return c.get("streams_running") or c["streams"]
+
+    xs = [streams(c) for c in claims] + [m["streams"] for m in measured or []]
     ys = [c["aggregate_tok_s"] for c in claims] + [m["aggregate_tok_s"] for m in measured or []]
     xlim, ylim = (0.7, max(xs) * 1.6), (min(ys) / 1.6, max(ys) * 1.8)
     _diagonals(ax, xlim, ylim)
     # jitter identical (streams, value) points a little so each claim stays visible
-    seen: dict[tuple[int, float], int] = {}
+    seen: dict[tuple[float, float], int] = {}
+    ringed = 0
     for c in sorted(claims, key=lambda c: c["id"]):
-        key = (c["streams"], round(c["aggregate_tok_s"], 1))
+        key = (streams(c), round(c["aggregate_tok_s"], 1))
         k = seen[key] = seen.get(key, -1) + 1
-        x = c["streams"] * (1.04 ** k)
+        x = streams(c) * (1.04 ** k)
+        col = colour[c.get("verdict") or "no verdict"]
         hollow = c["kind"] != "claim"
         ax.scatter([x], [c["aggregate_tok_s"]], s=22, marker=marker[c["card"]],
-                   facecolors="none" if hollow else colour[c["metric_label"]],
-                   edgecolors=colour[c["metric_label"]], linewidths=0.9, zorder=3)
+                   facecolors="none" if hollow else col, edgecolors=col, linewidths=0.9,
+                   zorder=3)
+        assumed = set(filter(None, (c.get("assumed_fields") or "").split(",")))
+        if assumed & set(CLAIM_MAP_ASSUMED):
+            ringed += 1
+            ax.scatter([x], [c["aggregate_tok_s"]], s=80, marker="o", facecolors="none",
+                       edgecolors=fs.MUTED, linewidths=0.7, linestyle=(0, (2, 1.5)), zorder=2)
     for m in measured or []:
         ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=46, marker=marker[m["card"]],
                    facecolors="white", edgecolors=fs.INK, linewidths=1.4, zorder=4)
@@ -61,16 +81,20 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
-    ax.set_xlabel("concurrent streams (log scale)")
+    ax.set_xlabel("streams sharing the aggregate (streams_running where given; log scale)")
     ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
-    ax.set_title("Every throughput figure: streams vs aggregate (grey diagonals: tok/s per "
-                 "stream)", loc="left")
-    handles = [ax.scatter([], [], s=22, color=colour[m], marker="o", label=m)
-               for m in metrics]
+    ax.set_title("Every throughput figure and its verdict: streams vs aggregate (grey "
+                 "diagonals: tok/s per stream)", loc="left")
+    handles = [ax.scatter([], [], s=22, color=colour[k], marker="o", label=k) for k in kinds]
     handles += [ax.scatter([], [], s=22, facecolors="none", edgecolors=fs.INK,
                            marker=marker[c], label=c) for c in cards]
     handles.append(ax.scatter([], [], s=22, facecolors="none", edgecolors=fs.MUTED,
                               marker="o", label="hollow: reproduction or control"))
+    if ringed:
+        handles.append(ax.scatter([], [], s=80, facecolors="none", edgecolors=fs.MUTED,
+                                  linewidths=0.7, linestyle=(0, (2, 1.5)), marker="o",
+                                  label="dashed ring: streams, card, context\nor weights "
+                                  "assumed by the registry"))
     if measured:
         handles.append(ax.scatter([], [], s=46, facecolors="white", edgecolors=fs.INK,
                                   linewidths=1.4, marker="o", label="this project, measured"))

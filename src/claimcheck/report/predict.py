@@ -21,35 +21,55 @@ def _one_stream_steps(run: run_steps.RunData) -> list[run_steps.StepData]:
     return [s for s in run.steps if s.timeline.streams == 1]
 
 
-def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibration:
-    """BW_eff and overhead from ``calib``'s last 1-stream step; P_eff from a 1-stream step
-    with prompts of at least :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`, else the
-    card's datasheet dense rate at the target engine's compute dtype (said in the source)."""
+def _median_prompt(s: run_steps.StepData) -> float:
+    return statistics.median(r.prompt_tokens for r in s.timeline.requests)
+
+
+def decode_step(calib: run_steps.RunData) -> run_steps.StepData:
+    """The 1-stream step that calibrates bandwidth: the one with the shortest prompts (its
+    time is decode, not prefill); the last such step on a tie."""
     ones = _one_stream_steps(calib)
     if not ones:
         raise InputError(str(calib.path), "no 1-stream step to calibrate bandwidth from; "
                          "pass --calibrate-from a run with one (e.g. a ladder)")
-    s = ones[-1]
+    shortest = min(_median_prompt(x) for x in ones)
+    return [x for x in ones if _median_prompt(x) == shortest][-1]
+
+
+def calibration(calib: run_steps.RunData, target: run_steps.RunData,
+                compute_run: run_steps.RunData | None = None) -> m.Calibration:
+    """BW_eff and overhead from ``calib``'s 1-stream step with the shortest prompts; P_eff
+    from ``compute_run``'s (default ``calib``'s) 1-stream step with prompts of at least
+    :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`
+    (prompt x F_body / (median TTFT less the per-request overhead)), else the card's
+    datasheet dense rate at the target engine's compute dtype (said in the source)."""
+    s = decode_step(calib)
     tl = s.timeline
     shape, _ = run_steps.engine_shape(calib)
     tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
     ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
-    prompt = round(statistics.median(r.prompt_tokens for r in tl.requests))
+    prompt = round(_median_prompt(s))
     ttft = statistics.median(r.ttft_s for r in tl.requests)
     bw_src = (f"{calib.name} step {s.record['step']} repeat {s.record['repeat']} "
               f"(1 stream): median TPOT {tpot_s * 1e3:.3f} ms at {ctx:.0f} tokens of mean "
               f"context")
-    long = [x for x in ones
-            if statistics.median(r.prompt_tokens for r in x.timeline.requests)
-            >= m.LONG_PROMPT_TOKENS]
+    crun = compute_run or calib
+    long = [x for x in _one_stream_steps(crun) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
     if long:
         x = long[-1]
-        p = statistics.median(r.prompt_tokens for r in x.timeline.requests)
+        p = _median_prompt(x)
         t = statistics.median(r.ttft_s for r in x.timeline.requests)
-        # overhead is not known yet here; the whole TTFT is charged to compute (conservative)
-        flops = m.compute_from_prefill(shape, p, t)
-        c_src = (f"{calib.name} step {x.record['step']} (1 stream): {p:.0f}-token prompts, "
-                 f"median TTFT {t:.3f} s")
+        flops = m.compute_from_prefill(shape, p, t)  # first pass: whole TTFT is compute
+        overhead = 0.0
+        for _ in range(3):  # the overhead (from the short step) depends little on P_eff
+            overhead = m.calibrate(shape, tpot_s=tpot_s, context_tokens=ctx, ttft_s=ttft,
+                                   prompt_tokens=prompt, bandwidth_source="",
+                                   flops_s=flops, compute_source="").request_overhead_s
+            flops = m.compute_from_prefill(shape, p, max(t - overhead, 1e-9))
+        c_src = (f"{crun.name} step {x.record['step']} repeat {x.record['repeat']} "
+                 f"(1 stream): {p:.0f}-token prompts x {shape.flops_body_per_token / 1e9:.1f} "
+                 f"GFLOP/token over median TTFT {t:.3f} s less the {overhead * 1e3:.1f} ms "
+                 "per-request overhead")
     else:
         _, info = run_steps.engine_shape(target)
         card = get_card(target.provenance["card"])
@@ -57,17 +77,19 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData) -> m.Calibr
         flops = card.tflops(dtype) * 1e12
         c_src = (f"fallback: {card.name} datasheet dense {dtype} {card.tflops(dtype):g} "
                  f"TFLOP/s (no 1-stream step with prompts of {m.LONG_PROMPT_TOKENS}+ tokens "
-                 f"in {calib.name})")
+                 f"in {crun.name})")
     return m.calibrate(shape, tpot_s=tpot_s, context_tokens=ctx, ttft_s=ttft,
                        prompt_tokens=prompt, bandwidth_source=bw_src, flops_s=flops,
                        compute_source=c_src)
 
 
-def predict(target: run_steps.RunData, calib: run_steps.RunData) -> dict[str, Any]:
-    """Predicted and measured end to end and decode aggregate for every step of ``target``."""
-    cal = calibration(calib, target)
+def predict(target: run_steps.RunData, calib: run_steps.RunData,
+            compute_run: run_steps.RunData | None = None) -> dict[str, Any]:
+    """Predicted and measured end to end and decode aggregate for every step of ``target``
+    (compute calibrated on ``compute_run`` when given, see :func:`calibration`)."""
+    cal = calibration(calib, target, compute_run)
     shape, info = run_steps.engine_shape(target)
-    calib_dir = _one_stream_steps(calib)[-1].record["dir"]
+    calib_dir = decode_step(calib).record["dir"]
     rows = []
     for s in target.steps:
         tl = s.timeline
@@ -113,14 +135,52 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
         return None
     step_err = row["measured_median_tpot_ms"] / row["predicted_median_tpot_ms"] - 1
     if abs(step_err) > tolerance:
+        head = (f"the per-step {row['bound']} term: predicted TPOT "
+                f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
+                f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed)")
+        if row["bound"] == "compute":
+            return (f"{head}; compute bounded {row.get('compute_bound_share', 0):.0%} of the "
+                    "simulated busy time (prefill chunks sharing decode steps)")
         part = max(("weights", "state", "kv"),
                    key=lambda k: row.get(f"{k}_share_of_memory", 0.0))
-        return (f"the per-step {row['bound']} term: predicted TPOT "
-                f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
-                f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed); its "
-                f"largest part is {part} ({row.get(f'{part}_share_of_memory', 0):.0%} of "
-                "the memory time)")
+        return (f"{head}; its largest part is {part} "
+                f"({row.get(f'{part}_share_of_memory', 0):.0%} of the memory time)")
     return (f"the ramp of each wave (admission and prefill), not the decode step "
             f"({step_err:+.1%} on TPOT): predicted median TTFT "
             f"{row['predicted_median_ttft_s']:.2f} s, measured "
             f"{row['measured_median_ttft_s']:.2f} s")
+
+
+def calibration_run(target: run_steps.RunData,
+                    candidates: list[run_steps.RunData]) -> run_steps.RunData:
+    """The run that calibrates ``target``'s card: among ``candidates`` on the same card with
+    a 1-stream step, prefer the same engine, then the same weight format, then the name
+    (deterministic). Compute comes from :func:`compute_run`."""
+    card = target.provenance.get("card")
+    ok = [c for c in candidates
+          if c.provenance.get("card") == card and _one_stream_steps(c)]
+    if not ok:
+        raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
+                         "to calibrate the model from")
+
+    def fmt(r: run_steps.RunData) -> Any:
+        return r.provenance.get("engine_config", {}).get("weight_format")
+
+    def key(c: run_steps.RunData) -> tuple[bool, bool, str]:
+        return (c.provenance.get("engine") == target.provenance.get("engine"),
+                fmt(c) == fmt(target), c.name)
+
+    return max(ok, key=key)
+
+
+def compute_run(target: run_steps.RunData,
+                candidates: list[run_steps.RunData]) -> run_steps.RunData | None:
+    """A run on ``target``'s card with a long-prompt 1-stream step (effective compute is the
+    card's, measured once), preferring the same engine, then the name; None when none."""
+    card = target.provenance.get("card")
+    ok = [c for c in candidates if c.provenance.get("card") == card
+          and any(_median_prompt(x) >= m.LONG_PROMPT_TOKENS for x in _one_stream_steps(c))]
+    if not ok:
+        return None
+    return max(ok, key=lambda c: (c.provenance.get("engine") == target.provenance.get("engine"),
+                                  c.name))

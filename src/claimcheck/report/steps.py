@@ -19,6 +19,12 @@ from claimcheck.core import definitions as d
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import STATE_DTYPE_BYTES
 from claimcheck.core.geometry import geometry_from_file, load_config
+from claimcheck.core.inputs import (
+    COMPUTE_DTYPE,
+    ENGINE_KV_DTYPE,
+    ENGINE_STATE_DTYPE,
+    engine_dtype,
+)
 from claimcheck.core.io import read_json, read_text
 from claimcheck.core.model import EngineShape, shape_for
 from claimcheck.core.paths import ROOT
@@ -216,7 +222,6 @@ BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")
 VLLM_DEFAULT_BATCHED_TOKENS = 8192
 """vLLM V1's default token budget for the OpenAI server on a large-memory GPU (assumed when
 the start log does not print it)."""
-DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16"}
 
 
 def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
@@ -225,8 +230,9 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     W = the engine's own "Model loading took X GiB" less the input embedding (read by lookup,
     not per token) at the model dtype, else the weight format applied to the weights read per
     token; S (recurrent state plus the short-convolution state, the latter at the model
-    dtype) and kappa at the engine's state and KV dtypes ("auto": the config's
-    ``mamba_ssm_dtype`` for state, the model dtype for KV); token budget from the start log.
+    dtype) and kappa at the engine's state and KV dtypes, every dtype name translated by
+    :mod:`claimcheck.core.inputs`' engine tables ("auto" state: the config's
+    ``mamba_ssm_dtype``; "auto" KV: BF16); token budget from the start log.
     """
     prov = run.provenance
     eng = prov.get("engine_config", {})
@@ -234,7 +240,18 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     geom = geometry_from_file(cfg_path)
     start = run.path / "server-start.log"
     text = read_text(start) if start.exists() else ""
-    model_dtype = DTYPE.get(str(load_config(cfg_path).get("torch_dtype", "bfloat16")), "bf16")
+    where = str(run.path / "provenance.json")
+    try:  # dtype names go through core.inputs' engine tables, the one translation
+        model_dtype = engine_dtype(ENGINE_KV_DTYPE,
+                                   str(load_config(cfg_path).get("torch_dtype", "bfloat16")),
+                                   "model")
+        ssm = eng.get("mamba_ssm_cache_dtype") or "auto"
+        state = engine_dtype(ENGINE_STATE_DTYPE,
+                             geom.mamba_ssm_dtype if ssm == "auto" else ssm, "state")
+        kv = engine_dtype(ENGINE_KV_DTYPE, eng.get("kv_cache_dtype"), "KV")
+        compute = COMPUTE_DTYPE.get(eng.get("weight_format") or "", model_dtype)
+    except ValueError as e:
+        raise InputError(where, str(e), key="engine_config") from None
     embed_bytes = geom.components.get("embed", 0) * STATE_DTYPE_BYTES[model_dtype]
     gib = serverlog.weights_gib(text)
     if gib is not None:
@@ -243,11 +260,6 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
                  f"{embed_bytes / GB:.2f} GB ({model_dtype}) = {w / GB:.2f} GB read per step")
     else:
         w, w_src = weight_bytes(geom, fmt=eng.get("weight_format") or model_dtype)
-    ssm = eng.get("mamba_ssm_cache_dtype") or "auto"
-    state = DTYPE.get(geom.mamba_ssm_dtype or "", model_dtype) if ssm == "auto" else \
-        DTYPE.get(ssm, ssm)
-    kv = eng.get("kv_cache_dtype") or "auto"
-    kv = model_dtype if kv == "auto" else kv
     m = BATCHED_TOKENS.search(text)
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
     seqs = int(eng.get("max_num_seqs") or 256)
@@ -262,9 +274,6 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
             "max_num_batched_tokens_source": "server-start.log" if m else
             f"vLLM default {VLLM_DEFAULT_BATCHED_TOKENS} (assumed)",
             "max_num_seqs": seqs, "config": prov["model_config"],
-            "compute_dtype": COMPUTE_DTYPE.get(eng.get("weight_format") or "", model_dtype)}
+            "compute_dtype": compute}
     return shape, info
 
-
-COMPUTE_DTYPE = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8"}
-"""Tensor-core rate used for a weight format (W8A8 formats run their GEMMs at 8 bits)."""

@@ -1,0 +1,61 @@
+"""Calibration from the 16k single-stream run: bandwidth from its 128-token step, compute
+from its 7,681-token prefill; both below the H200 datasheet; the model table covers every
+step of every committed run."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from claimcheck.core import model as m
+from claimcheck.report import predict
+from claimcheck.report import steps as run_steps
+from claimcheck.report.derive import model_rows
+
+RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
+SINGLE = RUNS / "h200-20261129-bf16-dummy-16k-single-stream"
+H200_GB_S, H200_BF16_TFLOPS = 4800.0, 989.0  # datasheet, data/raw/cards.csv
+
+
+def _bench(step: str) -> dict:
+    return json.loads((SINGLE / "steps" / step / "bench.json").read_text())
+
+
+def test_compute_is_calibrated_from_the_long_prefill():
+    run = run_steps.load(SINGLE)
+    cal = predict.calibration(run, run)
+    assert "7681-token prompts" in cal.compute_source
+    assert not cal.compute_source.startswith("fallback")
+    assert "step 0" in cal.bandwidth_source  # the 128-token step, not the long one
+    # independently: prompt x F_body / (median TTFT - overhead), TTFT from bench.json (ms)
+    shape, _ = run_steps.engine_shape(run)
+    b = _bench("01-c1-r1")
+    ttft_s = statistics.median(b["ttfts"])
+    want = 7681 * shape.flops_body_per_token / (ttft_s - cal.request_overhead_s)
+    assert abs(cal.flops_s / want - 1) < 1e-3
+    # physically plausible: below the datasheet, above half of it for a 7.7k-token prefill
+    assert 0.5 * H200_BF16_TFLOPS < cal.flops_s / 1e12 < H200_BF16_TFLOPS
+    assert 0.5 * H200_GB_S < cal.bandwidth_bytes_s / 1e9 < H200_GB_S
+    # the overhead is what the 128-token step's TTFT leaves after its (short) prefill
+    assert 0 < cal.request_overhead_s < statistics.median(_bench("00-c1-r1")["ttfts"])
+
+
+def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step():
+    dirs = sorted(p for p in RUNS.iterdir() if p.is_dir())
+    rows = model_rows(dirs)
+    steps = sum(len(json.loads((d / "steps.json").read_text())) for d in dirs)
+    assert len(rows) == steps
+    for r in rows:
+        assert r["bandwidth_gb_s"] < H200_GB_S and r["tflops"] < H200_BF16_TFLOPS
+        # a miss of more than 5% always names its term; a hit never does
+        missed = abs(r["e2e_error"]) > 0.05 or abs(r["decode_error"] or 0) > 0.05
+        assert (r["miss_term"] is not None) == missed
+    by_run = {r["run"]: r["calibrated_on"] for r in rows}
+    assert by_run[SINGLE.name] == SINGLE.name  # the 16k engine calibrates on itself
+    assert by_run["h200-20261129-bf16-dummy-hyperqwen-batch"] == \
+        "h200-20261129-bf16-dummy-ladder"  # same engine first
+
+
+def test_long_prompt_threshold_is_what_selects_the_compute_step():
+    assert m.LONG_PROMPT_TOKENS <= 7681
