@@ -274,8 +274,7 @@ def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]
         per = m.get(f"{col.key}_per_stream") if col else None
         if per is None:  # the same definition's per-stream reading
             per = got / m["streams"] if METRICS[c["metric"]].scope == "aggregate" else got
-        parts.append(f"{got:,.0f} tok/s on {name} ({per:.1f} per stream, "
-                     f"{got / c['value']:.2f}× the claim)")
+        parts.append(f"{got:,.0f} tok/s on {name} ({per:.1f} per stream)")
     text = head
     if parts:
         text += f" against, by the same definition ({label}): " + "; ".join(parts) + "."
@@ -370,7 +369,9 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
         out += ["### Not run yet", "",
                 "Protocols in `config/protocols.yaml` with no recorded run on this card: "
                 + ", ".join(f"`{p}`" for p in not_run) + ".", ""]
-    out += ["### How each claim compares", ""]
+    out += ["### Measured beside each replayed claim", "",
+            "By the claim's own definition, on this card; what each claim means for its own "
+            "card is its verdict (the Verdicts section), not a ratio across cards.", ""]
     for rs in by_proto.values():
         for c in _replayed(rs[-1].protocol, claims):
             ms = [(r, s) for r in rs for s in reported_steps(r)
