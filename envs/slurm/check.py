@@ -29,7 +29,7 @@ def main(w: Path, measure_rc: int, all_rc: int) -> list[str]:
         errors.append(f"{bogus_log} does not name the bad flag")
     if "logs/slurm" not in out:
         errors.append("Snakemake's report names no SLURM log (logs/slurm/...)")
-    runs = sorted((repo / "data/raw/runs-slurm").iterdir())
+    runs = sorted(p for p in (repo / "data/raw/runs").iterdir() if p.name.startswith("cpu-"))
     engines = set()
     for run in runs:
         prov = json.loads((run / "provenance.json").read_text())

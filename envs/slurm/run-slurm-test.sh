@@ -2,13 +2,14 @@
 # The measure workflow on a real SLURM cluster (part of `make test` and CI, issue 13).
 # Installs Debian's slurm-wlm, slurmdbd, munge and mariadb-server, starts a one-node
 # cluster on loopback (munged, mariadbd, slurmdbd, slurmctld, slurmd; the machine's real
-# CPUs and memory, no GPU: card cpu), runs `snakemake --profile workflow/profiles/slurm
-# measure` in a temporary copy of the repository with the CPU vLLM (envs/cpu) and three
+# CPUs and memory, no GPU: card cpu), and runs `snakemake --profile workflow/profiles/slurm
+# measure` with the CPU vLLM (envs/cpu) in a temporary copy of the repository, so that its
+# runs land beside the committed ones there and nothing in this checkout changes. Three
 # matrix entries: tiny-dense and tiny-hybrid (one short protocol each, profile ci) and an
-# engine with a bogus flag that must fail. envs/slurm/check.py then checks sacct, the run
-# directories and their provenance; `snakemake --cores 1 all` renders them in the copy.
-# Skips (exit 0, printing SKIPPED) only when the Debian packages, or the CPU vLLM
-# (as the integration tests), cannot be installed. Stops every daemon it started.
+# engine with a bogus flag that must fail. `snakemake --cores 1 all` then renders the copy,
+# and envs/slurm/check.py checks sacct, the run directories, their provenance and figures.
+# Skips (exit 0, printing SKIPPED) only when the Debian packages, or the CPU vLLM (as the
+# integration tests), cannot be installed. Stops every daemon it started.
 #   CLAIMCHECK_SLURM_KEEP=1  keep the work directory (printed) for a look afterwards
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -144,14 +145,12 @@ w = sys.argv[1]
 path = f"{w}/repo/config/config.yaml"
 cfg = yaml.safe_load(open(path))
 res = {"cpus_per_task": 1, "mem_mb": 4000, "runtime": 20}
-cfg["runs_dir"] = "data/raw/runs-slurm"
 cfg["measure"] = {"engines_file": f"{w}/engines.yaml", "profile": "ci",
                   "health_timeout_s": 300, "matrix": [
     {"card": "cpu", "engine": e, "protocols": ["single-stream"], "resources": res}
     for e in ("tiny-dense", "tiny-hybrid", "tiny-bogus")]}
 yaml.safe_dump(cfg, open(path, "w"), sort_keys=False)
 PY
-mkdir -p "$W/repo/data/raw/runs-slurm"
 
 # 5. The measure workflow through the SLURM executor
 cd "$W/repo"
