@@ -48,7 +48,26 @@ def test_git_fallback_without_a_checkout(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAIMCHECK_GIT_COMMIT", "abc123")
     monkeypatch.setenv("CLAIMCHECK_GIT_DIRTY", "false")
     g = prov.project_git(tmp_path)  # no .git here
-    assert g == {"commit": "abc123", "dirty": "false", "source": "environment"}
+    assert (g["commit"], g["dirty"]) == ("abc123", "false")
+    assert g["source"].startswith("environment") and g["git"]["commit"] is None
+
+
+def test_the_named_commit_wins_over_a_copied_dot_git(tmp_path, monkeypatch):
+    """The offline H200's copy carried a .git of the last landed commit while the tree was
+    another commit: the commit named in the environment is recorded, git's view beside it."""
+    def git(*a):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                              cwd=tmp_path, capture_output=True, text=True, check=True)
+    git("init", "-q")
+    (tmp_path / "f").write_text("x")
+    git("add", "f")
+    git("commit", "-qm", "c")
+    head = git("rev-parse", "HEAD").stdout.strip()
+    monkeypatch.delenv("CLAIMCHECK_GIT_COMMIT", raising=False)
+    assert prov.project_git(tmp_path) == {"commit": head, "dirty": False, "source": "git"}
+    monkeypatch.setenv("CLAIMCHECK_GIT_COMMIT", "d5482624")
+    g = prov.project_git(tmp_path)
+    assert g["commit"] == "d5482624" and g["git"]["commit"] == head
 
 
 def test_software_probe_runs_in_the_named_interpreter():

@@ -6,6 +6,7 @@ recorded as such; everything else (server lifecycle, ``vllm bench serve``, parsi
 is the real thing on two tiny random-weight models made by this project (envs/cpu/models).
 """
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -79,6 +80,8 @@ def verify_run(d: Path) -> None:
     assert prov["telemetry"]["available"] is False  # no NVML in CI: recorded, not raised
     assert prov["gpu"]["available"] is False and prov["gpu"]["reason"]
     assert prov["software"]["vllm"].startswith("0.32.0")  # the engine's interpreter
+    # the runner's interpreter samples NVML: its nvidia-ml-py is recorded, as installed
+    assert prov["runner_software"]["nvidia_ml_py"] == importlib.metadata.version("nvidia-ml-py")
     assert prov["server"]["command"].startswith(f"{VENV}/bin/vllm serve")
     assert "--host 127.0.0.1" in prov["server"]["command"]
     assert (d / "server-start.log").read_text()  # start-up log kept per run

@@ -26,6 +26,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "triton": ("triton",),
     "tokenizers": ("tokenizers",),
     "nvidia_ml_py": ("nvidia-ml-py", "pynvml"),
+    "httpx": ("httpx",),
 }
 
 # Runs in the engine's interpreter. Versions come from importlib.metadata (the installed
@@ -107,20 +108,25 @@ def host() -> dict[str, Any]:
 def project_git(root: Path = ROOT) -> dict[str, Any]:
     """This project's commit and whether the tree was dirty.
 
-    Falls back to CLAIMCHECK_GIT_COMMIT / CLAIMCHECK_GIT_DIRTY when the checkout has no
-    .git (e.g. a copied working tree on a GPU host).
+    CLAIMCHECK_GIT_COMMIT (and CLAIMCHECK_GIT_DIRTY), when set, name the commit that was
+    copied to the host and win: a copied working tree can carry a ``.git`` of another
+    commit (seen on the offline H200). What git itself reports is kept beside it.
     """
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                                 text=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root,
                                     capture_output=True, text=True).stdout.strip())
-        return {"commit": commit, "dirty": dirty, "source": "git"}
-    except (OSError, subprocess.CalledProcessError):
-        env_commit = os.environ.get("CLAIMCHECK_GIT_COMMIT")
-        return {"commit": env_commit,
-                "dirty": os.environ.get("CLAIMCHECK_GIT_DIRTY", "unknown"),
-                "source": "environment" if env_commit else "unavailable"}
+        seen: dict[str, Any] = {"commit": commit, "dirty": dirty, "source": "git"}
+    except (OSError, subprocess.CalledProcessError) as e:
+        seen = {"commit": None, "dirty": "unknown", "source": "unavailable",
+                "error": f"{type(e).__name__}: {e}"}
+    env_commit = os.environ.get("CLAIMCHECK_GIT_COMMIT")
+    if env_commit:
+        return {"commit": env_commit, "dirty": os.environ.get("CLAIMCHECK_GIT_DIRTY",
+                                                              "unknown"),
+                "source": "environment (CLAIMCHECK_GIT_COMMIT)", "git": seen}
+    return seen
 
 
 def relevant_env(env: dict[str, str] | None = None) -> dict[str, str]:

@@ -23,8 +23,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
+from claimcheck.core.runrecord import validate_provenance, validate_steps
 from claimcheck.measure import clientproc, energy, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
@@ -113,6 +115,9 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
     }
     _write_json(run_dir / "provenance.json", base)
     base["software"] = prov.software(engine_python(vllm))
+    # the runner's own interpreter (NVML sampling, load client) when it is another one
+    base["runner_software"] = (prov.software(sys.executable)
+                               if engine_python(vllm) != sys.executable else "software")
     steps: list[dict[str, Any]] = []
     status, reason = "complete", None
     sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)
@@ -144,13 +149,19 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "status": status, "failure": reason, "steps": steps,
         "ended_utc": dt.datetime.fromtimestamp(ended, dt.UTC).isoformat(),
         "duration_s": round(ended - started, 3),
-        "telemetry": {"available": sampler.available, "reason": sampler.reason,
-                      "interval_s": sampler.interval_s,
-                      "summary": telemetry.summarize(
-                          telemetry.read_telemetry(run_dir / "telemetry.csv"))},
+        "telemetry": {**telemetry.provenance_record(sampler),
+                      "interval_s": sampler.interval_s},
         "server_alive_at_end": server.alive() and server.healthy(),
     })
-    _write_json(run_dir / "provenance.json", base)
+    _write_json(run_dir / "provenance.json", base)  # written first: nothing measured is lost
+    try:  # the record's schema (claimcheck/schemas/provenance.schema.json), checked on write
+        validate_provenance(json.loads((run_dir / "provenance.json").read_text()),
+                            str(run_dir / "provenance.json"))
+        validate_steps(steps, str(run_dir / "steps.json"))
+    except InputError as e:
+        print(f"claimcheck: error: the run record does not match its schema: {e}",
+              file=sys.stderr)
+        status = "failed"
     if reason == "interrupted (SIGINT) before the protocol ended":
         raise KeyboardInterrupt  # everything measured is written; no further protocol
     return run_dir, status
