@@ -1,8 +1,8 @@
 # `make test` is the project's test command (README); .ci/run calls it.
 # Everything here runs on a CPU-only machine.
-.PHONY: test lint unit workflow notebooks integration
+.PHONY: test lint unit workflow notebooks integration slurm
 
-test: lint unit workflow notebooks integration
+test: lint unit workflow notebooks integration slurm
 
 lint:
 	ruff check src tests workflow/scripts notebooks
@@ -22,3 +22,7 @@ notebooks:
 
 integration:
 	bash envs/cpu/run-integration.sh
+
+# A one-node SLURM cluster on loopback runs the measure workflow (about 6 minutes on 2 cores).
+slurm:
+	bash envs/slurm/run-slurm-test.sh

@@ -83,7 +83,8 @@ def test_registry_csv_bad_numbers_name_line_and_column(tmp_path):
         load_cards(p)
     lines[h200] = ",".join(lines[h200].split(",")[:5]) + "\n"  # a row cut off
     p.write_text("".join(lines))
-    with pytest.raises(InputError, match=rf"cards.csv:{h200 + 1}: 5 fields, the header has 14"):
+    n = len(lines[0].split(","))  # the header's columns
+    with pytest.raises(InputError, match=rf"cards.csv:{h200 + 1}: 5 fields, the header has {n}"):
         load_cards(p)
     c = tmp_path / "ceilings.csv"
     c.write_text((RAW / "ceilings.csv").read_text().replace(",fp16,63,", ",fp16,-63,", 1))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import TENSOR_COLUMN, get_card
+from claimcheck.core.cards import TENSOR_COLUMN, detect_card, get_card, load_cards
 from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
@@ -302,7 +302,9 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
 
     m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
     m.add_argument("--card", required=True,
-                   help="card registry name (rtx3090, h200, ...), or cpu for a CPU engine")
+                   help="card registry name (rtx3090, h200, ...), auto (NVML's GPU name "
+                        "mapped through cards.csv nvml_name), or cpu for a CPU engine; a "
+                        "named card is checked against the GPU NVML sees")
     m.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
     m.add_argument("--protocol", action="append", required=True,
                    help="protocol name (config/protocols.yaml); repeat for several")
@@ -313,7 +315,8 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--attach", default=None, help="state dir of a server started by serve")
     g.add_argument("--base-url", default=None, help="an already running server")
     m.add_argument("--server-log", default=None, help="its log file, with --base-url")
-    m.add_argument("--port", type=int, default=8000)
+    m.add_argument("--port", type=int, default=8000,
+                   help="server port; 0 picks a free one (several jobs on one node)")
     m.add_argument("--state", default=".claimcheck/server")
     m.add_argument("--runs-dir", default=str(RUNS))
     m.add_argument("--health-timeout", type=float, default=900, help="seconds")
@@ -385,11 +388,45 @@ def parse_gpus(text: str | None) -> list[int] | None:
     return gpus
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (the OS picks it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def measure_card(requested: str, facts: dict[str, Any], tp: int = 1) -> str:
+    """The card a measure run records: ``cpu`` as given; ``auto`` from NVML's names of the
+    GPUs used; a named card checked against them when NVML answers. Refuses a GPU count
+    below the engine's tensor-parallel size."""
+    if requested == "cpu":
+        return "cpu"
+    cards = load_cards()
+    if requested != "auto":
+        get_card(requested)
+    if not facts.get("available"):
+        if requested == "auto":
+            raise InputError("--card", f"auto needs NVML: {facts.get('reason')}")
+        return requested
+    names = [g.get("name") or "" for g in facts.get("gpus", [])]
+    if len(names) < tp:
+        raise InputError("--gpus", f"the engine's tensor_parallel_size is {tp} but "
+                         f"{len(names)} GPU(s) are given or visible")
+    found = detect_card(names, cards)
+    if requested not in ("auto", found):
+        raise InputError("--card", f"{requested!r} asked for, but NVML sees "
+                         f"{', '.join(sorted(set(names)))} = card {found!r}")
+    return found
+
+
 def cmd_measure(a: argparse.Namespace) -> int:
     # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
-    if a.card != "cpu":
-        get_card(a.card)
     engine = get_engine(a.engine, a.engines_file)
+    gpus = parse_gpus(a.gpus)
+    a.card = measure_card(a.card, telemetry.gpu_facts(gpus) if a.card != "cpu" else {},
+                          engine.tensor_parallel_size)
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
     if a.repeats is not None:
         if a.repeats < 1:
@@ -398,7 +435,8 @@ def cmd_measure(a: argparse.Namespace) -> int:
     for proto in protos:  # every protocol must fit the engine before anything starts
         check_fit(proto, engine.max_model_len, engine.max_num_seqs, engine.name,
                   str(a.engines_file or "config/engines.yaml"))
-    gpus = parse_gpus(a.gpus)
+    if a.port == 0:
+        a.port = free_port()
     server: srv.Server | None = None
     if a.attach:
         server = srv.Server.load(Path(a.attach))

@@ -30,8 +30,6 @@ for _i, _r in enumerate(config["rooflines"]):
 check_unique_names(config["rooflines"], "config/config.yaml")
 if "update_card" in config:
     _check_card(config["update_card"], "update_card")
-if "measure" in config:
-    _check_card(config["measure"]["card"], "measure.card")
 
 # A missing input must fail even where an old output exists (Snakemake would keep the old
 # output without a word): every configured file and every run's provenance.json, checked here.

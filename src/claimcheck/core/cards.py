@@ -10,7 +10,8 @@ from claimcheck.core.io import parse_number, read_csv_lines
 from claimcheck.core.paths import RAW
 
 CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
-                "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w")
+                "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w",
+                "link_bw_gb_s")
 CARD_REQUIRED = ("card", "name", "memory_gib", "memory_bw_gb_s", "default_power_w",
                  "source_memory", "source_bandwidth", "source_tensor", "source_power")
 TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
@@ -20,7 +21,10 @@ TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
 
 @dataclass(frozen=True)
 class Card:
-    """One GPU. Memory in GiB (2**30 bytes), bandwidth in GB/s (1e9 bytes/s)."""
+    """One GPU. Memory in GiB (2**30 bytes), bandwidth in GB/s (1e9 bytes/s).
+
+    ``nvml_name`` is NVML's exact device name string (``--card auto``); ``link`` the
+    card-to-card link used for tensor parallel and ``link_bw_gb_s`` its GB/s each way."""
 
     card: str
     name: str
@@ -29,6 +33,14 @@ class Card:
     tensor_tflops: dict[str, float]
     default_power_w: float
     sources: dict[str, str]
+    nvml_name: str | None = None
+    link: str | None = None
+    link_bw_gb_s: float | None = None
+
+    @property
+    def link_bytes_s(self) -> float | None:
+        """Card-to-card link, bytes/s each way (None when the registry has none)."""
+        return None if self.link_bw_gb_s is None else self.link_bw_gb_s * 1e9
 
     @property
     def bandwidth_bytes_s(self) -> float:
@@ -68,8 +80,40 @@ def load_cards(path: str | Path | None = None) -> dict[str, Card]:
             memory_bw_gb_s=nums["memory_bw_gb_s"],
             tensor_tflops={d: nums[c] for d, c in TENSOR_COLUMN.items() if c in nums},
             default_power_w=nums["default_power_w"],
-            sources={k: row[k] for k in row if k.startswith("source_")})
+            sources={k: row[k] for k in row if k.startswith("source_")},
+            nvml_name=(row.get("nvml_name") or "").strip() or None,
+            link=(row.get("link") or "").strip() or None,
+            link_bw_gb_s=nums.get("link_bw_gb_s"))
+        if cards[row["card"]].link_bw_gb_s is not None and not (row.get("source_link")
+                                                              or "").strip():
+            raise InputError(str(p), "a link bandwidth needs its source", line=line,
+                             key="source_link")
     return cards
+
+
+def card_for_nvml_name(nvml_name: str, cards: dict[str, Card], source: str = "NVML") -> str:
+    """The registry name of the card NVML calls ``nvml_name`` (exact match of the
+    ``nvml_name`` column); an unknown name is refused with the name seen."""
+    hits = [c.card for c in cards.values() if c.nvml_name == nvml_name]
+    if len(hits) == 1:
+        return hits[0]
+    known = sorted(c.nvml_name for c in cards.values() if c.nvml_name)
+    why = "is in the registry more than once" if hits else "is not in the registry"
+    raise InputError(source, f"GPU name {nvml_name!r} {why} (cards.csv nvml_name); "
+                     f"known: {', '.join(repr(k) for k in known)}", key="nvml_name")
+
+
+def detect_card(gpu_names: list[str], cards: dict[str, Card], source: str = "NVML") -> str:
+    """One registry card for the GPUs a run uses (their NVML names); refuses none, an
+    unknown name, or a mix of cards."""
+    if not gpu_names:
+        raise InputError(source, "no GPU seen; --card auto needs NVML and a GPU",
+                         key="card")
+    found = {card_for_nvml_name(n, cards, source) for n in gpu_names}
+    if len(found) > 1:
+        raise InputError(source, f"the GPUs are different cards ({', '.join(sorted(found))}); "
+                         "one run uses one card", key="card")
+    return found.pop()
 
 
 def get_card(name: str, path: str | Path | None = None) -> Card:

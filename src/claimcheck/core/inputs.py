@@ -187,12 +187,16 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                  tflops: float | None = None, power_limit_w: float | None = None,
                  state_dtype: str | None = None, kv_dtype: str | None = None,
                  context_tokens: float = 0.0, eta: float = 1.0, rows: float = 1.0,
-                 tau: float = 1.0) -> tuple[rl.Roofline, dict[str, Any]]:
+                 tau: float = 1.0, cards: int = 1) -> tuple[rl.Roofline, dict[str, Any]]:
     """The roofline and a dict naming the value and source of each input.
 
     State and KV dtypes default to the weights.csv row's when the source is an id (else
     fp32 state, bf16 KV). The compute dtype defaults to the weight format's
-    (:data:`COMPUTE_DTYPE`), else bf16. Context is tokens per stream."""
+    (:data:`COMPUTE_DTYPE`), else bf16. Context is tokens per stream. ``cards`` > 1 is
+    tensor parallel over that many of ``card``, joined by its ``link`` in cards.csv."""
+    if cards > 1 and card.link_bytes_s is None:
+        raise InputError("cards.csv", f"card {card.card} has no link bandwidth for "
+                         f"{cards}-card tensor parallel", key="link_bw_gb_s")
     w_bytes, w_label, row = resolve_weights(weights, geom, weight_rows)
     state = state_dtype or (row.state_dtype if row else "fp32")
     kv = kv_dtype or (row.kv_dtype if row else "bf16")
@@ -201,7 +205,8 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                                       power_limit_w=power_limit_w, tflops=tflops)
     m = rl.for_model(geom, weight_bytes=w_bytes, bandwidth_bytes_s=card.bandwidth_bytes_s,
                      tflops=p_tflops, eta=eta, state_dtype=state, kv_dtype=kv,
-                     context_tokens=context_tokens, rows=rows, tau=tau)
+                     context_tokens=context_tokens, rows=rows, tau=tau, cards=cards,
+                     link_bytes_s=card.link_bytes_s if cards > 1 else None)
     sources = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s,
                "bandwidth_source": card.sources.get("source_bandwidth", "cards.csv"),
                "eta": eta, "weights": w_label, "weight_bytes": w_bytes, "tflops": p_tflops,
@@ -210,4 +215,8 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                "kv_bytes_per_token": m.kv_bytes_per_token,
                "context_tokens_per_stream": context_tokens, "rows_verified_per_step": rows,
                "tokens_kept_per_step": tau, "flops_per_row": geom.flops_per_token}
+    if cards > 1:
+        sources.update({"cards": cards, "link": card.link, "link_gb_s": card.link_bw_gb_s,
+                        "link_source": card.sources.get("source_link", "cards.csv"),
+                        "allreduce_bytes_per_row": m.allreduce_bytes_per_row})
     return m, sources

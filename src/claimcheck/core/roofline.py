@@ -20,6 +20,20 @@ and R the bytes of all routed experts. B = 1 reads only the active experts
 (W_all - R (1 - k/E)); large B reads every expert (W_all). Shared experts, the router,
 attention and the head are read every step. Real routers are not uniform (popular experts
 make c(B) smaller), so this is the expected read under that stated assumption.
+
+Tensor parallel over n cards (Megatron-style, as vLLM's ``--tensor-parallel-size``): each
+card holds 1/n of every layer's weights and of every stream's state and KV, so the memory
+term reads (W(B) + B(2S + kappa L)) / n per card at the same time (bandwidth summed), and
+the arithmetic term is B r F / (n P) (compute summed). Each layer then all-reduces its
+activations twice (after attention/mixer and after the MLP): A = 2 N h a bytes per
+verified position (N layers, hidden size h, a activation bytes). A ring all-reduce of M
+bytes over n cards moves 2 (n - 1) / n M bytes each way per card over the card link of
+X bytes/s each way, and is not overlapped with the step:
+
+    t_step(B) = max(memory / n, compute / n) + 2 (n - 1) / n  B r A / X
+
+At n = 1 the link term is 0 and every value equals the one-card formula exactly. Link
+latency per all-reduce is left out (it only adds at small B).
 """
 
 from __future__ import annotations
@@ -55,6 +69,9 @@ class Roofline:
     experts_per_token: int = 0
     num_experts: int = 0
     memory_bytes: float | None = None
+    cards: int = 1
+    allreduce_bytes_per_row: float = 0.0
+    link_bytes_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("weight_bytes", "bandwidth_bytes_s", "flops_per_row", "peak_flops_s",
@@ -83,7 +100,23 @@ class Roofline:
             if not 1 <= self.experts_per_token <= self.num_experts:
                 raise ValueError(f"experts_per_token must be in [1, num_experts = "
                                  f"{self.num_experts}], got {self.experts_per_token}")
-        if self.memory_bytes is not None:
+        if not (isinstance(self.cards, int) and self.cards >= 1):
+            raise ValueError(f"cards must be an integer >= 1, got {self.cards!r}")
+        if self.cards > 1:
+            for name in ("allreduce_bytes_per_row", "link_bytes_s"):
+                v = getattr(self, name)
+                if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0):
+                    raise ValueError(f"{name} must be a finite number > 0 for "
+                                     f"{self.cards} cards, got {v!r}")
+        if self.memory_bytes is not None and self.cards > 1:
+            need = (self.weight_bytes + self.state_bytes
+                    + self.kv_bytes_per_token * self.context_tokens) / self.cards
+            if need > self.memory_bytes:
+                raise ValueError(
+                    f"1/{self.cards} of the weights plus one stream's state and KV "
+                    f"({need / 2**30:.2f} GiB per card) does not fit in the card's "
+                    f"{self.memory_bytes / 2**30:.2f} GiB")
+        elif self.memory_bytes is not None:
             need = self.weight_bytes + self.state_bytes + (self.kv_bytes_per_token
                                                            * self.context_tokens)
             if need > self.memory_bytes:
@@ -126,15 +159,23 @@ class Point:
 def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflops: float,
               eta: float = 1.0, state_dtype: str = "fp32", kv_dtype: str = "bf16",
               context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0,
-              memory_bytes: float | None = None) -> Roofline:
+              memory_bytes: float | None = None, cards: int = 1,
+              link_bytes_s: float | None = None,
+              activation_bytes: float = 2.0) -> Roofline:
     """The inputs for a model geometry (:class:`claimcheck.core.geometry.Geometry`): F from its
     FLOPs per token, S and kappa from its state and KV sizes at the given dtypes.
 
     ``weight_bytes`` is every weight byte a step can read (for a MoE: all experts, as a
     checkpoint holds them); the routed experts' share of it is the geometry's
     ``routed_expert_weights / weights_all_experts``. ``tflops`` is the compute ceiling in
-    TFLOP/s; ``memory_bytes`` the card's memory (checked when given).
+    TFLOP/s; ``memory_bytes`` the card's memory (checked when given). ``cards`` > 1 splits
+    the model over that many cards joined by a link of ``link_bytes_s`` bytes/s each way;
+    activations of ``activation_bytes`` bytes (2: bf16) are all-reduced twice per layer.
     """
+    tp: dict[str, Any] = {}
+    if cards > 1:
+        tp = {"cards": cards, "link_bytes_s": link_bytes_s,
+              "allreduce_bytes_per_row": allreduce_bytes_per_row(geom, activation_bytes)}
     routed = 0.0
     if getattr(geom, "num_experts", 0):
         routed = weight_bytes * geom.routed_expert_weights / geom.weights_all_experts
@@ -145,7 +186,23 @@ def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflop
                     context_tokens=context_tokens, rows=rows, tau=tau,
                     routed_expert_bytes=routed,
                     experts_per_token=getattr(geom, "experts_per_token", 0),
-                    num_experts=getattr(geom, "num_experts", 0), memory_bytes=memory_bytes)
+                    num_experts=getattr(geom, "num_experts", 0), memory_bytes=memory_bytes,
+                    **tp)
+
+
+def allreduce_bytes_per_row(geom: Any, activation_bytes: float = 2.0) -> float:
+    """Bytes all-reduced per verified position under tensor parallel: 2 N h a (two
+    all-reduces of the hidden state per layer, N layers, hidden size h, a bytes each)."""
+    return 2.0 * geom.num_layers * geom.hidden_size * activation_bytes
+
+
+def allreduce_time_s(m: Roofline, streams: float) -> float:
+    """The link term: ring all-reduce of B r A bytes, 2 (n - 1) / n of it each way per
+    card over X bytes/s; 0 at one card. Seconds."""
+    if m.cards == 1:
+        return 0.0
+    return (2 * (m.cards - 1) / m.cards * streams * m.rows * m.allreduce_bytes_per_row
+            / m.link_bytes_s)  # type: ignore[operator]
 
 
 def expert_coverage(experts_per_token: int, num_experts: int, streams: float) -> float:
@@ -169,19 +226,23 @@ def weight_read_bytes(m: Roofline, streams: float) -> float:
 
 
 def memory_time_s(m: Roofline, streams: float) -> float:
-    """The bandwidth term: (W(B) + B(2S + kappa L)) / (eta BW), seconds."""
-    return (weight_read_bytes(m, streams) + streams * m.per_stream_bytes) / (
+    """The bandwidth term: (W(B) + B(2S + kappa L)) / (eta BW), seconds (over n cards:
+    each reads 1/n, at the same time)."""
+    t = (weight_read_bytes(m, streams) + streams * m.per_stream_bytes) / (
         m.eta * m.bandwidth_bytes_s)
+    return t if m.cards == 1 else t / m.cards
 
 
 def compute_time_s(m: Roofline, streams: float) -> float:
-    """The arithmetic term: B r F / P, seconds."""
-    return streams * m.rows * m.flops_per_row / m.peak_flops_s
+    """The arithmetic term: B r F / P, seconds (over n cards: B r F / (n P))."""
+    t = streams * m.rows * m.flops_per_row / m.peak_flops_s
+    return t if m.cards == 1 else t / m.cards
 
 
 def step_time_s(m: Roofline, streams: float) -> float:
-    """t_step(B): the larger of the two terms, seconds."""
-    return max(memory_time_s(m, streams), compute_time_s(m, streams))
+    """t_step(B): the larger of the two terms, plus the link term over n cards, seconds."""
+    t = max(memory_time_s(m, streams), compute_time_s(m, streams))
+    return t if m.cards == 1 else t + allreduce_time_s(m, streams)
 
 
 def point(m: Roofline, streams: int) -> Point:
@@ -189,7 +250,7 @@ def point(m: Roofline, streams: int) -> Point:
     if streams < 1:
         raise ValueError(f"streams must be >= 1, got {streams}")
     mem, comp = memory_time_s(m, streams), compute_time_s(m, streams)
-    step = max(mem, comp)
+    step = step_time_s(m, streams)
     return Point(streams=streams, step_ms=step * 1e3, memory_ms=mem * 1e3,
                  compute_ms=comp * 1e3, bound="memory" if mem >= comp else "compute",
                  aggregate_tok_s=streams * m.tau / step, per_stream_tok_s=m.tau / step)
@@ -197,7 +258,10 @@ def point(m: Roofline, streams: int) -> Point:
 
 def ceiling_b1_tok_s(m: Roofline) -> float:
     """The pocket-calculator line at one stream: eta BW / W(1) tokens/s (weights only;
-    for a MoE the active experts only)."""
+    for a MoE the active experts only). Over n cards: tau / (W(1) / (n eta BW) + link)."""
+    if m.cards > 1:
+        return m.tau / (weight_read_bytes(m, 1) / (m.cards * m.eta * m.bandwidth_bytes_s)
+                        + allreduce_time_s(m, 1))
     return m.tau * m.eta * m.bandwidth_bytes_s / weight_read_bytes(m, 1)
 
 
@@ -206,7 +270,9 @@ def bend_streams(m: Roofline) -> float:
 
     Dense: closed form. MoE: the memory term grows with the expert coverage, so the
     crossing is found by bisection (compute minus memory is convex in B, negative at 0
-    and grows without bound when the slope below is positive: one crossing).
+    and grows without bound when the slope below is positive: one crossing). Over n
+    cards both terms shrink by n, so the crossing is the one-card one (the link term is
+    added to both sides).
     """
     slope = m.rows * m.flops_per_row / m.peak_flops_s - m.per_stream_bytes / (
         m.eta * m.bandwidth_bytes_s)
@@ -228,7 +294,11 @@ def bend_streams(m: Roofline) -> float:
 
 
 def compute_plateau_tok_s(m: Roofline) -> float:
-    """Aggregate far past the bend: tau P / (r F) tokens/s."""
+    """Aggregate far past the bend: tau P / (r F) tokens/s; over n cards
+    tau / (r F / (n P) + link seconds per stream)."""
+    if m.cards > 1:
+        return m.tau / (m.rows * m.flops_per_row / (m.cards * m.peak_flops_s)
+                        + allreduce_time_s(m, 1))
     return m.tau * m.peak_flops_s / (m.rows * m.flops_per_row)
 
 

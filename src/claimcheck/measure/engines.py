@@ -31,6 +31,7 @@ class Engine:
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     enforce_eager: bool = False
+    tensor_parallel_size: int = 1
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
 
@@ -114,6 +115,8 @@ def server_argv(e: Engine, *, vllm: list[str], host: str, port: int,
         ("--max-num-seqs", e.max_num_seqs),
         ("--max-model-len", e.max_model_len),
         ("--gpu-memory-utilization", e.gpu_memory_utilization),
+        ("--tensor-parallel-size",
+         e.tensor_parallel_size if e.tensor_parallel_size > 1 else None),
     ]
     for flag, val in opts:
         if val is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from claimcheck.core.paths import ROOT
 
 ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "PYTORCH_", "FLASHINFER_",
-                "TRITON_", "OMP_", "CLAIMCHECK_")
+                "TRITON_", "OMP_", "CLAIMCHECK_", "SLURM_")
 ENV_EXACT = ("PYTHONPATH", "LD_LIBRARY_PATH", "TRANSFORMERS_OFFLINE")
 
 # Distribution names as pip knows them; the first one installed gives the version.
