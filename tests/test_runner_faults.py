@@ -95,6 +95,10 @@ def test_never_healthy_times_out_with_log_tail(env):
     assert "/health within 4 s" in r.stderr
     assert "server log tail" in r.stderr and "GPU KV cache size" in r.stderr
     assert "Traceback" not in r.stderr
+    # the server it started and that never answered is stopped, not left running
+    pid = json.loads((tmp / "state" / "server.json").read_text())["pid"]
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
+        f"/proc/{pid}/status").read_text()
 
 
 def test_bad_flag_names_the_cause(env):

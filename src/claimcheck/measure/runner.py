@@ -275,7 +275,11 @@ def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127
     s.save(state_dir)
     print(f"claimcheck: started vllm serve (pid {s.pid}), log {log}", file=sys.stderr)
     if wait:
-        srv.wait_healthy(s, health_timeout_s)
+        try:
+            srv.wait_healthy(s, health_timeout_s)
+        except srv.ServerError:
+            srv.stop(s)  # a server this call started is never left running unanswered
+            raise
         s.save(state_dir)
         print(f"claimcheck: healthy after {s.healthy_unix_s - s.started_unix_s:.0f} s",
               file=sys.stderr)
