@@ -53,13 +53,16 @@ def write_md(md: str, out_md: str) -> None:
 def measured_points(rows: list[dict[str, Any]], card: str | None = None
                     ) -> list[dict[str, Any]]:
     """Reported, completed steps (of one card, or all) as points: streams, aggregate and
-    per-stream tok/s by streams x 1000 / median TPOT (decode)."""
+    per-stream tok/s by streams x 1000 / median TPOT (decode). A step with more streams
+    than the server runs at once (max_num_seqs) is left out: its requests queue, so streams
+    x 1000 / TPOT is no aggregate of anything that ran."""
     return [{"card": r["card"], "streams": r["streams"],
              "aggregate_tok_s": r["aggregate_tpot_tok_s"],
              "per_stream_tok_s": r["per_stream_tok_s"],
              "label": f"{r['run']} ({r['weights_label']})"}
             for r in rows if r["reported"] and r["status"] == "complete"
-            and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)]
+            and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)
+            and not (r.get("max_num_seqs") and r["streams"] > r["max_num_seqs"])]
 
 
 def _spec(r: dict[str, Any]) -> str:

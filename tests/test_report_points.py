@@ -1,0 +1,19 @@
+"""Measured points on the claim map and rooflines: only what ran at once is summed."""
+
+from claimcheck.report.figures import measured_points
+
+
+def _row(streams, max_num_seqs, agg):
+    return {"card": "h200", "streams": streams, "max_num_seqs": max_num_seqs,
+            "aggregate_tpot_tok_s": agg, "per_stream_tok_s": agg / streams,
+            "run": "r", "weights_label": "dummy weights", "reported": True,
+            "status": "complete"}
+
+
+def test_a_queued_level_is_not_a_point():
+    """128 requested on a 64-slot server: 128 x 1000 / TPOT would sum 64 requests that
+    were waiting, not decoding (seed 001's B200 128 'reference' level)."""
+    rows = [_row(64, 64, 2900.0), _row(128, 64, 5700.0), _row(8, None, 480.0)]
+    pts = measured_points(rows)
+    assert [p["streams"] for p in pts] == [64, 8]
+    assert [p["aggregate_tok_s"] for p in pts] == [2900.0, 480.0]
