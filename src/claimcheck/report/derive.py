@@ -170,8 +170,12 @@ def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
     runs = [run_steps.load(p) for p in run_dirs]
     rows = []
     for target in runs:
-        calib = predict.calibration_run(target, runs)
-        out = predict.predict(target, calib, predict.compute_run(target, runs))
+        try:  # a card with no registry entry or no 1-stream run cannot be calibrated
+            calib = predict.calibration_run(target, runs)
+            out = predict.predict(target, calib, predict.compute_run(target, runs))
+        except InputError as e:
+            print(f"claimcheck: model: {target.name} not modelled: {e}", file=sys.stderr)
+            continue
         cal = out["calibration"]
         for r in out["steps"]:
             rows.append({"run": target.name, "calibrated_on": calib.name,
