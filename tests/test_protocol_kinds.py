@@ -138,3 +138,34 @@ def test_result_json_by_hand():
     # TPOT: (last - first chunk) / (tokens - 1): 2.0 / 4 = 0.5 s and 1.8 / 1 = 1.8 s
     assert r["median_tpot_ms"] == pytest.approx((500 + 1800) / 2)
     assert r["errors"][2] == "HTTP 400: too long" and r["output_lens"][2] == 0
+
+
+@pytest.mark.parametrize(("name", "changes", "words"), [
+    ("single-stream", {"steps": [{"streams": 1, "requests": 3, "input_len": -5}]},
+     "protocols.single-stream.steps.0.input_len: -5 is less than the minimum of 1"),
+    ("serving-gate", {"gate": {"min_levels": 3, "min_repeats": 3, "plateau_pct": 0}},
+     "protocols.serving-gate.gate.plateau_pct: 0 is less than or equal to the minimum of 0"),
+    ("closed-loop", {"requests_per_client": 0},
+     "protocols.closed-loop.requests_per_client: 0 is less than the minimum of 1"),
+    ("lanes", {"kind": "fanout"},
+     "protocols.lanes.kind: 'fanout' is not one of ['bench', 'closed_loop', 'lanes']"),
+    ("serving-gate", {"queue_ok": "yes"},
+     "protocols.serving-gate.queue_ok: 'yes' is not of type 'boolean'"),
+])
+def test_impossible_values_of_the_new_protocol_keys(tmp_path, name, changes, words):
+    """Each key this change added, fed an impossible value: one line naming file, line, key."""
+    path = _edit(tmp_path, name, **changes)
+    with pytest.raises(InputError) as ex:
+        load_protocols(path)
+    assert str(ex.value).startswith(f"{path}:") and words in str(ex.value)
+
+
+def test_loadclient_refuses_requests_that_clients_cannot_share(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "claimcheck.measure.loadclient", "--base-url",
+                        "http://127.0.0.1:9", "--model", "m", "--kind", "closed_loop",
+                        "--streams", "3", "--requests", "4", "--input-len", "8",
+                        "--output-len", "8", "--seed", "1", "--result",
+                        str(tmp_path / "r.json")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "--requests (4) must be a positive multiple of --streams (3)" in r.stderr
+    assert not (tmp_path / "r.json").exists()
