@@ -1,7 +1,8 @@
 #!/bin/bash
 # The exact commands this project ran on the offline H200 (see envs/offline/README.md).
 # Runs in the repository root of the copied working tree on the GPU host.
-#   device.sh receive PART      copy one bundle part (carried in .offline/bundle/) to /tmp/parts
+#   device.sh receive PART      copy one bundle part (carried in $BUNDLE, default
+#                               .offline/bundle/) to /tmp/parts
 #   device.sh install           check, reassemble and install the bundle into /tmp/site
 #   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
 #   device.sh measure ENGINE PROTOCOL...   wait for /health, run protocols, tar runs to $OUT
@@ -16,8 +17,9 @@ STATE=/tmp/cc-server RUNS=/tmp/cc-runs
 cc() { python3 -m claimcheck.cli "$@"; }
 case "${1:?}" in
   receive)
-    mkdir -p /tmp/parts && cp ".offline/bundle/$2" /tmp/parts/
-    [ -f .offline/bundle/SUMS ] && cp .offline/bundle/SUMS /tmp/parts/
+    b=${BUNDLE:-.offline/bundle}
+    mkdir -p /tmp/parts && cp "$b/$2" /tmp/parts/
+    [ -f "$b/SUMS" ] && cp "$b/SUMS" /tmp/parts/
     ls -la /tmp/parts ;;
   install)
     bash envs/offline/install-bundle.sh /tmp/parts /tmp/parts/SUMS /tmp/site ;;
@@ -28,12 +30,16 @@ case "${1:?}" in
     cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}"
     extra=(); [ -n "${REPEATS:-}" ] && extra=(--repeats "$REPEATS")
     args=(); for p in "$@"; do args+=(--protocol "$p"); done
+    # Committed run names are taken: an empty placeholder each, so a new run of the same
+    # card, day, engine and protocol gets the runner's -2 suffix, never a committed name.
+    mkdir -p "$RUNS"; for d in data/raw/runs/*/; do mkdir -p "$RUNS/$(basename "$d")"; done
     budget=$(( ${CALL_S:-570} - SECONDS - 20 ))
     echo "device.sh: ${budget} s left for the protocols in this call"
     rc=0; timeout --signal=INT "$budget" python3 -m claimcheck.cli measure \
       --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" "${extra[@]}" \
       --one-client-process --runs-dir "$RUNS" || rc=$?
     if [ -n "${OUT:-}" ]; then
+      find "$RUNS" -mindepth 1 -maxdepth 1 -type d -empty -delete
       tar czf "$OUT/runs-$(date -u +%H%M%S).tar.gz" -C "$RUNS" .
       cp "$(ls -t $STATE/server-*.log | head -1)" "$OUT/" 2>/dev/null || true
     fi
