@@ -166,3 +166,40 @@ def test_miss_term_names_the_step_or_the_ramp():
     # TPOT within 2%, aggregates 7% off: the ramp between waves
     ramp = miss_term(_row(21.1, 21.5, 0.06, 0.07))
     assert "ramp" in ramp and "0.40 s" in ramp and "0.80 s" in ramp
+
+
+# --------------------------------------------------- vLLM's Mamba 'align' mode (prefix caching)
+
+def test_aligned_chunk_follows_vllm_0_26_align_split_by_hand():
+    # 7,681-token prompt, 800-token blocks: last cacheable boundary 7,200
+    assert m.aligned_chunk(7681, 0, 7681, 800) == 7200     # never runs past 7,200 mid-chunk
+    assert m.aligned_chunk(7681, 7200, 481, 800) == 481    # then the tail
+    assert m.aligned_chunk(7681, 0, 992, 800) == 800       # floored to a block boundary
+    assert m.aligned_chunk(7681, 0, 511, 800) == 0         # nothing fits: skipped this step
+    assert m.aligned_chunk(7681, 800, 6881, 800) == 6400   # stops at 7,200 again
+    assert m.aligned_chunk(7681, 0, 7681, None) == 7681    # engines without align mode
+    assert m.aligned_chunk(1600, 0, 1600, 800) == 1600     # prompt ends on a boundary
+
+
+def test_align_mode_changes_the_schedule_by_hand():
+    # budget 8, block 4, two prompts of 6 arriving together, 2 tokens out, 10 ms a step.
+    # Split anywhere: step 1 = A 6 + B 2, step 2 = A decode + B 4 (B's first token), ...
+    # Aligned: step 1 = A 4 (A's last boundary) + B 4 (8 - 4 = 4 fits a block);
+    # step 2 = A 2 (first token) + B 2 (first token); step 3 = both decode.
+    split = m.simulate(shape(), CAL, prompts=[6, 6], outputs=[2, 2], streams=2)
+    aligned = m.simulate(shape(mamba_align_block_tokens=4), CAL, prompts=[6, 6],
+                         outputs=[2, 2], streams=2)
+    assert [r.token_times_s for r in split.timeline.requests] == \
+        [pytest.approx((0.01, 0.02)), pytest.approx((0.02, 0.03))]
+    assert [r.token_times_s for r in aligned.timeline.requests] == \
+        [pytest.approx((0.02, 0.03)), pytest.approx((0.02, 0.03))]
+
+
+def test_start_log_says_align_mode_and_its_block():
+    from claimcheck.measure import serverlog
+    fp8 = (RUNS / "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream"
+           / "server-start.log").read_text()
+    bf16 = (RUNS / "h200-20261129-bf16-dummy-16k-single-stream-2"
+            / "server-start.log").read_text()
+    assert serverlog.mamba_align_block_tokens(fp8) == 800
+    assert serverlog.mamba_align_block_tokens(bf16) is None  # prefix caching off: 784, unused

@@ -15,6 +15,9 @@ from claimcheck.report.derive import model_rows
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 SINGLE = RUNS / "h200-20261129-bf16-dummy-16k-single-stream"
+HELD = RUNS / "h200-20261129-bf16-dummy-16k-single-stream-2"  # with the held-prefill step
+FP8_SINGLE = RUNS / "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream"
+H200_FP8_TFLOPS = 1979.0  # datasheet dense FP8, data/raw/cards.csv
 H200_GB_S, H200_BF16_TFLOPS = 4800.0, 989.0  # datasheet, data/raw/cards.csv
 
 
@@ -52,10 +55,36 @@ def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step():
         missed = abs(r["e2e_error"]) > 0.05 or abs(r["decode_error"] or 0) > 0.05
         assert (r["miss_term"] is not None) == missed
     by_run = {r["run"]: r["calibrated_on"] for r in rows}
-    assert by_run[SINGLE.name] == SINGLE.name  # the 16k engine calibrates on itself
+    # the 16k engine calibrates on its own single-stream run with the held-prefill step
+    assert by_run[SINGLE.name] == HELD.name
+    # FP8 runs calibrate on the FP8 engine's own single-stream run, also the 4,096 engine
+    assert by_run["h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"] == FP8_SINGLE.name
+    assert by_run["h200-20261129-fp8-hyperqwen-dummy-16k-serving-gate"] == FP8_SINGLE.name
     assert by_run["h200-20261129-bf16-dummy-hyperqwen-batch"] == \
         "h200-20261129-bf16-dummy-ladder"  # same engine first
 
 
 def test_long_prompt_threshold_is_what_selects_the_compute_step():
     assert m.LONG_PROMPT_TOKENS <= 7681
+
+
+def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
+    """16 prompts of 7,681 tokens back to back (2 out): the card at its power limit, the rate
+    batched prefill sees; worked from bench.json, not from the model's own loaders."""
+    run = run_steps.load(HELD)
+    cal = predict.calibration(run, run)
+    assert "step 2 repeat 1" in cal.compute_source and "7681-token prompts" in cal.compute_source
+    shape, _ = run_steps.engine_shape(run)
+    b = json.loads((HELD / "steps" / "02-c1-r1" / "bench.json").read_text())
+    assert b["completed"] == 16
+    want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
+                                               - cal.request_overhead_s)
+    assert abs(cal.flops_s / want - 1) < 1e-3
+
+
+def test_fp8_calibration_is_below_the_fp8_datasheet_and_its_own_bandwidth_is_lower():
+    run = run_steps.load(FP8_SINGLE)
+    cal = predict.calibration(run, run)
+    bf16 = predict.calibration(run_steps.load(HELD), run_steps.load(HELD))
+    assert 0.25 * H200_FP8_TFLOPS < cal.flops_s / 1e12 < H200_FP8_TFLOPS
+    assert 0.5 * H200_GB_S < cal.bandwidth_bytes_s / 1e9 < bf16.bandwidth_bytes_s / 1e9

@@ -120,9 +120,10 @@ def test_published_scaling_seed_000():
     assert "no one-client figure" in published_scaling(("x", "c", None, "s"), {4: 1.0})
 
 
-def _run(name, proto_name, steps):
+def _run(name, proto_name, steps, engine="e"):
     proto = SimpleNamespace(name=proto_name, report="all", metrics=("all_streams_decoding",))
-    return SimpleNamespace(name=name, protocol=proto, steps=steps)
+    return SimpleNamespace(name=name, protocol=proto, steps=steps,
+                           provenance=SimpleNamespace(card="h200", engine=engine))
 
 
 def test_admit_block_answers_with_numbers():
@@ -144,6 +145,10 @@ def test_admit_block_answers_with_numbers():
     # a run of the same prompt length at other streams is not compared
     far = _run("c", "long", [{**other, "streams": 16}])
     md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [far])
+    assert "prefills share" not in md
+    # nor one on another engine (FP8 long prompts are no yardstick for BF16 decode)
+    fp8 = _run("d", "long", [other], engine="fp8")
+    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [fp8])
     assert "prefills share" not in md
 
 

@@ -20,11 +20,28 @@ tokenizing, scheduling), is the same 1-stream step's median TTFT less the model'
 The simulation follows vLLM's V1 scheduler: running requests first (one decode token each,
 or the next prefill chunk), then waiting requests admitted while slots and the token budget
 (``max_num_batched_tokens``) last, their prompts chunked under it; a request's first token
-comes at the end of the step that finishes its prompt. Clients are a closed loop of C
-streams: a new request is sent when one finishes and reaches the scheduler after the
+comes at the end of the step that finishes its prompt; with prefix caching on a hybrid model
+vLLM's Mamba 'align' mode ends chunks on block boundaries (:func:`aligned_chunk`). Clients
+are a closed loop of C streams: a new request is sent when one finishes and reaches the scheduler after the
 overhead. The simulated requests become a :class:`~claimcheck.core.timeline.Timeline`, so the
 predicted end to end and decode aggregate use the very definitions the measurement uses.
 Pure functions; SI units (bytes, seconds, FLOP).
+
+Calibrated compute comes preferably from a *held* 1-stream prefill (long prompts back to
+back): on the H200 at 700 W such a step runs at the power limit (NVML throttle reason 0x4,
+SM clock 1,485-1,800 MHz), as batched prefill does. Terms the model does not have, each seen
+in the committed H200 runs (dummy weights) and named where a step misses by more than 5%:
+
+- split prefill: with prompts split anywhere (prefix caching off), a prompt continued in a
+  later step costs more than one prefilled in a single step: BF16 one-wave 8K prompts take
+  0.71 s each against about 0.61 s alone (+16%); the single-stream protocol's 15,000-token
+  step measures it for a later calibration;
+- FP8 decode at 32 streams: 14.2 ms per step measured against 12.6 ms from bytes (at 8 and
+  64 streams within 1-3%), a kernel choice the byte count cannot see;
+- admission: the API server hands a wave's requests over one by one (about 8-10 ms each at
+  100-token prompts), so first tokens come in clumps, not in one step; the decode window of
+  a 64-stream wave starts earlier than simulated (decode aggregate 4-8% high, end to end
+  within 5%).
 """
 
 from __future__ import annotations
@@ -54,6 +71,10 @@ class EngineShape:
     max_num_batched_tokens: int
     max_num_seqs: int
     notes: tuple[str, ...] = ()
+    mamba_align_block_tokens: int | None = None
+    """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
+    end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
+    None when the engine splits prompts anywhere."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,11 +159,34 @@ def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: fl
     return prompt_tokens * shape.flops_body_per_token / prefill_s
 
 
+def aligned_chunk(prompt_tokens: int, done: int, tokens: int, block: int | None) -> int:
+    """Prompt tokens a step may take from a request with ``done`` of ``prompt_tokens`` already
+    computed and ``tokens`` offered by the budget, under vLLM 0.26's Mamba 'align' mode
+    (``Scheduler._mamba_block_aligned_split`` without speculation or partial prefix hits).
+
+    Until the last block boundary of the prompt (``prompt - prompt % block``) a chunk must end
+    on a block boundary (possibly taking nothing), and no chunk runs past that boundary: a
+    7,681-token prompt with 800-token blocks goes 7,200 then 481. ``block`` None: ``tokens``.
+    """
+    if block is None or done >= prompt_tokens:
+        return tokens
+    last = prompt_tokens - prompt_tokens % block
+    end = done + tokens
+    if end < last:
+        end = end // block * block
+    nxt = (done // block + 1) * block
+    stops = (nxt if done % block and nxt <= last else 0, last)
+    end = min((x for x in stops if done < x < end), default=end)
+    return max(end - done, 0)
+
+
 def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> float:
     """Model time to prefill one prompt alone, chunked under the token budget, s."""
     done, total = 0, 0.0
     while done < prompt_tokens:
-        c = min(shape.max_num_batched_tokens, prompt_tokens - done)
+        c = aligned_chunk(prompt_tokens, done,
+                          min(shape.max_num_batched_tokens, prompt_tokens - done),
+                          shape.mamba_align_block_tokens)
         done += c
         total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0).time_s
     return total
@@ -201,17 +245,23 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
             t = waiting[0].arrival
         budget = shape.max_num_batched_tokens
         sched: list[tuple[_Req, int]] = []  # (request, new positions)
+        block = shape.mamba_align_block_tokens
         for r in running:
             if budget <= 0:
                 break
-            n = min(r.prompt - r.prefilled, budget) if r.prefilled < r.prompt else 1
+            n = (aligned_chunk(r.prompt, r.prefilled, min(r.prompt - r.prefilled, budget), block)
+                 if r.prefilled < r.prompt else 1)
+            if n == 0:  # no block-aligned chunk fits: skipped this step, as vLLM does
+                continue
             sched.append((r, n))
             budget -= n
         while (waiting and waiting[0].arrival <= t and budget > 0
                and len(running) < shape.max_num_seqs):
+            n = aligned_chunk(waiting[0].prompt, 0, min(waiting[0].prompt, budget), block)
+            if n == 0:  # vLLM stops admitting for this step
+                break
             r = waiting.popleft()
             running.append(r)
-            n = min(r.prompt, budget)
             sched.append((r, n))
             budget -= n
         contexts, tokens, sampled = [], 0, 0
@@ -273,7 +323,8 @@ def shares(sim: Simulation) -> dict[str, float]:
 
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
               max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
-              notes: tuple[str, ...] = ()) -> EngineShape:
+              notes: tuple[str, ...] = (),
+              mamba_align_block_tokens: int | None = None) -> EngineShape:
     """An engine shape from a model geometry (:class:`claimcheck.core.geometry.Geometry`).
 
     The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
@@ -286,4 +337,5 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
         flops_body_per_token=2.0 * (geom.weights_per_token - head),
         flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, notes=notes)
+        max_num_seqs=max_num_seqs, notes=notes,
+        mamba_align_block_tokens=mamba_align_block_tokens)

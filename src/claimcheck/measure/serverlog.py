@@ -70,6 +70,19 @@ def weights_gib(text: str) -> float | None:
     return float(m["gib"]) if m else None
 
 
+ALIGN_MODE = re.compile(r"Prefix caching in Mamba cache 'align' mode is currently enabled")
+ATTN_BLOCK = re.compile(r"Setting attention block size to (?P<tokens>\d+) tokens")
+
+
+def mamba_align_block_tokens(text: str) -> int | None:
+    """The block (tokens) prefill chunks end on when the start log says vLLM runs its Mamba
+    cache in 'align' mode ("Setting attention block size to N tokens"); None otherwise."""
+    if not ALIGN_MODE.search(text):
+        return None
+    m = ATTN_BLOCK.search(text)
+    return int(m["tokens"]) if m else None
+
+
 def kv_pool_tokens(text: str) -> int | None:
     m = KV_POOL.search(text)
     return int(m["tokens"].replace(",", "")) if m else None

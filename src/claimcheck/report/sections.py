@@ -119,8 +119,11 @@ def span(lo: float, hi: float, fmt: str) -> str:
 
 def same_shape_steps(run: Run, s: dict[str, Any], others: list[Run]
                      ) -> list[tuple[Run, dict[str, Any]]]:
-    """Reported steps of runs of other protocols with the same prompt length and streams."""
+    """Reported steps of runs of other protocols on the same card and engine with the same
+    prompt length and streams (another engine's numbers are not the same shape)."""
+    mine = (run.provenance.card, run.provenance.engine)
     return [(r, o) for r in others if r.protocol.name != run.protocol.name
+            and (r.provenance.card, r.provenance.engine) == mine
             for o in reported_steps(r)
             if o["streams"] == s["streams"] and o.get("input_len") == s.get("input_len")]
 

@@ -263,9 +263,10 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     m = BATCHED_TOKENS.search(text)
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
     seqs = int(eng.get("max_num_seqs") or 256)
+    align = serverlog.mamba_align_block_tokens(text)
     shape = shape_for(geom, weight_bytes=w, state_dtype=state, kv_dtype=kv,
                       max_num_batched_tokens=budget, max_num_seqs=seqs,
-                      conv_dtype=model_dtype)
+                      conv_dtype=model_dtype, mamba_align_block_tokens=align)
     info = {"weights": w_src, "weight_bytes": w, "state_dtype": state,
             "conv_state_dtype": model_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": kv,
@@ -274,6 +275,9 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
             "max_num_batched_tokens_source": "server-start.log" if m else
             f"vLLM default {VLLM_DEFAULT_BATCHED_TOKENS} (assumed)",
             "max_num_seqs": seqs, "config": prov["model_config"],
+            "mamba_align_block_tokens": align,
+            "prefill_chunks": (f"aligned to {align}-token blocks (Mamba cache 'align' mode, "
+                               "server-start.log)") if align else "split anywhere",
             "compute_dtype": compute}
     return shape, info
 
