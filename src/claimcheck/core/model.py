@@ -22,9 +22,10 @@ or the next prefill chunk), then waiting requests admitted while slots and the t
 (``max_num_batched_tokens``) last, their prompts chunked under it; a request's first token
 comes at the end of the step that finishes its prompt; with prefix caching on a hybrid model
 vLLM's Mamba 'align' mode ends chunks on block boundaries (:func:`aligned_chunk`). Clients
-are a closed loop of C streams: a new request is sent when one finishes and reaches the scheduler after the
-overhead. The simulated requests become a :class:`~claimcheck.core.timeline.Timeline`, so the
-predicted end to end and decode aggregate use the very definitions the measurement uses.
+are a closed loop of C streams: a new request is sent when one finishes and reaches the
+scheduler after the overhead. The simulated requests become a
+:class:`~claimcheck.core.timeline.Timeline`, so the predicted end to end and decode aggregate
+use the very definitions the measurement uses.
 Pure functions; SI units (bytes, seconds, FLOP).
 
 Calibrated compute comes preferably from a *held* 1-stream prefill (long prompts back to
