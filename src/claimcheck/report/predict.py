@@ -183,11 +183,16 @@ def calibration_run(target: run_steps.RunData,
 def compute_run(target: run_steps.RunData,
                 candidates: list[run_steps.RunData]) -> run_steps.RunData | None:
     """A run on ``target``'s card with a long-prompt 1-stream step (effective compute is the
-    card's, measured once), preferring the same engine, then the name; None when none."""
+    card's, measured once), preferring the same engine, then the same weight format (an FP8
+    prefill rate is no BF16 one), then the name; None when none."""
     card = target.provenance.get("card")
     ok = [c for c in candidates if c.provenance.get("card") == card
           and any(_median_prompt(x) >= m.LONG_PROMPT_TOKENS for x in _one_stream_steps(c))]
     if not ok:
         return None
+
+    def fmt(r: run_steps.RunData) -> Any:
+        return r.provenance.get("engine_config", {}).get("weight_format")
+
     return max(ok, key=lambda c: (c.provenance.get("engine") == target.provenance.get("engine"),
-                                  c.name))
+                                  fmt(c) == fmt(target), c.name))
