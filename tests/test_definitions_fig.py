@@ -24,7 +24,20 @@ def test_definitions_figure_png_svg_and_byte_stable(tmp_path):
         assert pa.read_bytes() == pb.read_bytes()
 
 
+def test_default_step_skips_the_held_prefill_step():
+    # single-stream-2: steps 0 (128 + 512), 1 (7,681 + 511), 2 (16 x 7,681 + 2), all 1 stream;
+    # step 2 sorts last but has no decode to draw, so step 1 is drawn
+    data = steps.load(RUN.parent / "h200-20261129-bf16-dummy-16k-single-stream-2")
+    assert data.steps[definitions_fig.default_step(data)].record["step"] == 1
+
+
 def test_definitions_figure_refuses_a_run_without_steps(tmp_path):
     data = steps.RunData(path=tmp_path, provenance={}, steps=[])
     with pytest.raises(ValueError, match="no step has a bench.json"):
         definitions_fig.write(data, tmp_path / "x")
+
+
+def test_held_prefill_is_a_named_rule():
+    from claimcheck.core.definitions import is_held_prefill
+    assert is_held_prefill(2) and is_held_prefill(1)
+    assert not is_held_prefill(3) and not is_held_prefill(None)

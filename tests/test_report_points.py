@@ -17,3 +17,11 @@ def test_a_queued_level_is_not_a_point():
     pts = measured_points(rows)
     assert [p["streams"] for p in pts] == [64, 8]
     assert [p["aggregate_tok_s"] for p in pts] == [2900.0, 480.0]
+
+
+def test_a_held_prefill_step_is_not_a_point():
+    """16 prompts back to back with 2 tokens out: 1000 / its one inter-token gap read 100
+    tok/s on the H200, above the B = 1 roofline; it measures prefill, not decode."""
+    rows = [{**_row(1, 64, 64.7), "output_len": 512},
+            {**_row(1, 64, 100.5), "output_len": 2}]
+    assert [p["aggregate_tok_s"] for p in measured_points(rows)] == [64.7]

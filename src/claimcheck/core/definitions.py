@@ -112,6 +112,17 @@ class LogLine(Protocol):
 # ------------------------------------------------------------------ the definitions
 
 
+HELD_PREFILL_MAX_OUTPUT = 2
+"""A step whose requests each ask for at most this many output tokens measures prefill: its
+one inter-token gap is no decode rate, so no decode definition is shown or compared for it."""
+
+
+def is_held_prefill(output_tokens_per_request: int | None) -> bool:
+    """True for a prefill-only step (see :data:`HELD_PREFILL_MAX_OUTPUT`); tokens."""
+    return output_tokens_per_request is not None and \
+        output_tokens_per_request <= HELD_PREFILL_MAX_OUTPUT
+
+
 def e2e_aggregate_tok_s(tl: Timeline) -> float:
     """All output tokens / (first send to last token), tok/s summed over the streams."""
     return tl.output_tokens / tl.wall_s

@@ -34,10 +34,16 @@ BAR_ORDER = ("e2e_aggregate_tok_s", "decode_aggregate_tok_s", "per_request_decod
 
 
 def default_step(run: run_steps.RunData) -> int:
-    """Index of the step drawn by default: the most streams, last repeat."""
+    """Index of the step drawn by default: the most streams, last repeat, among steps that
+    decode (a held-prefill step, 2 tokens or fewer out per request, has no decode to show
+    and is drawn only when nothing else is there)."""
+    def decodes(i: int) -> bool:
+        return not d.is_held_prefill(max(r.output_tokens
+                                         for r in run.steps[i].timeline.requests))
+
     best = max(range(len(run.steps)),
-               key=lambda i: (run.steps[i].record["streams"], run.steps[i].record["repeat"],
-                              run.steps[i].record["step"]))
+               key=lambda i: (decodes(i), run.steps[i].record["streams"],
+                              run.steps[i].record["repeat"], run.steps[i].record["step"]))
     return best
 
 

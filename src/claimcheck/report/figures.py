@@ -11,6 +11,7 @@ from typing import Any
 from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
+from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import read_json
@@ -62,7 +63,8 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
              "label": f"{r['run']} ({r['weights_label']})"}
             for r in rows if r["reported"] and r["status"] == "complete"
             and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)
-            and not (r.get("max_num_seqs") and r["streams"] > r["max_num_seqs"])]
+            and not (r.get("max_num_seqs") and r["streams"] > r["max_num_seqs"])
+            and not is_held_prefill(r.get("output_len"))]
 
 
 def _spec(r: dict[str, Any]) -> str:
@@ -172,7 +174,9 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     md = render_run_md(run, steps, claims)
     replayed = [c for c in claims if c["id"] in run.protocol.source_claims
                 and c["metric"] == "streams_x_1000_over_median_tpot"]
-    kept = [s for s in steps if s["reported"] and s["status"] == "complete"]
+    # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
+    kept = [s for s in steps if s["reported"] and s["status"] == "complete"
+            and not is_held_prefill(s.get("output_len"))]
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config), md
     if "lanes_stats" in run.protocol.metrics and kept:

@@ -104,7 +104,7 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
         m_tpot = statistics.median(d.tpots_ms(tl))
         sh = m.shares(sim)
         # A held-prefill step (1-2 tokens out per request) has no decode to compare.
-        held = all(r.output_tokens <= 2 for r in reqs)
+        held = d.is_held_prefill(max(r.output_tokens for r in reqs))
         rows.append({
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),
