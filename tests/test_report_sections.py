@@ -162,3 +162,16 @@ def test_compare_sentence_per_stream_reading_is_the_same_definitions():
     m = {"streams": 8, "fastest_second_tok_s": 500.0, "per_stream_tok_s": 40.0}
     text = compare_sentence(claim, [(run, m)])
     assert "500 tok/s on h200 e (62.5 per stream)" in text and "the claim)" not in text
+
+
+def test_single_stream_block_gives_a_held_step_its_prefill_rate_only():
+    from claimcheck.report.sections import single_stream_block
+    proto = SimpleNamespace(name="one", report="all", metrics=("prefill_tok_s",))
+    held = {"step": 2, "repeat": 1, "status": "complete", "streams": 1, "requests": 16,
+            "input_len": 7681, "output_len": 2, "context_tokens_per_stream": 7683,
+            "per_stream_tok_s": 100.5, "e2e_output_tok_s": 2.9, "prefill_tok_s": 11221.8}
+    run = _run("r", "one", [held])
+    md = single_stream_block(proto, [run], {})
+    assert "16 prompts of 7,681 tokens back to back, 2 out each" in md
+    assert "prefill 11,222 prompt tok/s" in md
+    assert "100.5" not in md and "B = 1 ceiling" not in md

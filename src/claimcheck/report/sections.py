@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
 from claimcheck.measure.protocols import Protocol
 from claimcheck.report.record import Run, reported_steps
@@ -301,6 +302,14 @@ def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
             if s["streams"] != 1:
                 continue
             m = merged(run, s, rows)
+            if is_held_prefill(s.get("output_len")):
+                out.append(
+                    f"- {run.name}, 1 stream, {s.get('requests', 0):,} prompts of "
+                    f"{s['input_len']:,} tokens back to back, {s['output_len']} out each "
+                    f"(prefill held, no decode to read): prefill "
+                    f"{_n(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
+                    "TTFT, median over requests).")
+                continue
             dec, roof = s.get("per_stream_tok_s"), m.get("roofline_per_stream_tok_s")
             out.append(
                 f"- {run.name}, 1 stream, {s['input_len']:,} tokens of prompt "
