@@ -150,3 +150,17 @@ def test_step_energy_prefers_telemetry_then_the_counter():
     assert step_energy_j({"energy": {"joules": 999.0}}, samples, 0.0, 2.0) == pytest.approx(200)
     assert step_energy_j({"energy": {"joules": 999.0}}, [], 0.0, 2.0) == 999.0
     assert step_energy_j({}, [], 0.0, 2.0) is None
+
+
+def test_a_held_prefill_step_has_no_decode_definition():
+    # two requests back to back, 1,000-token prompts, 2 tokens out each: prefill 0.1 s, then
+    # one 10 ms gap. 1000 / 10 ms would read 100 tok/s: no decode rate, so None.
+    held = tl(1, (0.0, 0.1, [0.01], 2, 1000), (0.12, 0.1, [0.01], 2, 1000))
+    vals = d.all_definitions(held)
+    for name, defn in d.DEFINITIONS.items():
+        if defn.phase == "decode":
+            assert vals[name] is None, name
+    assert vals["e2e_aggregate_tok_s"] == pytest.approx(4 / 0.23)
+    assert vals["prefill_tok_s"] == pytest.approx(1000 / 0.1)
+    # the definition functions themselves still compute (the bench's arithmetic)
+    assert d.streams_x_1000_over_median_tpot(held) == pytest.approx(100.0)

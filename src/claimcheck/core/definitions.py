@@ -304,8 +304,12 @@ def lanes_line(tl: Timeline) -> LanesLine:
 
 def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
                     energy: float | None = None) -> dict[str, float | None]:
-    """Every definition in :data:`DEFINITIONS` for one step (aggregate scope as listed)."""
-    return {
+    """Every definition in :data:`DEFINITIONS` for one step (aggregate scope as listed).
+
+    A held-prefill step (:func:`is_held_prefill`) gets None for every decode definition: its
+    one inter-token gap per request is no decode rate (1000 / that gap read 100 tok/s on an
+    H200 whose decode runs at 65)."""
+    vals = {
         "e2e_aggregate_tok_s": e2e_aggregate_tok_s(tl),
         "decode_aggregate_tok_s": decode_aggregate_tok_s(tl),
         "streams_x_1000_over_median_tpot": streams_x_1000_over_median_tpot(tl),
@@ -317,6 +321,9 @@ def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
         "prefill_tok_s": prefill_tok_s(tl),
         "tokens_per_joule": tokens_per_joule(tl.output_tokens, energy),
     }
+    if tl.requests and is_held_prefill(max(r.output_tokens for r in tl.requests)):
+        vals.update({k: None for k in vals if DEFINITIONS[k].phase == "decode"})
+    return vals
 
 
 def per_stream(name: str, value: float | None, streams: int) -> float | None:
