@@ -25,3 +25,17 @@ def test_a_held_prefill_step_is_not_a_point():
     rows = [{**_row(1, 64, 64.7), "output_len": 512},
             {**_row(1, 64, 100.5), "output_len": 2}]
     assert [p["aggregate_tok_s"] for p in measured_points(rows)] == [64.7]
+
+
+def test_a_preset_draws_only_steps_of_its_own_configuration():
+    from claimcheck.report.figures import matches_preset
+    base = {"roofline_weights_gib": 50.22, "roofline_state_dtype": "fp32",
+            "roofline_kv_dtype": "bf16", "context_tokens_per_stream": 640}
+    want = dict(weight_gib=50.22, state_dtype="fp32", kv_dtype="bf16", context=640)
+    assert matches_preset(base, **want)
+    assert matches_preset({**base, "context_tokens_per_stream": 612}, **want)  # the gate
+    assert not matches_preset({**base, "context_tokens_per_stream": 8192}, **want)
+    assert not matches_preset({**base, "context_tokens_per_stream": 1171}, **want)  # lanes
+    fp8 = {**base, "roofline_weights_gib": 27.64, "roofline_state_dtype": "fp16",
+           "roofline_kv_dtype": "fp8"}
+    assert not matches_preset(fp8, **want)

@@ -67,6 +67,23 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
             and not is_held_prefill(r.get("output_len"))]
 
 
+PRESET_CONTEXT_BAND = (0.75, 1.25)
+"""A measured step is drawn on a roofline preset when its context per stream lies within
+this factor of the preset's (and its weights, state and KV match): a step at 8K tokens or on
+FP8 weights has another roofline than the one drawn."""
+
+
+def matches_preset(r: dict[str, Any], *, weight_gib: float, state_dtype: str, kv_dtype: str,
+                   context: int) -> bool:
+    """Whether a measured step ran the configuration a preset draws (weights GiB within
+    1%, the same state and KV dtypes, context per stream in :data:`PRESET_CONTEXT_BAND`)."""
+    w, ctx = r.get("roofline_weights_gib"), r.get("context_tokens_per_stream")
+    lo, hi = PRESET_CONTEXT_BAND
+    return bool(w and ctx and abs(w / weight_gib - 1) <= 0.01
+                and r.get("roofline_state_dtype") == state_dtype
+                and r.get("roofline_kv_dtype") == kv_dtype and lo <= ctx / context <= hi)
+
+
 def _spec(r: dict[str, Any]) -> str:
     if (r["spec_method"] or "none") == "none":
         return "none"
@@ -140,16 +157,20 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
                and (r["spec_method"] or "none") == "none"]
     _, steps = read_run_records(records(run_records))
     ctx = preset["context"]
+    same = [r for r in steps if matches_preset(
+        r, weight_gib=base.weight_bytes / GIB, state_dtype=src["state_dtype"],
+        kv_dtype=src["kv_dtype"], context=ctx)]
     fig = plots.roofline_figure(
-        curves, bends, wall, on_card, measured=measured_points(steps, card.card),
+        curves, bends, wall, on_card, measured=measured_points(same, card.card),
         title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
               f"{src['kv_dtype']} KV, {ctx} tokens per stream",
         source=(f"model geometry from {model_config}; card from {cards_csv} "
                 f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
                 f"({src['tflops_source']}); claims without speculation from the claims "
                 "registry (their own protocols); the roofline of shared/seeds/000; "
-                f"measured: {runs_dir} on this card, every engine (dummy weights where so "
-                "recorded)"))
+                f"measured: {runs_dir} on this card with these weights, state and KV "
+                f"dtypes and {PRESET_CONTEXT_BAND[0]:g}-{PRESET_CONTEXT_BAND[1]:g}x this "
+                "context per stream (dummy weights where so recorded)"))
     rows = [[label, str(b), f"{pts[b - 1].step_ms:.2f}", pts[b - 1].bound,
              f"{pts[b - 1].aggregate_tok_s:,.0f}", f"{pts[b - 1].per_stream_tok_s:.1f}"]
             for label, pts in curves.items() for b in TABLE_STREAMS if b <= len(pts)]
