@@ -166,6 +166,10 @@ def test_miss_term_names_the_step_or_the_ramp():
     # TPOT within 2%, aggregates 7% off: the ramp between waves
     ramp = miss_term(_row(21.1, 21.5, 0.06, 0.07))
     assert "ramp" in ramp and "0.40 s" in ramp and "0.80 s" in ramp
+    # memory bounded most of the time, but prefill chunks 30% of it: named for the prefill
+    pre = miss_term({**_row(30.0, 33.9, 0.052, 0.045), "compute_bound_share": 0.30})
+    assert "compute bounded 30%" in pre and "prefill chunks" in pre and "weights" not in pre
+    assert "weights" in miss_term({**_row(11.0, 15.0, 0.4, 0.4), "compute_bound_share": 0.1})
 
 
 # --------------------------------------------------- vLLM's Mamba 'align' mode (prefix caching)

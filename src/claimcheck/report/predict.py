@@ -124,6 +124,12 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
             "engine": info, "steps": rows}
 
 
+PREFILL_SHARE = 0.25
+"""A missed step whose simulated busy time was compute-bound (prefill chunks) for at least
+this share is named for its prefill, even when memory bounded most of it: its TPOT carries
+the stalls other prompts' chunks cause."""
+
+
 def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
     """Which term a missed step points at, or None when both aggregates are within
     ``tolerance``.
@@ -145,9 +151,10 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
         head = (f"the per-step {row['bound']} term: predicted TPOT "
                 f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
                 f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed)")
-        if row["bound"] == "compute":
-            return (f"{head}; compute bounded {row.get('compute_bound_share', 0):.0%} of the "
-                    "simulated busy time (prefill chunks sharing decode steps)")
+        share = row.get("compute_bound_share", 0) or 0
+        if row["bound"] == "compute" or share >= PREFILL_SHARE:
+            return (f"{head}; compute bounded {share:.0%} of the simulated busy time (prefill "
+                    "chunks sharing decode steps: a request's TPOT waits on other prompts)")
         part = max(("weights", "state", "kv"),
                    key=lambda k: row.get(f"{k}_share_of_memory", 0.0))
         return (f"{head}; its largest part is {part} "
