@@ -102,7 +102,8 @@ def test_model_cli_on_the_h200_ladder(capsys):
     # physically plausible for an H200: below its 4,800 GB/s and 989.4 TFLOP/s (BF16 dense)
     assert 0 < cal["bandwidth_gb_s"] < 4800
     assert 0 < cal["tflops"] <= 989.4
-    assert "fallback" in cal["compute_source"]  # no long-prompt 1-stream run exists yet
+    # compute from the BF16 16k engine's held-prefill step beside it (same weight format)
+    assert "single-stream-2 step 2" in cal["compute_source"]
     rows = {r["streams"]: r for r in out["steps"]}
     # the calibration step reproduces its own median TPOT
     assert rows[1]["calibration_step"]
@@ -117,13 +118,19 @@ def test_model_cli_on_the_h200_ladder(capsys):
                                                         (1 + r["e2e_error"]))
 
 
-def test_model_cli_needs_a_one_stream_step(capsys):
+def test_model_cli_needs_a_one_stream_step(capsys, tmp_path):
+    import shutil
     run = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"
-    assert main(["model", str(run)]) == 2
-    assert "no 1-stream step" in capsys.readouterr().err
-    assert main(["model", str(run), "--calibrate-from", str(LADDER)]) == 0
+    alone = tmp_path / run.name  # no run beside it has a 1-stream step
+    shutil.copytree(run, alone)
+    assert main(["model", str(alone)]) == 2
+    assert "1-stream step" in capsys.readouterr().err
+    assert main(["model", str(alone), "--calibrate-from", str(LADDER)]) == 0
     text = capsys.readouterr().out
     assert "effective bandwidth" in text and "GB/s" in text and "TFLOP/s" in text
+    # in the committed folder the calibration is found beside it: the same engine's ladder
+    assert main(["model", str(run)]) == 0
+    assert "calibrated on h200-20261129-bf16-dummy-ladder" in capsys.readouterr().out
 
 
 def test_engine_shape_from_the_run_records():

@@ -498,7 +498,9 @@ def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
     s.add_argument("run_dir")
     s.add_argument("--calibrate-from", default=None,
-                   help="run directory with a 1-stream step (default: RUN_DIR itself)")
+                   help="run directory with a 1-stream step (default: chosen among the "
+                        "runs beside RUN_DIR on its card, as `snakemake all` does: the same "
+                        "engine first, then the same weight format)")
     s.add_argument("--tolerance", type=float, default=0.05,
                    help="relative miss allowed before a term is named (default 0.05)")
     s.add_argument("--json", action="store_true")
@@ -565,8 +567,15 @@ def cmd_model(a: argparse.Namespace) -> int:
     from claimcheck.report import steps as run_steps
 
     target = run_steps.load(a.run_dir)
-    calib = run_steps.load(a.calibrate_from) if a.calibrate_from else target
-    out = predict.predict(target, calib)
+    if a.calibrate_from:
+        calib, compute = run_steps.load(a.calibrate_from), None
+    else:  # as the pipeline does: the card's runs beside this one (same folder)
+        here = Path(a.run_dir).resolve()
+        sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
+                           if p != here and (p / "provenance.json").is_file()]
+        calib = predict.calibration_run(target, sibs)
+        compute = predict.compute_run(target, sibs)
+    out = predict.predict(target, calib, compute)
     proto = target.provenance.get("protocol_config", {})
     card = get_card(target.provenance["card"])
     out["calibration"]["bandwidth_share_of_datasheet"] = (

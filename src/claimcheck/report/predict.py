@@ -175,7 +175,8 @@ def calibration_run(target: run_steps.RunData,
           if c.provenance.get("card") == card and _one_stream_steps(c)]
     if not ok:
         raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
-                         "to calibrate the model from")
+                         "to calibrate the model from; pass --calibrate-from a run with one "
+                         "(e.g. single-stream)")
 
     def fmt(r: run_steps.RunData) -> Any:
         return r.provenance.get("engine_config", {}).get("weight_format")
