@@ -21,7 +21,7 @@ import pytest
 
 from claimcheck.core.paths import ROOT
 from claimcheck.measure.bench import load_bench, per_request
-from claimcheck.measure.stream import stream_completion
+from claimcheck.measure.loadclient import one_request, request_body
 from claimcheck.report.record import engine_facts, load_run, reported_steps
 
 pytestmark = pytest.mark.integration
@@ -131,12 +131,28 @@ def test_server_binds_loopback_only(dense):
     assert addrs <= {"0100007F", "00000000000000000000000001000000"}, addrs  # 127.0.0.1, ::1
 
 
+def _one(port: int, prompt: str, n: int, *, chat: bool):
+    """One streamed request through the load client's reader (the one SSE reader)."""
+    import asyncio
+
+    import httpx
+
+    path = "/v1/chat/completions" if chat else "/v1/completions"
+
+    async def go():
+        async with httpx.AsyncClient(timeout=120) as c:
+            body = request_body("tiny-dense", prompt, n, chat=chat, ignore_eos=True)
+            return await one_request(c, f"http://127.0.0.1:{port}{path}", body, 0)
+    return asyncio.run(go())
+
+
 def test_tokens_come_from_usage_not_chunks(dense):
     _, port = dense
-    r = stream_completion(f"http://127.0.0.1:{port}", "tiny-dense", "w1 w2 w3 w4", 32)
-    assert r.tokens == 32  # usage.completion_tokens, with ignore_eos
-    assert r.chunks < r.tokens  # --stream-interval 4: several tokens per chunk
-    assert r.chunks <= 32 // 4 + 1
+    r = _one(port, "w1 w2 w3 w4", 32, chat=False)
+    assert r.error == "" and r.completion_tokens == 32  # usage, with ignore_eos
+    chunks = len(r.chunk_times)
+    assert chunks < 32  # --stream-interval 4: several tokens per chunk
+    assert chunks <= 32 // 4 + 1 and sum(t for t in r.chunk_tokens if t) == 32
 
 
 def test_bench_counts_usage_under_multi_token_chunks(dense, tmp_path):
@@ -297,10 +313,9 @@ def test_closed_loop_and_lanes_count_usage(dense, tmp_path):
     raw = _bench(lanes_dir, lanes["steps"][0])
     assert raw["completed"] == 4 and raw["output_lens"] == [16] * 4
     assert max(raw["start_times"]) - min(raw["start_times"]) < 1.0  # admitted together
-    # one non-streamed request agrees with the streamed usage count
-    r = stream_completion(f"http://127.0.0.1:{port}", "tiny-dense", "w5 w6 w7", 16,
-                          chat=True)
-    assert r.tokens == 16 and r.chunks < 16
+    # one more chat request through the same reader: 16 tokens by usage, fewer chunks
+    r = _one(port, "w5 w6 w7", 16, chat=True)
+    assert r.error == "" and r.completion_tokens == 16 and len(r.chunk_times) < 16
 
 
 def test_one_client_process_runs_vllm_bench(dense, tmp_path):
