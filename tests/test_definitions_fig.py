@@ -41,3 +41,16 @@ def test_held_prefill_is_a_named_rule():
     from claimcheck.core.definitions import is_held_prefill
     assert is_held_prefill(2) and is_held_prefill(1)
     assert not is_held_prefill(3) and not is_held_prefill(None)
+
+
+def test_the_run_record_reads_no_decode_rate_from_a_held_step():
+    from claimcheck.report.record import load_run
+    run = load_run(RUN.parent / "h200-20261129-bf16-dummy-16k-single-stream-2")
+    held = [s for s in run.steps if s["output_len"] == 2]
+    assert len(held) == 1
+    s = held[0]
+    # bench.json keeps its median TPOT (one gap, ~10 ms); no tok/s is made of it
+    assert s["median_tpot_ms"] is not None and 5 < s["median_tpot_ms"] < 20
+    assert s["per_stream_tok_s"] is None and s["aggregate_tpot_tok_s"] is None
+    assert s["aggregate_mean_tpot_tok_s"] is None
+    assert s["e2e_output_tok_s"] > 0  # end to end stays (2 tokens per request)

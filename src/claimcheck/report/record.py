@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json, read_text
 from claimcheck.core.runrecord import (
@@ -181,6 +182,9 @@ def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.S
     m["context_tokens_per_stream"] = ctx["context_tokens_per_stream"]
     m["input_len"] = ctx["input_len"]
     m["output_len"] = ctx["output_len"]
+    if is_held_prefill(ctx["output_len"]):  # one gap per request: no decode rate to read
+        m.update(per_stream_tok_s=None, aggregate_tpot_tok_s=None,
+                 aggregate_mean_tpot_tok_s=None)
     return m
 
 
