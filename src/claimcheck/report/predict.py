@@ -105,6 +105,8 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
         sh = m.shares(sim)
         # A held-prefill step (1-2 tokens out per request) has no decode to compare.
         held = d.is_held_prefill(max(r.output_tokens for r in reqs))
+        if held:
+            p_dec = m_dec = None
         rows.append({
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from claimcheck.core.verdicts import KINDS
+from claimcheck.core.verdicts import KINDS, TOLERANCE
 
 
 def _num(x: Any, fmt: str = ",.1f") -> str:
@@ -59,6 +59,17 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
                      f"{bw_src}; effective compute {tf:,.1f} TFLOP/s from {c_src}; "
                      f"per-request overhead {ov:.1f} ms (that step's median TTFT less the "
                      "model's prefill)")
+    def hit(r: Mapping[str, Any]) -> bool:
+        dec = r.get("decode_error")
+        return abs(float(r["e2e_error"])) <= TOLERANCE and (
+            dec in (None, "") or abs(float(dec)) <= TOLERANCE)
+
+    rest = [r for r in rows if str(r.get("calibration_step")) not in ("True", "true")]
+    lines += ["", f"{sum(hit(r) for r in rest)} of {len(rest)} steps (calibration steps left "
+              f"out) within {TOLERANCE:.0%} on both end to end and decode aggregate; "
+              f"{sum(abs(float(r['e2e_error'])) <= TOLERANCE for r in rest)} within "
+              f"{TOLERANCE:.0%} on end to end. Terms the model does not have are listed in "
+              "`claimcheck.core.model`."]
     lines += ["", "Aggregates in tok/s summed over the streams (closed-loop clients at the "
               "step's concurrency); e2e = all output tokens / first send to last token; "
               "decode = tokens after each request's first / time with any request decoding "
