@@ -100,3 +100,9 @@ def test_compute_run_prefers_the_same_weight_format_over_the_name():
     assert chosen is not None and chosen.name == HELD.name
     fp8 = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch")
     assert predict.compute_run(fp8, runs).name == FP8_SINGLE.name
+
+
+def test_both_calibration_steps_are_marked():
+    held = run_steps.load(HELD)
+    rows = {r["step"]: r["calibration_step"] for r in predict.predict(held, held)["steps"]}
+    assert rows == {0: True, 1: False, 2: True}  # bandwidth from 0, compute from 2

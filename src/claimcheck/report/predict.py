@@ -36,6 +36,14 @@ def decode_step(calib: run_steps.RunData) -> run_steps.StepData:
     return [x for x in ones if _median_prompt(x) == shortest][-1]
 
 
+def compute_step(run: run_steps.RunData) -> run_steps.StepData | None:
+    """The 1-stream step that calibrates compute: the last with prompts of at least
+    :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS` (the held-prefill step where the
+    protocol has one); None when the run has none."""
+    long = [x for x in _one_stream_steps(run) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
+    return long[-1] if long else None
+
+
 def calibration(calib: run_steps.RunData, target: run_steps.RunData,
                 compute_run: run_steps.RunData | None = None) -> m.Calibration:
     """BW_eff and overhead from ``calib``'s 1-stream step with the shortest prompts; P_eff
@@ -54,9 +62,8 @@ def calibration(calib: run_steps.RunData, target: run_steps.RunData,
               f"(1 stream): median TPOT {tpot_s * 1e3:.3f} ms at {ctx:.0f} tokens of mean "
               f"context")
     crun = compute_run or calib
-    long = [x for x in _one_stream_steps(crun) if _median_prompt(x) >= m.LONG_PROMPT_TOKENS]
-    if long:
-        x = long[-1]
+    x = compute_step(crun)
+    if x is not None:
         p = _median_prompt(x)
         t = statistics.median(r.ttft_s for r in x.timeline.requests)
         flops = m.compute_from_prefill(shape, p, t)  # first pass: whole TTFT is compute
@@ -89,7 +96,11 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
     (compute calibrated on ``compute_run`` when given, see :func:`calibration`)."""
     cal = calibration(calib, target, compute_run)
     shape, info = run_steps.engine_shape(target)
-    calib_dir = decode_step(calib).record["dir"]
+    crun = compute_run or calib
+    cstep = compute_step(crun)
+    used = {(calib.path.resolve(), decode_step(calib).record["dir"])}
+    if cstep is not None:
+        used.add((crun.path.resolve(), cstep.record["dir"]))
     rows = []
     for s in target.steps:
         tl = s.timeline
@@ -110,8 +121,7 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
         rows.append({
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),
-            "calibration_step": (calib.path.resolve() == target.path.resolve()
-                                 and s.record["dir"] == calib_dir),
+            "calibration_step": (target.path.resolve(), s.record["dir"]) in used,
             "predicted_e2e_tok_s": p_e2e, "measured_e2e_tok_s": m_e2e,
             "e2e_error": p_e2e / m_e2e - 1,
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
