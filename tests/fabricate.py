@@ -4,7 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
-from claimcheck.core.paths import RUNS
+from claimcheck.core.paths import ROOT, RUNS
 
 BATCH = "h200-20261129-bf16-dummy-hyperqwen-batch"
 LADDER = "h200-20261129-bf16-dummy-ladder"
@@ -34,3 +34,17 @@ def edit_step(run: Path, step_dir: str, fn) -> None:
     edit_json(run / "provenance.json", lambda p: on_list(p["steps"]))
     edit_json(run / "steps.json", on_list)
     edit_json(run / "steps" / step_dir / "step.json", fn)
+
+
+def linked_checkout(tmp_path: Path, config_yaml: str) -> Path:
+    """A checkout under ``tmp_path`` whose ``config/config.yaml`` is ``config_yaml`` and the
+    rest of the tree is linked in (``--configfile`` would merge into the real config)."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    for name in ("workflow", "data", "src", "notebooks", "pyproject.toml", "envs"):
+        (root / name).symlink_to(ROOT / name)
+    (root / "config").mkdir()
+    for name in ("protocols.yaml", "engines.yaml"):
+        (root / "config" / name).symlink_to(ROOT / "config" / name)
+    (root / "config" / "config.yaml").write_text(config_yaml)
+    return root

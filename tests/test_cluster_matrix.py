@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.core.paths import CONFIG
 from claimcheck.measure import matrix as mx
+from tests.fabricate import linked_checkout
 
 CARDS = {"h200", "rtx3090"}
 
@@ -53,17 +54,10 @@ def test_unknown_card_and_duplicate_job_refused():
 
 
 def dry_run(tmp_path, measure):
-    # a checkout whose config has this measure: section (--configfile would merge)
-    root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("workflow", "data", "src", "notebooks", "pyproject.toml", "envs"):
-        (root / name).symlink_to(ROOT / name)
-    (root / "config").mkdir()
-    for name in ("protocols.yaml", "engines.yaml"):
-        (root / "config" / name).symlink_to(CONFIG / name)
+    # a checkout whose config has this measure: section
     cfg = yaml.safe_load((CONFIG / "config.yaml").read_text())
     cfg["measure"] = measure
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    root = linked_checkout(tmp_path, yaml.safe_dump(cfg))
     return subprocess.run(["snakemake", "-n", "-p", "measure"], cwd=root, capture_output=True,
                           text=True, timeout=300)
 

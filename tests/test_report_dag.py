@@ -5,7 +5,7 @@ measure: section still plans `all`. Dry runs (`snakemake -n`) on temp configs on
 import subprocess
 
 from claimcheck.core.paths import CONFIG, ROOT
-from tests.fabricate import LADDER, copy_run
+from tests.fabricate import LADDER, copy_run, linked_checkout
 
 
 def dry_run(tmp_path, text, *targets):
@@ -75,17 +75,9 @@ def test_exactly_one_weight_source_per_preset(tmp_path):
 
 
 def test_no_measure_section_still_plans_all(tmp_path):
-    # --configfile would merge into config/config.yaml, so use a checkout whose config has
-    # no measure: section (the rest of the tree linked in)
-    root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("workflow", "data", "src", "notebooks", "pyproject.toml", "envs"):
-        (root / name).symlink_to(ROOT / name)
-    (root / "config").mkdir()
-    for name in ("protocols.yaml", "engines.yaml"):
-        (root / "config" / name).symlink_to(CONFIG / name)
+    # a checkout whose config has no measure: section
     text = (CONFIG / "config.yaml").read_text()
-    (root / "config" / "config.yaml").write_text(text[:text.index("measure:")])
+    root = linked_checkout(tmp_path, text[:text.index("measure:")])
 
     def run(*args):
         return subprocess.run(["snakemake", "-n", *args], cwd=root, capture_output=True,

@@ -123,6 +123,12 @@ def is_held_prefill(output_tokens_per_request: int | None) -> bool:
         output_tokens_per_request <= HELD_PREFILL_MAX_OUTPUT
 
 
+def timeline_is_held_prefill(tl: Timeline) -> bool:
+    """True when every request of the step asked for at most
+    :data:`HELD_PREFILL_MAX_OUTPUT` tokens (its largest output, tokens)."""
+    return bool(tl.requests) and is_held_prefill(max(r.output_tokens for r in tl.requests))
+
+
 def e2e_aggregate_tok_s(tl: Timeline) -> float:
     """All output tokens / (first send to last token), tok/s summed over the streams."""
     return tl.output_tokens / tl.wall_s
@@ -321,7 +327,7 @@ def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
         "prefill_tok_s": prefill_tok_s(tl),
         "tokens_per_joule": tokens_per_joule(tl.output_tokens, energy),
     }
-    if tl.requests and is_held_prefill(max(r.output_tokens for r in tl.requests)):
+    if timeline_is_held_prefill(tl):
         vals.update({k: None for k in vals if DEFINITIONS[k].phase == "decode"})
     return vals
 

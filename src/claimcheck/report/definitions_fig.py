@@ -38,8 +38,7 @@ def default_step(run: run_steps.RunData) -> int:
     decode (a held-prefill step, 2 tokens or fewer out per request, has no decode to show
     and is drawn only when nothing else is there)."""
     def decodes(i: int) -> bool:
-        return not d.is_held_prefill(max(r.output_tokens
-                                         for r in run.steps[i].timeline.requests))
+        return not d.timeline_is_held_prefill(run.steps[i].timeline)
 
     best = max(range(len(run.steps)),
                key=lambda i: (decodes(i), run.steps[i].record["streams"],

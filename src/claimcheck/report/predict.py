@@ -115,7 +115,7 @@ def predict(target: run_steps.RunData, calib: run_steps.RunData,
         m_tpot = statistics.median(d.tpots_ms(tl))
         sh = m.shares(sim)
         # A held-prefill step (1-2 tokens out per request) has no decode to compare.
-        held = d.is_held_prefill(max(r.output_tokens for r in reqs))
+        held = d.timeline_is_held_prefill(tl)
         if held:
             p_dec = m_dec = None
         rows.append({
@@ -177,6 +177,15 @@ def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
             f"{row['measured_median_ttft_s']:.2f} s")
 
 
+def _preference(c: run_steps.RunData, target: run_steps.RunData) -> tuple[bool, bool, str]:
+    """Sort key for a calibration candidate: the target's engine, then its weight format
+    (an FP8 rate is no BF16 one), then the name (deterministic)."""
+    def fmt(r: run_steps.RunData) -> Any:
+        return r.provenance.get("engine_config", {}).get("weight_format")
+    return (c.provenance.get("engine") == target.provenance.get("engine"),
+            fmt(c) == fmt(target), c.name)
+
+
 def calibration_run(target: run_steps.RunData,
                     candidates: list[run_steps.RunData]) -> run_steps.RunData:
     """The run that calibrates ``target``'s card: among ``candidates`` on the same card with
@@ -189,15 +198,7 @@ def calibration_run(target: run_steps.RunData,
         raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
                          "to calibrate the model from; pass --calibrate-from a run with one "
                          "(e.g. single-stream)")
-
-    def fmt(r: run_steps.RunData) -> Any:
-        return r.provenance.get("engine_config", {}).get("weight_format")
-
-    def key(c: run_steps.RunData) -> tuple[bool, bool, str]:
-        return (c.provenance.get("engine") == target.provenance.get("engine"),
-                fmt(c) == fmt(target), c.name)
-
-    return max(ok, key=key)
+    return max(ok, key=lambda c: _preference(c, target))
 
 
 def compute_run(target: run_steps.RunData,
@@ -211,8 +212,4 @@ def compute_run(target: run_steps.RunData,
     if not ok:
         return None
 
-    def fmt(r: run_steps.RunData) -> Any:
-        return r.provenance.get("engine_config", {}).get("weight_format")
-
-    return max(ok, key=lambda c: (c.provenance.get("engine") == target.provenance.get("engine"),
-                                  fmt(c) == fmt(target), c.name))
+    return max(ok, key=lambda c: _preference(c, target))
