@@ -71,7 +71,6 @@ class EngineShape:
     flops_head_per_token: float
     max_num_batched_tokens: int
     max_num_seqs: int
-    notes: tuple[str, ...] = ()
     mamba_align_block_tokens: int | None = None
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
@@ -324,7 +323,6 @@ def shares(sim: Simulation) -> dict[str, float]:
 
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
               max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
-              notes: tuple[str, ...] = (),
               mamba_align_block_tokens: int | None = None) -> EngineShape:
     """An engine shape from a model geometry (:class:`claimcheck.core.geometry.Geometry`).
 
@@ -338,5 +336,5 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
         flops_body_per_token=2.0 * (geom.weights_per_token - head),
         flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, notes=notes,
+        max_num_seqs=max_num_seqs,
         mamba_align_block_tokens=mamba_align_block_tokens)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass
+
+from claimcheck.core.definitions import engine_log_steady_tok_s
 
 STATS = re.compile(
     r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, "
@@ -53,9 +54,9 @@ def steady_state_tok_s(lines: list[StatsLine], streams: int) -> float | None:
     """Median generation throughput over lines with all ``streams`` running and no prefill.
 
     HyperQwen's batch README definition of its steady figure. None when no line qualifies.
+    The arithmetic is :func:`claimcheck.core.definitions.engine_log_steady_tok_s`.
     """
-    ok = [s.generation_tok_s for s in steady_lines(lines, streams)]
-    return statistics.median(ok) if ok else None
+    return engine_log_steady_tok_s(lines, streams)
 
 
 def steady_lines(lines: list[StatsLine], streams: int) -> list[StatsLine]:

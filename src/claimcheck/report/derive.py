@@ -85,7 +85,7 @@ def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | P
 def with_timeline(run: Run) -> Run:
     """The run with each completed step's row holding the timeline definitions too
     (:func:`claimcheck.report.steps.timeline_columns`); the record's own keys win."""
-    cols = timeline_columns(run.path)
+    cols = timeline_columns(run)
     steps = [{**cols.get((s["step"], s["repeat"]), {}), **s}
              if s["status"] == "complete" else s for s in run.steps]
     return dataclasses.replace(run, steps=steps)

@@ -14,6 +14,7 @@ from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
+from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import steps as run_steps
 
 
@@ -142,7 +143,7 @@ this share is named for its prefill, even when memory bounded most of it: its TP
 the stalls other prompts' chunks cause."""
 
 
-def miss_term(row: dict[str, Any], tolerance: float = 0.05) -> str | None:
+def miss_term(row: dict[str, Any], tolerance: float = TOLERANCE) -> str | None:
     """Which term a missed step points at, or None when both aggregates are within
     ``tolerance``.
 

@@ -40,7 +40,6 @@ class StepData:
     """One recorded step: its record (step.json fields), timeline, log lines, energy (J)."""
 
     record: dict[str, Any]
-    bench: dict[str, Any]
     timeline: Timeline
     log_lines: list[serverlog.StatsLine]
     energy_j: float | None
@@ -91,17 +90,16 @@ def step_energy_j(rec: dict[str, Any], power: list[tuple[float, float]], t0: flo
     [t0, t1]; else the step's NVML energy-counter reading (``energy.joules``, which spans
     the whole client call, start-up included); else None."""
     e = d.energy_j(power, t0, t1)
-    if e is not None:
-        return e
-    counter = (rec.get("energy") or {}).get("joules")
-    return float(counter) if counter else None
+    return e if e is not None else counter_energy_j(rec)
 
 
-def load(path: str | Path) -> RunData:
-    """Every step of a run directory with a bench.json; bad files raise InputError."""
-    if not (Path(path) / "provenance.json").is_file():
-        raise InputError(str(path), "not a run directory (no provenance.json)")
-    run = record.load_run(path)
+def load(path: str | Path, run: record.Run | None = None) -> RunData:
+    """Every step of a run directory with a bench.json; bad files raise InputError.
+    ``run``: the directory's record when the caller has read it already (read once)."""
+    if run is None:
+        if not (Path(path) / "provenance.json").is_file():
+            raise InputError(str(path), "not a run directory (no provenance.json)")
+        run = record.load_run(path)
     prov = run.provenance.raw
     log_path = run.path / "server.log"
     lines = serverlog.stats_lines(read_text(log_path)) if log_path.exists() else []
@@ -123,7 +121,7 @@ def load(path: str | Path) -> RunData:
             raise InputError(str(bench_path), str(e)) from None
         t0, t1 = _window(rec, bench.get("duration"))
         sel = record.step_log_lines(lines, t0, t1 + 5, year)
-        steps.append(StepData(record=rec, bench=bench, timeline=tl, log_lines=sel,
+        steps.append(StepData(record=rec, timeline=tl, log_lines=sel,
                               energy_j=step_energy_j(rec, power, t0, t1),
                               window_unix_s=(t0, t1)))
     return RunData(path=run.path, provenance=prov, steps=steps, skipped=tuple(skipped))
@@ -210,10 +208,11 @@ def step_columns(s: StepData) -> dict[str, Any]:
     return m
 
 
-def timeline_columns(path: str | Path) -> dict[tuple[int, int], dict[str, Any]]:
-    """:func:`step_columns` of every step of a run directory with a bench result, by
+def timeline_columns(run: record.Run) -> dict[tuple[int, int], dict[str, Any]]:
+    """:func:`step_columns` of every step of a read run with a bench result, by
     (step, repeat)."""
-    return {(s.record["step"], s.record["repeat"]): step_columns(s) for s in load(path).steps}
+    return {(s.record["step"], s.record["repeat"]): step_columns(s)
+            for s in load(run.path, run).steps}
 
 
 # ------------------------------------------------------------------ the engine, for the model
