@@ -231,3 +231,24 @@ def test_model_section_counts_hits_by_hand():
     # 3 non-calibration steps: one within 5% on both; two within 5% on end to end
     assert "1 of 3 steps (calibration steps left out) within 5% on both" in md
     assert "2 within 5% on end to end" in md
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda t: t.replace("Setting attention block size to 800 tokens",
+                         "Setting attention block size to 0 tokens"),
+     "server-start.log: attention block size must be >= 1 token, got 0"),
+    (lambda t: "\n".join(ln for ln in t.splitlines()
+                         if "Setting attention block size" not in ln),
+     "server-start.log: Mamba cache 'align' mode is on but no 'Setting attention block size "
+     "to N tokens' line says its block"),
+])
+def test_align_block_from_a_bad_start_log_is_refused(tmp_path, edit, words):
+    from claimcheck.core.errors import InputError
+    from claimcheck.report import steps
+    from tests.fabricate import copy_run
+    run = copy_run(tmp_path, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream")
+    log = run / "server-start.log"
+    log.write_text(edit(log.read_text()))
+    with pytest.raises(InputError) as e:
+        steps.engine_shape(steps.load(run))
+    assert words in str(e.value)

@@ -35,11 +35,12 @@ in the committed H200 runs (dummy weights) and named where a step misses by more
 
 - split prefill: with prompts split anywhere (prefix caching off), a prompt continued in a
   later step costs more than one prefilled in a single step: BF16 one-wave 8K prompts take
-  0.71 s each against about 0.61 s alone (+16%); the single-stream protocol's 15,000-token
-  step measures it for a later calibration;
+  0.71 s each against about 0.59 s alone (+20%: a held 1-stream prefill's median TTFT less
+  the per-request overhead); a 1-stream step with prompts longer than the token budget
+  (15,000 tokens in config/protocols.yaml) measures it for a later calibration;
 - FP8 decode at 32 streams: 14.2 ms per step measured against 12.6 ms from bytes (at 8 and
   64 streams within 1-3%), a kernel choice the byte count cannot see;
-- admission: the API server hands a wave's requests over one by one (about 8-10 ms each at
+- admission: the API server hands a wave's requests over one by one (about 7-10 ms each at
   100-token prompts), so first tokens come in clumps, not in one step; the decode window of
   a 64-stream wave starts earlier than simulated (decode aggregate 4-8% high, end to end
   within 5%).

@@ -77,11 +77,17 @@ ATTN_BLOCK = re.compile(r"Setting attention block size to (?P<tokens>\d+) tokens
 
 def mamba_align_block_tokens(text: str) -> int | None:
     """The block (tokens) prefill chunks end on when the start log says vLLM runs its Mamba
-    cache in 'align' mode ("Setting attention block size to N tokens"); None otherwise."""
+    cache in 'align' mode ("Setting attention block size to N tokens"); None otherwise.
+    ValueError when align mode is on without a usable block line."""
     if not ALIGN_MODE.search(text):
         return None
     m = ATTN_BLOCK.search(text)
-    return int(m["tokens"]) if m else None
+    if not m:
+        raise ValueError("Mamba cache 'align' mode is on but no 'Setting attention block size "
+                         "to N tokens' line says its block")
+    if int(m["tokens"]) < 1:
+        raise ValueError(f"attention block size must be >= 1 token, got {m['tokens']}")
+    return int(m["tokens"])
 
 
 def kv_pool_tokens(text: str) -> int | None:

@@ -198,7 +198,7 @@ def calibration_run(target: run_steps.RunData,
     if not ok:
         raise InputError(str(target.path), f"no run on card {card!r} with a 1-stream step "
                          "to calibrate the model from; pass --calibrate-from a run with one "
-                         "(e.g. single-stream)")
+                         "(one stream, short prompts)")
     return max(ok, key=lambda c: _preference(c, target))
 
 

@@ -262,7 +262,10 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     m = BATCHED_TOKENS.search(text)
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
     seqs = int(eng.get("max_num_seqs") or 256)
-    align = serverlog.mamba_align_block_tokens(text)
+    try:
+        align = serverlog.mamba_align_block_tokens(text)
+    except ValueError as e:
+        raise InputError(str(start), str(e)) from None
     shape = shape_for(geom, weight_bytes=w, state_dtype=state, kv_dtype=kv,
                       max_num_batched_tokens=budget, max_num_seqs=seqs,
                       conv_dtype=model_dtype, mamba_align_block_tokens=align)
