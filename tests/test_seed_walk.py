@@ -165,3 +165,14 @@ def test_exclusions_are_not_also_rows():
     rows = {(c["seed"], c["value"]) for c in load_claims()}
     both = [r for r in load_excluded() if (r["seed"], float(r["value"])) in rows]
     assert not both
+
+
+@pytest.mark.skipif(seeds_dir() is None, reason="seed articles not beside the repository")
+def test_the_figures_issue_17_named_are_found_and_placed():
+    text = (seeds_dir() / SEEDS["000"]).read_text(encoding="utf-8")
+    found = {v for v, _ in seed_figures(text)}
+    assert {900.0, 35.0, 1230.0, 85.0, 300.0, 806.0, 892.0} <= found
+    bounds = {c["value"]: c["bound"] for c in load_claims() if c["seed"] == "000"}
+    assert bounds[900.0] == "at_most"
+    reasons = {float(r["value"]): r["reason"] for r in load_excluded() if r["seed"] == "000"}
+    assert "same run and metric" in reasons[35.0]
