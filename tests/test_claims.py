@@ -338,3 +338,12 @@ def test_rows_issue_17_found_say_what_the_seed_says(ids):
                      ("article-ladder-64-logline", "metric")]:
         assert ids[rid].is_assumed(col) and not ids[rid].stated[col], (rid, col)
     assert ids["article-ladder-64-logline"]["metric"] == "engine_log_line"
+
+
+def test_listing_marks_bounds(capsys):
+    assert main(["claims"]) == 0
+    lines = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.strip()}
+    assert " <=900 " in lines["cinference-900-bursts"]
+    assert " >=1000 " in lines["hyperqwen-1000-b200-post"]
+    exact = lines["tensorfold-764-decode"]
+    assert " 764 " in exact and "=764" not in exact
