@@ -60,7 +60,9 @@ COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "engine_vers
 OPTIONAL = ("bound",)
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
-# columns the project may supply (with a reason) when the seed does not state them
+# columns the project may supply (with a reason) when the seed does not state them; metric
+# too, for a figure whose window the seed gives only in part (a log line not said to be free
+# of prompt tokens)
 ASSUMABLE = ("system", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
              "quantization", "streams", "streams_running", "stream_relation", "prompt_tokens",
              "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
