@@ -13,7 +13,7 @@ import pytest
 
 from claimcheck.cli import main
 from claimcheck.core.cards import load_cards
-from claimcheck.core.claims import COLUMNS, claims_by_id, load_claims, numbers_in
+from claimcheck.core.claims import COLUMNS, bound_backed, claims_by_id, load_claims, numbers_in
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RAW
 
@@ -262,3 +262,88 @@ def test_unquoted_comma_is_caught(tmp_path):
     p.write_text(text.replace(old, old.strip('"'), 1))
     with pytest.raises(InputError, match=rf"claims.csv:{line}: .*more fields"):
         load_claims(p)
+
+
+def test_bounds_are_read_from_the_bound_column(ids):
+    assert ids["hyperqwen-1000-b200-post"]["bound"] == "at_least"  # "over 1,000 total tok/s"
+    burst = ids["cinference-900-bursts"]  # "bursts of up to 900"
+    assert (burst["bound"], burst["value"], burst["streams"]) == ("at_most", 900, 1)
+    assert burst["run"] != ids["cinference-350-realistic"]["run"]
+    assert ids["tensorfold-764-decode"].get("bound") == ""
+    assert ids["tensorfold-764-decode"].get("no_such_column") is None
+
+
+@pytest.mark.parametrize("quote,bound,value,ok", [
+    ("bursts of up to 900 when coding", "at_most", 900, True),
+    ("for over 1,000 total tok/s.", "at_least", 1000, True),
+    ("generation was 17 tok/s or less for all the streams", "at_most", 17, True),
+    ("bursts of up to 900 when coding", "at_least", 900, False),
+    ("for over 1,000 total tok/s.", "at_most", 1000, False),
+    ("~1,035 tok/s aggregate decode", "at_least", 1035, False),
+    ("up to 900, and 350 otherwise", "at_most", 350, False),  # the word is by another number
+])
+def test_bound_words_sit_next_to_the_value(quote, bound, value, ok):
+    assert bound_backed(bound, quote, value) is ok
+
+
+def test_bound_without_words_in_the_quote_is_refused(tmp_path, capsys):
+    p, lines = _edit(tmp_path, {"tensorfold-764-decode": {"bound": "at_least"}})
+    assert main(["claims", "--check", "--file", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert f"claims.csv:{lines['tensorfold-764-decode']}: bound: at_least is not backed by " \
+           "the quote: no 'over', 'more than', 'at least', 'above' or the like next to 764; " \
+           "leave bound empty for an exact figure" in err
+    # the wrong direction: "over 1,000" does not back an upper bound
+    p, lines = _edit(tmp_path, {"hyperqwen-1000-b200-post": {"bound": "at_most"}})
+    assert main(["claims", "--check", "--file", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert f":{lines['hyperqwen-1000-b200-post']}: bound: at_most is not backed by the quote: " \
+           "no 'up to', 'at most', 'no more than', 'under' or the like next to 1000" in err
+
+
+def test_bound_must_be_one_of_three(tmp_path):
+    p, lines = _edit(tmp_path, {"cinference-900-bursts": {"bound": "approx"}})
+    with pytest.raises(InputError, match=rf":{lines['cinference-900-bursts']}: bound: 'approx' "
+                                         r"is not one of '', 'at_least', 'at_most'"):
+        load_claims(p)
+
+
+def test_a_registry_without_the_bound_column_still_loads(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "bound"} for r in _rows()]
+    p = _write(tmp_path, rows, tuple(c for c in COLUMNS if c != "bound"))
+    got = load_claims(p)
+    assert len(got) == len(rows) and {c["bound"] for c in got} == {""}
+
+
+def test_rows_issue_17_found_say_what_the_seed_says(ids):
+    # seed 001: the 3090 side is "W4A8 Marlin int8 + int8 KV", not W4A16
+    for rid in ("hyperqwen-127-single", "hyperqwen-381-quoting", "hyperqwen-1222-all-int8",
+                "hyperqwen-prefill-low", "hyperqwen-prefill-high", "hyperqwen-150k",
+                "hyperqwen-150k-high"):
+        assert ids[rid].stated["quantization"] == "w4a8", rid
+    # 512 is qwen-warp's max_tokens cap: the short answers averaged 242 at four clients
+    assert ids["article-warp-short-1-agg"]["output_tokens"] is None
+    assert ids["article-warp-short-4a-agg"].assumed["output_tokens"][0] == 242
+    assert ids["article-warp-long-4a-agg"].stated["output_tokens"] == 512  # "runs to 512"
+    assert ids["qwenwarp-docs-4-agg"].is_assumed("output_tokens")
+    assert ids["cinference-350-realistic"]["url"] == ""  # the earlier reply is not linked
+    # the README's 350 W is said of 425 at four clients only
+    assert ids["qwenwarp-docs-1-agg"].assumed["power_limit_w"][0] == 350
+    assert ids["qwenwarp-docs-4-agg"].stated["power_limit_w"] == 350
+    for rid, col in [("hyperqwen-raw-8k-8", "power_limit_w"),
+                     ("hyperqwen-82-vanilla", "quantization"),
+                     ("hyperqwen-82-vanilla", "spec_method"),
+                     ("repro3090-gguf-prefill", "prompt_tokens"),
+                     ("ninfer-dspine-solo-python", "engine_version"),
+                     ("article-ladder-64-logline", "metric")]:
+        assert ids[rid].is_assumed(col) and not ids[rid].stated[col], (rid, col)
+    assert ids["article-ladder-64-logline"]["metric"] == "engine_log_line"
+
+
+def test_listing_marks_bounds(capsys):
+    assert main(["claims"]) == 0
+    lines = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.strip()}
+    assert " <=900 " in lines["cinference-900-bursts"]
+    assert " >=1000 " in lines["hyperqwen-1000-b200-post"]
+    exact = lines["tensorfold-764-decode"]
+    assert " 764 " in exact and "=764" not in exact

@@ -128,3 +128,27 @@ def test_sections_nest_and_plain_headings_are_found():
     assert find_section(secs, "Overview").text == "Overview Some text, 127 tok/s."
     assert find_section(secs, "Results").text == "Results More 256.2."
     assert find_section(secs, "Nope") is None
+
+
+@needs_seeds
+def test_quantization_the_seed_never_writes_is_refused(tmp_path, capsys):
+    # seed 001 calls the 3090 side W4A8 Marlin int8; it never writes W4A16
+    p, lines = _edit(tmp_path, {"hyperqwen-127-single": {"quantization": "w4a16"}})
+    rc, out = _check(p, capsys)
+    assert rc == 2
+    assert f"claims.csv:{lines['hyperqwen-127-single']}: quantization: stated quantization " \
+           "'w4a16' ('w4a16') is not written in section 'Measured Results' of seed 001 (nor " \
+           "where the seed describes run 'hyperqwen-single-user'); if the project supplies " \
+           "it, move it to assumed" in out
+
+
+@needs_seeds
+def test_each_part_of_a_mixed_quantization_is_checked(tmp_path, capsys):
+    # fafstmobel: "MLP weights in NVFP4 and attention and DeltaNet projections in FP8"
+    run = ["cinference-1600-headline", "cinference-1623-fastest-second",
+           "cinference-1099-decode", "cinference-989-e2e"]
+    p, lines = _edit(tmp_path, {r: {"quantization": "nvfp4-mlp+int8"} for r in run})
+    rc, out = _check(p, capsys)
+    assert rc == 2
+    assert f":{min(lines.values())}: quantization: stated quantization 'nvfp4-mlp+int8' " \
+           "('int8') is not written in section 'intro'" in out

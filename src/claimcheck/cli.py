@@ -256,6 +256,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
     lines = [f"{'id':<34} {'card':<8} {'streams':>13} {'relation':<20} {'context':>8} "
              f"{'speculation (rows/step)':<24} {'metric':<32} {'value tok/s':>11} "
              f"{'per stream tok/s':>16}  assumed (project-supplied)"]
+    bound_mark = {"at_least": ">=", "at_most": "<="}
     for c, r in zip(claims, rows, strict=True):
         spec = r["spec_method"] or "?"
         if spec not in ("none", "?"):
@@ -268,12 +269,14 @@ def cmd_claims(a: argparse.Namespace) -> int:
                      f"{streams + marks['streams']:>13} {r['stream_relation']:<20} "
                      f"{str(r['context_tokens'] or '?') + marks['context_tokens']:>8} "
                      f"{spec + marks['spec_method']:<24} {r['metric_label']:<32} "
-                     f"{r['value']:>11g} {r['per_stream_tok_s']:>16.1f}  "
+                     f"{bound_mark.get(r.get('bound') or '', '') + format(r['value'], 'g'):>11} "
+                     f"{r['per_stream_tok_s']:>16.1f}  "
                      f"{r['assumed_fields'] or '-'}")
     lines.append("per stream = value / streams for sums (/ streams running where a server cap "
                  "or a measured average batch says fewer ran), the value itself for per-stream "
-                 "metrics; rows/step = draft tokens + 1 verified per stream per step; * and the "
-                 "last column: the project's assumption, not the seed's statement")
+                 "metrics; rows/step = draft tokens + 1 verified per stream per step; >= and <= "
+                 "mark a figure the seed gives as a bound; * and the last column: the "
+                 "project's assumption, not the seed's statement")
     print("\n".join(lines))
     return 0
 

@@ -18,8 +18,13 @@ Column meanings (one each):
 - ``output_tokens``: per request; ``total_output_tokens``: the sum a publication prints.
 - ``stream_relation``: ``single_user`` exactly when ``streams`` is 1 (one stream relates to
   nothing, whether it came from one chat, one closed-loop client or one request at a time).
+- ``bound``: empty for an exact figure; ``at_least`` when the seed says the true figure is
+  at least the value ("over 1,000"), ``at_most`` when at most ("bursts of up to 900"). The
+  quote must say so next to the value (:data:`BOUND_BEFORE`, :data:`BOUND_AFTER`).
 - ``quote``: the seed's exact words holding the figure (whitespace-normalised); checked
   against the seed's ``section`` by :func:`check_against_seeds`.
+- ``quantization``: when stated, every part of it (split at ``-`` and ``+``) is written in
+  the seed where it describes the run (:func:`check_against_seeds`).
 
 ``data/raw/claims_excluded.csv`` (seed, section, value, quote, reason) lists the throughput
 figures the seeds print that are deliberately not rows (the article's own divisions and
@@ -50,14 +55,18 @@ COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "engine_vers
            "code_read", "card", "power_limit_w", "checkpoint", "quantization", "streams",
            "streams_running", "stream_relation", "prompt_tokens", "output_tokens",
            "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens",
-           "metric", "value", "unit", "quote", "assumed", "note")
+           "metric", "value", "unit", "bound", "quote", "assumed", "note")
+# columns a registry written before they existed may lack (read as empty)
+OPTIONAL = ("bound",)
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
-# columns the project may supply (with a reason) when the seed does not state them
+# columns the project may supply (with a reason) when the seed does not state them; metric
+# too, for a figure whose window the seed gives only in part (a log line not said to be free
+# of prompt tokens)
 ASSUMABLE = ("system", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
              "quantization", "streams", "streams_running", "stream_relation", "prompt_tokens",
-             "output_tokens",
-             "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens")
+             "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
+             "spec_draft_tokens", "metric")
 # fields one run shares across its metric rows
 RUN_FIELDS = ("kind", "seed", "system", "engine_version", "code_read", "card",
               "power_limit_w", "checkpoint", "quantization", "streams", "stream_relation",
@@ -78,6 +87,14 @@ EVIDENCE_NUM = ("power_limit_w", "streams", "streams_running", "prompt_tokens",
                 "output_tokens", "total_output_tokens", "context_tokens", "spec_draft_tokens")
 EVIDENCE_STR = ("engine_version", "code_read", "checkpoint")
 EXCLUDED_COLUMNS = ("seed", "section", "value", "quote", "reason")
+# a bound ("over 1,000", "up to 900") must be written next to the value in the quote:
+# words before the number, or words after it ("17 tok/s or less")
+BOUND_BEFORE = {"at_least": ("over", "more than", "at least", "above", "past", "upwards of",
+                             "in excess of", "no less than"),
+                "at_most": ("up to", "at most", "no more than", "under", "below", "less than",
+                            "bounded near")}
+BOUND_AFTER = {"at_least": ("or more", "plus"), "at_most": ("or less", "at most")}
+BOUNDS = ("", *BOUND_BEFORE)
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,10 @@ class Claim:
 
     def __getitem__(self, key: str) -> Any:
         return self.row[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``row[key]``, or ``default`` for a column the row does not have."""
+        return self.row.get(key, default)
 
     def is_assumed(self, key: str) -> bool:
         """True when ``key``'s value is the project's, not the seed's."""
@@ -201,6 +222,34 @@ def parse_assumed(src: str, line: int, text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def bound_backed(bound: str, quote: str, value: float) -> bool:
+    """True when ``quote`` writes a word of ``bound`` next to ``value``: "over 1,000" for
+    ``at_least``, "up to 900" or "17 tok/s or less" for ``at_most``."""
+    q = normalise(quote).lower()
+    before = "|".join(re.escape(w) for w in BOUND_BEFORE[bound])
+    after = "|".join(re.escape(w) for w in BOUND_AFTER[bound])
+    for m in _NUM.finditer(q):
+        v = float(m.group(1).replace(",", "") + (m.group(2) or ""))
+        if not math.isclose(v * (1000 if m.group(3) else 1), value, rel_tol=1e-9):
+            continue
+        if re.search(rf"\b(?:{before})\s*~?\s*$", q[:m.start()]) or \
+                re.match(rf"\s*(?:[a-z/]+\s+)?(?:{after})\b", q[m.end():]):
+            return True
+    return False
+
+
+def _check_bound(src: str, line: int, bound: str, quote: str, value: float,
+                 value_text: str) -> None:
+    if bound not in BOUNDS:
+        raise InputError(src, f"{bound!r} is not one of '', 'at_least', 'at_most'", line=line,
+                         key="bound")
+    if bound and not bound_backed(bound, quote, value):
+        words = ", ".join(f"'{w}'" for w in BOUND_BEFORE[bound][:4])
+        raise InputError(src, f"{bound} is not backed by the quote: no {words} or the like "
+                         f"next to {value_text}; leave bound empty for an exact figure",
+                         line=line, key="bound")
+
+
 def _check_row(src: str, line: int, raw: dict[str | None, Any]) -> Claim:
     if None in raw:
         extra = raw[None]
@@ -235,6 +284,7 @@ def _check_row(src: str, line: int, raw: dict[str | None, Any]) -> Claim:
     if not math.isfinite(value) or value <= 0:
         raise InputError(src, f"must be a finite number > 0 tok/s, got {value_text!r}",
                          line=line, key="value")
+    _check_bound(src, line, stated["bound"], stated["quote"], value, value_text)
     for key in INT_FIELDS + FLOAT_FIELDS:
         stated[key] = _convert(src, line, key, stated[key]) if stated[key] else None
     stated["value"] = value
@@ -305,7 +355,7 @@ def load_claims(path: str | Path | None = None, cards: set[str] | None = None) -
     if bad:
         raise InputError(src, "per-stream speed is derived, never typed: remove column",
                          line=1, key=sorted(bad)[0])
-    missing = [c for c in COLUMNS if c not in header]
+    missing = [c for c in COLUMNS if c not in header and c not in OPTIONAL]
     if missing:
         raise InputError(src, f"missing columns {missing}", line=1)
     out: list[Claim] = []
@@ -424,6 +474,19 @@ def _check_quote(src: str, line: int, seeds: dict, seed: str, section: str, quot
     return sec
 
 
+def _check_quantization(src: str, c: Claim, sec: Section, scope: str) -> None:
+    """A stated quantization must be written where the seed describes the run: each part
+    of it (``nvfp4-mlp+fp8`` -> nvfp4, mlp, fp8) as a word of ``scope``, any case."""
+    q = c.stated.get("quantization") or ""
+    low = scope.lower()
+    for part in filter(None, re.split(r"[-+]", q.lower())):
+        if not re.search(rf"(?<![a-z0-9]){re.escape(part)}(?![a-z0-9])", low):
+            raise InputError(src, f"stated quantization {q!r} ({part!r}) is not written in "
+                             f"section {sec.name!r} of seed {c['seed']} (nor where the seed "
+                             f"describes run {c['run']!r}); if the project supplies it, move "
+                             "it to assumed", line=c.line, key="quantization")
+
+
 def check_against_seeds(claims: list[Claim], src: str, folder: Path,
                         excluded: list[dict[str, str]] | None = None,
                         excluded_src: str = "claims_excluded.csv") -> None:
@@ -464,6 +527,7 @@ def check_against_seeds(claims: list[Claim], src: str, folder: Path,
                                      f"of seed {c['seed']} (nor where the seed describes run "
                                      f"{c['run']!r}); if the project supplies it, move it "
                                      "to assumed", line=c.line, key=key)
+        _check_quantization(src, c, sec, run_text + (" " + colophon if own else ""))
     for i, r in enumerate(excluded or [], start=2):
         for key in EXCLUDED_COLUMNS:
             if not (r.get(key) or "").strip():
