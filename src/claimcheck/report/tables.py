@@ -84,7 +84,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                roofline_weights=(f"{row.size:g} {row.unit} (weights.csv {row.id})" if row
                                  else f"{fmt} format x weights per token"),
                roofline_state_dtype=src["state_dtype"], roofline_kv_dtype=src["kv_dtype"],
-               roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"])
+               roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
+               roofline_bend_streams=rl.bend_streams(model))
     return out
 
 
