@@ -112,7 +112,7 @@ class SourceModel:
 def within(ratio: float, tolerance: float) -> bool:
     """True when ``ratio`` is within ``tolerance`` of 1, judged on the percentage as printed
     (one decimal), so a figure on the edge never reads "+5.0% ... beyond 5%"."""
-    return round(abs(ratio - 1.0) * 1000) <= round(tolerance * 1000)
+    return float(f"{abs(ratio - 1.0) * 100:.1f}") <= float(f"{tolerance * 100:.1f}")
 
 
 def pct(ratio: float) -> str:

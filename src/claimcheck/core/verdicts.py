@@ -48,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from claimcheck.core.metrics import METRICS
 from claimcheck.core.sourcemodel import SourceModel, binding_text, compare, pct, within
 
 WITHIN = "within the physics"
@@ -139,6 +140,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     assumed = _assumed_note(claim.get("assumed_fields") or "")
     note = f" {claim['aggregate_note']}" if claim.get("aggregate_note") else ""
     drafter = _drafter_text(claim)
+    label = METRICS[claim["metric"]].label if claim["metric"] in METRICS else claim["metric"]
     roof = ceiling.roofline_tok_s
     src = source if source is not None and source.tok_s else None
     nums: dict[str, Any] = {
@@ -158,7 +160,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                    + ("s" if running != 1 else ""))
     fig = f"{_bound_text(bound)}{agg:,.1f} tok/s summed over {streams_txt}"
     if claim["metric"] in NOT_A_DECODE_RATE:
-        return Verdict(NOT_COMPARABLE, f"metric {claim['metric']} is not a decode rate; the "
+        return Verdict(NOT_COMPARABLE, f"the metric ({label}) is not a decode rate; the "
                        "decode roofline does not bound it." + assumed, nums)
     if roof is None:
         return Verdict(NOT_COMPARABLE, f"no roofline: {ceiling.note}." + assumed, nums)
@@ -180,7 +182,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                 agg / inflation, roof, tolerance) != "above":
             nums["inflation"] = inflation
             return Verdict(DEFINITION_INFLATES, f"{fig} is {agg / roof:.2f}x {plain_txt}, but "
-                           f"its definition ({claim['metric']}) reads {pct(inflation)} above "
+                           f"its definition ({label}) reads {pct(inflation)} above "
                            f"end to end on our timelines ({inflation_source}); end to end "
                            f"would read {agg / inflation:,.1f} tok/s for that workload shape, "
                            "which fits." + note + assumed, nums)
@@ -209,7 +211,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                     agg / inflation, model, tolerance) != "above":
                 nums["inflation"] = inflation
                 return Verdict(DEFINITION_INFLATES, f"{fig} is {pct(r)} from {where}, but its "
-                               f"definition ({claim['metric']}) reads {pct(inflation)} above "
+                               f"definition ({label}) reads {pct(inflation)} above "
                                f"end to end on our timelines ({inflation_source}); end to end "
                                f"would read {agg / inflation:,.1f} tok/s for that workload "
                                "shape, which fits." + note + assumed, nums)
@@ -248,7 +250,7 @@ def replay_sentence(replays: Sequence[Mapping[str, Any]], claim_fraction: float 
         return ""
     parts = [f"protocol {r['protocol']}: this {str(r['card']).upper()} run {r['run']} at "
              f"{r['fraction']:.1%} of its plain roofline ({r['definition']}, {r['streams']:g} "
-             "streams, dummy weights)" for r in replays]
+             f"stream{'s' if r['streams'] != 1 else ''}, dummy weights)" for r in replays]
     claim = (f"the claim at {claim_fraction:.1%} of its {card}'s" if claim_fraction
              else f"no plain roofline for the claim on its {card}")
     return "; ".join(parts) + f"; {claim} (context only, not the claim's verdict)."

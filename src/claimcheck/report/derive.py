@@ -207,7 +207,7 @@ def _inflation(steps: list[dict[str, Any]], column: str, streams: float
     pick = [r for r in ok if abs(math.log(r["streams"] / streams)) == near]
     ratio = statistics.median(r[column] / r["e2e_aggregate_tok_s"] for r in pick)
     return ratio, (f"median over {len(pick)} measured step(s) at {pick[0]['streams']:g} "
-                   f"streams, {column} / e2e_aggregate_tok_s")
+                   f"streams, {column_label(column)} / end to end")
 
 
 def _seed_aggregate(c: Any, claims: list[Any]) -> Any:
@@ -226,6 +226,81 @@ def _seed_aggregate(c: Any, claims: list[Any]) -> Any:
     return None
 
 
+def _metric_columns() -> dict[str, str]:
+    """Registry metric -> the measured step column that reads it."""
+    from claimcheck.core.definitions import REGISTRY_METRIC
+    column = {m: c for c, m in REGISTRY_METRIC.items() if m}
+    return column | {"single_stream_decode": "per_request_decode_tok_s",
+                     "engine_log_line": "engine_log_steady_tok_s"}
+
+
+METRIC_COLUMN = _metric_columns()
+AGGREGATE_COLUMNS = [c for c in METRIC_COLUMN.values()
+                     if c not in ("prefill_tok_s", "per_request_decode_tok_s")]
+
+
+def column_label(column: str) -> str:
+    """Plain words for a measured step column: its registry metric's label."""
+    from claimcheck.core.definitions import REGISTRY_METRIC
+    from claimcheck.core.metrics import METRICS
+    m = REGISTRY_METRIC.get(column)
+    return METRICS[m].label if m in METRICS else column.replace("_", " ")
+
+
+def comparable_steps(step_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The measured steps a claim may be set against: completed, with a roofline, and not a
+    held-prefill step (2 tokens or fewer out per request: a prefill rate, no decode)."""
+    from claimcheck.core.definitions import is_held_prefill
+    return [s for s in step_rows if s.get("status") == "complete"
+            and not is_held_prefill(s.get("output_len")) and s.get("roofline_tok_s")]
+
+
+def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
+                     column: str | None) -> tuple[list[dict[str, Any]], Any]:
+    """Each protocol naming claim ``c`` set beside it: every run of it (reported steps at the
+    claim's requested streams, from :func:`comparable_steps`). A run on the claim's own card
+    is a reproduction (:class:`claimcheck.core.verdicts.Reproduction`: the median under the
+    claim's definition, or the range of every aggregate definition when it is not stated);
+    a run on another card is context (``protocol``, ``run``, ``card``, ``fraction`` of its
+    plain roofline, ``definition``, ``streams``). Returns (context replays, reproduction or
+    None)."""
+    import statistics
+
+    from claimcheck.core import verdicts as v
+    from claimcheck.core.metrics import METRICS
+    unspecified = METRICS[c["metric"]].phase == "unspecified"
+    replays: list[dict[str, Any]] = []
+    vals: list[float] = []
+    src: list[str] = []
+    for proto in protocols:
+        here = [s for s in steps if s["protocol"] == proto and s["streams"] == c["streams"]
+                and s.get("reported", True)]
+        for run in sorted({s["run"] for s in here}):
+            rs = [s for s in here if s["run"] == run]
+            if rs[0]["card"] == c["card"]:
+                for s in rs:
+                    for k in (AGGREGATE_COLUMNS if unspecified or not column else [column]):
+                        x = s.get(k)
+                        if x is not None:
+                            vals.append(x * s["streams"] if k == "per_request_decode_tok_s"
+                                        else x)
+                src.append(f"protocol {proto}, {run}")
+                continue
+            k = column if column and not unspecified and column != "per_request_decode_tok_s" \
+                else "e2e_aggregate_tok_s"
+            ok = [s for s in rs if s.get(k) is not None]
+            frac = v.replay_fraction([s[k] for s in ok], [s["roofline_tok_s"] for s in ok])
+            if frac is not None:
+                replays.append({"protocol": proto, "run": run, "card": rs[0]["card"],
+                                "fraction": frac, "definition": column_label(k),
+                                "streams": c["streams"]})
+    if not vals:
+        return replays, None
+    lo, hi = ((statistics.median(vals),) * 2 if column and not unspecified
+              else (min(vals), max(vals)))
+    return replays, v.Reproduction(lo, hi, "; ".join(src))
+
+
 def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                  weights_csv: str | Path, config_json: str | Path,
                  protocols_yaml: str | Path, records: list[str | Path],
@@ -240,13 +315,11 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     out) left out. Every protocol naming the claim in ``source_claims`` is set beside it:
     on the claim's own card as a reproduction (the verdict), on another card as context
     only (``replay_context``: each run's fraction of its own plain roofline)."""
-    import statistics
     from dataclasses import replace
 
     from claimcheck.core import labels as lb
     from claimcheck.core import sourcemodel as sm
     from claimcheck.core import verdicts as v
-    from claimcheck.core.definitions import REGISTRY_METRIC, is_held_prefill
     from claimcheck.core.metrics import METRICS
     from claimcheck.measure.protocols import load_protocols
     from claimcheck.report.tables import QUANT_FORMAT
@@ -258,14 +331,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     ceilings, weight_rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
     protocols = load_protocols(protocols_yaml)
     _, step_rows = read_run_records(records)
-    steps = [s for s in step_rows if s.get("status") == "complete"
-             and not is_held_prefill(s.get("output_len")) and s.get("roofline_tok_s")]
-    measured_cards = {s["card"] for s in steps}
-    column = {m: c for c, m in REGISTRY_METRIC.items() if m}
-    column |= {"single_stream_decode": "per_request_decode_tok_s",
-               "engine_log_line": "engine_log_steady_tok_s"}
-    aggregate_columns = [c for c in column.values() if c not in ("prefill_tok_s",
-                                                                  "per_request_decode_tok_s")]
+    steps = comparable_steps(step_rows)
     protos_of: dict[str, list[str]] = {}
     for name, p in protocols.items():
         for cid in p.source_claims:
@@ -331,39 +397,10 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                      f"{derived:,.1f} tok/s against the seed's own {seed_agg['value']:,.1f} "
                      f"for the same run ({seed_agg['id']}); the seed's figure is used.")}
             # the roofline's tau scales with the aggregate: no second roofline is needed
-        col = column.get(c["metric"])
+        col = METRIC_COLUMN.get(c["metric"])
         infl, infl_src = _inflation(steps, col, c.streams_sharing) if col else (None, "")
         protos = protos_of.get(c["id"], [])
-        unspecified = METRICS[c["metric"]].phase == "unspecified"
-        replays, repro_vals, repro_src = [], [], []
-        for proto in protos:
-            here = [s for s in steps if s["protocol"] == proto and s["streams"] == c["streams"]
-                    and s.get("reported", True)]
-            for run in sorted({s["run"] for s in here}):
-                rs = [s for s in here if s["run"] == run]
-                if rs[0]["card"] == c["card"]:
-                    cols = aggregate_columns if unspecified or not col else [col]
-                    for s in rs:
-                        for k in cols:
-                            x = s.get(k)
-                            if x is not None:
-                                repro_vals.append(x * s["streams"]
-                                                  if k == "per_request_decode_tok_s" else x)
-                    repro_src.append(f"protocol {proto}, {run}")
-                    continue
-                k = col if col and not unspecified and col != "per_request_decode_tok_s" \
-                    else "e2e_aggregate_tok_s"
-                ok = [s for s in rs if s.get(k) is not None]
-                frac = v.replay_fraction([s[k] for s in ok], [s["roofline_tok_s"] for s in ok])
-                if frac is not None:
-                    replays.append({"protocol": proto, "run": run, "card": rs[0]["card"],
-                                    "fraction": frac, "definition": k.replace("_", " "),
-                                    "streams": c["streams"]})
-        repro = None
-        if repro_vals and c["card"] in measured_cards:
-            lo, hi = ((statistics.median(repro_vals),) * 2 if not unspecified and col
-                      else (min(repro_vals), max(repro_vals)))
-            repro = v.Reproduction(lo, hi, "; ".join(repro_src))
+        replays, repro = protocol_replays(c, protos, steps, col)
         res = v.verdict(t, ceil, source, infl, infl_src, repro, tol)
         given_row = {k: c.stated.get(k) for k in c.row}
         metric = {"scope": METRICS[c["metric"]].scope, "phase": METRICS[c["metric"]].phase,
