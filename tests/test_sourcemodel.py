@@ -54,6 +54,12 @@ def test_source_key_groups_a_publisher_system_card_power_and_format():
     assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "rtx3090", "390",
                                              "w4a16")
     assert sm.source_key(claim, "nvfp4") != sm.source_key(claim, "w4a16")
+    # a seed's own runs of one checkpoint are one source whatever the script's label
+    runs = [{**repro, "system": s, "checkpoint": "org/ckpt"} for s in ("S batch", "S")]
+    assert sm.source_key(runs[0], "w4a16") == sm.source_key(runs[1], "w4a16") == (
+        "seed 000 reproduction", "org/ckpt", "rtx3090", "390", "w4a16")
+    # a claim keeps its system even when a checkpoint is given
+    assert sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")[1] == "S"
 
 
 def test_compare_and_binding_words():

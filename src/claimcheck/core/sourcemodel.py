@@ -4,7 +4,7 @@ source, and how a claim compares with the model of its source.
 A *source* is one publisher's one system on one card at one power limit with one weight
 format (:func:`source_key`): a claim's publisher is its system's (a figure a seed relays from
 a repository is that repository's, whichever seed relays it); a reproduction's or a
-control's is the seed that ran it. The source's model is the article's roofline
+control's is the seed that ran it, one checkpoint on one stack. The source's model is the article's roofline
 (:mod:`claimcheck.core.roofline`, reached through :func:`claimcheck.core.inputs.roofline_for`)
 with
 
@@ -35,11 +35,15 @@ PHASE_PREFERENCE = {"decode": 0, "unspecified": 1, "end_to_end": 2}
 
 def source_key(row: Mapping[str, Any], weight_format: str | None) -> tuple[str, ...]:
     """The source a registry row belongs to: (publisher, system, card, power limit in W,
-    weight format). A claim's publisher is its system's; a reproduction's or control's is
-    its seed's."""
-    publisher = "" if row.get("kind") == "claim" else f"seed {row.get('seed')} {row.get('kind')}"
+    weight format). A claim's publisher is its system's, and the system is the registry's
+    ``system``; a reproduction's or control's publisher is the seed that ran it, and its
+    system is the checkpoint it served when the seed names one (one stack on one card: the
+    seed's own runs of one checkpoint under different benchmark scripts), else ``system``."""
+    own_run = row.get("kind") != "claim"
+    publisher = f"seed {row.get('seed')} {row.get('kind')}" if own_run else ""
+    system = (own_run and row.get("checkpoint")) or row.get("system") or ""
     power = row.get("power_limit_w")
-    return (publisher, str(row.get("system") or ""), str(row.get("card") or ""),
+    return (publisher, str(system), str(row.get("card") or ""),
             "" if power in (None, "") else f"{float(power):g}", weight_format or "")
 
 

@@ -40,6 +40,11 @@ def weight_size_for(c: Claim, rows: dict[str, WeightRow]) -> WeightRow | None:
     return None
 
 
+def _finite(x: float) -> float | None:
+    """``x``, or None when it is infinite (JSON has no infinity)."""
+    return None if x == float("inf") else x
+
+
 def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                    ceilings: dict[str, Ceiling], eta: float = 1.0,
                    weight_rows: dict[str, WeightRow] | None = None) -> dict[str, Any]:
@@ -85,7 +90,7 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                                  else f"{fmt} format x weights per token"),
                roofline_state_dtype=src["state_dtype"], roofline_kv_dtype=src["kv_dtype"],
                roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
-               roofline_bend_streams=rl.bend_streams(model))
+               roofline_bend_streams=_finite(rl.bend_streams(model)))
     return out
 
 
