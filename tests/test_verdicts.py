@@ -21,7 +21,7 @@ R = rl.Roofline(weight_bytes=1e10, bandwidth_bytes_s=1e12, flops_per_row=1e9,
 
 def ceiling(streams: int) -> v.Ceiling:
     p = rl.point(R, streams)
-    return v.Ceiling(p.aggregate_tok_s, None, p.bound)
+    return v.Ceiling(p.aggregate_tok_s, p.bound)
 
 
 def source(streams: int, eta: float = 0.8, calibration: bool = False) -> sm.SourceModel:
@@ -97,7 +97,7 @@ def test_the_only_calibration_figure_agrees_by_construction():
 def test_same_workload_and_numbers_same_kind():
     # the article's batch pass 1 (1,087.0) and pass 2 (1,073.3) against one model (1,385.5)
     model = sm.SourceModel(tok_s=1385.5, eta=0.75, binding_term="compute", bend_streams=47.8)
-    roof = v.Ceiling(1385.5, None, "compute")
+    roof = v.Ceiling(1385.5, "compute")
     kinds = {v.verdict(claim(x, streams=64), roof, model).kind for x in (1087.0, 1073.3)}
     assert kinds == {v.BELOW_SOURCE}
     # three near-identical one-stream figures against their own models: one kind
@@ -112,7 +112,7 @@ def test_tolerance_edge_reads_as_printed():
     assert sm.within(990.5 / 943.3, 0.05)
     assert sm.pct(990.5 / 943.3) == "+5.0%"
     assert not sm.within(1.0506, 0.05) and sm.pct(1.0506) == "+5.1%"
-    out = v.verdict(claim(990.5, streams=2), v.Ceiling(2000.0, None, "memory"),
+    out = v.verdict(claim(990.5, streams=2), v.Ceiling(2000.0, "memory"),
                     sm.SourceModel(tok_s=943.3, binding_term="memory"))
     assert out.kind == v.CONSISTENT and "+5.0%" in out.reason
 
@@ -173,7 +173,7 @@ def test_bounds_are_compared_as_bounds():
 def test_not_comparable_for_prefill_and_for_no_roofline():
     out = v.verdict(claim(5000.0, metric="prefill"), ceiling(1))
     assert out.kind == v.NOT_COMPARABLE and "(prefill (prompt tok/s))" in out.reason
-    out = v.verdict(claim(50.0), v.Ceiling(None, None, "", "no byte count for weights 'q4'"))
+    out = v.verdict(claim(50.0), v.Ceiling(None, "", "no byte count for weights 'q4'"))
     assert out.kind == v.NOT_COMPARABLE and "no byte count" in out.reason
 
 

@@ -4,9 +4,9 @@ source, and how a claim compares with the model of its source.
 A *source* is one publisher's one system on one card at one power limit with one weight
 format (:func:`source_key`): a claim's publisher is its system's (a figure a seed relays from
 a repository is that repository's, whichever seed relays it); a reproduction's or a
-control's is the seed that ran it, one checkpoint on one stack. The source's model is the article's roofline
-(:mod:`claimcheck.core.roofline`, reached through :func:`claimcheck.core.inputs.roofline_for`)
-with
+control's is the seed that ran it, one checkpoint on one stack. The source's model is the
+article's roofline (:mod:`claimcheck.core.roofline`, reached through
+:func:`claimcheck.core.inputs.roofline_for`) with
 
 - eta (the fraction of the card's datasheet bandwidth the engine achieves) from the same
   source's one-stream, no-drafter figure (:func:`pick_calibration`: a decode figure first,

@@ -78,8 +78,6 @@ class Ceiling:
 
     roofline_tok_s: float | None
     """Aggregate tok/s at the streams sharing the claim; None when there is none."""
-    tau_needed: float | None = None
-    """Unused (kept for callers): tau is claim / roofline at tau = 1."""
     bound: str = ""
     """The plain roofline's binding term at those streams ("memory" or "compute")."""
     note: str = ""

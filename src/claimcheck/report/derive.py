@@ -260,7 +260,8 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
     """Each protocol naming claim ``c`` set beside it: every run of it (reported steps at the
     claim's requested streams, from :func:`comparable_steps`). A run on the claim's own card
     is a reproduction (:class:`claimcheck.core.verdicts.Reproduction`: the median under the
-    claim's definition, or the range of every aggregate definition when it is not stated);
+    claim's definition, or the range of every aggregate definition when it is not stated;
+    with several protocols or runs, the range of theirs, each named with its own value);
     a run on another card is context (``protocol``, ``run``, ``card``, ``fraction`` of its
     plain roofline, ``definition``, ``streams``). Returns (context replays, reproduction or
     None)."""
@@ -270,21 +271,22 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
     from claimcheck.core.metrics import METRICS
     unspecified = METRICS[c["metric"]].phase == "unspecified"
     replays: list[dict[str, Any]] = []
-    vals: list[float] = []
-    src: list[str] = []
+    own: list[tuple[float, float, str]] = []
     for proto in protocols:
         here = [s for s in steps if s["protocol"] == proto and s["streams"] == c["streams"]
                 and s.get("reported", True)]
         for run in sorted({s["run"] for s in here}):
             rs = [s for s in here if s["run"] == run]
             if rs[0]["card"] == c["card"]:
-                for s in rs:
-                    for k in (AGGREGATE_COLUMNS if unspecified or not column else [column]):
-                        x = s.get(k)
-                        if x is not None:
-                            vals.append(x * s["streams"] if k == "per_request_decode_tok_s"
-                                        else x)
-                src.append(f"protocol {proto}, {run}")
+                vals = [s[k] * s["streams"] if k == "per_request_decode_tok_s" else s[k]
+                        for s in rs
+                        for k in (AGGREGATE_COLUMNS if unspecified or not column else [column])
+                        if s.get(k) is not None]
+                if vals:
+                    lo, hi = ((statistics.median(vals),) * 2 if column and not unspecified
+                              else (min(vals), max(vals)))
+                    span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f} to {hi:,.1f}"
+                    own.append((lo, hi, f"protocol {proto}, {run}: {span} tok/s"))
                 continue
             k = column if column and not unspecified and column != "per_request_decode_tok_s" \
                 else "e2e_aggregate_tok_s"
@@ -294,11 +296,10 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
                 replays.append({"protocol": proto, "run": run, "card": rs[0]["card"],
                                 "fraction": frac, "definition": column_label(k),
                                 "streams": c["streams"]})
-    if not vals:
+    if not own:
         return replays, None
-    lo, hi = ((statistics.median(vals),) * 2 if column and not unspecified
-              else (min(vals), max(vals)))
-    return replays, v.Reproduction(lo, hi, "; ".join(src))
+    return replays, v.Reproduction(min(x[0] for x in own), max(x[1] for x in own),
+                                   "; ".join(x[2] for x in own))
 
 
 def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
@@ -359,8 +360,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     for c in claims:
         t = c.tidy()
         p = plain[c["id"]]
-        ceil = v.Ceiling(p["roofline_tok_s"], p["tau_needed"], p.get("roofline_bound", ""),
-                         p["roofline_note"])
+        ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
         cal = calib[key[c["id"]]]
         own = cal is not None and cal.id == c["id"]
         if own:  # the claim sets eta: calibrate on another run of its source if there is one
