@@ -7,6 +7,7 @@ import pytest
 
 from claimcheck.core import sourcemodel as sm
 from claimcheck.report.derive import _seed_aggregate, comparable_steps, protocol_replays
+from tests.conftest import ROOT
 
 
 def fig(id: str, value: float, *, streams: float = 1, phase: str = "decode",
@@ -127,3 +128,76 @@ def test_a_per_request_figure_takes_its_rows_seed_aggregate():
     assert _seed_aggregate(per, [other, agg, per]) is agg
     assert _seed_aggregate(agg, [agg, per]) is None       # an aggregate keeps its own
     assert _seed_aggregate(per, [other, per]) is None     # no seed aggregate for its run
+
+
+# ------------------------------------------------- a hand-made registry through verdict_rows
+
+def _registry(tmp_path, rows: list[dict]) -> str:
+    import csv
+    real = ROOT / "data" / "raw" / "claims.csv"
+    with real.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header, template = reader.fieldnames, next(reader)
+    base = {k: "" for k in header} | {k: template[k] for k in ("seed", "section", "url",
+                                                               "quote")}
+    out = tmp_path / "claims.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow(base | {"kind": "claim", "system": "HyperQwen hand", "card": "rtx3090",
+                               "power_limit_w": "250", "quantization": "w4a16",
+                               "stream_relation": "independent_requests", "unit": "tok/s",
+                               "spec_method": "none"} | r)
+    return str(out)
+
+
+def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
+    from claimcheck.core import verdicts as v
+    from claimcheck.report.derive import verdict_rows
+    raw = ROOT / "data" / "raw"
+    one = {"streams": "1", "stream_relation": "single_user"}
+    claims = _registry(tmp_path, [
+        {"id": "cal", "run": "r1", "metric": "single_stream_decode", "value": "46", **one},
+        {"id": "other-1", "run": "r2", "metric": "unspecified", "value": "45", **one},
+        {"id": "big", "run": "r3", "metric": "e2e_aggregate", "value": "1100",
+         "streams": "64", "context_tokens": "640"},
+        {"id": "big-per", "run": "r3", "metric": "per_request", "value": "15",
+         "streams": "64", "context_tokens": "640"},
+        {"id": "drafted", "run": "r4", "metric": "single_stream_decode", "value": "150",
+         "spec_method": "DFlash2", **one},
+        {"id": "nocal", "run": "r5", "metric": "e2e_aggregate", "value": "300",
+         "streams": "8", "system": "Other", "checkpoint": "dbirks/Qwen3.8-27B-W4A16-AutoRound"},
+    ])
+    rows = verdict_rows(claims, raw / "cards.csv", raw / "ceilings.csv", raw / "weights.csv",
+                        raw / "models" / "qwen3.8-27b" / "config.json",
+                        ROOT / "config" / "protocols.yaml", [])
+    by = {r["id"]: r for r in rows}
+    # plain at one stream: (16e9 + 2 x 75,497,472 FP16 state bytes) / 936e9 = 17.255 ms,
+    # 57.95 tok/s; eta = 46 / 57.95 = 0.794 (HyperQwen's weights row: 16 GB, FP16 state)
+    assert by["cal"]["roofline_tok_s"] == pytest.approx(57.953, abs=1e-3)
+    # "cal" is tested on the other run's figure: eta 45 / 57.95; 46 / 45 = +2.2%
+    assert by["cal"]["calibrated_on"] == "other-1"
+    assert by["cal"]["claim_over_source"] == pytest.approx(46 / 45)
+    assert by["cal"]["verdict"] == by["other-1"]["verdict"] == v.CONSISTENT
+    # "other-1" on the decode figure: 45 / 46 = -2.2%
+    assert by["other-1"]["calibrated_on"] == "cal"
+    assert by["other-1"]["claim_over_source"] == pytest.approx(45 / 46)
+    # 64 streams: 64 x 51.2 GFLOP / 63 TFLOP/s = 52 ms > 36 ms of memory at eta 0.794:
+    # compute-bound at about 1,230 tok/s (the seed's own figure); 1,100 is -10.6%
+    big = by["big"]
+    assert big["verdict"] == v.BELOW_SOURCE and big["binding_term"] == "compute"
+    assert big["source_model_tok_s"] == pytest.approx(1230, abs=2)
+    assert "63 TFLOP/s from ceiling hyperqwen-3090-250w" in big["calibration"]
+    # the per-request 15 x 64 = 960 would contradict the run's own 1,100: the seed's is used
+    assert by["big-per"]["aggregate_tok_s"] == pytest.approx(1100.0)
+    assert "would read 960.0 tok/s against the seed's own 1,100.0" in by["big-per"]["reason"]
+    # a drafter above the plain line: 150 / 57.95 = 2.59 tokens kept per step
+    assert by["drafted"]["verdict"] == v.NEEDS_SPECULATION
+    assert by["drafted"]["tau_needed"] == pytest.approx(150 / 57.953, abs=1e-3)
+    assert "drafter DFlash2 stated" in by["drafted"]["reason"]
+    # another system with no one-stream figure: plain roofline at 8 streams,
+    # (16e9 + 8 x 150,994,944) / 936e9 = 18.385 ms -> 435.1 tok/s; 300 is 68.9%
+    assert by["nocal"]["verdict"] == v.WITHIN and by["nocal"]["calibrated_on"] == ""
+    assert by["nocal"]["roofline_tok_s"] == pytest.approx(435.15, abs=0.01)
+    assert "68.9% of the plain roofline 435.1 tok/s" in by["nocal"]["reason"]
