@@ -154,9 +154,9 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         "binding_term": (src.binding_term if src else ceiling.bound) if roof else "",
         "bend_streams": source.bend_streams if source else None, "bound": bound}
     streams_txt = (f"{running:g} streams running ({claim['streams']} requested)"
-                   if claim.get("streams_running") else f"{running:g} stream"
-                   + ("s" if running != 1 else ""))
-    fig = f"{_bound_text(bound)}{agg:,.1f} tok/s summed over {streams_txt}"
+                   if claim.get("streams_running") else f"{running:g} streams")
+    fig = (f"{_bound_text(bound)}{agg:,.1f} tok/s at 1 stream" if running == 1 else
+           f"{_bound_text(bound)}{agg:,.1f} tok/s summed over {streams_txt}")
     if claim["metric"] in NOT_A_DECODE_RATE:
         return Verdict(NOT_COMPARABLE, f"the metric ({label}) is not a decode rate; the "
                        "decode roofline does not bound it." + assumed, nums)
@@ -185,10 +185,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                            f"would read {agg / inflation:,.1f} tok/s for that workload shape, "
                            "which fits." + note + assumed, nums)
         tau_txt = f"{agg / roof:.2f} tokens kept per stream per step"
-        why = (f"{drafter} could give it" if drafter else "no drafter is stated")
+        why = drafter if drafter else "no drafter is stated"
         return Verdict(NEEDS_SPECULATION, f"{fig} is {agg / roof:.2f}x {plain_txt} "
-                       f"({ceiling.bound} bound): it needs {tau_txt}; {why}." + note + assumed,
-                       nums)
+                       f"({ceiling.bound} bound): it needs {tau_txt}, which only a drafter "
+                       f"gives; {why}." + note + assumed, nums)
     if src is not None and src.is_calibration:
         return Verdict(CONSISTENT, f"{fig} sets its source's model: it is the only one-stream, "
                        f"no-drafter figure its source publishes ({src.calibration}), so it "
@@ -213,9 +213,8 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                                f"end to end on our timelines ({inflation_source}); end to end "
                                f"would read {agg / inflation:,.1f} tok/s for that workload "
                                "shape, which fits." + note + assumed, nums)
-            extra = (f"; a {drafter.removeprefix('drafter ')} drafter could explain it "
-                     f"({r:.2f} tokens kept per stream per step over the model)"
-                     if drafter else "")
+            extra = (f"; the {drafter} could explain it ({r:.2f} tokens kept per stream per "
+                     "step over the model)" if drafter else "")
             return Verdict(ABOVE_SOURCE, f"{fig} is {pct(r)} from {where}, beyond "
                            f"{tolerance:.0%}{extra}; {agg / roof:.1%} of {plain_txt}."
                            + note + assumed, nums)

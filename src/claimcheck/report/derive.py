@@ -355,6 +355,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             plain_tok_s=p["roofline_tok_s"], plain_bound=p.get("roofline_bound", ""),
             bound=c.row.get("bound") or ""))
     calib = {k: sm.pick_calibration(fs) for k, fs in figures.items()}
+    by_id = {c["id"]: c for c in claims}
 
     rows = []
     for c in claims:
@@ -376,10 +377,12 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             source = sm.SourceModel(
                 tok_s=model["roofline_tok_s"], eta=eta, binding_term=model["roofline_bound"],
                 bend_streams=model["roofline_bend_streams"], calibrated_on=(cal.id,),
-                calibration=(f"eta {eta:.3f} from {cal.id} ({cal.aggregate_tok_s:,.1f} tok/s "
-                             f"at 1 stream, {cal.context_tokens:g} tokens of context, "
-                             f"{cal.phase.replace('_', ' ')}) over its plain roofline "
-                             f"{cal.plain_tok_s:,.1f} tok/s; {compute}"),
+                calibration=(f"eta {eta:.3f} = {cal.id}'s {cal.aggregate_tok_s:,.1f} tok/s "
+                             f"({METRICS[by_id[cal.id]['metric']].label}, 1 stream, "
+                             + (f"{cal.context_tokens:,.0f} tokens of context"
+                                if by_id[cal.id]["context_tokens"] else "context not stated")
+                             + f") / its plain roofline {cal.plain_tok_s:,.1f} tok/s; "
+                             f"{compute}"),
                 is_calibration=own)
         elif p["roofline_tok_s"]:
             source = sm.SourceModel(
