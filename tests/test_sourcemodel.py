@@ -95,6 +95,14 @@ def test_held_prefill_steps_never_enter_a_comparison():
     assert [r["fraction"] for r in reps] == [pytest.approx(60.0 / 88.0)]  # 2.9 left out
 
 
+def test_a_per_request_decode_claim_is_set_beside_the_summed_speed():
+    # 2 streams at 40 tok/s each against a plain 100: 80%
+    steps = [step("r", "p", 2, 70.0, 100.0, per_request_decode_tok_s=40.0)]
+    reps, _ = protocol_replays({"metric": "per_request_decode", "streams": 2,
+                                "card": "rtx3090"}, ["p"], steps, "per_request_decode_tok_s")
+    assert reps[0]["fraction"] == pytest.approx(0.80)
+
+
 def test_a_claim_in_two_protocols_is_set_beside_each():
     c = {"metric": "e2e_aggregate", "streams": 64, "card": "rtx3090"}
     reps, repro = protocol_replays(c, ["batch", "gate"], comparable_steps(STEPS),

@@ -288,10 +288,11 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
                     span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f} to {hi:,.1f}"
                     own.append((lo, hi, f"protocol {proto}, {run}: {span} tok/s"))
                 continue
-            k = column if column and not unspecified and column != "per_request_decode_tok_s" \
-                else "e2e_aggregate_tok_s"
+            k = column if column and not unspecified else "e2e_aggregate_tok_s"
+            per = k == "per_request_decode_tok_s"  # one stream's speed: times the streams
             ok = [s for s in rs if s.get(k) is not None]
-            frac = v.replay_fraction([s[k] for s in ok], [s["roofline_tok_s"] for s in ok])
+            frac = v.replay_fraction([s[k] * (s["streams"] if per else 1) for s in ok],
+                                     [s["roofline_tok_s"] for s in ok])
             if frac is not None:
                 replays.append({"protocol": proto, "run": run, "card": rs[0]["card"],
                                 "fraction": frac, "definition": column_label(k),
