@@ -64,13 +64,10 @@ rule verdicts_table:
         weights=config["weights"],
         model=config["model_config"],
         protocols="config/protocols.yaml",
-        runs=all_run_files,
         records=RUN_RECORDS,
     output:
         csv="data/derived/verdicts.csv",
         json="data/derived/verdicts.json",
-    params:
-        run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/verdicts_table.log",
     conda:

@@ -194,98 +194,218 @@ def model_table(run_dirs: list[str | Path], out: str | Path) -> int:
     return len(rows)
 
 
-def _inflation(metrics: list[dict[str, Any]], column: str, streams: float
+def _inflation(steps: list[dict[str, Any]], column: str, streams: float
                ) -> tuple[float | None, str]:
     """Median ratio of ``column`` to end to end over the measured steps nearest in streams
-    (log distance); None when no step has the column."""
+    (log distance); None when no step has the column. ``steps`` hold no held-prefill step."""
     import math
     import statistics
-    ok = [r for r in metrics if r.get(column) and r.get("e2e_aggregate_tok_s")]
+    ok = [r for r in steps if r.get(column) and r.get("e2e_aggregate_tok_s")]
     if not ok or not streams:
         return None, ""
     near = min(abs(math.log(r["streams"] / streams)) for r in ok)
     pick = [r for r in ok if abs(math.log(r["streams"] / streams)) == near]
     ratio = statistics.median(r[column] / r["e2e_aggregate_tok_s"] for r in pick)
-    return ratio, (f"median over {len(pick)} measured step(s) at {pick[0]['streams']} "
-                   f"streams, {column} / e2e_aggregate_tok_s")
+    return ratio, (f"median over {len(pick)} measured step(s) at {pick[0]['streams']:g} "
+                   f"streams, {column_label(column)} / end to end")
+
+
+def _seed_aggregate(c: Any, claims: list[Any]) -> Any:
+    """For a per-stream figure whose window is not stated, the aggregate figure the seed
+    gives for the same run (the first registry row of that run with an aggregate metric),
+    else None: the per-request figure summed over the requests in flight must not stand
+    against the seed's own aggregate."""
+    from claimcheck.core.metrics import METRICS
+    m = METRICS[c["metric"]]
+    if m.scope != "per_stream" or m.phase != "unspecified":
+        return None
+    for o in claims:
+        if o["run"] == c["run"] and o["id"] != c["id"] and \
+                METRICS[o["metric"]].scope == "aggregate" and o["streams"] == c["streams"]:
+            return o
+    return None
+
+
+def _metric_columns() -> dict[str, str]:
+    """Registry metric -> the measured step column that reads it."""
+    from claimcheck.core.definitions import REGISTRY_METRIC
+    column = {m: c for c, m in REGISTRY_METRIC.items() if m}
+    return column | {"single_stream_decode": "per_request_decode_tok_s",
+                     "engine_log_line": "engine_log_steady_tok_s"}
+
+
+METRIC_COLUMN = _metric_columns()
+AGGREGATE_COLUMNS = [c for c in METRIC_COLUMN.values()
+                     if c not in ("prefill_tok_s", "per_request_decode_tok_s")]
+
+
+def column_label(column: str) -> str:
+    """Plain words for a measured step column: its registry metric's label."""
+    from claimcheck.core.definitions import REGISTRY_METRIC
+    from claimcheck.core.metrics import METRICS
+    m = REGISTRY_METRIC.get(column)
+    return METRICS[m].label if m in METRICS else column.replace("_", " ")
+
+
+def comparable_steps(step_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The measured steps a claim may be set against: completed, with a roofline, and not a
+    held-prefill step (2 tokens or fewer out per request: a prefill rate, no decode)."""
+    from claimcheck.core.definitions import is_held_prefill
+    return [s for s in step_rows if s.get("status") == "complete"
+            and not is_held_prefill(s.get("output_len")) and s.get("roofline_tok_s")]
+
+
+def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
+                     column: str | None) -> tuple[list[dict[str, Any]], Any]:
+    """Each protocol naming claim ``c`` set beside it: every run of it (reported steps at the
+    claim's requested streams, from :func:`comparable_steps`). A run on the claim's own card
+    is a reproduction (:class:`claimcheck.core.verdicts.Reproduction`: the median under the
+    claim's definition, or the range of every aggregate definition when it is not stated;
+    with several protocols or runs, the range of theirs, each named with its own value);
+    a run on another card is context (``protocol``, ``run``, ``card``, ``fraction`` of its
+    plain roofline, ``definition``, ``streams``). Returns (context replays, reproduction or
+    None)."""
+    import statistics
+
+    from claimcheck.core import verdicts as v
+    from claimcheck.core.metrics import METRICS
+    unspecified = METRICS[c["metric"]].phase == "unspecified"
+    replays: list[dict[str, Any]] = []
+    own: list[tuple[float, float, str]] = []
+    for proto in protocols:
+        here = [s for s in steps if s["protocol"] == proto and s["streams"] == c["streams"]
+                and s.get("reported", True)]
+        for run in sorted({s["run"] for s in here}):
+            rs = [s for s in here if s["run"] == run]
+            if rs[0]["card"] == c["card"]:
+                vals = [s[k] * s["streams"] if k == "per_request_decode_tok_s" else s[k]
+                        for s in rs
+                        for k in (AGGREGATE_COLUMNS if unspecified or not column else [column])
+                        if s.get(k) is not None]
+                if vals:
+                    lo, hi = ((statistics.median(vals),) * 2 if column and not unspecified
+                              else (min(vals), max(vals)))
+                    span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f} to {hi:,.1f}"
+                    own.append((lo, hi, f"protocol {proto}, {run}: {span} tok/s"))
+                continue
+            k = column if column and not unspecified else "e2e_aggregate_tok_s"
+            per = k == "per_request_decode_tok_s"  # one stream's speed: times the streams
+            ok = [s for s in rs if s.get(k) is not None]
+            frac = v.replay_fraction([s[k] * (s["streams"] if per else 1) for s in ok],
+                                     [s["roofline_tok_s"] for s in ok])
+            if frac is not None:
+                replays.append({"protocol": proto, "run": run, "card": rs[0]["card"],
+                                "fraction": frac, "definition": column_label(k),
+                                "streams": c["streams"]})
+    if not own:
+        return replays, None
+    return replays, v.Reproduction(min(x[0] for x in own), max(x[1] for x in own),
+                                   "; ".join(x[2] for x in own))
 
 
 def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                  weights_csv: str | Path, config_json: str | Path,
-                 protocols_yaml: str | Path, run_dirs: list[str | Path],
-                 records: list[str | Path], tolerance: float = 0.05) -> list[dict[str, Any]]:
+                 protocols_yaml: str | Path, records: list[str | Path],
+                 tolerance: float | None = None) -> list[dict[str, Any]]:
     """One verdict (:mod:`claimcheck.core.verdicts`) and one label audit
     (:mod:`claimcheck.core.labels`) per registry claim.
 
-    The roofline is the claim's own at the streams sharing it (``streams_running`` when
-    given); definition ratios come from every measured step's timeline; a claim named in a
-    protocol's ``source_claims`` is set against that protocol's measured steps at its
-    streams, scaled by the claim card's roofline over the measured step's roofline (both
-    plain, eta 1: the other card is not calibrated here, so the same fraction of its
-    roofline is assumed)."""
-    import statistics
+    The plain roofline is the claim's own at the streams sharing it (``streams_running``
+    when given). The source model is the same roofline at eta from the claim's own source's
+    one-stream, no-drafter figure (:mod:`claimcheck.core.sourcemodel`). Definition ratios
+    come from the measured steps of the run records, held-prefill steps (2 tokens or fewer
+    out) left out. Every protocol naming the claim in ``source_claims`` is set beside it:
+    on the claim's own card as a reproduction (the verdict), on another card as context
+    only (``replay_context``: each run's fraction of its own plain roofline)."""
     from dataclasses import replace
 
     from claimcheck.core import labels as lb
+    from claimcheck.core import sourcemodel as sm
     from claimcheck.core import verdicts as v
-    from claimcheck.core.definitions import REGISTRY_METRIC
     from claimcheck.core.metrics import METRICS
     from claimcheck.measure.protocols import load_protocols
-    from claimcheck.report import steps as run_steps
+    from claimcheck.report.tables import QUANT_FORMAT
 
+    tol = v.TOLERANCE if tolerance is None else tolerance
     cards = load_cards(cards_csv)
     claims = load_claims(claims_csv, cards=set(cards))
     geom = geometry_from_file(config_json)
     ceilings, weight_rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
     protocols = load_protocols(protocols_yaml)
-    metrics: list[dict[str, Any]] = []
-    for p in run_dirs:
-        metrics += run_steps.metrics_table(run_steps.load(p))
     _, step_rows = read_run_records(records)
-    step_roof = {(r["run"], r["step"], r["repeat"]): r.get("roofline_tok_s") for r in step_rows}
-    column = {m: c for c, m in REGISTRY_METRIC.items() if m}
-    column |= {"single_stream_decode": "per_request_decode_tok_s",
-               "engine_log_line": "engine_log_steady_tok_s"}
-    aggregate_columns = [c for c in column.values() if c not in ("prefill_tok_s",
-                                                                  "per_request_decode_tok_s")]
-    proto_of = {cid: name for name, p in protocols.items() for cid in p.source_claims}
+    steps = comparable_steps(step_rows)
+    protos_of: dict[str, list[str]] = {}
+    for name, p in protocols.items():
+        for cid in p.source_claims:
+            protos_of.setdefault(cid, []).append(name)
+
+    def roof(c: Any, eta: float = 1.0) -> dict[str, Any]:
+        shared = replace(c, row={**c.row, "streams": c.streams_sharing})
+        return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows)
+
+    plain = {c["id"]: roof(c) for c in claims}
+    key = {c["id"]: sm.source_key(c.row, QUANT_FORMAT.get((c["quantization"] or "").lower()))
+           for c in claims}
+    figures: dict[tuple[str, ...], list[sm.Figure]] = {}
+    for i, c in enumerate(claims):
+        p = plain[c["id"]]
+        figures.setdefault(key[c["id"]], []).append(sm.Figure(
+            id=c["id"], run=c["run"], order=i, streams_sharing=c.streams_sharing,
+            phase=METRICS[c["metric"]].phase, context_tokens=c["context_tokens"] or 0.0,
+            drafter=str(c["spec_method"] or ""), aggregate_tok_s=c.aggregate_tok_s,
+            plain_tok_s=p["roofline_tok_s"], plain_bound=p.get("roofline_bound", ""),
+            bound=c.row.get("bound") or ""))
+    calib = {k: sm.pick_calibration(fs) for k, fs in figures.items()}
+    by_id = {c["id"]: c for c in claims}
+
     rows = []
     for c in claims:
         t = c.tidy()
-        sharing = c.streams_sharing
-        shared = replace(c, row={**c.row, "streams": sharing})  # roofline at streams sharing
-        r = claim_roofline(shared, geom, cards, ceilings, eta=1.0, weight_rows=weight_rows)
-        ceil = v.Ceiling(r["roofline_tok_s"], r["tau_needed"], r.get("roofline_bound", ""),
-                         r["roofline_note"])
-        col = column.get(c["metric"])
-        infl, infl_src = _inflation(metrics, col, sharing) if col else (None, "")
-        repro = None
-        proto = proto_of.get(c["id"])
-        if proto and ceil.roofline_tok_s:
-            here = [m for m in metrics if m["protocol"] == proto and m["streams"] == c["streams"]]
-            cols = [col] if col and METRICS[c["metric"]].phase != "unspecified" else \
-                aggregate_columns
-            vals = []
-            for m in here:
-                roof = step_roof.get((m["run"], m["step"], m["repeat"]))
-                if not roof:
-                    continue
-                for k in cols:
-                    x = m.get(k)
-                    if x is not None:
-                        agg = x * m["streams"] if k == "per_request_decode_tok_s" else x
-                        vals.append((k, agg * ceil.roofline_tok_s / roof))
-            if vals:
-                if len(cols) == 1:
-                    lo = hi = statistics.median(x for _, x in vals)
-                else:
-                    lo, hi = min(x for _, x in vals), max(x for _, x in vals)
-                runs = ", ".join(sorted({m["run"] for m in here}))
-                defs = "; ".join(sorted({k for k, _ in vals}))
-                repro = v.Reproduction(lo, hi, f"protocol {proto} at {c['streams']} streams "
-                                       f"in {runs} ({defs}), scaled by the {c['card']} / "
-                                       "measured-card roofline ratio")
-        res = v.verdict(t, ceil, infl, infl_src, repro, tolerance)
+        p = plain[c["id"]]
+        ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
+        cal = calib[key[c["id"]]]
+        own = cal is not None and cal.id == c["id"]
+        if own:  # the claim sets eta: calibrate on another run of its source if there is one
+            alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]])
+            cal = alt or cal
+            own = alt is None
+        compute = (f"compute {p['roofline_tflops']:g} TFLOP/s from {p['roofline_compute']}"
+                   if p.get("roofline_tflops") else "")
+        source = None
+        if cal is not None and p["roofline_tok_s"]:
+            eta = sm.eta_from(cal.aggregate_tok_s, cal.plain_tok_s)  # type: ignore[arg-type]
+            model = roof(c, eta)
+            source = sm.SourceModel(
+                tok_s=model["roofline_tok_s"], eta=eta, binding_term=model["roofline_bound"],
+                bend_streams=model["roofline_bend_streams"], calibrated_on=(cal.id,),
+                calibration=(f"eta {eta:.3f} = {cal.id}'s {cal.aggregate_tok_s:,.1f} tok/s "
+                             f"({METRICS[by_id[cal.id]['metric']].label}, 1 stream, "
+                             + (f"{cal.context_tokens:,.0f} tokens of context"
+                                if by_id[cal.id]["context_tokens"] else "context not stated")
+                             + f") / its plain roofline {cal.plain_tok_s:,.1f} tok/s; "
+                             f"{compute}"),
+                is_calibration=own)
+        elif p["roofline_tok_s"]:
+            source = sm.SourceModel(
+                tok_s=None, bend_streams=p.get("roofline_bend_streams"),
+                calibration=("no one-stream, no-drafter figure from this source: plain "
+                             f"roofline (eta = 1); {compute}"))
+        seed_agg = _seed_aggregate(c, claims)
+        if seed_agg is not None:
+            derived = c.aggregate_tok_s
+            t = {**t, "aggregate_tok_s": seed_agg.aggregate_tok_s,
+                 "per_stream_tok_s": c["value"],
+                 "aggregate_note": (
+                     f"The per-request figure ({c['value']:g} tok/s, window not stated) "
+                     f"summed over the {c.streams_sharing:g} in flight would read "
+                     f"{derived:,.1f} tok/s against the seed's own {seed_agg['value']:,.1f} "
+                     f"for the same run ({seed_agg['id']}); the seed's figure is used.")}
+            # the roofline's tau scales with the aggregate: no second roofline is needed
+        col = METRIC_COLUMN.get(c["metric"])
+        infl, infl_src = _inflation(steps, col, c.streams_sharing) if col else (None, "")
+        protos = protos_of.get(c["id"], [])
+        replays, repro = protocol_replays(c, protos, steps, col)
+        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol)
         given_row = {k: c.stated.get(k) for k in c.row}
         metric = {"scope": METRICS[c["metric"]].scope, "phase": METRICS[c["metric"]].phase,
                   "definition": METRICS[c["metric"]].definition}
@@ -296,7 +416,10 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                      "value": c["value"], "streams": c["streams"],
                      "streams_running": c["streams_running"],
                      "assumed_fields": t["assumed_fields"], "verdict": res.kind,
-                     "reason": res.reason, **res.numbers, "protocol": proto or "",
+                     "reason": res.reason, **res.numbers, "protocol": ";".join(protos),
+                     "replay_context": v.replay_sentence(
+                         replays, res.numbers.get("claim_over_roofline"), c["card"]),
+                     "replay_runs": ";".join(r["run"] for r in replays),
                      **{f"label_{k}": s for k, s in status.items()},
                      "labels_given": ",".join(groups[lb.GIVEN]),
                      "labels_supplied": ",".join(groups[lb.SUPPLIED]),
@@ -306,12 +429,11 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
 
 def verdicts_table(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                    weights_csv: str | Path, config_json: str | Path,
-                   protocols_yaml: str | Path, run_dirs: list[str | Path],
-                   records: list[str | Path], out: str | Path,
+                   protocols_yaml: str | Path, records: list[str | Path], out: str | Path,
                    out_json: str | Path | None = None) -> int:
     """:func:`verdict_rows` as CSV (and JSON for the notebooks). Returns the row count."""
     rows = verdict_rows(claims_csv, cards_csv, ceilings_csv, weights_csv, config_json,
-                        protocols_yaml, run_dirs, records)
+                        protocols_yaml, records)
     write_csv(rows, out)
     if out_json:
         write_json(rows, out_json)

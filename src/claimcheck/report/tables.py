@@ -40,6 +40,11 @@ def weight_size_for(c: Claim, rows: dict[str, WeightRow]) -> WeightRow | None:
     return None
 
 
+def _finite(x: float) -> float | None:
+    """``x``, or None when it is infinite (JSON has no infinity)."""
+    return None if x == float("inf") else x
+
+
 def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                    ceilings: dict[str, Ceiling], eta: float = 1.0,
                    weight_rows: dict[str, WeightRow] | None = None) -> dict[str, Any]:
@@ -84,7 +89,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                roofline_weights=(f"{row.size:g} {row.unit} (weights.csv {row.id})" if row
                                  else f"{fmt} format x weights per token"),
                roofline_state_dtype=src["state_dtype"], roofline_kv_dtype=src["kv_dtype"],
-               roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"])
+               roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
+               roofline_bend_streams=_finite(rl.bend_streams(model)))
     return out
 
 

@@ -1,0 +1,211 @@
+"""The source-calibrated model's calibration choice and the one-comparison-per-claim rules
+(issue 17 item 3) on hand-made figures, claims and measured steps, worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimcheck.core import sourcemodel as sm
+from claimcheck.report.derive import _seed_aggregate, comparable_steps, protocol_replays
+from tests.conftest import ROOT
+
+
+def fig(id: str, value: float, *, streams: float = 1, phase: str = "decode",
+        context: float = 0, drafter: str = "none", plain: float = 100.0,
+        order: int = 0, run: str = "", bound: str = "") -> sm.Figure:
+    return sm.Figure(id=id, run=run or id, order=order, streams_sharing=streams, phase=phase,
+                     context_tokens=context, drafter=drafter, aggregate_tok_s=value,
+                     plain_tok_s=plain, plain_bound="memory", bound=bound)
+
+
+def test_eta_is_the_figure_over_its_plain_roofline():
+    assert sm.eta_from(46.0, 57.95) == pytest.approx(0.7938, abs=1e-4)
+    with pytest.raises(ValueError, match="eta needs"):
+        sm.eta_from(120.0, 100.0)  # above the no-drafter line: not a bandwidth fraction
+
+
+def test_calibration_prefers_decode_then_shortest_context_then_stated_none():
+    figs = [fig("unspec", 45.6, phase="unspecified", drafter="", order=0),
+            fig("long", 41.2, context=8192, order=1),
+            fig("short-unstated", 43.0, context=640, drafter="", order=2),
+            fig("short", 43.4, context=640, order=3)]
+    assert sm.pick_calibration(figs).id == "short"            # decode, 640, "none" stated
+    assert sm.pick_calibration(figs[:3]).id == "short-unstated"
+    assert sm.pick_calibration(figs[:2]).id == "long"         # decode before unspecified
+    assert sm.pick_calibration(figs[:1]).id == "unspec"
+
+
+def test_calibration_refuses_drafters_streams_bounds_and_figures_above_the_line():
+    assert sm.pick_calibration([
+        fig("mtp", 80.0, drafter="MTP"),             # a drafter
+        fig("eight", 80.0, streams=8),                # not one stream
+        fig("bound", 80.0, bound="at_least"),         # a bound, not a figure
+        fig("above", 101.0),                          # above the plain 100: not no-drafter
+        fig("prefill", 80.0, phase="prefill"),        # not a decode rate
+    ]) is None
+
+
+def test_source_key_groups_a_publisher_system_card_power_and_format():
+    claim = {"kind": "claim", "seed": "000", "system": "S", "card": "rtx3090",
+             "power_limit_w": 250.0}
+    relayed = {**claim, "seed": "001"}                # a claim relayed by another seed
+    repro = {**claim, "kind": "reproduction", "power_limit_w": 390.0}
+    assert sm.source_key(claim, "w4a16") == ("", "S", "rtx3090", "250", "w4a16")
+    assert sm.source_key(relayed, "w4a16") == sm.source_key(claim, "w4a16")
+    assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "rtx3090", "390",
+                                             "w4a16")
+    assert sm.source_key(claim, "nvfp4") != sm.source_key(claim, "w4a16")
+    # a seed's own runs of one checkpoint are one source whatever the script's label
+    runs = [{**repro, "system": s, "checkpoint": "org/ckpt"} for s in ("S batch", "S")]
+    assert sm.source_key(runs[0], "w4a16") == sm.source_key(runs[1], "w4a16") == (
+        "seed 000 reproduction", "org/ckpt", "rtx3090", "390", "w4a16")
+    # a claim keeps its system even when a checkpoint is given
+    assert sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")[1] == "S"
+
+
+def test_compare_and_binding_words():
+    assert sm.compare(104.0, 100.0, 0.05) == "consistent"
+    assert sm.compare(106.0, 100.0, 0.05) == "above"
+    assert sm.compare(94.0, 100.0, 0.05) == "below"
+    assert sm.binding_text("compute", 47.8) == "compute-bound: past the bend at 47.8 streams"
+    assert sm.binding_text("memory", float("inf")) == "memory-bound (no bend)"
+
+
+def step(run: str, protocol: str, streams: int, e2e: float, roof: float, *, card="h200",
+         out=512, reported=True, **kw) -> dict:
+    return {"run": run, "protocol": protocol, "streams": streams, "card": card,
+            "status": "complete", "output_len": out, "reported": reported,
+            "e2e_aggregate_tok_s": e2e, "roofline_tok_s": roof, **kw}
+
+
+STEPS = [step("batch-run", "batch", 64, 700.0, 1000.0),
+         step("batch-run", "batch", 64, 600.0, 1000.0, reported=False),   # not the kept pass
+         step("gate-run", "gate", 64, 900.0, 1200.0),
+         step("gate-run", "gate", 8, 300.0, 400.0),                       # other streams
+         step("single", "single", 1, 2.9, 88.0, out=2),                   # held prefill
+         step("single", "single", 1, 60.0, 88.0)]
+
+
+def test_held_prefill_steps_never_enter_a_comparison():
+    kept = comparable_steps(STEPS)
+    assert all(s["output_len"] > 2 for s in kept) and len(kept) == 5
+    reps, repro = protocol_replays({"metric": "e2e_aggregate", "streams": 1,
+                                    "card": "rtx3090"}, ["single"], kept, "e2e_aggregate_tok_s")
+    assert repro is None
+    assert [r["fraction"] for r in reps] == [pytest.approx(60.0 / 88.0)]  # 2.9 left out
+
+
+def test_a_per_request_decode_claim_is_set_beside_the_summed_speed():
+    # 2 streams at 40 tok/s each against a plain 100: 80%
+    steps = [step("r", "p", 2, 70.0, 100.0, per_request_decode_tok_s=40.0)]
+    reps, _ = protocol_replays({"metric": "per_request_decode", "streams": 2,
+                                "card": "rtx3090"}, ["p"], steps, "per_request_decode_tok_s")
+    assert reps[0]["fraction"] == pytest.approx(0.80)
+
+
+def test_a_claim_in_two_protocols_is_set_beside_each():
+    c = {"metric": "e2e_aggregate", "streams": 64, "card": "rtx3090"}
+    reps, repro = protocol_replays(c, ["batch", "gate"], comparable_steps(STEPS),
+                                   "e2e_aggregate_tok_s")
+    assert repro is None  # another card: context only
+    assert [(r["protocol"], r["run"]) for r in reps] == [("batch", "batch-run"),
+                                                       ("gate", "gate-run")]
+    # reported steps only: 700 / 1000, not the median with the unkept 600; 900 / 1200
+    assert [r["fraction"] for r in reps] == [pytest.approx(0.70), pytest.approx(0.75)]
+    assert reps[0]["definition"] == "end-to-end aggregate"
+
+
+def test_a_claim_on_a_card_measured_here_is_reproduced_by_its_protocol():
+    c = {"metric": "e2e_aggregate", "streams": 64, "card": "h200"}
+    reps, repro = protocol_replays(c, ["batch", "gate"], comparable_steps(STEPS),
+                                   "e2e_aggregate_tok_s")
+    assert reps == []
+    # each protocol's reported 64-stream step on its own: 700 (batch) and 900 (gate)
+    assert (repro.low_tok_s, repro.high_tok_s) == (pytest.approx(700.0), pytest.approx(900.0))
+    assert repro.source == ("protocol batch, batch-run: 700.0 tok/s; "
+                            "protocol gate, gate-run: 900.0 tok/s")
+
+
+def test_a_per_request_figure_takes_its_rows_seed_aggregate():
+    agg = {"id": "b-64", "run": "b-c64", "metric": "e2e_aggregate", "streams": 64,
+           "value": 3215.0}
+    per = {"id": "b-64-per", "run": "b-c64", "metric": "per_request", "streams": 64,
+           "value": 50.0}
+    other = {"id": "x", "run": "other", "metric": "e2e_aggregate", "streams": 64,
+             "value": 1.0}
+    assert _seed_aggregate(per, [other, agg, per]) is agg
+    assert _seed_aggregate(agg, [agg, per]) is None       # an aggregate keeps its own
+    assert _seed_aggregate(per, [other, per]) is None     # no seed aggregate for its run
+
+
+# ------------------------------------------------- a hand-made registry through verdict_rows
+
+def _registry(tmp_path, rows: list[dict]) -> str:
+    import csv
+    real = ROOT / "data" / "raw" / "claims.csv"
+    with real.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header, template = reader.fieldnames, next(reader)
+    base = {k: "" for k in header} | {k: template[k] for k in ("seed", "section", "url",
+                                                               "quote")}
+    out = tmp_path / "claims.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow(base | {"kind": "claim", "system": "HyperQwen hand", "card": "rtx3090",
+                               "power_limit_w": "250", "quantization": "w4a16",
+                               "stream_relation": "independent_requests", "unit": "tok/s",
+                               "spec_method": "none"} | r)
+    return str(out)
+
+
+def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
+    from claimcheck.core import verdicts as v
+    from claimcheck.report.derive import verdict_rows
+    raw = ROOT / "data" / "raw"
+    one = {"streams": "1", "stream_relation": "single_user"}
+    claims = _registry(tmp_path, [
+        {"id": "cal", "run": "r1", "metric": "single_stream_decode", "value": "46", **one},
+        {"id": "other-1", "run": "r2", "metric": "unspecified", "value": "45", **one},
+        {"id": "big", "run": "r3", "metric": "e2e_aggregate", "value": "1100",
+         "streams": "64", "context_tokens": "640"},
+        {"id": "big-per", "run": "r3", "metric": "per_request", "value": "15",
+         "streams": "64", "context_tokens": "640"},
+        {"id": "drafted", "run": "r4", "metric": "single_stream_decode", "value": "150",
+         "spec_method": "DFlash2", **one},
+        {"id": "nocal", "run": "r5", "metric": "e2e_aggregate", "value": "300",
+         "streams": "8", "system": "Other", "checkpoint": "dbirks/Qwen3.8-27B-W4A16-AutoRound"},
+    ])
+    rows = verdict_rows(claims, raw / "cards.csv", raw / "ceilings.csv", raw / "weights.csv",
+                        raw / "models" / "qwen3.8-27b" / "config.json",
+                        ROOT / "config" / "protocols.yaml", [])
+    by = {r["id"]: r for r in rows}
+    # plain at one stream: (16e9 + 2 x 75,497,472 FP16 state bytes) / 936e9 = 17.255 ms,
+    # 57.95 tok/s; eta = 46 / 57.95 = 0.794 (HyperQwen's weights row: 16 GB, FP16 state)
+    assert by["cal"]["roofline_tok_s"] == pytest.approx(57.953, abs=1e-3)
+    # "cal" is tested on the other run's figure: eta 45 / 57.95; 46 / 45 = +2.2%
+    assert by["cal"]["calibrated_on"] == "other-1"
+    assert by["cal"]["claim_over_source"] == pytest.approx(46 / 45)
+    assert by["cal"]["verdict"] == by["other-1"]["verdict"] == v.CONSISTENT
+    # "other-1" on the decode figure: 45 / 46 = -2.2%
+    assert by["other-1"]["calibrated_on"] == "cal"
+    assert by["other-1"]["claim_over_source"] == pytest.approx(45 / 46)
+    # 64 streams: 64 x 51.2 GFLOP / 63 TFLOP/s = 52 ms > 36 ms of memory at eta 0.794:
+    # compute-bound at about 1,230 tok/s (the seed's own figure); 1,100 is -10.6%
+    big = by["big"]
+    assert big["verdict"] == v.BELOW_SOURCE and big["binding_term"] == "compute"
+    assert big["source_model_tok_s"] == pytest.approx(1230, abs=2)
+    assert "63 TFLOP/s from ceiling hyperqwen-3090-250w" in big["calibration"]
+    # the per-request 15 x 64 = 960 would contradict the run's own 1,100: the seed's is used
+    assert by["big-per"]["aggregate_tok_s"] == pytest.approx(1100.0)
+    assert "would read 960.0 tok/s against the seed's own 1,100.0" in by["big-per"]["reason"]
+    # a drafter above the plain line: 150 / 57.95 = 2.59 tokens kept per step
+    assert by["drafted"]["verdict"] == v.NEEDS_SPECULATION
+    assert by["drafted"]["tau_needed"] == pytest.approx(150 / 57.953, abs=1e-3)
+    assert "drafter DFlash2 stated" in by["drafted"]["reason"]
+    # another system with no one-stream figure: plain roofline at 8 streams,
+    # (16e9 + 8 x 150,994,944) / 936e9 = 18.385 ms -> 435.1 tok/s; 300 is 68.9%
+    assert by["nocal"]["verdict"] == v.WITHIN and by["nocal"]["calibrated_on"] == ""
+    assert by["nocal"]["roofline_tok_s"] == pytest.approx(435.15, abs=0.01)
+    assert "68.9% of the plain roofline 435.1 tok/s" in by["nocal"]["reason"]
