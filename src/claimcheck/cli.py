@@ -568,14 +568,12 @@ def cmd_model(a: argparse.Namespace) -> int:
 
     target = run_steps.load(a.run_dir)
     if a.calibrate_from:
-        calib, compute = run_steps.load(a.calibrate_from), None
-    else:  # as the pipeline does: the card's runs beside this one (same folder)
+        out = predict.predict(target, run_steps.load(a.calibrate_from))
+    else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
         sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
                            if p != here and (p / "provenance.json").is_file()]
-        calib = predict.calibration_run(target, sibs)
-        compute = predict.compute_run(target, sibs)
-    out = predict.predict(target, calib, compute)
+        out = predict.predict_run(target, predict.choose_for(target, sibs))
     proto = target.provenance.get("protocol_config", {})
     card = get_card(target.provenance["card"])
     out["calibration"]["bandwidth_share_of_datasheet"] = (
@@ -588,8 +586,12 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"({c['bandwidth_gb_s'] / card.memory_bw_gb_s:.0%} of the {card.name}'s "
              f"{card.memory_bw_gb_s:,.0f} GB/s datasheet) from {c['bandwidth_source']}",
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
-             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
-             "step's median TTFT less the model's prefill)",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
+             f"{c['overhead_source']}",
+             *(f"  {k} step: {v['run']} step {v['step']} repeat {v['repeat']}, {v['why']}"
+               for k, v in out["choice"].items() if isinstance(v, dict)),
+             *([f"  compute step: none ({out['choice']['compute_missing']})"]
+               if out["choice"]["compute"] is None else []),
              f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
              f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
              "written each step); KV "

@@ -90,6 +90,7 @@ class Calibration:
     request_overhead_s: float
     bandwidth_source: str
     compute_source: str
+    overhead_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
