@@ -400,3 +400,170 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
         for r in out["steps"]:
             rows.append({**base, **r, "miss_term": miss_term(r)})
     return rows
+
+
+# ------------------------------------------------------------------ a protocol, predicted
+
+PROTOCOL_ASSUMPTIONS = (
+    "every request has the step's input_len prompt tokens and runs to its output_len (as "
+    "with --ignore-eos, or dummy weights that never stop); closed-loop clients at the step's "
+    "streams (a new request is sent when one finishes); load seconds = first send to last "
+    "token as simulated, engine start and each step's client start-up not counted")
+
+
+def _step_shape(run: run_steps.RunData, rec: dict[str, Any]
+                ) -> tuple[int, int, int, int, str]:
+    """(streams, requests, input_len, output_len, kind) of a recorded step; lengths and
+    kind the recorded protocol's where the step record lacks them (older records)."""
+    proto = run.provenance.get("protocol_config") or {}
+    steps = proto.get("steps") or []
+    ps = steps[rec["step"]] if isinstance(rec.get("step"), int) and rec["step"] < len(steps) \
+        else {}
+
+    def get(k: str) -> Any:
+        return rec.get(k) or ps.get(k) or proto.get(k)
+    return (int(rec["streams"]), int(rec["requests"]), int(get("input_len") or 0),
+            int(get("output_len") or 0), get("kind") or "bench")
+
+
+def _engine_runs(runs: list[run_steps.RunData], card: str, engine: str
+                 ) -> list[run_steps.RunData]:
+    on_card = [r for r in runs if _key(r)[0] == card]
+    if not on_card:
+        cards = sorted({str(_key(r)[0]) for r in runs})
+        raise InputError("--card", f"no committed run on card {card!r} (cards with runs: "
+                         f"{', '.join(cards) or 'none'})")
+    own = [r for r in on_card if _key(r)[1] == engine]
+    if not own:
+        engines = sorted({str(_key(r)[1]) for r in on_card})
+        raise InputError("--engine", f"no committed run of engine {engine!r} on {card} "
+                         f"(engines with runs there: {', '.join(engines)})")
+    return sorted(own, key=lambda r: (str(r.provenance.get("started_utc", "")), r.name))
+
+
+def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the engine can run the step (prompt + output within max_model_len, the
+    measure runner's margin included) and what to say when it queues past its slots."""
+    from claimcheck.measure.protocols import FIT_MARGIN_TOKENS
+    max_len, seqs = eng.get("max_model_len"), eng.get("max_num_seqs")
+    need = step.input_len + step.output_len + FIT_MARGIN_TOKENS
+    if max_len and need > int(max_len):
+        return False, (f"{step.input_len} + {step.output_len} tokens + {FIT_MARGIN_TOKENS} "
+                       f"margin exceed max_model_len {max_len}: not predicted")
+    if seqs and step.streams > int(seqs):
+        return True, (f"{step.streams} streams on {seqs} slots: requests queue in the "
+                      "server" + ("" if proto.queue_ok else " (measure refuses it: the "
+                                  "protocol does not set queue_ok)"))
+    return True, ""
+
+
+def _plan_step(shape: m.EngineShape, cal: m.Calibration, streams: int, requests: int,
+               input_len: int, output_len: int) -> dict[str, Any]:
+    pred, _ = _row(shape, cal, [input_len] * requests, [output_len] * requests, streams)
+    return pred
+
+
+def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, proto: Any,
+                     ) -> dict[str, Any]:
+    """Every step of protocol ``proto`` predicted for ``engine`` on ``card`` from the
+    committed ``runs`` (calibration by :func:`choose`, engine shape from the engine's first
+    run); a step measured already (same streams, requests, lengths and kind in a run of the
+    engine on the card) carries its measured end to end and decode aggregate (median over
+    the matching steps) and the errors."""
+    own = _engine_runs(runs, card, engine)
+    base = own[0]
+    shape, info = run_steps.engine_shape(base)
+    eng = base.provenance.get("engine_config") or {}
+    choice = choose(runs, card, engine, _key(base)[2])
+    cal = calibration(choice, info["compute_dtype"])
+    used = choice.steps()
+    measured: dict[tuple[Any, ...], list[tuple[run_steps.RunData, run_steps.StepData]]] = {}
+    for r in own:
+        for s in r.steps:
+            measured.setdefault(_step_shape(r, s.record), []).append((r, s))
+    steps = []
+    for i, st in enumerate(proto.steps):
+        fits, note = _fit(st, proto, eng)
+        row: dict[str, Any] = {
+            "index": i, "streams": st.streams, "requests": st.requests,
+            "input_len": st.input_len, "output_len": st.output_len,
+            "repeats": proto.repeats, "fits": fits, "note": note}
+        row.update(_plan_step(shape, cal, st.streams, st.requests, st.input_len,
+                              st.output_len) if fits else
+                   {k: None for k in ("predicted_e2e_tok_s", "predicted_decode_tok_s",
+                                      "predicted_median_tpot_ms", "predicted_median_ttft_s",
+                                      "predicted_load_s")})
+        got = measured.get((st.streams, st.requests, st.input_len, st.output_len, proto.kind),
+                           [])
+        row["measured_in"] = [f"{r.name} step {s.record['step']} repeat {s.record['repeat']}"
+                              for r, s in got]
+        row["calibration_step"] = any((r.name, s.record["dir"]) in used for r, s in got)
+        m_e2e = (statistics.median(d.e2e_aggregate_tok_s(s.timeline) for _, s in got)
+                 if got else None)
+        decs = [d.decode_aggregate_tok_s(s.timeline) for _, s in got
+                if not d.timeline_is_held_prefill(s.timeline)]
+        m_dec = statistics.median(decs) if decs else None
+        p_e2e, p_dec = row.get("predicted_e2e_tok_s"), row.get("predicted_decode_tok_s")
+        row.update({"measured_e2e_tok_s": m_e2e, "measured_decode_tok_s": m_dec,
+                    "e2e_error": p_e2e / m_e2e - 1 if p_e2e and m_e2e else None,
+                    "decode_error": p_dec / m_dec - 1 if p_dec and m_dec else None})
+        steps.append(row)
+    load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
+    return {"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
+            "weights": eng.get("weights"), "engine_run": base.name, "engine_shape": info,
+            "calibration": cal.as_dict(), "choice": choice.as_dict(),
+            "assumptions": PROTOCOL_ASSUMPTIONS, "steps": steps,
+            "predicted_load_s": load, "_shape": shape, "_cal": cal, "_choice": choice,
+            "_engine_config": eng}
+
+
+def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any]:
+    """Verify mode for a predicted protocol: measure the calibration steps and ``n`` of the
+    protocol's steps (evenly spread over its step list, the last included; one repeat
+    each), predict the rest; predicted load seconds for that plan against the whole
+    protocol and the whole ``suite`` (every protocol given, every step that fits the engine,
+    every repeat)."""
+    if n < 0:
+        raise InputError("--verify", f"the number of sampled steps must be >= 0, got {n}")
+    shape, cal, choice = pred["_shape"], pred["_cal"], pred["_choice"]
+    calib = []
+    seen = set()
+    for role, p in (("bandwidth", choice.bandwidth), ("overhead", choice.overhead),
+                    ("compute", choice.compute)):
+        if p is None:
+            continue
+        sh = _step_shape(p.run, p.step.record)
+        if sh in seen:
+            continue
+        seen.add(sh)
+        streams, requests, il, ol, _ = sh
+        load = _plan_step(shape, cal, streams, requests, il, ol)["predicted_load_s"]
+        calib.append({"role": role, "streams": streams, "requests": requests, "input_len": il,
+                      "output_len": ol, "measured_in": p.label, "predicted_load_s": load})
+    def shape_of(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["streams"], r["requests"], r["input_len"], r["output_len"], pred["kind"])
+    cand = [r for r in pred["steps"] if r["fits"] and shape_of(r) not in seen]
+    if n >= len(cand):
+        pick = list(range(len(cand)))
+    elif n == 1:
+        pick = [len(cand) - 1]
+    else:
+        pick = sorted({round(k * (len(cand) - 1) / (n - 1)) for k in range(n)})
+    sampled = [cand[i]["index"] for i in pick]
+    verify_s = sum(c["predicted_load_s"] for c in calib) + sum(
+        cand[i]["predicted_load_s"] for i in pick)
+    suite_s = 0.0
+    eng = pred["_engine_config"]
+    for proto in suite:
+        for st in proto.steps:
+            if _fit(st, proto, eng)[0]:
+                suite_s += proto.repeats * _plan_step(shape, cal, st.streams, st.requests,
+                                                      st.input_len, st.output_len
+                                                      )["predicted_load_s"]
+    return {"sampled": n, "calibration_steps": calib, "sampled_steps": sampled,
+            "calibration_protocol_steps": [r["index"] for r in pred["steps"]
+                                           if shape_of(r) in seen],
+            "predicted_steps": [r["index"] for r in pred["steps"] if r["fits"]
+                                and r["index"] not in sampled and shape_of(r) not in seen],
+            "verify_load_s": verify_s, "protocol_load_s": pred["predicted_load_s"],
+            "suite_load_s": suite_s, "suite_protocols": len(suite)}
