@@ -172,7 +172,7 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
         raise InputError(f"card {card}, engine {engine}", f"no usable calibration: no "
                          f"one-stream decode step among the runs of engine {engine} or of "
                          f"weight format {weight_format} on {card} ({len(pool)} run(s) on "
-                         "the card); measure a one-stream step (the single-stream protocol) "
+                         "the card); measure a one-stream decode step "
                          "or pass --calibrate-from a run with one")
     bw = _best_decode(dec, where, "bandwidth")
     short, swhere = scope(lambda s: _is_decode(s) and _median_prompt(s) < m.LONG_PROMPT_TOKENS)
