@@ -173,3 +173,34 @@ def test_a_bad_protocols_file_is_named(tmp_path, capsys):
                  "never-seen", "--protocols-file", str(tmp_path / "missing.yaml"),
                  "--runs", str(runs)]) == 2
     assert "missing.yaml: no such file" in capsys.readouterr().err
+
+
+def test_an_engine_with_no_run_borrows_its_twins_shape(tmp_path, capsys):
+    """bf16-dummy-256 (config/engines.yaml) differs from bf16-dummy only in its 256 slots:
+    predicted from the ladder's run, and 384 streams queue on 256 slots, not 128 on 64."""
+    runs, pfile = _tmp_runs_and_protocols(tmp_path)
+    pfile.write_text(NEW_PROTOCOLS.replace("{streams: 40, requests: 80}",
+                                           "{streams: 384, requests: 384}"))
+    assert main(["predict", "--card", "h200", "--engine", "bf16-dummy-256", "--protocol",
+                 "never-seen", "--protocols-file", str(pfile), "--runs", str(runs),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine_run"].startswith(f"{LADDER} (engine bf16-dummy; bf16-dummy-256 has no "
+                                        "run")
+    assert out["engine_shape"]["max_num_seqs"] == 256
+    notes = [s["note"] for s in out["steps"]]
+    assert notes[-1].startswith("384 streams on 256 slots") and not any(notes[:-1])
+    # the same workload on the 64-slot engine queues from 65 streams on: slower per stream
+    assert main(["predict", "--card", "h200", "--engine", "bf16-dummy", "--protocol",
+                 "never-seen", "--protocols-file", str(pfile), "--runs", str(runs),
+                 "--json"]) == 0
+    small = json.loads(capsys.readouterr().out)
+    assert small["steps"][-1]["note"].startswith("384 streams on 64 slots")
+    assert small["steps"][-1]["predicted_median_ttft_s"] > \
+        out["steps"][-1]["predicted_median_ttft_s"]
+    # an engine with no run and no twin among the runs is refused naming --engine
+    assert main(["predict", "--card", "h200", "--engine", "fp8-hyperqwen-dummy",
+                 "--protocol", "never-seen", "--protocols-file", str(pfile), "--runs",
+                 str(runs)]) == 2
+    assert "--engine: no committed run of engine 'fp8-hyperqwen-dummy' on h200, nor of an " \
+        "engine that differs from it only in" in capsys.readouterr().err

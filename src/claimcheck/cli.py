@@ -656,6 +656,7 @@ def add_predict_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_predict(a: argparse.Namespace) -> int:
     from claimcheck.core.paths import CONFIG, RUNS
+    from claimcheck.measure.engines import load_engines
     from claimcheck.measure.protocols import load_protocols
     from claimcheck.report import predict
     from claimcheck.report import steps as run_steps
@@ -676,14 +677,15 @@ def cmd_predict(a: argparse.Namespace) -> int:
         raise InputError("--runs", f"{root} is not a folder")
     runs = [run_steps.load(p) for p in sorted(root.iterdir())
             if (p / "provenance.json").is_file()]
-    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol])
+    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol],
+                                   load_engines())
     if a.verify is not None:
         out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
     out = {k: v for k, v in out.items() if not k.startswith("_")}
     c = out["calibration"]
     dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
-    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name}, from the "
-             f"committed runs of that engine there (engine shape from {out['engine_run']})",
+    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from the "
+             f"committed runs on that card; engine shape from {out['engine_run']}",
              f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
              f"{c['bandwidth_source']}",
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",

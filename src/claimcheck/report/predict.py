@@ -28,7 +28,7 @@ predicted run's own record, or for a protocol no one has run from the engine's f
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from claimcheck.core import definitions as d
@@ -463,18 +463,59 @@ def _plan_step(shape: m.EngineShape, cal: m.Calibration, streams: int, requests:
     return pred
 
 
+TWIN_FIELDS = ("model", "weights", "weight_format", "quantization", "kv_cache_dtype",
+               "mamba_ssm_cache_dtype", "prefix_caching", "tensor_parallel_size")
+"""Engine settings that decide the model's bytes, FLOPs and chunking besides the slots and
+the context length: an engine with no run borrows the shape of a run whose engine agrees on
+all of them."""
+
+
+def _twin(runs: list[run_steps.RunData], card: str, engine: str, spec: Any
+          ) -> run_steps.RunData:
+    """The first run on ``card`` of an engine that differs from ``spec`` (an
+    :class:`~claimcheck.measure.engines.Engine` with no run) only in slots and context."""
+    want = {k: getattr(spec, k) for k in TWIN_FIELDS}
+    twins = [r for r in runs if _key(r)[0] == card and all(
+        (r.provenance.get("engine_config") or {}).get(k, v if k == "tensor_parallel_size"
+                                                       else None) == v
+        for k, v in want.items())]
+    if not twins:
+        raise InputError("--engine", f"no committed run of engine {engine!r} on {card}, nor "
+                         "of an engine that differs from it only in max_num_seqs and "
+                         f"max_model_len ({', '.join(TWIN_FIELDS)} equal)")
+    return min(twins, key=lambda r: (str(r.provenance.get("started_utc", "")), r.name))
+
+
 def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, proto: Any,
-                     ) -> dict[str, Any]:
+                     engines: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every step of protocol ``proto`` predicted for ``engine`` on ``card`` from the
     committed ``runs`` (calibration by :func:`choose`, engine shape from the engine's first
     run); a step measured already (same streams, requests, lengths and kind in a run of the
     engine on the card) carries its measured end to end and decode aggregate (median over
-    the matching steps) and the errors."""
-    own = _engine_runs(runs, card, engine)
-    base = own[0]
-    shape, info = run_steps.engine_shape(base)
-    eng = base.provenance.get("engine_config") or {}
-    choice = choose(runs, card, engine, _key(base)[2])
+    the matching steps) and the errors. An engine of ``engines`` (config/engines.yaml) with
+    no run on the card takes the shape of its twin's first run (:func:`_twin`) with its own
+    slots and context length, said in ``engine_run``."""
+    try:
+        own = _engine_runs(runs, card, engine)
+        base = own[0]
+        shape, info = run_steps.engine_shape(base)
+        eng = base.provenance.get("engine_config") or {}
+        fmt, engine_run = _key(base)[2], base.name
+    except InputError as e:
+        if not engines or engine not in engines or e.source != "--engine":
+            raise
+        spec = engines[engine]
+        own, base = [], _twin(runs, card, engine, spec)
+        shape, info = run_steps.engine_shape(base)
+        shape = replace(shape, max_num_seqs=int(spec.max_num_seqs or shape.max_num_seqs))
+        info = {**info, "max_num_seqs": shape.max_num_seqs}
+        eng = {"weights": spec.weights, "max_model_len": spec.max_model_len,
+               "max_num_seqs": shape.max_num_seqs}
+        fmt = spec.weight_format
+        engine_run = (f"{base.name} (engine {_key(base)[1]}; {engine} has no run: same "
+                      f"{', '.join(TWIN_FIELDS)}, its {shape.max_num_seqs} slots and "
+                      f"max_model_len {spec.max_model_len} from config/engines.yaml)")
+    choice = choose(runs, card, engine, fmt)
     cal = calibration(choice, info["compute_dtype"])
     used = choice.steps()
     measured: dict[tuple[Any, ...], list[tuple[run_steps.RunData, run_steps.StepData]]] = {}
@@ -510,7 +551,7 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
         steps.append(row)
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
     return {"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
-            "weights": eng.get("weights"), "engine_run": base.name, "engine_shape": info,
+            "weights": eng.get("weights"), "engine_run": engine_run, "engine_shape": info,
             "calibration": cal.as_dict(), "choice": choice.as_dict(),
             "assumptions": PROTOCOL_ASSUMPTIONS, "steps": steps,
             "predicted_load_s": load, "_shape": shape, "_cal": cal, "_choice": choice,
