@@ -135,6 +135,7 @@ def test_verify_mode_plans_calibration_plus_a_sample(tmp_path, capsys):
         v["calibration_steps"][0]["predicted_load_s"] + load[0] + load[5])
     assert v["protocol_load_s"] == pytest.approx(sum(load.values()))
     assert v["suite_load_s"] == pytest.approx(v["protocol_load_s"])  # one protocol here
+    assert v["suite_verify_load_s"] == pytest.approx(v["verify_load_s"])
     assert main(["predict", "--card", "h200", "--engine", "bf16-dummy", "--protocol",
                  "never-seen", "--protocols-file", str(pfile), "--runs", str(runs),
                  "--verify", "1"]) == 0

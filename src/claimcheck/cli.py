@@ -730,7 +730,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
         lines.append(f"  predicted load: verify {v['verify_load_s']:,.0f} s against "
                      f"{v['protocol_load_s']:,.0f} s for this protocol in full and "
                      f"{v['suite_load_s']:,.0f} s for the full suite ({v['suite_protocols']} "
-                     f"protocols of {pfile.name}, every step that fits, every repeat)")
+                     f"protocols of {pfile.name}, every step that fits, every repeat); the "
+                     f"suite in verify mode (calibration once, {v['sampled']} sampled "
+                     f"step(s) per protocol once): {v['suite_verify_load_s']:,.0f} s")
     _print(out, a.json, "\n".join(lines))
     return 0
 

@@ -563,7 +563,8 @@ def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any
     protocol's steps (evenly spread over its step list, the last included; one repeat
     each), predict the rest; predicted load seconds for that plan against the whole
     protocol and the whole ``suite`` (every protocol given, every step that fits the engine,
-    every repeat)."""
+    every repeat), and for the suite in verify mode (the calibration steps once, ``n``
+    sampled steps of each protocol once)."""
     if n < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {n}")
     shape, cal, choice = pred["_shape"], pred["_cal"], pred["_choice"]
@@ -584,27 +585,34 @@ def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any
     def shape_of(r: dict[str, Any]) -> tuple[Any, ...]:
         return (r["streams"], r["requests"], r["input_len"], r["output_len"], pred["kind"])
     cand = [r for r in pred["steps"] if r["fits"] and shape_of(r) not in seen]
-    if n >= len(cand):
-        pick = list(range(len(cand)))
-    elif n == 1:
-        pick = [len(cand) - 1]
-    else:
-        pick = sorted({round(k * (len(cand) - 1) / (n - 1)) for k in range(n)})
+    pick = _spread(len(cand), n)
     sampled = [cand[i]["index"] for i in pick]
-    verify_s = sum(c["predicted_load_s"] for c in calib) + sum(
-        cand[i]["predicted_load_s"] for i in pick)
-    suite_s = 0.0
+    calib_s = sum(c["predicted_load_s"] for c in calib)
+    verify_s = calib_s + sum(cand[i]["predicted_load_s"] for i in pick)
+    suite_s, suite_verify_s = 0.0, calib_s
     eng = pred["_engine_config"]
     for proto in suite:
-        for st in proto.steps:
-            if _fit(st, proto, eng)[0]:
-                suite_s += proto.repeats * _plan_step(shape, cal, st.streams, st.requests,
-                                                      st.input_len, st.output_len
-                                                      )["predicted_load_s"]
+        loads = [(st, _plan_step(shape, cal, st.streams, st.requests, st.input_len,
+                                 st.output_len)["predicted_load_s"])
+                 for st in proto.steps if _fit(st, proto, eng)[0]]
+        suite_s += proto.repeats * sum(x for _, x in loads)
+        left = [x for st, x in loads if (st.streams, st.requests, st.input_len,
+                                         st.output_len, proto.kind) not in seen]
+        suite_verify_s += sum(left[i] for i in _spread(len(left), n))
     return {"sampled": n, "calibration_steps": calib, "sampled_steps": sampled,
             "calibration_protocol_steps": [r["index"] for r in pred["steps"]
                                            if shape_of(r) in seen],
             "predicted_steps": [r["index"] for r in pred["steps"] if r["fits"]
                                 and r["index"] not in sampled and shape_of(r) not in seen],
             "verify_load_s": verify_s, "protocol_load_s": pred["predicted_load_s"],
-            "suite_load_s": suite_s, "suite_protocols": len(suite)}
+            "suite_load_s": suite_s, "suite_verify_load_s": suite_verify_s,
+            "suite_protocols": len(suite)}
+
+
+def _spread(k: int, n: int) -> list[int]:
+    """``n`` of ``k`` indices evenly spread, the last included (all when n >= k)."""
+    if n >= k:
+        return list(range(k))
+    if n == 1:
+        return [k - 1]
+    return sorted({round(i * (k - 1) / (n - 1)) for i in range(n)})
