@@ -169,9 +169,11 @@ def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
     return predict.table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
 
 
-def model_table(run_dirs: list[str | Path], out: str | Path) -> int:
-    """:func:`model_rows` as CSV. Returns the row count."""
-    rows = model_rows(run_dirs)
+def model_table(run_dirs: list[str | Path], out: str | Path,
+                unmodelled: list[str] | None = None) -> int:
+    """:func:`model_rows` as CSV (runs left out named in ``unmodelled``). Returns the row
+    count."""
+    rows = model_rows(run_dirs, unmodelled)
     write_csv(rows, out)
     return len(rows)
 
