@@ -124,7 +124,7 @@ def test_model_cli_needs_a_one_stream_step(capsys, tmp_path):
     alone = tmp_path / run.name  # no run beside it has a 1-stream step
     shutil.copytree(run, alone)
     assert main(["model", str(alone)]) == 2
-    assert "1-stream step" in capsys.readouterr().err
+    assert "no usable calibration: no one-stream decode step" in capsys.readouterr().err
     assert main(["model", str(alone), "--calibrate-from", str(LADDER)]) == 0
     text = capsys.readouterr().out
     assert "effective bandwidth" in text and "GB/s" in text and "TFLOP/s" in text

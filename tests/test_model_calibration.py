@@ -25,9 +25,15 @@ def _bench(step: str) -> dict:
     return json.loads((SINGLE / "steps" / step / "bench.json").read_text())
 
 
+def _cal(run, runs=None):
+    """The calibration of ``run``'s engine chosen by the rule among ``runs`` (default: it)."""
+    c = predict.choose_for(run, runs or [run])
+    return predict.calibration(c, run_steps.engine_shape(run)[1]["compute_dtype"])
+
+
 def test_compute_is_calibrated_from_the_long_prefill():
     run = run_steps.load(SINGLE)
-    cal = predict.calibration(run, run)
+    cal = _cal(run)
     assert "7681-token prompts" in cal.compute_source
     assert not cal.compute_source.startswith("fallback")
     assert "step 0" in cal.bandwidth_source  # the 128-token step, not the long one
@@ -54,14 +60,21 @@ def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step():
         # a miss of more than 5% always names its term; a hit never does
         missed = abs(r["e2e_error"]) > 0.05 or abs(r["decode_error"] or 0) > 0.05
         assert (r["miss_term"] is not None) == missed
-    by_run = {r["run"]: r["calibrated_on"] for r in rows}
-    # the 16k engine calibrates on its own single-stream run with the held-prefill step
-    assert by_run[SINGLE.name] == HELD.name
-    # FP8 runs calibrate on the FP8 engine's own single-stream run, also the 4,096 engine
-    assert by_run["h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"] == FP8_SINGLE.name
-    assert by_run["h200-20261129-fp8-hyperqwen-dummy-16k-serving-gate"] == FP8_SINGLE.name
-    assert by_run["h200-20261129-bf16-dummy-hyperqwen-batch"] == \
-        "h200-20261129-bf16-dummy-ladder"  # same engine first
+    by_run = {r["run"]: (r["bandwidth_step"], r["compute_step"]) for r in rows}
+    # the 16k engine: bandwidth from its one-stream step with the most decode intervals
+    # (long prompts: 4 x 510), compute from its held-prefill step, whichever run is predicted
+    bf16_16k = ("h200-20261129-bf16-dummy-16k-long-prompts step 0 repeat 1",
+                f"{HELD.name} step 2 repeat 1")
+    assert by_run[SINGLE.name] == by_run[HELD.name] == bf16_16k
+    # FP8 runs calibrate on the FP8 16k engine's runs, also the 4,096 engine (no one-stream
+    # step of its own)
+    fp8 = ("h200-20261129-fp8-hyperqwen-dummy-16k-long-prompts step 0 repeat 1",
+           f"{FP8_SINGLE.name} step 2 repeat 1")
+    assert by_run["h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"] == fp8
+    assert by_run["h200-20261129-fp8-hyperqwen-dummy-16k-serving-gate"] == fp8
+    # the BF16 4,096 engine: its own ladder (same engine first), the 16k engine's held step
+    assert by_run["h200-20261129-bf16-dummy-hyperqwen-batch"] == (
+        "h200-20261129-bf16-dummy-ladder step 0 repeat 1", bf16_16k[1])
 
 
 def test_long_prompt_threshold_is_what_selects_the_compute_step():
@@ -72,7 +85,7 @@ def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
     """16 prompts of 7,681 tokens back to back (2 out): the card at its power limit, the rate
     batched prefill sees; worked from bench.json, not from the model's own loaders."""
     run = run_steps.load(HELD)
-    cal = predict.calibration(run, run)
+    cal = _cal(run)
     assert "step 2 repeat 1" in cal.compute_source and "7681-token prompts" in cal.compute_source
     shape, _ = run_steps.engine_shape(run)
     b = json.loads((HELD / "steps" / "02-c1-r1" / "bench.json").read_text())
@@ -84,8 +97,8 @@ def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
 
 def test_fp8_calibration_is_below_the_fp8_datasheet_and_its_own_bandwidth_is_lower():
     run = run_steps.load(FP8_SINGLE)
-    cal = predict.calibration(run, run)
-    bf16 = predict.calibration(run_steps.load(HELD), run_steps.load(HELD))
+    cal = _cal(run)
+    bf16 = _cal(run_steps.load(HELD))
     assert 0.25 * H200_FP8_TFLOPS < cal.flops_s / 1e12 < H200_FP8_TFLOPS
     assert 0.5 * H200_GB_S < cal.bandwidth_bytes_s / 1e9 < bf16.bandwidth_bytes_s / 1e9
 
@@ -96,10 +109,10 @@ def test_compute_run_prefers_the_same_weight_format_over_the_name():
     dirs = sorted(p for p in RUNS.iterdir() if p.is_dir())
     runs = [run_steps.load(p) for p in dirs]
     ladder = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-ladder")
-    chosen = predict.compute_run(ladder, runs)
-    assert chosen is not None and chosen.name == HELD.name
+    chosen = predict.choose_for(ladder, runs).compute
+    assert chosen is not None and chosen.run.name == HELD.name
     fp8 = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch")
-    assert predict.compute_run(fp8, runs).name == FP8_SINGLE.name
+    assert predict.choose_for(fp8, runs).compute.run.name == FP8_SINGLE.name
 
 
 def test_both_calibration_steps_are_marked():

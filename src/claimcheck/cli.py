@@ -571,14 +571,12 @@ def cmd_model(a: argparse.Namespace) -> int:
 
     target = run_steps.load(a.run_dir)
     if a.calibrate_from:
-        calib, compute = run_steps.load(a.calibrate_from), None
-    else:  # as the pipeline does: the card's runs beside this one (same folder)
+        out = predict.predict(target, run_steps.load(a.calibrate_from))
+    else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
         sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
                            if p != here and (p / "provenance.json").is_file()]
-        calib = predict.calibration_run(target, sibs)
-        compute = predict.compute_run(target, sibs)
-    out = predict.predict(target, calib, compute)
+        out = predict.predict_run(target, predict.choose_for(target, sibs))
     proto = target.provenance.get("protocol_config", {})
     card = get_card(target.provenance["card"])
     out["calibration"]["bandwidth_share_of_datasheet"] = (
@@ -591,8 +589,12 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"({c['bandwidth_gb_s'] / card.memory_bw_gb_s:.0%} of the {card.name}'s "
              f"{card.memory_bw_gb_s:,.0f} GB/s datasheet) from {c['bandwidth_source']}",
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
-             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
-             "step's median TTFT less the model's prefill)",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
+             f"{c['overhead_source']}",
+             *(f"  {k} step: {v['run']} step {v['step']} repeat {v['repeat']}, {v['why']}"
+               for k, v in out["choice"].items() if isinstance(v, dict)),
+             *([f"  compute step: none ({out['choice']['compute_missing']})"]
+               if out["choice"]["compute"] is None else []),
              f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
              f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
              "written each step); KV "
@@ -633,6 +635,112 @@ def cmd_model(a: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ end timeline block
+
+
+# ------------------------------------------------------------------ predict (issue 19)
+# `claimcheck predict`: a protocol predicted from the committed runs of an engine on a card.
+
+
+def add_predict_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("predict", help="predict every step of a protocol for an engine on a "
+                       "card from its committed runs (calibrated step model)")
+    s.add_argument("--card", required=True, help="card name (data/raw/cards.csv)")
+    s.add_argument("--engine", required=True, help="engine name with committed runs")
+    s.add_argument("--protocol", required=True, help="protocol name in the protocols file")
+    s.add_argument("--protocols-file", default=None,
+                   help="protocols YAML (default config/protocols.yaml)")
+    s.add_argument("--runs", default=None, help="runs folder (default data/raw/runs)")
+    s.add_argument("--verify", type=int, default=None, metavar="N",
+                   help="plan verify mode: measure the calibration steps and N sampled "
+                        "steps, predict the rest; predicted load seconds against the suite")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_predict)
+
+
+def cmd_predict(a: argparse.Namespace) -> int:
+    from claimcheck.core.paths import CONFIG, RUNS
+    from claimcheck.measure.engines import load_engines
+    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+
+    if a.verify is not None and a.verify < 0:
+        raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
+    try:
+        card = get_card(a.card)
+    except InputError as e:
+        raise InputError("--card", e.reason) from None
+    pfile = Path(a.protocols_file) if a.protocols_file else CONFIG / "protocols.yaml"
+    protos = load_protocols(pfile)
+    if a.protocol not in protos:
+        raise InputError("--protocol", f"{a.protocol!r} is not in {pfile} (known: "
+                         f"{', '.join(sorted(protos))})")
+    root = Path(a.runs) if a.runs else RUNS
+    if not root.is_dir():
+        raise InputError("--runs", f"{root} is not a folder")
+    runs = [run_steps.load(p) for p in sorted(root.iterdir())
+            if (p / "provenance.json").is_file()]
+    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol],
+                                   load_engines())
+    if a.verify is not None:
+        out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
+    out = {k: v for k, v in out.items() if not k.startswith("_")}
+    c = out["calibration"]
+    dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
+    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from the "
+             f"committed runs on that card; engine shape from {out['engine_run']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
+             f"{c['bandwidth_source']}",
+             f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
+             f"{c['overhead_source']}",
+             *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
+               if isinstance(v, dict)),
+             f"  assumed: {out['assumptions']}",
+             "  tok/s aggregate = summed over the streams (independent requests); per stream "
+             "= aggregate / streams; e2e = all tokens / first send to last token; decode = "
+             "tokens after each first / time with any request decoding; context per stream "
+             "= input + output tokens",
+             f"{'step':>4} {'streams':>7} {'requests':>8} {'in+out':>12} {'pred e2e':>9} "
+             f"{'/stream':>7} {'pred dec':>9} {'TPOT ms':>8} {'TTFT s':>7} {'load s':>7} "
+             f"{'meas e2e':>9} {'err':>6} {'meas dec':>9} {'err':>6}"]
+    for r in out["steps"]:
+        e2e = r["predicted_e2e_tok_s"]
+        lines.append(
+            f"{r['index']:>4} {r['streams']:>7} {r['requests']:>8} "
+            f"{r['input_len']:>6}+{r['output_len']:<5} {_fmt(e2e):>9} "
+            f"{_fmt(e2e / r['streams'] if e2e else None):>7} "
+            f"{_fmt(r['predicted_decode_tok_s']):>9} "
+            f"{_fmt(r['predicted_median_tpot_ms'], '.2f'):>8} "
+            f"{_fmt(r['predicted_median_ttft_s'], '.3f'):>7} "
+            f"{_fmt(r['predicted_load_s']):>7} {_fmt(r['measured_e2e_tok_s']):>9} "
+            f"{_fmt(r['e2e_error'], '+.1%'):>6} {_fmt(r['measured_decode_tok_s']):>9} "
+            f"{_fmt(r['decode_error'], '+.1%'):>6}"
+            + (" [calibration step]" if r["calibration_step"] else "")
+            + (f"  {r['note']}" if r["note"] else ""))
+    lines.append(f"predicted load for the whole protocol ({out['steps'][0]['repeats']} "
+                 f"repeat(s) per step): {out['predicted_load_s']:,.0f} s")
+    v = out.get("verify")
+    if v:
+        lines.append(f"verify mode, {v['sampled']} sampled step(s): measure the calibration "
+                     "steps " + "; ".join(
+                         f"{x['role']}: {x['streams']} stream(s) x {x['requests']} requests "
+                         f"of {x['input_len']}+{x['output_len']} tokens "
+                         f"({x['predicted_load_s']:,.0f} s)" for x in v["calibration_steps"])
+                     + f" (protocol step(s) {v['calibration_protocol_steps']}) and "
+                     f"protocol step(s) {v['sampled_steps']} once each; predict step(s) "
+                     f"{v['predicted_steps']}")
+        lines.append(f"  predicted load: verify {v['verify_load_s']:,.0f} s against "
+                     f"{v['protocol_load_s']:,.0f} s for this protocol in full and "
+                     f"{v['suite_load_s']:,.0f} s for the full suite ({v['suite_protocols']} "
+                     f"protocols of {pfile.name}, every step that fits, every repeat); the "
+                     f"suite in verify mode (calibration once, {v['sampled']} sampled "
+                     f"step(s) per protocol once): {v['suite_verify_load_s']:,.0f} s")
+    _print(out, a.json, "\n".join(lines))
+    return 0
+
+
+# ------------------------------------------------------------------ end predict block
 
 
 def parser() -> argparse.ArgumentParser:
@@ -689,6 +797,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_measure_parser(sub)
     add_timeline_parser(sub)
+    add_predict_parser(sub)
     return p
 
 

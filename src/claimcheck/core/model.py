@@ -15,7 +15,8 @@ FLOPs over the context are left out (under 1% at a few thousand tokens on this m
 Two numbers come from measurement on the card: BW_eff from a 1-stream decode step (its
 median TPOT and mean context) and P_eff from a 1-stream prefill of a long prompt (or a
 documented fallback when no run has one). A third, the per-request overhead (HTTP,
-tokenizing, scheduling), is the same 1-stream step's median TTFT less the model's prefill.
+tokenizing, scheduling), is a short-prompt 1-stream step's median TTFT less the model's
+prefill.
 
 The simulation follows vLLM's V1 scheduler: running requests first (one decode token each,
 or the next prefill chunk), then waiting requests admitted while slots and the token budget
@@ -28,22 +29,44 @@ scheduler after the overhead. The simulated requests become a
 use the very definitions the measurement uses.
 Pure functions; SI units (bytes, seconds, FLOP).
 
-Calibrated compute comes preferably from a *held* 1-stream prefill (long prompts back to
-back): on the H200 at 700 W such a step runs at the power limit (NVML throttle reason 0x4,
-SM clock 1,485-1,800 MHz), as batched prefill does. Terms the model does not have, each seen
-in the committed H200 runs (dummy weights) and named where a step misses by more than 5%:
+Which measured steps calibrate an engine is a stated rule over all the runs of that engine
+on its card (then its weight format), in :mod:`claimcheck.report.predict`: bandwidth from
+the 1-stream decode step with the most decode intervals, overhead from the best such step
+with short prompts, compute from a *held* 1-stream prefill (long prompts back to back: on
+the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4, SM clock
+1,485-1,800 MHz, as batched prefill does), else a prompt within one token budget, else the
+longest prefill.
+
+Terms the model does not have, each seen in the committed H200 runs (dummy weights), named
+where a step misses by more than 5%, with the measurement that would put it in (protocols
+in config/protocols.yaml; none of them has been run yet, so each term stays out: fitting
+it to the very steps it is tested on would make the test meaningless):
 
 - split prefill: with prompts split anywhere (prefix caching off), a prompt continued in a
   later step costs more than one prefilled in a single step: BF16 one-wave 8K prompts take
   0.71 s each against about 0.59 s alone (+20%: a held 1-stream prefill's median TTFT less
-  the per-request overhead); a 1-stream step with prompts longer than the token budget
-  (15,000 tokens in config/protocols.yaml) measures it for a later calibration;
-- FP8 decode at 32 streams: 14.2 ms per step measured against 12.6 ms from bytes (at 8 and
-  64 streams within 1-3%), a kernel choice the byte count cannot see;
+  the per-request overhead). Source to measure: single-stream's last step (4 prompts of
+  15,000 tokens, 2 out, longer than the 8,192-token budget), whose TTFT less the overhead
+  and the model's two-chunk prefill is the continuation's extra cost per continued token.
+  Not yet run on any engine.
+- FP8 decode at 32 rows: 14.2 ms per step measured against 12.6-13.1 ms from bytes (at 8
+  and 64 streams within 1-3%), a kernel choice the byte count cannot see: FP8 32-stream
+  steps read 12-13% high (NInfer's 32, serving gate at 32). Source to measure: the
+  ``decode-rows`` protocol (one wave at 16/24/32/40/48 rows, 3 repeats) on the FP8 engine
+  and its BF16 twin; the term would be the measured step time against bytes per row count,
+  used only between measured row counts.
 - admission: the API server hands a wave's requests over one by one (about 7-10 ms each at
   100-token prompts), so first tokens come in clumps, not in one step; the decode window of
-  a 64-stream wave starts earlier than simulated (decode aggregate 4-8% high, end to end
-  within 5%).
+  a 64- or 128-stream wave starts earlier than simulated (decode aggregate 5-8% high, end to
+  end within 5%). Source to measure: the ``wave-admission`` protocol (one wave of 2-token
+  requests at 16/32/64 streams, and 64 at 1,000-token prompts); the term would delay the
+  i-th request of a wave by i x the measured hand-over interval.
+- the bend: every committed H200 step has at most 64 rows, on the memory-bound side, so the
+  transition to compute-bound steps (where a step costs more than the larger of its two
+  terms) and any per-sequence cost are not measured on this card. The RTX 3090 ladder of
+  seed 000 shows it (+18% at 32 streams against max(memory, compute)), but one card's
+  result is never another's term. Source to measure: the ``bend`` protocol (96 to 512
+  streams) on the 256-slot engine ``bf16-dummy-256`` (config/engines.yaml).
 """
 
 from __future__ import annotations
@@ -90,6 +113,7 @@ class Calibration:
     request_overhead_s: float
     bandwidth_source: str
     compute_source: str
+    overhead_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -160,36 +160,20 @@ def metrics_csv(run_dir: str | Path, out: str | Path) -> int:
     return len(rows)
 
 
-def model_rows(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
-    """Predicted / measured end to end and decode aggregate for every step of every run, each
-    run calibrated on its card's runs chosen by :func:`claimcheck.report.predict.calibration_run`
-    (bandwidth, overhead) and :func:`~claimcheck.report.predict.compute_run` (compute),
-    with the term a miss of more than 5% points at."""
+def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
+               ) -> list[dict[str, Any]]:
+    """Predicted / measured end to end and decode aggregate for every step of every run,
+    each calibrated by the stated rule (:func:`claimcheck.report.predict.table_rows`)."""
     from claimcheck.report import predict
     from claimcheck.report import steps as run_steps
-    runs = [run_steps.load(p) for p in run_dirs]
-    rows = []
-    for target in runs:
-        try:  # a card with no registry entry or no 1-stream run cannot be calibrated
-            calib = predict.calibration_run(target, runs)
-            out = predict.predict(target, calib, predict.compute_run(target, runs))
-        except InputError as e:
-            print(f"claimcheck: model: {target.name} not modelled: {e}", file=sys.stderr)
-            continue
-        cal = out["calibration"]
-        for r in out["steps"]:
-            rows.append({"run": target.name, "calibrated_on": calib.name,
-                         "bandwidth_gb_s": cal["bandwidth_gb_s"], "tflops": cal["tflops"],
-                         "request_overhead_ms": cal["request_overhead_s"] * 1e3,
-                         "bandwidth_source": cal["bandwidth_source"],
-                         "compute_source": cal["compute_source"], **r,
-                         "miss_term": predict.miss_term(r)})
-    return rows
+    return predict.table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
 
 
-def model_table(run_dirs: list[str | Path], out: str | Path) -> int:
-    """:func:`model_rows` as CSV. Returns the row count."""
-    rows = model_rows(run_dirs)
+def model_table(run_dirs: list[str | Path], out: str | Path,
+                unmodelled: list[str] | None = None) -> int:
+    """:func:`model_rows` as CSV (runs left out named in ``unmodelled``). Returns the row
+    count."""
+    rows = model_rows(run_dirs, unmodelled)
     write_csv(rows, out)
     return len(rows)
 

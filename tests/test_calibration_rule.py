@@ -1,0 +1,123 @@
+"""The calibration rule (report.predict.choose): chosen among all runs of an engine on a
+card, never by which run is predicted; a new run with only a short prompt does not take
+over; a run with no usable calibration is named, not a crash. Hand-made runs (copies of
+committed ones, edited in tmp_path)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+
+import pytest
+
+from claimcheck.core.errors import InputError
+from claimcheck.report import predict
+from claimcheck.report import steps as run_steps
+from claimcheck.report.derive import model_rows
+from tests.fabricate import copy_run, edit_json, edit_step
+
+SINGLE = "h200-20261129-bf16-dummy-16k-single-stream"      # 128 x 3, 7,681 x 3 (511 out)
+HELD = "h200-20261129-bf16-dummy-16k-single-stream-2"      # the same plus 16 held 7,681
+BATCH = "h200-20261129-bf16-dummy-hyperqwen-batch"         # 64 streams only (engine bf16-dummy)
+FP8 = "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"  # 64 streams only, FP8
+
+
+def _new_short_prompt_run(tmp_path, prompt: int = 2048):
+    """The issue's new user: a later run of the same engine whose only long one-stream step
+    has ``prompt``-token prompts (between decodes, 511 out)."""
+    run = copy_run(tmp_path, SINGLE, "h200-20261201-bf16-dummy-16k-new")
+    edit_json(run / "provenance.json", lambda p: p.update(started_utc="2026-12-01T09:00:00+00:00"))
+
+    def shorter(b):
+        b["input_lens"] = [prompt] * len(b["input_lens"])
+        b["ttfts"] = [0.40] * len(b["ttfts"])  # ~320 TFLOP/s, as the issue's new run read
+    edit_json(run / "steps" / "01-c1-r1" / "bench.json", shorter)
+    edit_step(run, "01-c1-r1", lambda s: s.update(input_len=prompt))
+    return run
+
+
+def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
+    new = run_steps.load(_new_short_prompt_run(tmp_path))
+    held = run_steps.load(copy_run(tmp_path, HELD))
+    runs = [new, held]
+    for target in runs:  # the same choice whichever run is predicted
+        c = predict.choose_for(target, runs)
+        assert c.compute is not None and c.compute.label == f"{HELD} step 2 repeat 1"
+        assert "held prefill" in c.compute.why
+        # 1,533 decode intervals in both 128-token steps: the tie goes to the run started
+        # first, so the new run does not move bandwidth either
+        assert c.bandwidth.label == f"{HELD} step 0 repeat 1"
+        assert "1,533" in c.bandwidth.why
+    # compute is the held step's: 7,681 x F_body / (median TTFT - overhead), from bench.json
+    shape, info = run_steps.engine_shape(held)
+    c = predict.choose_for(new, runs)
+    cal = predict.calibration(c, info["compute_dtype"])
+    b = json.loads((held.path / "steps" / "02-c1-r1" / "bench.json").read_text())
+    want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
+                                               - cal.request_overhead_s)
+    assert cal.flops_s == pytest.approx(want, rel=1e-6)
+    # alone, the new run calibrates compute on its own 2,048-token step (the only one)
+    alone = predict.choose_for(new, [new])
+    assert alone.compute.label == "h200-20261201-bf16-dummy-16k-new step 1 repeat 1"
+    assert "prompt within one token budget" in alone.compute.why
+    low = predict.calibration(alone, info["compute_dtype"])
+    assert low.flops_s == pytest.approx(
+        2048 * shape.flops_body_per_token / (0.40 - low.request_overhead_s), rel=1e-6)
+    assert low.flops_s < 0.6 * cal.flops_s  # the short prompt's TTFT reads low
+
+
+def test_a_step_with_more_decode_intervals_is_preferred_and_said(tmp_path):
+    held = run_steps.load(copy_run(tmp_path, HELD))
+    single = run_steps.load(copy_run(tmp_path, SINGLE))
+    c = predict.choose_for(held, [held, single])
+    # both runs: 128 x 3 (1,533 intervals) and 7,681 x 3 (1,530); SINGLE started first
+    assert c.bandwidth.label == f"{SINGLE} step 0 repeat 1"
+    assert "of 4 one-stream decode step(s) of engine bf16-dummy-16k on h200 (2 runs)" in \
+        c.bandwidth.why
+
+
+def test_held_step_beats_a_longer_split_prompt(tmp_path):
+    """Rank 1 (held, within one budget) before rank 3 (15,000 tokens split), whatever the
+    prompt length."""
+    run = copy_run(tmp_path, HELD)
+    def longer(b):
+        b["input_lens"] = [15000] * len(b["input_lens"])
+    edit_json(run / "steps" / "01-c1-r1" / "bench.json", longer)
+    edit_step(run, "01-c1-r1", lambda s: s.update(input_len=15000))
+    r = run_steps.load(run)
+    c = predict.choose_for(r, [r])
+    assert c.compute.label.endswith("step 2 repeat 1")
+    # without the held step, a 15,000-token prompt is the only one: rank 3, said
+    edit_step(run, "02-c1-r1", lambda s: s.update(status="failed"))
+    shutil.rmtree(run / "steps" / "02-c1-r1")
+    (run / "steps" / "00-c1-r1")  # unchanged
+    r = run_steps.load(run)
+    c = predict.choose_for(r, [r])
+    assert c.compute.label.endswith("step 1 repeat 1")
+    assert "longest prefill (split across steps)" in c.compute.why.split(";")[0]
+
+
+def test_no_usable_calibration_is_named_not_a_crash(tmp_path):
+    fp8 = copy_run(tmp_path, FP8)       # no one-stream step of any FP8 engine beside it
+    ladder = copy_run(tmp_path, "h200-20261129-bf16-dummy-ladder")  # BF16 only
+    with pytest.raises(InputError) as e:
+        predict.choose_for(run_steps.load(fp8), [run_steps.load(fp8), run_steps.load(ladder)])
+    msg = str(e.value)
+    assert "fp8-hyperqwen-dummy" in msg and "no usable calibration" in msg and "h200" in msg
+    missing: list[str] = []
+    rows = model_rows([fp8, ladder], missing)
+    assert {r["run"] for r in rows} == {ladder.name}  # the ladder is still modelled
+    assert len(missing) == 1 and missing[0].startswith(f"{FP8} not modelled")
+
+
+def test_model_csv_rows_say_which_steps_and_why(tmp_path):
+    batch, ladder = copy_run(tmp_path, BATCH), copy_run(tmp_path, "h200-20261129-bf16-dummy-ladder")
+    rows = model_rows([batch, ladder])
+    r = next(x for x in rows if x["run"] == BATCH)
+    assert r["bandwidth_step"] == "h200-20261129-bf16-dummy-ladder step 0 repeat 1"
+    assert "8,176" in r["bandwidth_why"]  # 16 requests x 511 intervals
+    assert r["compute_step"] == ""  # no 2,048+ token prompt on BF16 here: the datasheet
+    assert r["compute_source"].startswith("fallback") and "2,048+" in r["compute_why"]
+    assert r["engine"] == "bf16-dummy" and r["protocol"] == "hyperqwen-batch"
+    assert r["weights"] == "dummy"

@@ -1,0 +1,41 @@
+"""The model figure: its count of steps within 5% (hand-made rows) and that it draws."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimcheck.report import model_fig
+
+
+def _row(protocol, streams, e2e_err, dec_err, calib=False):
+    m = 100.0 * streams
+    return {"engine": "e", "card": "h200", "weights": "dummy", "protocol": protocol,
+            "run": f"r-{protocol}", "streams": str(streams), "step": "0", "repeat": "1",
+            "calibration_step": str(calib),
+            "predicted_e2e_tok_s": str(m * (1 + e2e_err)), "measured_e2e_tok_s": str(m),
+            "e2e_error": str(e2e_err),
+            "predicted_decode_tok_s": "" if dec_err is None else str(m * (1 + dec_err)),
+            "measured_decode_tok_s": "" if dec_err is None else str(m),
+            "decode_error": "" if dec_err is None else str(dec_err),
+            "bandwidth_step": "r-a step 0 repeat 1", "compute_step": "r-a step 2 repeat 1",
+            "compute_source": "x", "overhead_step": "r-a step 0 repeat 1"}
+
+
+ROWS = [_row("a", 1, 0.30, None, calib=True),   # calibration step: left out of the count
+        _row("a", 8, 0.02, 0.04),               # both within 5%
+        _row("b", 32, 0.03, 0.08),              # e2e only
+        _row("b", 64, -0.06, None),             # neither (held: no decode)
+        _row("b", 64, 0.05, -0.05)]             # on the band's edge: within
+
+
+def test_hits_counts_non_calibration_steps_by_hand():
+    assert model_fig.hits(ROWS) == (2, 3, 4)
+
+
+def test_figure_is_drawn_and_saved(tmp_path):
+    paths = model_fig.write_rows(ROWS, "e", tmp_path / "model-e")
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    svg = paths[1].read_text()
+    assert paths[0].stat().st_size > 10_000 and "<svg" in svg
+    with pytest.raises(ValueError, match="no model rows for engine 'f'"):
+        model_fig.figure(ROWS, "f")
