@@ -1,6 +1,6 @@
-# Issue 11: the token timeline's products. Per run: every metric definition per step (CSV)
-# and the definitions figure; across runs: the calibrated model's predicted / measured table
-# and one verdict per registry claim. Inputs are the run directories in full (every file).
+# What each run's token timeline gives: per run, every metric definition per step (CSV) and
+# the definitions figure; across runs, the calibrated model's predicted / measured table and
+# one verdict per registry claim. Inputs are the run directories in full (every file).
 
 
 rule metrics_table:
