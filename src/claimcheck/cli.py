@@ -74,9 +74,23 @@ def _streams(text: str) -> list[int]:
     return out
 
 
+def _weights_option(a: argparse.Namespace) -> str:
+    """The option that gave the weights (the one of the mutually exclusive four)."""
+    return next((o for o, v in (("--weights", a.weights), ("--weights-gb", a.weights_gb),
+                                ("--weights-gib", a.weights_gib),
+                                ("--weights-format", a.weights_format)) if v is not None),
+                "--weights")
+
+
+# Roofline fields (core.roofline) -> the roofline option that sets them.
+FIELD_OPTION = {"eta": "--eta", "peak_flops_s": "--tflops", "rows": "--rows", "tau": "--tau",
+                "context_tokens": "--context", "free_bytes": "--free-gib"}
+
+
 def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     """Turn roofline arguments into model inputs plus a description of each input, by the
-    one roofline path (:func:`claimcheck.core.inputs.roofline_for`)."""
+    one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
+    so that the roofline's own memory check refuses what does not fit."""
     from claimcheck.core.cards import load_ceilings
     from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
 
@@ -90,11 +104,20 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
         weights = Weights(id=a.weights)
     else:
         weights = Weights(format=a.weights_format)
-    return roofline_for(g, card, weights=weights, ceilings=load_ceilings(),
-                        weight_rows=load_weight_rows(), compute_dtype=a.compute_dtype,
-                        ceiling=a.ceiling, tflops=a.tflops, state_dtype=a.state_dtype,
-                        kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
-                        rows=a.rows, tau=a.tau)
+    try:
+        return roofline_for(g, card, weights=weights, ceilings=load_ceilings(),
+                            weight_rows=load_weight_rows(), compute_dtype=a.compute_dtype,
+                            ceiling=a.ceiling, tflops=a.tflops, state_dtype=a.state_dtype,
+                            kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
+                            rows=a.rows, tau=a.tau, check_memory=True,
+                            free_bytes=None if a.free_gib is None else a.free_gib * GIB,
+                            context_source="--context")
+    except rl.RooflineInputError as e:
+        opt = _weights_option(a) if e.field == "weight_bytes" else FIELD_OPTION.get(
+            e.field, a.config)
+        mem = " (" + card.card + ": cards.csv memory_gib)" if e.field in (
+            "weight_bytes", "free_bytes") else ""
+        raise InputError(opt, f"{e}{mem}") from None
 
 
 def _finite(a: argparse.Namespace, attr: str, *, low: float, low_ok: bool = False,
@@ -137,27 +160,47 @@ def check_roofline_args(a: argparse.Namespace) -> None:
     a.compute_dtype = a.compute_dtype.lower()  # the registry's columns are lower case
 
 
-def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
-    """Weights plus one stream (state + KV at --context), and weights plus --free-gib,
-    must fit in the card's memory (cards.csv memory_gib, GiB)."""
+def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
+    """The most streams that fit beside the weights: in --free-gib, else in the card's
+    memory less the weights (cards.csv memory_gib); streams asked past it are refused
+    unless --allow-past-wall. Empty when a stream needs no memory (no wall)."""
+    per = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
+    if per <= 0:
+        if a.free_gib is not None:
+            raise InputError("--free-gib", "a stream of this model needs no memory at "
+                             f"--context {a.context:g} (no recurrent state, no KV): give "
+                             "--context")
+        return {}
     card = get_card(a.card)
-    mem = card.memory_gib * GIB
-    one = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
-    opt = next((o for o, v in (("--weights", a.weights), ("--weights-gb", a.weights_gb),
-                               ("--weights-gib", a.weights_gib),
-                               ("--weights-format", a.weights_format)) if v is not None),
-               "--weights")
-    if m.weight_bytes + one > mem:
-        raise InputError(opt, f"{m.weight_bytes / GIB:.2f} GiB of weights plus one stream's "
-                         f"state and KV ({one / GIB:.2f} GiB) do not fit in {card.card}'s "
-                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
-    if a.free_gib is not None and one <= 0:
-        raise InputError("--free-gib", "a stream of this model needs no memory at --context "
-                         f"{a.context:g} (no recurrent state, no KV): give --context")
-    if a.free_gib is not None and a.free_gib * GIB + m.weight_bytes > mem:
-        raise InputError("--free-gib", f"{a.free_gib:g} GiB free plus "
-                         f"{m.weight_bytes / GIB:.2f} GiB of weights exceeds {card.card}'s "
-                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
+    if a.free_gib is not None:
+        free, source = a.free_gib * GIB, "--free-gib"
+    else:
+        free, source = card.memory_gib * GIB - m.weight_bytes, (
+            f"{card.card}'s {card.memory_gib:g} GiB less the weights")
+    wall = rl.memory_wall_streams(free, m.state_bytes, m.kv_bytes_per_token,
+                                  m.context_tokens)
+    past = [b for b in a.streams if b > wall]
+    if past and not a.allow_past_wall:
+        raise InputError("--streams", f"{max(past):,} streams is past the memory wall: "
+                         f"{wall:,} streams of {per / MIB:,.1f} MiB each (state and KV at "
+                         f"--context {a.context:g}) fit in {free / GIB:.2f} GiB ({source}); "
+                         "give --allow-past-wall to compute them anyway")
+    return {"memory_wall_streams": wall, "memory_wall_free_gib": free / GIB,
+            "memory_wall_source": source}
+
+
+def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
+    """The first number in ``obj`` (dicts and lists walked) that is inf or nan, and its
+    key path; None when every number is finite."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path, obj
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(
+        obj, list) else ()
+    for k, v in items:
+        hit = _non_finite(v, f"{path}.{k}" if path else str(k))
+        if hit:
+            return hit
+    return None
 
 
 def cmd_roofline(a: argparse.Namespace) -> int:
@@ -170,18 +213,22 @@ def cmd_roofline(a: argparse.Namespace) -> int:
                              f"{', '.join(sorted(card.tensor_tflops))}")
     check_dtypes(a, geometry_from_file(a.config))
     m, inputs = build_roofline(a)
-    check_fits_card(a, m)
-    pts = rl.curve(m, a.streams)
+    wall = memory_wall(a, m)
+    try:
+        pts = rl.curve(m, a.streams)
+    except OverflowError:
+        raise InputError("--streams", f"{max(a.streams):,} streams is too many to compute "
+                         "in floating point") from None
+    bend = rl.bend_streams(m)
     out: dict[str, Any] = {
         "inputs": inputs,
-        "points": [p.as_dict() for p in pts],
+        "points": [p.as_dict() | ({"past_memory_wall": p.streams > wall[
+            "memory_wall_streams"]} if wall else {}) for p in pts],
         "ceiling_b1_tok_s": rl.ceiling_b1_tok_s(m),
-        "bend_streams": rl.bend_streams(m),
+        "bend_streams": bend if math.isfinite(bend) else None,
         "compute_plateau_tok_s": rl.compute_plateau_tok_s(m),
+        **wall,
     }
-    if a.free_gib is not None:
-        out["memory_wall_streams"] = rl.memory_wall_streams(
-            a.free_gib * GIB, m.state_bytes, m.kv_bytes_per_token, m.context_tokens)
     lines = [f"{inputs['card']}: W = {inputs['weights']}, BW = {inputs['bandwidth_gb_s']:g} GB/s"
              f" x eta {a.eta:g}, P = {inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
              f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
@@ -201,26 +248,40 @@ def cmd_roofline(a: argparse.Namespace) -> int:
             cov = rl.expert_coverage(m.experts_per_token, m.num_experts, p.streams)
             moe = (f"  ({cov:.0%} of experts, {rl.weight_read_bytes(m, p.streams) / 1e9:.1f}"
                    " GB of weights read)")
+        past = "  (past the memory wall)" if wall and p.streams > wall[
+            "memory_wall_streams"] else ""
         lines.append(f"{p.streams:>8} {p.step_ms:>9.2f} {p.memory_ms:>9.2f} "
                      f"{p.compute_ms:>9.2f} {p.bound:>8} {p.aggregate_tok_s:>16.1f} "
-                     f"{p.per_stream_tok_s:>17.1f}{moe}")
+                     f"{p.per_stream_tok_s:>17.1f}{moe}{past}")
     if m.moe:
         out["moe"] = {"experts_per_token": m.experts_per_token, "num_experts": m.num_experts,
                       "routing": "uniform, independent: fraction touched 1 - (1 - k/E)^B",
                       "routed_expert_bytes": m.routed_expert_bytes,
                       "weight_bytes_read": {str(p.streams): rl.weight_read_bytes(m, p.streams)
                                             for p in pts}}
+    bend_txt = (f"bend at {bend:.1f} streams" if math.isfinite(bend) else
+                "no bend (memory-bound at every stream count)")
     lines.append(f"B=1 bandwidth ceiling (weights only): {out['ceiling_b1_tok_s']:.1f} tok/s; "
-                 f"bend at {out['bend_streams']:.1f} streams; compute plateau "
-                 f"{out['compute_plateau_tok_s']:.0f} tok/s aggregate")
-    if "memory_wall_streams" in out:
-        lines.append(f"memory wall: {out['memory_wall_streams']} streams in {a.free_gib:g} GiB")
+                 f"{bend_txt}; compute plateau {out['compute_plateau_tok_s']:.0f} tok/s "
+                 "aggregate")
+    if wall:
+        lines.append(f"memory wall: {wall['memory_wall_streams']} streams in "
+                     f"{wall['memory_wall_free_gib']:.2f} GiB ({wall['memory_wall_source']})")
     if a.target is not None:
         b = a.streams[-1]
-        out["tau_needed"] = {"streams": b, "aggregate_tok_s": a.target,
-                             "tau": rl.tau_needed(m, b, a.target)}
+        tau = rl.tau_needed(m, b, a.target)
+        if not math.isfinite(tau):
+            plateau = rl.compute_plateau_tok_s(m.with_(rows=1.0, tau=1.0))
+            raise InputError("--target", f"{a.target:,g} tok/s at {b} streams is unreachable: "
+                             "no number of tokens kept per stream per step gives it, the "
+                             f"compute plateau being {plateau:,.1f} tok/s aggregate")
+        out["tau_needed"] = {"streams": b, "aggregate_tok_s": a.target, "tau": tau}
         lines.append(f"{a.target:g} tok/s at {b} streams needs tau = "
-                     f"{out['tau_needed']['tau']:.2f} tokens kept per stream per step")
+                     f"{tau:.2f} tokens kept per stream per step")
+    bad = _non_finite(out)
+    if bad:
+        raise InputError("roofline", f"result {bad[0]} is {bad[1]} (not a finite number) "
+                         "for these inputs; nothing printed")
     _print(out, a.json, "\n".join(lines))
     return 0
 
@@ -674,6 +735,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--rows", type=float, default=1.0, help="positions verified per stream")
     r.add_argument("--free-gib", type=float, help="memory free for streams, GiB")
     r.add_argument("--target", type=float, help="claimed aggregate tok/s: print tau needed")
+    r.add_argument("--allow-past-wall", action="store_true",
+                   help="compute stream counts past the memory wall (marked in the output)")
     r.add_argument("--streams", type=_streams, default=[1, 8, 64])
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_roofline)
