@@ -1,5 +1,6 @@
 # Shared values and input functions for the rules. Config values the schema cannot check
 # (card names, unique preset names) are checked here, before any DAG is built.
+import re
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards
@@ -48,6 +49,20 @@ for _run in RUNS:
                          "directory needs its provenance.json (move the folder out of "
                          f"{RUNS_DIR} if it is not a run)")
 PIPELINE_ENV = "../../envs/pipeline.yaml"
+
+
+def _one_of(names):
+    """A wildcard pattern matching exactly these names (nothing when there are none), so
+    that an unknown target gets Snakemake's own "No rule to produce"."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+wildcard_constraints:
+    run=_one_of(RUNS),
+    name=_one_of(ROOFLINES),
+    target=_one_of(["claim_map", "update"] + [f"roofline-{n}" for n in ROOFLINES]
+                   + [f"measured-{r}" for r in RUNS]),
+
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
                          if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)

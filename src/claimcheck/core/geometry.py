@@ -13,6 +13,7 @@ I/O. Counts are plain numbers of values (weights, parameters); byte sizes come f
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import kv_format, state_dtype_bytes
-from claimcheck.core.io import read_json
+from claimcheck.core.io import read_json, read_text
 
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
@@ -164,11 +165,23 @@ def _dtype_alias(name: str | None) -> str | None:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure."""
+    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure,
+    and a key given twice in one object (JSON parsers keep the last) is refused."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(str(path), "top level is not a JSON object")
+    json.loads(read_text(path), object_pairs_hook=lambda pairs: _unique_pairs(pairs, path))
     return data
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, Any]:
+    seen: set[str] = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise InputError(str(path), "given twice in one object (a JSON reader keeps the "
+                             "last without a word)", key=k)
+        seen.add(k)
+    return dict(pairs)
 
 
 def geometry_from_file(path: str | Path) -> Geometry:
