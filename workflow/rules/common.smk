@@ -1,9 +1,12 @@
 # Shared values and input functions for the rules. Config values the schema cannot check
 # (card names, unique preset names) are checked here, before any DAG is built.
+import hashlib
+import os
 import re
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards
+from claimcheck.core.claims import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
@@ -28,12 +31,20 @@ def measure_config():
 
 for _i, _r in enumerate(config["rooflines"]):
     _check_card(_r["card"], f"rooflines[{_i}].card")
+    _mem = CARDS[_r["card"]].memory_gib
+    if _r.get("free_gib") is not None and _r["free_gib"] >= _mem:
+        raise InputError("config/config.yaml", f"{_r['free_gib']:g} GiB free for streams is "
+                         f"not below {_r['card']}'s {_mem:g} GiB of memory (cards.csv "
+                         "memory_gib), which also holds the weights",
+                         key=f"rooflines[{_i}].free_gib")
 check_unique_names(config["rooflines"], "config/config.yaml")
 if "update_card" in config:
     _check_card(config["update_card"], "update_card")
 
-# A missing input must fail even where an old output exists (Snakemake would keep the old
-# output without a word): every configured file and every run's provenance.json, checked here.
+# A missing input must fail even where an old output exists: Snakemake 9.27 keeps the old
+# output without a word (checked: with out.txt made from in.txt, in.txt deleted, `snakemake
+# -n` says "Nothing to be done"). Every configured file and every run's provenance.json are
+# checked here for that reason; where no output exists yet Snakemake raises its own.
 for _key in ("claims", "cards", "ceilings", "weights", "model_config"):
     if not Path(config[_key]).is_file():
         raise InputError("config/config.yaml", f"{config[_key]}: no such file", key=_key)
@@ -66,6 +77,40 @@ wildcard_constraints:
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
                          if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)
+
+
+# Rebuild on content change: an input restored with an old mtime (git checkout, cp -p)
+# is not newer than the outputs, so every rule carries the hash of its raw inputs (files no
+# rule makes) as a param, and Snakemake's params trigger reruns it when the content changes.
+_HASHES = {}
+
+
+def _file_hash(path):
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _HASHES:
+        with open(path, "rb") as f:
+            _HASHES[key] = hashlib.sha256(f.read()).hexdigest()
+    return _HASHES[key]
+
+
+def content_hash(wildcards, input):
+    """sha256 over the names and contents of a job's raw inputs (data/derived and figures
+    are made by rules and left to them)."""
+    h = hashlib.sha256()
+    for f in sorted(set(map(str, input))):
+        if f.startswith(("data/derived/", "figures/")):
+            continue
+        h.update(f.encode() + b"\0")
+        h.update(_file_hash(f).encode() if os.path.isfile(f) else b"missing")
+    return h.hexdigest()
+
+
+# The registry's checks (rule registry_check) run before the claims are read by any rule.
+REGISTRY_CHECK = "data/derived/registry_check.txt"
+EXCLUDED = str(Path(config["claims"]).parent / "claims_excluded.csv")
+_SEEDS = seeds_dir()
+SEED_FILES = sorted(str(p) for p in _SEEDS.rglob("*") if p.is_file()) if _SEEDS else []
 
 
 def roofline_preset(name):

@@ -2,14 +2,38 @@
 # claims JSON, one run-record JSON per run), never data/raw/runs directly.
 
 
+rule registry_check:
+    input:
+        code=PACKAGE_SOURCES,
+        claims=config["claims"],
+        excluded=EXCLUDED,
+        cards=config["cards"],
+        protocols="config/protocols.yaml",
+        seeds=SEED_FILES,
+    output:
+        REGISTRY_CHECK,
+    params:
+        content=content_hash,
+    log:
+        "logs/registry_check.log",
+    priority: 100
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/registry_check.py"
+
+
 rule claims_table:
     input:
         code=PACKAGE_SOURCES,
+        checked=REGISTRY_CHECK,
         claims=config["claims"],
         cards=config["cards"],
     output:
         csv="data/derived/claims.csv",
         json="data/derived/claims.json",
+    params:
+        content=content_hash,
     log:
         "logs/claims_table.log",
     conda:
@@ -21,6 +45,7 @@ rule claims_table:
 rule claims_roofline:
     input:
         code=PACKAGE_SOURCES,
+        checked=REGISTRY_CHECK,
         claims=config["claims"],
         cards=config["cards"],
         ceilings=config["ceilings"],
@@ -29,9 +54,12 @@ rule claims_roofline:
     output:
         "data/derived/claims_roofline.csv",
     params:
+        content=content_hash,
         etas=config["claim_roofline_etas"],
     log:
         "logs/claims_roofline.log",
+    benchmark:
+        "logs/benchmarks/claims_roofline.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -48,9 +76,12 @@ rule run_record:
     output:
         "data/derived/runs/{run}.json",
     params:
+        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/run_record-{run}.log",
+    benchmark:
+        "logs/benchmarks/run_record-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -63,6 +94,8 @@ rule runs_table:
         records=RUN_RECORDS,
     output:
         "data/derived/runs.csv",
+    params:
+        content=content_hash,
     log:
         "logs/runs_table.log",
     conda:

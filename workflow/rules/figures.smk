@@ -15,8 +15,12 @@ rule claim_map:
         png="figures/claim_map.png",
         svg="figures/claim_map.svg",
         nb="data/derived/notebooks/claim_map.ipynb",
+    params:
+        content=content_hash,
     log:
         "logs/claim_map.log",
+    benchmark:
+        "logs/benchmarks/claim_map.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -39,8 +43,12 @@ rule roofline:
         png="figures/roofline-{name}.png",
         svg="figures/roofline-{name}.svg",
         nb="data/derived/notebooks/roofline-{name}.ipynb",
+    params:
+        content=content_hash,
     log:
         "logs/roofline-{name}.log",
+    benchmark:
+        "logs/benchmarks/roofline-{name}.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -59,8 +67,12 @@ rule measured:
         svg="figures/measured-{run}.svg",
         md="data/derived/measured/{run}.md",
         nb="data/derived/notebooks/measured-{run}.ipynb",
+    params:
+        content=content_hash,
     log:
         "logs/measured-{run}.log",
+    benchmark:
+        "logs/benchmarks/measured-{run}.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -85,8 +97,12 @@ rule update:
     output:
         md="figures/update.md",
         nb="data/derived/notebooks/update.ipynb",
+    params:
+        content=content_hash,
     log:
         "logs/update.log",
+    benchmark:
+        "logs/benchmarks/update.tsv"
     conda:
         PIPELINE_ENV
     shell:

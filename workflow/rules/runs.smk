@@ -10,9 +10,12 @@ rule metrics_table:
     output:
         "data/derived/metrics/{run}.csv",
     params:
+        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/metrics_table-{run}.log",
+    benchmark:
+        "logs/benchmarks/metrics_table-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -27,10 +30,13 @@ rule definitions_figure:
         png="figures/definitions-{run}.png",
         svg="figures/definitions-{run}.svg",
     params:
+        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
         out_base=lambda wc: f"figures/definitions-{wc.run}",
     log:
         "logs/definitions_figure-{run}.log",
+    benchmark:
+        "logs/benchmarks/definitions_figure-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -46,9 +52,12 @@ rule model_table:
     output:
         "data/derived/model.csv",
     params:
+        content=content_hash,
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/model_table.log",
+    benchmark:
+        "logs/benchmarks/model_table.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -70,9 +79,12 @@ rule verdicts_table:
         csv="data/derived/verdicts.csv",
         json="data/derived/verdicts.json",
     params:
+        content=content_hash,
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/verdicts_table.log",
+    benchmark:
+        "logs/benchmarks/verdicts_table.tsv"
     conda:
         PIPELINE_ENV
     script:

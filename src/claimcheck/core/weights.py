@@ -13,7 +13,6 @@ from claimcheck.core.formats import weight_format
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.units import GB, GIB
 
-
 # The fewest bytes a checkpoint stores per weight: 4-bit formats (W4A16, NVFP4) hold 0.5
 # byte per weight plus their scales; less cannot be the model's weights.
 MIN_BYTES_PER_WEIGHT = 0.5
