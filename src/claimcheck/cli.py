@@ -1,4 +1,4 @@
-"""Command-line interface: ``claimcheck geometry|roofline|claims|measure ...``."""
+"""Command-line interface: claimcheck geometry|roofline|claims|measure|metrics|model ..."""
 
 from __future__ import annotations
 
@@ -344,21 +344,24 @@ def cmd_claims(a: argparse.Namespace) -> int:
 
 def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("serve", help="start vllm serve for an engine config (detached)")
-    s.add_argument("--engine", required=True)
-    s.add_argument("--engines-file", default=None)
+    s.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
+    s.add_argument("--engines-file", default=None,
+                   help="engine configs to read instead of config/engines.yaml")
     s.add_argument("--state", default=".claimcheck/server", help="server state directory")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=int, default=8000, help="server port (default 8000)")
     s.add_argument("--health-timeout", type=float, default=900, help="seconds")
     s.add_argument("--no-wait", action="store_true", help="return once started")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("wait", help="wait for a detached server to answer /health")
-    s.add_argument("--state", default=".claimcheck/server")
+    s.add_argument("--state", default=".claimcheck/server",
+                   help="server state directory written by serve")
     s.add_argument("--health-timeout", type=float, default=900, help="seconds")
     s.set_defaults(func=cmd_wait)
 
     s = sub.add_parser("stop", help="stop a detached server")
-    s.add_argument("--state", default=".claimcheck/server")
+    s.add_argument("--state", default=".claimcheck/server",
+                   help="server state directory written by serve")
     s.set_defaults(func=cmd_stop)
 
     m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
@@ -378,13 +381,17 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--server-log", default=None, help="its log file, with --base-url")
     m.add_argument("--port", type=int, default=8000,
                    help="server port; 0 picks a free one (several jobs on one node)")
-    m.add_argument("--state", default=".claimcheck/server")
-    m.add_argument("--runs-dir", default=str(RUNS))
+    m.add_argument("--state", default=".claimcheck/server",
+                   help="state directory for a server this command starts")
+    m.add_argument("--runs-dir", default=str(RUNS),
+                   help="where new run directories go (default data/raw/runs)")
     m.add_argument("--health-timeout", type=float, default=900, help="seconds")
     m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
     m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
-    m.add_argument("--protocols-file", default=None)
-    m.add_argument("--engines-file", default=None)
+    m.add_argument("--protocols-file", default=None,
+                   help="protocols to read instead of config/protocols.yaml")
+    m.add_argument("--engines-file", default=None,
+                   help="engine configs to read instead of config/engines.yaml")
     m.add_argument("--keep-server", action="store_true", help="leave a started server up")
     m.add_argument("--one-client-process", action="store_true",
                    help="run every `vllm bench serve` step in one process (saves vLLM's "
@@ -552,19 +559,19 @@ def cmd_measure(a: argparse.Namespace) -> int:
 def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("metrics", help="every tok/s definition, recomputed from a run's "
                        "token timeline")
-    s.add_argument("run_dir")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.set_defaults(func=cmd_metrics)
 
     s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
-    s.add_argument("run_dir")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
     s.add_argument("--calibrate-from", default=None,
                    help="run directory with a 1-stream step (default: chosen among the "
                         "runs beside RUN_DIR on its card, as `snakemake all` does: the same "
                         "engine first, then the same weight format)")
     s.add_argument("--tolerance", type=float, default=0.05,
                    help="relative miss allowed before a term is named (default 0.05)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.set_defaults(func=cmd_model)
 
 
@@ -651,12 +658,14 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms (the 1-stream "
              "step's median TTFT less the model's prefill)",
-             f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
-             f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
-             "written each step); KV "
-             f"{e['kv_bytes_per_token'] / 1024:g} KiB per token ({e['kv_dtype']}); token "
-             f"budget {e['max_num_batched_tokens']} ({e['max_num_batched_tokens_source']}); "
-             f"{e['max_num_seqs']} slots",
+             f"  engine: W {e['weights']}",
+             f"  engine: state {e['state_bytes_per_stream'] / 1e6:,.1f} MB per stream "
+             f"({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and written "
+             "each step)",
+             f"  engine: KV {e['kv_bytes_per_token'] / 1024:g} KiB per token "
+             f"({e['kv_dtype']})",
+             f"  engine: token budget {e['max_num_batched_tokens']} "
+             f"({e['max_num_batched_tokens_source']}); {e['max_num_seqs']} slots",
              "  aggregates in tok/s summed over the streams (independent requests, closed "
              "loop); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
@@ -694,14 +703,18 @@ def cmd_model(a: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="claimcheck", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="claimcheck", description="Check LLM-serving throughput claims: model "
+        "geometry, the batching roofline, the claims registry, replaying protocols on a GPU, "
+        "and what a run's token timeline gives. Bad input exits 2 with one line naming the "
+        "file, line or option.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     g = sub.add_parser("geometry", help="parameter, KV and state counts from a config.json")
-    g.add_argument("config")
-    g.add_argument("--kv-dtype", default="bf16")
+    g.add_argument("config", help="a Hugging Face config.json")
+    g.add_argument("--kv-dtype", default="bf16", help="KV-cache format (default bf16)")
     g.add_argument("--state-dtype", default=None, help="default: the config's mamba_ssm_dtype")
-    g.add_argument("--json", action="store_true")
+    g.add_argument("--json", action="store_true", help="print JSON instead of the table")
     g.set_defaults(func=cmd_geometry)
 
     r = sub.add_parser(
@@ -714,8 +727,8 @@ def parser() -> argparse.ArgumentParser:
         "uniform, independent routing (B = 1: the active experts only; large B: all); "
         "shared experts are always read. Bounds: 0 < eta <= 1, sizes and rates finite "
         "and > 0, tau <= rows, weights plus one stream must fit the card.")
-    r.add_argument("--config", required=True)
-    r.add_argument("--card", required=True)
+    r.add_argument("--config", required=True, help="the model's config.json")
+    r.add_argument("--card", required=True, help="card registry name (data/raw/cards.csv)")
     w = r.add_mutually_exclusive_group(required=True)
     w.add_argument("--weights-gb", type=float,
                    help="measured weight bytes in GB (1e9); a MoE's: all experts")
@@ -737,18 +750,25 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--target", type=float, help="claimed aggregate tok/s: print tau needed")
     r.add_argument("--allow-past-wall", action="store_true",
                    help="compute stream counts past the memory wall (marked in the output)")
-    r.add_argument("--streams", type=_streams, default=[1, 8, 64])
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--streams", type=_streams, default=[1, 8, 64],
+                   help="stream counts, comma-separated (default 1,8,64)")
+    r.add_argument("--json", action="store_true", help="print JSON instead of the table")
     r.set_defaults(func=cmd_roofline)
 
     c = sub.add_parser("claims", help="list or validate the claims registry")
-    c.add_argument("--file", default=None)
-    c.add_argument("--check", action="store_true")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--file", default=None,
+                   help="a registry CSV to read instead of data/raw/claims.csv")
+    c.add_argument("--check", action="store_true",
+                   help="validate: structure, every quote against its seed article, the "
+                        "exclusions")
+    c.add_argument("--json", action="store_true", help="print JSON instead of the table")
     c.set_defaults(func=cmd_claims)
 
     add_measure_parser(sub)
     add_timeline_parser(sub)
+    for action in sub._choices_actions:  # each command's --help opens with its one line
+        cmd = sub.choices[action.dest]
+        cmd.description = cmd.description or action.help
     return p
 
 
