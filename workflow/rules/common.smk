@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+import sys
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards
@@ -79,30 +80,14 @@ PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
                          if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)
 
 
-# Rebuild on content change: an input restored with an old mtime (git checkout, cp -p)
-# is not newer than the outputs, so every rule carries the hash of its raw inputs (files no
-# rule makes) as a param, and Snakemake's params trigger reruns it when the content changes.
-_HASHES = {}
-
-
-def _file_hash(path):
-    st = os.stat(path)
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _HASHES:
-        with open(path, "rb") as f:
-            _HASHES[key] = hashlib.sha256(f.read()).hexdigest()
-    return _HASHES[key]
-
-
-def content_hash(wildcards, input):
-    """sha256 over the names and contents of a job's raw inputs (data/derived and figures
-    are made by rules and left to them)."""
+def files_hash(paths):
+    """sha256 over the names and contents of files (a param: Snakemake reruns a job when
+    it changes)."""
     h = hashlib.sha256()
-    for f in sorted(set(map(str, input))):
-        if f.startswith(("data/derived/", "figures/")):
-            continue
-        h.update(f.encode() + b"\0")
-        h.update(_file_hash(f).encode() if os.path.isfile(f) else b"missing")
+    for f in paths:
+        h.update(str(f).encode() + b"\0")
+        with open(f, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
     return h.hexdigest()
 
 
@@ -198,3 +183,42 @@ onstart:
     for _p in stale_run_outputs(PER_RUN_OUTPUTS, RUNS):
         print(f"removing {_p}: its run is no longer in {RUNS_DIR}")
         _p.unlink()
+
+
+# Rebuild on content change: Snakemake reruns a job when an input is newer than its
+# outputs, so an input whose content changed while its modification time went back (git
+# checkout, cp -p, a restored backup) would leave stale outputs. Every raw input of this
+# checkout is hashed; one whose content differs from the last run's gets the current time.
+CONTENT_HASHES = Path(".snakemake/claimcheck-content.json")
+
+
+def touch_changed_content(paths, store=CONTENT_HASHES):
+    """Give the current time to each file whose sha256 differs from ``store``'s, saying
+    so when its modification time is not newer than when it was hashed; then record."""
+    import json
+
+    try:
+        seen = json.loads(store.read_text()) if store.is_file() else {}
+    except ValueError:  # a store cut short: hash afresh
+        seen = {}
+    now = {}
+    for f in sorted(set(paths)):
+        with open(f, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        old = seen.get(f)
+        if old and old[0] != digest:
+            if os.stat(f).st_mtime_ns <= old[1]:
+                print(f"note: {f} changed in content but not in modification time; touched "
+                      "so that what it feeds rebuilds", file=sys.stderr)
+            os.utime(f)
+        now[f] = [digest, os.stat(f).st_mtime_ns]
+    store.parent.mkdir(exist_ok=True)
+    part = store.with_name(f"{store.name}.{os.getpid()}")
+    part.write_text(json.dumps(now))
+    os.replace(part, store)  # whole or not at all, with several snakemake runs at once
+
+
+touch_changed_content(
+    PACKAGE_SOURCES + all_run_files() + [str(p) for p in Path("notebooks").glob("*.ipynb")]
+    + [config[k] for k in ("claims", "cards", "ceilings", "weights", "model_config")]
+    + [EXCLUDED, "config/protocols.yaml"])

@@ -13,7 +13,7 @@ rule registry_check:
     output:
         REGISTRY_CHECK,
     params:
-        content=content_hash,
+        seeds=lambda wc: files_hash(SEED_FILES),  # the seeds are outside: never touched
     log:
         "logs/registry_check.log",
     priority: 100
@@ -32,8 +32,6 @@ rule claims_table:
     output:
         csv="data/derived/claims.csv",
         json="data/derived/claims.json",
-    params:
-        content=content_hash,
     log:
         "logs/claims_table.log",
     conda:
@@ -54,7 +52,6 @@ rule claims_roofline:
     output:
         "data/derived/claims_roofline.csv",
     params:
-        content=content_hash,
         etas=config["claim_roofline_etas"],
     log:
         "logs/claims_roofline.log",
@@ -76,7 +73,6 @@ rule run_record:
     output:
         "data/derived/runs/{run}.json",
     params:
-        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/run_record-{run}.log",
@@ -94,8 +90,6 @@ rule runs_table:
         records=RUN_RECORDS,
     output:
         "data/derived/runs.csv",
-    params:
-        content=content_hash,
     log:
         "logs/runs_table.log",
     conda:

@@ -15,8 +15,6 @@ rule claim_map:
         png="figures/claim_map.png",
         svg="figures/claim_map.svg",
         nb="data/derived/notebooks/claim_map.ipynb",
-    params:
-        content=content_hash,
     log:
         "logs/claim_map.log",
     benchmark:
@@ -43,8 +41,6 @@ rule roofline:
         png="figures/roofline-{name}.png",
         svg="figures/roofline-{name}.svg",
         nb="data/derived/notebooks/roofline-{name}.ipynb",
-    params:
-        content=content_hash,
     log:
         "logs/roofline-{name}.log",
     benchmark:
@@ -67,8 +63,6 @@ rule measured:
         svg="figures/measured-{run}.svg",
         md="data/derived/measured/{run}.md",
         nb="data/derived/notebooks/measured-{run}.ipynb",
-    params:
-        content=content_hash,
     log:
         "logs/measured-{run}.log",
     benchmark:
@@ -97,8 +91,6 @@ rule update:
     output:
         md="figures/update.md",
         nb="data/derived/notebooks/update.ipynb",
-    params:
-        content=content_hash,
     log:
         "logs/update.log",
     benchmark:

@@ -10,7 +10,6 @@ rule metrics_table:
     output:
         "data/derived/metrics/{run}.csv",
     params:
-        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/metrics_table-{run}.log",
@@ -30,7 +29,6 @@ rule definitions_figure:
         png="figures/definitions-{run}.png",
         svg="figures/definitions-{run}.svg",
     params:
-        content=content_hash,
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
         out_base=lambda wc: f"figures/definitions-{wc.run}",
     log:
@@ -52,7 +50,6 @@ rule model_table:
     output:
         "data/derived/model.csv",
     params:
-        content=content_hash,
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/model_table.log",
@@ -79,7 +76,6 @@ rule verdicts_table:
         csv="data/derived/verdicts.csv",
         json="data/derived/verdicts.json",
     params:
-        content=content_hash,
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/verdicts_table.log",

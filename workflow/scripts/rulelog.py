@@ -16,7 +16,8 @@ from typing import IO, Any
 def rule_log(smk: Any) -> Iterator[IO[str]]:
     """``with rule_log(snakemake) as log:`` around the script's work (its imports too):
     stdout, stderr, warnings and logging go to ``snakemake.log[0]``; an exception is
-    written there with its traceback, named in one line on the terminal, and re-raised."""
+    written there with its traceback and named in one line on the terminal, and the script
+    exits 1 (the job fails)."""
     terminal = sys.stderr
     with open(smk.log[0], "w") as log, contextlib.redirect_stdout(log), \
             contextlib.redirect_stderr(log):
@@ -25,10 +26,10 @@ def rule_log(smk: Any) -> Iterator[IO[str]]:
         warnings.simplefilter("default")
         try:
             yield log
-        except BaseException as e:
+        except Exception as e:
             traceback.print_exc(file=log)
             print(f"{smk.rule}: {type(e).__name__}: {e} (traceback in {smk.log[0]})",
                   file=terminal)
-            raise
+            raise SystemExit(1) from None
         finally:
             logging.captureWarnings(False)
