@@ -229,8 +229,9 @@ def cmd_roofline(a: argparse.Namespace) -> int:
         "compute_plateau_tok_s": rl.compute_plateau_tok_s(m),
         **wall,
     }
-    lines = [f"{inputs['card']}: W = {inputs['weights']}, BW = {inputs['bandwidth_gb_s']:g} GB/s"
-             f" x eta {a.eta:g}, P = {inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
+    lines = [f"{inputs['card']}: W = {inputs['weights']}",
+             f"{inputs['card']}: BW = {inputs['bandwidth_gb_s']:g} GB/s x eta {a.eta:g}, P = "
+             f"{inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
              f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
              f"{m.kv_bytes_per_token / 1024:g} KiB/token ({inputs['kv_dtype']}) x "
              f"{a.context:g} tokens of context; {a.rows:g} row(s) verified, {a.tau:g} "
