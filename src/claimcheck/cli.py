@@ -217,8 +217,8 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     try:
         pts = rl.curve(m, a.streams)
     except OverflowError:
-        raise InputError("--streams", f"{max(a.streams):,} streams is too many to compute "
-                         "in floating point") from None
+        raise InputError("--streams", f"a {len(str(max(a.streams)))}-digit count of streams "
+                         "is too many to compute in floating point") from None
     bend = rl.bend_streams(m)
     out: dict[str, Any] = {
         "inputs": inputs,
