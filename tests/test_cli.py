@@ -6,7 +6,7 @@ import sys
 
 from claimcheck.core.paths import RAW
 
-from .conftest import QWEN
+from .conftest import QWEN, needs_seeds
 
 
 def run(*args, check=True):
@@ -52,8 +52,12 @@ def test_roofline_weights_format_and_unknown_card():
     assert r.returncode == 2 and "unknown card 'rtx9999'" in r.stderr
 
 
-def test_claims_check_and_broken_copy(tmp_path):
+@needs_seeds
+def test_claims_check_against_the_seeds():
     assert "claims OK" in run("claims", "--check").stdout
+
+
+def test_claims_check_of_a_broken_copy(tmp_path):
     bad = tmp_path / "claims.csv"
     bad.write_text((RAW / "claims.csv").read_text().replace(",tok/s,", ",tokens,", 1))
     r = run("claims", "--check", "--file", str(bad), check=False)

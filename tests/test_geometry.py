@@ -84,8 +84,12 @@ def test_moe_active_vs_total():
 
 def test_bad_config_names_file_and_key(tmp_path):
     p = tmp_path / "config.json"
-    p.write_text(json.dumps({"hidden_size": 8}))
+    p.write_text(json.dumps({"model_type": "llama", "hidden_size": 8}))
     with pytest.raises(InputError, match=r"config.json: num_hidden_layers: required key"):
+        geometry_from_file(p)
+    p.write_text(json.dumps({"hidden_size": 8}))
+    with pytest.raises(InputError, match=r"config.json: model_type: missing: the model's "
+                                         "type says which counts apply"):
         geometry_from_file(p)
     p.write_text("{not json")
     with pytest.raises(InputError, match=r"config.json:1: not valid JSON"):

@@ -7,14 +7,11 @@ shipped registry must pass; without the seeds the check must say it skipped the 
 import csv
 import io
 
-import pytest
-
 from claimcheck.cli import main
-from claimcheck.core.claims import COLUMNS, find_section, parse_seed, seeds_dir
+from claimcheck.core.claims import COLUMNS, find_section, parse_seed
 from claimcheck.core.paths import RAW
 
-needs_seeds = pytest.mark.skipif(seeds_dir() is None,
-                                 reason="seed articles not beside the repository")
+from .conftest import needs_seeds
 
 
 def _edit(tmp_path, changes):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from claimcheck.core.claims import SEEDS, load_claims, load_excluded, seeds_dir
+
+from .conftest import needs_seeds
 
 NUM = r"~?\d{1,3}(?:,\d{3})+(?:\.\d+)?|~?\d+(?:\.\d+)?[kK]?"
 UNIT = r"(?:tok/s|tokens/s|tokens per second|tok/sec|tokens/sec|tps|t/s)"
@@ -145,7 +145,7 @@ def test_walker_finds_lists_ranges_and_table_cells():
     assert got == [45.6, 83.7, 162.7, 317.0, 321.0, 443.0, 1440.0, 1600.0, 1810.0]
 
 
-@pytest.mark.skipif(seeds_dir() is None, reason="seed articles not beside the repository")
+@needs_seeds
 def test_every_throughput_figure_is_a_row_or_an_exclusion():
     folder = seeds_dir()
     rows = {(c["seed"], c["value"]) for c in load_claims()}
@@ -160,14 +160,14 @@ def test_every_throughput_figure_is_a_row_or_an_exclusion():
         sorted(set(missing)))
 
 
-@pytest.mark.skipif(seeds_dir() is None, reason="seed articles not beside the repository")
+@needs_seeds
 def test_exclusions_are_not_also_rows():
     rows = {(c["seed"], c["value"]) for c in load_claims()}
     both = [r for r in load_excluded() if (r["seed"], float(r["value"])) in rows]
     assert not both
 
 
-@pytest.mark.skipif(seeds_dir() is None, reason="seed articles not beside the repository")
+@needs_seeds
 def test_the_figures_issue_17_named_are_found_and_placed():
     text = (seeds_dir() / SEEDS["000"]).read_text(encoding="utf-8")
     found = {v for v, _ in seed_figures(text)}

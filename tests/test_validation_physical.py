@@ -39,10 +39,11 @@ ROOFLINE_CASES = [
     # 200 GB = 186.26 GiB of weights on a 140.4 GiB card
     (("--card", "h200", "--weights-gb", "200"),
      "--weights-gb: 186.26 GiB of weights plus one stream's state and KV (0.14 GiB) do not "
-     "fit in h200's 140.4 GiB"),
+     "fit in the card's 140.4 GiB (h200: cards.csv memory_gib)"),
     # the article's 3090: 16 GB = 14.90 GiB of weights; 20 GiB more cannot be free on 24 GiB
     (("--card", "rtx3090", "--weights-gb", "16", "--free-gib", "20"),
-     "--free-gib: 20 GiB free plus 14.90 GiB of weights exceeds rtx3090's 24 GiB"),
+     "--free-gib: 20 GiB free plus 14.90 GiB of weights exceeds the card's 24 GiB "
+     "(rtx3090: cards.csv memory_gib)"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Command-line interface: ``claimcheck geometry|roofline|claims|measure ...``."""
+"""Command-line interface: claimcheck geometry|roofline|claims|measure|metrics|model ..."""
 
 from __future__ import annotations
 
@@ -74,9 +74,23 @@ def _streams(text: str) -> list[int]:
     return out
 
 
+def _weights_option(a: argparse.Namespace) -> str:
+    """The option that gave the weights (the one of the mutually exclusive four)."""
+    return next((o for o, v in (("--weights", a.weights), ("--weights-gb", a.weights_gb),
+                                ("--weights-gib", a.weights_gib),
+                                ("--weights-format", a.weights_format)) if v is not None),
+                "--weights")
+
+
+# Roofline fields (core.roofline) -> the roofline option that sets them.
+FIELD_OPTION = {"eta": "--eta", "peak_flops_s": "--tflops", "rows": "--rows", "tau": "--tau",
+                "context_tokens": "--context", "free_bytes": "--free-gib"}
+
+
 def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     """Turn roofline arguments into model inputs plus a description of each input, by the
-    one roofline path (:func:`claimcheck.core.inputs.roofline_for`)."""
+    one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
+    so that the roofline's own memory check refuses what does not fit."""
     from claimcheck.core.cards import load_ceilings
     from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
 
@@ -90,11 +104,20 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
         weights = Weights(id=a.weights)
     else:
         weights = Weights(format=a.weights_format)
-    return roofline_for(g, card, weights=weights, ceilings=load_ceilings(),
-                        weight_rows=load_weight_rows(), compute_dtype=a.compute_dtype,
-                        ceiling=a.ceiling, tflops=a.tflops, state_dtype=a.state_dtype,
-                        kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
-                        rows=a.rows, tau=a.tau)
+    try:
+        return roofline_for(g, card, weights=weights, ceilings=load_ceilings(),
+                            weight_rows=load_weight_rows(), compute_dtype=a.compute_dtype,
+                            ceiling=a.ceiling, tflops=a.tflops, state_dtype=a.state_dtype,
+                            kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
+                            rows=a.rows, tau=a.tau, check_memory=True,
+                            free_bytes=None if a.free_gib is None else a.free_gib * GIB,
+                            context_source="--context")
+    except rl.RooflineInputError as e:
+        opt = _weights_option(a) if e.field == "weight_bytes" else FIELD_OPTION.get(
+            e.field, a.config)
+        mem = " (" + card.card + ": cards.csv memory_gib)" if e.field in (
+            "weight_bytes", "free_bytes") else ""
+        raise InputError(opt, f"{e}{mem}") from None
 
 
 def _finite(a: argparse.Namespace, attr: str, *, low: float, low_ok: bool = False,
@@ -137,27 +160,47 @@ def check_roofline_args(a: argparse.Namespace) -> None:
     a.compute_dtype = a.compute_dtype.lower()  # the registry's columns are lower case
 
 
-def check_fits_card(a: argparse.Namespace, m: rl.Roofline) -> None:
-    """Weights plus one stream (state + KV at --context), and weights plus --free-gib,
-    must fit in the card's memory (cards.csv memory_gib, GiB)."""
+def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
+    """The most streams that fit beside the weights: in --free-gib, else in the card's
+    memory less the weights (cards.csv memory_gib); streams asked past it are refused
+    unless --allow-past-wall. Empty when a stream needs no memory (no wall)."""
+    per = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
+    if per <= 0:
+        if a.free_gib is not None:
+            raise InputError("--free-gib", "a stream of this model needs no memory at "
+                             f"--context {a.context:g} (no recurrent state, no KV): give "
+                             "--context")
+        return {}
     card = get_card(a.card)
-    mem = card.memory_gib * GIB
-    one = m.state_bytes + m.kv_bytes_per_token * m.context_tokens
-    opt = next((o for o, v in (("--weights", a.weights), ("--weights-gb", a.weights_gb),
-                               ("--weights-gib", a.weights_gib),
-                               ("--weights-format", a.weights_format)) if v is not None),
-               "--weights")
-    if m.weight_bytes + one > mem:
-        raise InputError(opt, f"{m.weight_bytes / GIB:.2f} GiB of weights plus one stream's "
-                         f"state and KV ({one / GIB:.2f} GiB) do not fit in {card.card}'s "
-                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
-    if a.free_gib is not None and one <= 0:
-        raise InputError("--free-gib", "a stream of this model needs no memory at --context "
-                         f"{a.context:g} (no recurrent state, no KV): give --context")
-    if a.free_gib is not None and a.free_gib * GIB + m.weight_bytes > mem:
-        raise InputError("--free-gib", f"{a.free_gib:g} GiB free plus "
-                         f"{m.weight_bytes / GIB:.2f} GiB of weights exceeds {card.card}'s "
-                         f"{card.memory_gib:g} GiB (cards.csv memory_gib)")
+    if a.free_gib is not None:
+        free, source = a.free_gib * GIB, "--free-gib"
+    else:
+        free, source = card.memory_gib * GIB - m.weight_bytes, (
+            f"{card.card}'s {card.memory_gib:g} GiB less the weights")
+    wall = rl.memory_wall_streams(free, m.state_bytes, m.kv_bytes_per_token,
+                                  m.context_tokens)
+    past = [b for b in a.streams if b > wall]
+    if past and not a.allow_past_wall:
+        raise InputError("--streams", f"{max(past):,} streams is past the memory wall: "
+                         f"{wall:,} streams of {per / MIB:,.1f} MiB each (state and KV at "
+                         f"--context {a.context:g}) fit in {free / GIB:.2f} GiB ({source}); "
+                         "give --allow-past-wall to compute them anyway")
+    return {"memory_wall_streams": wall, "memory_wall_free_gib": free / GIB,
+            "memory_wall_source": source}
+
+
+def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
+    """The first number in ``obj`` (dicts and lists walked) that is inf or nan, and its
+    key path; None when every number is finite."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path, obj
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(
+        obj, list) else ()
+    for k, v in items:
+        hit = _non_finite(v, f"{path}.{k}" if path else str(k))
+        if hit:
+            return hit
+    return None
 
 
 def cmd_roofline(a: argparse.Namespace) -> int:
@@ -170,20 +213,25 @@ def cmd_roofline(a: argparse.Namespace) -> int:
                              f"{', '.join(sorted(card.tensor_tflops))}")
     check_dtypes(a, geometry_from_file(a.config))
     m, inputs = build_roofline(a)
-    check_fits_card(a, m)
-    pts = rl.curve(m, a.streams)
+    wall = memory_wall(a, m)
+    try:
+        pts = rl.curve(m, a.streams)
+    except OverflowError:
+        raise InputError("--streams", f"a {len(str(max(a.streams)))}-digit count of streams "
+                         "is too many to compute in floating point") from None
+    bend = rl.bend_streams(m)
     out: dict[str, Any] = {
         "inputs": inputs,
-        "points": [p.as_dict() for p in pts],
+        "points": [p.as_dict() | ({"past_memory_wall": p.streams > wall[
+            "memory_wall_streams"]} if wall else {}) for p in pts],
         "ceiling_b1_tok_s": rl.ceiling_b1_tok_s(m),
-        "bend_streams": rl.bend_streams(m),
+        "bend_streams": bend if math.isfinite(bend) else None,
         "compute_plateau_tok_s": rl.compute_plateau_tok_s(m),
+        **wall,
     }
-    if a.free_gib is not None:
-        out["memory_wall_streams"] = rl.memory_wall_streams(
-            a.free_gib * GIB, m.state_bytes, m.kv_bytes_per_token, m.context_tokens)
-    lines = [f"{inputs['card']}: W = {inputs['weights']}, BW = {inputs['bandwidth_gb_s']:g} GB/s"
-             f" x eta {a.eta:g}, P = {inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
+    lines = [f"{inputs['card']}: W = {inputs['weights']}",
+             f"{inputs['card']}: BW = {inputs['bandwidth_gb_s']:g} GB/s x eta {a.eta:g}, P = "
+             f"{inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
              f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
              f"{m.kv_bytes_per_token / 1024:g} KiB/token ({inputs['kv_dtype']}) x "
              f"{a.context:g} tokens of context; {a.rows:g} row(s) verified, {a.tau:g} "
@@ -201,26 +249,40 @@ def cmd_roofline(a: argparse.Namespace) -> int:
             cov = rl.expert_coverage(m.experts_per_token, m.num_experts, p.streams)
             moe = (f"  ({cov:.0%} of experts, {rl.weight_read_bytes(m, p.streams) / 1e9:.1f}"
                    " GB of weights read)")
+        past = "  (past the memory wall)" if wall and p.streams > wall[
+            "memory_wall_streams"] else ""
         lines.append(f"{p.streams:>8} {p.step_ms:>9.2f} {p.memory_ms:>9.2f} "
                      f"{p.compute_ms:>9.2f} {p.bound:>8} {p.aggregate_tok_s:>16.1f} "
-                     f"{p.per_stream_tok_s:>17.1f}{moe}")
+                     f"{p.per_stream_tok_s:>17.1f}{moe}{past}")
     if m.moe:
         out["moe"] = {"experts_per_token": m.experts_per_token, "num_experts": m.num_experts,
                       "routing": "uniform, independent: fraction touched 1 - (1 - k/E)^B",
                       "routed_expert_bytes": m.routed_expert_bytes,
                       "weight_bytes_read": {str(p.streams): rl.weight_read_bytes(m, p.streams)
                                             for p in pts}}
+    bend_txt = (f"bend at {bend:.1f} streams" if math.isfinite(bend) else
+                "no bend (memory-bound at every stream count)")
     lines.append(f"B=1 bandwidth ceiling (weights only): {out['ceiling_b1_tok_s']:.1f} tok/s; "
-                 f"bend at {out['bend_streams']:.1f} streams; compute plateau "
-                 f"{out['compute_plateau_tok_s']:.0f} tok/s aggregate")
-    if "memory_wall_streams" in out:
-        lines.append(f"memory wall: {out['memory_wall_streams']} streams in {a.free_gib:g} GiB")
+                 f"{bend_txt}; compute plateau {out['compute_plateau_tok_s']:.0f} tok/s "
+                 "aggregate")
+    if wall:
+        lines.append(f"memory wall: {wall['memory_wall_streams']} streams in "
+                     f"{wall['memory_wall_free_gib']:.2f} GiB ({wall['memory_wall_source']})")
     if a.target is not None:
         b = a.streams[-1]
-        out["tau_needed"] = {"streams": b, "aggregate_tok_s": a.target,
-                             "tau": rl.tau_needed(m, b, a.target)}
+        tau = rl.tau_needed(m, b, a.target)
+        if not math.isfinite(tau):
+            plateau = rl.compute_plateau_tok_s(m.with_(rows=1.0, tau=1.0))
+            raise InputError("--target", f"{a.target:,g} tok/s at {b} streams is unreachable: "
+                             "no number of tokens kept per stream per step gives it, the "
+                             f"compute plateau being {plateau:,.1f} tok/s aggregate")
+        out["tau_needed"] = {"streams": b, "aggregate_tok_s": a.target, "tau": tau}
         lines.append(f"{a.target:g} tok/s at {b} streams needs tau = "
-                     f"{out['tau_needed']['tau']:.2f} tokens kept per stream per step")
+                     f"{tau:.2f} tokens kept per stream per step")
+    bad = _non_finite(out)
+    if bad:
+        raise InputError("roofline", f"result {bad[0]} is {bad[1]} (not a finite number) "
+                         "for these inputs; nothing printed")
     _print(out, a.json, "\n".join(lines))
     return 0
 
@@ -286,21 +348,24 @@ def cmd_claims(a: argparse.Namespace) -> int:
 
 def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("serve", help="start vllm serve for an engine config (detached)")
-    s.add_argument("--engine", required=True)
-    s.add_argument("--engines-file", default=None)
+    s.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
+    s.add_argument("--engines-file", default=None,
+                   help="engine configs to read instead of config/engines.yaml")
     s.add_argument("--state", default=".claimcheck/server", help="server state directory")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=int, default=8000, help="server port (default 8000)")
     s.add_argument("--health-timeout", type=float, default=900, help="seconds")
     s.add_argument("--no-wait", action="store_true", help="return once started")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("wait", help="wait for a detached server to answer /health")
-    s.add_argument("--state", default=".claimcheck/server")
+    s.add_argument("--state", default=".claimcheck/server",
+                   help="server state directory written by serve")
     s.add_argument("--health-timeout", type=float, default=900, help="seconds")
     s.set_defaults(func=cmd_wait)
 
     s = sub.add_parser("stop", help="stop a detached server")
-    s.add_argument("--state", default=".claimcheck/server")
+    s.add_argument("--state", default=".claimcheck/server",
+                   help="server state directory written by serve")
     s.set_defaults(func=cmd_stop)
 
     m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
@@ -320,13 +385,17 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--server-log", default=None, help="its log file, with --base-url")
     m.add_argument("--port", type=int, default=8000,
                    help="server port; 0 picks a free one (several jobs on one node)")
-    m.add_argument("--state", default=".claimcheck/server")
-    m.add_argument("--runs-dir", default=str(RUNS))
+    m.add_argument("--state", default=".claimcheck/server",
+                   help="state directory for a server this command starts")
+    m.add_argument("--runs-dir", default=str(RUNS),
+                   help="where new run directories go (default data/raw/runs)")
     m.add_argument("--health-timeout", type=float, default=900, help="seconds")
     m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
     m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
-    m.add_argument("--protocols-file", default=None)
-    m.add_argument("--engines-file", default=None)
+    m.add_argument("--protocols-file", default=None,
+                   help="protocols to read instead of config/protocols.yaml")
+    m.add_argument("--engines-file", default=None,
+                   help="engine configs to read instead of config/engines.yaml")
     m.add_argument("--keep-server", action="store_true", help="leave a started server up")
     m.add_argument("--one-client-process", action="store_true",
                    help="run every `vllm bench serve` step in one process (saves vLLM's "
@@ -494,19 +563,19 @@ def cmd_measure(a: argparse.Namespace) -> int:
 def add_timeline_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("metrics", help="every tok/s definition, recomputed from a run's "
                        "token timeline")
-    s.add_argument("run_dir")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.set_defaults(func=cmd_metrics)
 
     s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
-    s.add_argument("run_dir")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
     s.add_argument("--calibrate-from", default=None,
                    help="run directory with a 1-stream step (default: chosen among the "
                         "runs beside RUN_DIR on its card, as `snakemake all` does: the same "
                         "engine first, then the same weight format)")
     s.add_argument("--tolerance", type=float, default=0.05,
                    help="relative miss allowed before a term is named (default 0.05)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.set_defaults(func=cmd_model)
 
 
@@ -595,12 +664,14 @@ def cmd_model(a: argparse.Namespace) -> int:
                for k, v in out["choice"].items() if isinstance(v, dict)),
              *([f"  compute step: none ({out['choice']['compute_missing']})"]
                if out["choice"]["compute"] is None else []),
-             f"  engine: W {e['weights']}; state {e['state_bytes_per_stream'] / 1e6:,.1f} MB "
-             f"per stream ({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and "
-             "written each step); KV "
-             f"{e['kv_bytes_per_token'] / 1024:g} KiB per token ({e['kv_dtype']}); token "
-             f"budget {e['max_num_batched_tokens']} ({e['max_num_batched_tokens_source']}); "
-             f"{e['max_num_seqs']} slots",
+             f"  engine: W {e['weights']}",
+             f"  engine: state {e['state_bytes_per_stream'] / 1e6:,.1f} MB per stream "
+             f"({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and written "
+             "each step)",
+             f"  engine: KV {e['kv_bytes_per_token'] / 1024:g} KiB per token "
+             f"({e['kv_dtype']})",
+             f"  engine: token budget {e['max_num_batched_tokens']} "
+             f"({e['max_num_batched_tokens_source']}); {e['max_num_seqs']} slots",
              "  aggregates in tok/s summed over the streams (independent requests, closed "
              "loop); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
@@ -653,7 +724,7 @@ def add_predict_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--verify", type=int, default=None, metavar="N",
                    help="plan verify mode: measure the calibration steps and N sampled "
                         "steps, predict the rest; predicted load seconds against the suite")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.set_defaults(func=cmd_predict)
 
 
@@ -744,14 +815,18 @@ def cmd_predict(a: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="claimcheck", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="claimcheck", description="Check LLM-serving throughput claims: model "
+        "geometry, the batching roofline, the claims registry, replaying protocols on a GPU, "
+        "and what a run's token timeline gives. Bad input exits 2 with one line naming the "
+        "file, line or option.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     g = sub.add_parser("geometry", help="parameter, KV and state counts from a config.json")
-    g.add_argument("config")
-    g.add_argument("--kv-dtype", default="bf16")
+    g.add_argument("config", help="a Hugging Face config.json")
+    g.add_argument("--kv-dtype", default="bf16", help="KV-cache format (default bf16)")
     g.add_argument("--state-dtype", default=None, help="default: the config's mamba_ssm_dtype")
-    g.add_argument("--json", action="store_true")
+    g.add_argument("--json", action="store_true", help="print JSON instead of the table")
     g.set_defaults(func=cmd_geometry)
 
     r = sub.add_parser(
@@ -764,8 +839,8 @@ def parser() -> argparse.ArgumentParser:
         "uniform, independent routing (B = 1: the active experts only; large B: all); "
         "shared experts are always read. Bounds: 0 < eta <= 1, sizes and rates finite "
         "and > 0, tau <= rows, weights plus one stream must fit the card.")
-    r.add_argument("--config", required=True)
-    r.add_argument("--card", required=True)
+    r.add_argument("--config", required=True, help="the model's config.json")
+    r.add_argument("--card", required=True, help="card registry name (data/raw/cards.csv)")
     w = r.add_mutually_exclusive_group(required=True)
     w.add_argument("--weights-gb", type=float,
                    help="measured weight bytes in GB (1e9); a MoE's: all experts")
@@ -785,19 +860,28 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--rows", type=float, default=1.0, help="positions verified per stream")
     r.add_argument("--free-gib", type=float, help="memory free for streams, GiB")
     r.add_argument("--target", type=float, help="claimed aggregate tok/s: print tau needed")
-    r.add_argument("--streams", type=_streams, default=[1, 8, 64])
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--allow-past-wall", action="store_true",
+                   help="compute stream counts past the memory wall (marked in the output)")
+    r.add_argument("--streams", type=_streams, default=[1, 8, 64],
+                   help="stream counts, comma-separated (default 1,8,64)")
+    r.add_argument("--json", action="store_true", help="print JSON instead of the table")
     r.set_defaults(func=cmd_roofline)
 
     c = sub.add_parser("claims", help="list or validate the claims registry")
-    c.add_argument("--file", default=None)
-    c.add_argument("--check", action="store_true")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--file", default=None,
+                   help="a registry CSV to read instead of data/raw/claims.csv")
+    c.add_argument("--check", action="store_true",
+                   help="validate: structure, every quote against its seed article, the "
+                        "exclusions")
+    c.add_argument("--json", action="store_true", help="print JSON instead of the table")
     c.set_defaults(func=cmd_claims)
 
     add_measure_parser(sub)
     add_timeline_parser(sub)
     add_predict_parser(sub)
+    for action in sub._choices_actions:  # each command's --help opens with its one line
+        cmd = sub.choices[action.dest]
+        cmd.description = cmd.description or action.help
     return p
 
 

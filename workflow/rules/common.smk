@@ -1,8 +1,13 @@
 # Shared values and input functions for the rules. Config values the schema cannot check
 # (card names, unique preset names) are checked here, before any DAG is built.
+import hashlib
+import os
+import re
+import sys
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards
+from claimcheck.core.claims import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
@@ -27,12 +32,20 @@ def measure_config():
 
 for _i, _r in enumerate(config["rooflines"]):
     _check_card(_r["card"], f"rooflines[{_i}].card")
+    _mem = CARDS[_r["card"]].memory_gib
+    if _r.get("free_gib") is not None and _r["free_gib"] >= _mem:
+        raise InputError("config/config.yaml", f"{_r['free_gib']:g} GiB free for streams is "
+                         f"not below {_r['card']}'s {_mem:g} GiB of memory (cards.csv "
+                         "memory_gib), which also holds the weights",
+                         key=f"rooflines[{_i}].free_gib")
 check_unique_names(config["rooflines"], "config/config.yaml")
 if "update_card" in config:
     _check_card(config["update_card"], "update_card")
 
-# A missing input must fail even where an old output exists (Snakemake would keep the old
-# output without a word): every configured file and every run's provenance.json, checked here.
+# A missing input must fail even where an old output exists: Snakemake 9.27 keeps the old
+# output without a word (checked: with out.txt made from in.txt, in.txt deleted, `snakemake
+# -n` says "Nothing to be done"). Every configured file and every run's provenance.json are
+# checked here for that reason; where no output exists yet Snakemake raises its own.
 for _key in ("claims", "cards", "ceilings", "weights", "model_config"):
     if not Path(config[_key]).is_file():
         raise InputError("config/config.yaml", f"{config[_key]}: no such file", key=_key)
@@ -48,9 +61,41 @@ for _run in RUNS:
                          "directory needs its provenance.json (move the folder out of "
                          f"{RUNS_DIR} if it is not a run)")
 PIPELINE_ENV = "../../envs/pipeline.yaml"
+
+
+def _one_of(names):
+    """A wildcard pattern matching exactly these names (nothing when there are none), so
+    that an unknown target gets Snakemake's own "No rule to produce"."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+wildcard_constraints:
+    run=_one_of(RUNS),
+    name=_one_of(ROOFLINES),
+    target=_one_of(["claim_map", "update"] + [f"roofline-{n}" for n in ROOFLINES]
+                   + [f"measured-{r}" for r in RUNS]),
+
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
                          if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)
+
+
+def files_hash(paths):
+    """sha256 over the names and contents of files (a param: Snakemake reruns a job when
+    it changes)."""
+    h = hashlib.sha256()
+    for f in paths:
+        h.update(str(f).encode() + b"\0")
+        with open(f, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+# The registry's checks (rule registry_check) run before the claims are read by any rule.
+REGISTRY_CHECK = "data/derived/registry_check.txt"
+EXCLUDED = str(Path(config["claims"]).parent / "claims_excluded.csv")
+_SEEDS = seeds_dir()
+SEED_FILES = sorted(str(p) for p in _SEEDS.rglob("*") if p.is_file()) if _SEEDS else []
 
 
 def roofline_preset(name):
@@ -138,3 +183,42 @@ onstart:
     for _p in stale_run_outputs(PER_RUN_OUTPUTS, RUNS):
         print(f"removing {_p}: its run is no longer in {RUNS_DIR}")
         _p.unlink()
+
+
+# Rebuild on content change: Snakemake reruns a job when an input is newer than its
+# outputs, so an input whose content changed while its modification time went back (git
+# checkout, cp -p, a restored backup) would leave stale outputs. Every raw input of this
+# checkout is hashed; one whose content differs from the last run's gets the current time.
+CONTENT_HASHES = Path(".snakemake/claimcheck-content.json")
+
+
+def touch_changed_content(paths, store=CONTENT_HASHES):
+    """Give the current time to each file whose sha256 differs from ``store``'s, saying
+    so when its modification time is not newer than when it was hashed; then record."""
+    import json
+
+    try:
+        seen = json.loads(store.read_text()) if store.is_file() else {}
+    except ValueError:  # a store cut short: hash afresh
+        seen = {}
+    now = {}
+    for f in sorted(set(paths)):
+        with open(f, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        old = seen.get(f)
+        if old and old[0] != digest:
+            if os.stat(f).st_mtime_ns <= old[1]:
+                print(f"note: {f} changed in content but not in modification time; touched "
+                      "so that what it feeds rebuilds", file=sys.stderr)
+            os.utime(f)
+        now[f] = [digest, os.stat(f).st_mtime_ns]
+    store.parent.mkdir(exist_ok=True)
+    part = store.with_name(f"{store.name}.{os.getpid()}")
+    part.write_text(json.dumps(now))
+    os.replace(part, store)  # whole or not at all, with several snakemake runs at once
+
+
+touch_changed_content(
+    PACKAGE_SOURCES + all_run_files() + [str(p) for p in Path("notebooks").glob("*.ipynb")]
+    + [config[k] for k in ("claims", "cards", "ceilings", "weights", "model_config")]
+    + [EXCLUDED, "config/protocols.yaml"])

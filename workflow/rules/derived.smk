@@ -2,9 +2,31 @@
 # claims JSON, one run-record JSON per run), never data/raw/runs directly.
 
 
+rule registry_check:
+    input:
+        code=PACKAGE_SOURCES,
+        claims=config["claims"],
+        excluded=EXCLUDED,
+        cards=config["cards"],
+        protocols="config/protocols.yaml",
+        seeds=SEED_FILES,
+    output:
+        REGISTRY_CHECK,
+    params:
+        seeds=lambda wc: files_hash(SEED_FILES),  # the seeds are outside: never touched
+    log:
+        "logs/registry_check.log",
+    priority: 100
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/registry_check.py"
+
+
 rule claims_table:
     input:
         code=PACKAGE_SOURCES,
+        checked=REGISTRY_CHECK,
         claims=config["claims"],
         cards=config["cards"],
     output:
@@ -21,6 +43,7 @@ rule claims_table:
 rule claims_roofline:
     input:
         code=PACKAGE_SOURCES,
+        checked=REGISTRY_CHECK,
         claims=config["claims"],
         cards=config["cards"],
         ceilings=config["ceilings"],
@@ -32,6 +55,8 @@ rule claims_roofline:
         etas=config["claim_roofline_etas"],
     log:
         "logs/claims_roofline.log",
+    benchmark:
+        "logs/benchmarks/claims_roofline.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -51,6 +76,8 @@ rule run_record:
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/run_record-{run}.log",
+    benchmark:
+        "logs/benchmarks/run_record-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:

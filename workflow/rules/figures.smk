@@ -17,6 +17,8 @@ rule claim_map:
         nb="data/derived/notebooks/claim_map.ipynb",
     log:
         "logs/claim_map.log",
+    benchmark:
+        "logs/benchmarks/claim_map.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -41,6 +43,8 @@ rule roofline:
         nb="data/derived/notebooks/roofline-{name}.ipynb",
     log:
         "logs/roofline-{name}.log",
+    benchmark:
+        "logs/benchmarks/roofline-{name}.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -61,6 +65,8 @@ rule measured:
         nb="data/derived/notebooks/measured-{run}.ipynb",
     log:
         "logs/measured-{run}.log",
+    benchmark:
+        "logs/benchmarks/measured-{run}.tsv"
     conda:
         PIPELINE_ENV
     shell:
@@ -87,6 +93,8 @@ rule update:
         nb="data/derived/notebooks/update.ipynb",
     log:
         "logs/update.log",
+    benchmark:
+        "logs/benchmarks/update.tsv"
     conda:
         PIPELINE_ENV
     shell:

@@ -14,6 +14,8 @@ rule model_figure:
     output:
         png="figures/model-{engine}.png",
         svg="figures/model-{engine}.svg",
+    wildcard_constraints:
+        engine=_one_of(MODEL_ENGINES),
     params:
         out_base=lambda wc: f"figures/model-{wc.engine}",
     log:

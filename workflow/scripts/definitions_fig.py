@@ -1,6 +1,8 @@
 """Snakemake script: one run's definitions figure (PNG + SVG)."""
-from claimcheck.report.definitions_fig import write
+from rulelog import rule_log
 
-paths = write(snakemake.params.run_dir, snakemake.params.out_base)  # noqa: F821
-with open(snakemake.log[0], "w") as f:  # noqa: F821
-    f.write("".join(f"{p}\n" for p in paths))
+with rule_log(snakemake) as log:  # noqa: F821
+    from claimcheck.report.definitions_fig import write
+
+    paths = write(snakemake.params.run_dir, snakemake.params.out_base)  # noqa: F821
+    log.write("".join(f"{p}\n" for p in paths))

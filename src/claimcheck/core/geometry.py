@@ -13,6 +13,7 @@ I/O. Counts are plain numbers of values (weights, parameters); byte sizes come f
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,14 @@ from typing import Any
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import kv_format, state_dtype_bytes
-from claimcheck.core.io import read_json
+from claimcheck.core.io import read_json, read_text
 
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
+# The model types whose weights these counts describe (the families named above); any
+# other is refused, never computed as if it were one of them.
+MODEL_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+               "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
 
 
 # Keys of architectures whose weights these counts do not describe: refused, never guessed.
@@ -102,6 +107,8 @@ class Geometry:
     """Linear weights of all E routed experts, summed over the layers read per token."""
     active_routed_expert_weights: int = 0
     """The part of ``weights_per_token`` that is the k routed experts of one token."""
+    max_position_embeddings: int | None = None
+    """The longest context the model takes, tokens (None when the config does not say)."""
 
     @property
     def weights_all_experts(self) -> int:
@@ -158,11 +165,23 @@ def _dtype_alias(name: str | None) -> str | None:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure."""
+    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure,
+    and a key given twice in one object (JSON parsers keep the last) is refused."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(str(path), "top level is not a JSON object")
+    json.loads(read_text(path), object_pairs_hook=lambda pairs: _unique_pairs(pairs, path))
     return data
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, Any]:
+    seen: set[str] = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise InputError(str(path), "given twice in one object (a JSON reader keeps the "
+                             "last without a word)", key=k)
+        seen.add(k)
+    return dict(pairs)
 
 
 def geometry_from_file(path: str | Path) -> Geometry:
@@ -191,9 +210,15 @@ def geometry(config: dict[str, Any]) -> Geometry:
                           f"{tc!r:.40}")
     text = tc or config
     px = "text_config." if tc else ""
-    t = text.get("model_type", config.get("model_type", "unknown"))
+    t = text.get("model_type", config.get("model_type"))
+    if t is None:
+        raise ConfigError(px + "model_type", "missing: the model's type says which counts "
+                          "apply")
     if not isinstance(t, str):
         raise ConfigError(px + "model_type", f"must be a string, got {t!r}")
+    if t not in MODEL_TYPES:
+        raise ConfigError(px + "model_type", f"unknown model_type {t!r}: its weights are not "
+                          f"modelled here; modelled: {', '.join(sorted(MODEL_TYPES))}")
     h = _count(text, "hidden_size", prefix=px)
     n_layers = _count(text, "num_hidden_layers", prefix=px)
     n_heads = _count(text, "num_attention_heads", prefix=px)
@@ -263,7 +288,18 @@ def geometry(config: dict[str, Any]) -> Geometry:
         num_experts=mlp[2], experts_per_token=mlp[3],
         routed_expert_weights=n_layers_moe * mlp[4],
         active_routed_expert_weights=n_layers_moe * mlp[5],
+        max_position_embeddings=_count(text, "max_position_embeddings", default=None,
+                                       prefix=px),
     )
+
+
+def check_context(geom: Geometry, tokens: float, source: str) -> None:
+    """Refuse a context per stream (tokens) above the model's max_position_embeddings;
+    ``source`` names the option or key it came from."""
+    limit = geom.max_position_embeddings
+    if limit is not None and tokens > limit:
+        raise InputError(source, f"{tokens:,.0f} tokens of context per stream exceeds the "
+                         f"model's max_position_embeddings {limit:,}")
 
 
 def _layer_types(text: dict[str, Any], n_layers: int, px: str = "") -> list[str]:

@@ -19,11 +19,11 @@ from typing import Any
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import Geometry
+from claimcheck.core.geometry import Geometry, check_context
 from claimcheck.core.io import read_csv
 from claimcheck.core.paths import RAW
 from claimcheck.core.units import GB, GIB
-from claimcheck.core.weights import weight_bytes
+from claimcheck.core.weights import check_bytes_per_weight, weight_bytes
 
 # Weight sizes: the closed set of units (bytes per unit). GB and GiB are never mixed.
 WEIGHT_UNITS: dict[str, int] = {"GB": GB, "GiB": GIB}
@@ -138,9 +138,11 @@ def resolve_weights(w: Weights, geom: Geometry, rows: dict[str, WeightRow]
             raise InputError("weights.csv", f"unknown weights id {w.id!r}; known: "
                              f"{', '.join(sorted(rows))}", key="id")
         r = rows[w.id]
+        check_bytes_per_weight(geom, r.bytes, "weights.csv", key=f"{r.id}.weight_size")
         return r.bytes, f"{r.size:g} {r.unit} (weights.csv {r.id})", r
     if w.size is not None:
         n = w.size * WEIGHT_UNITS[w.unit]  # type: ignore[index]
+        check_bytes_per_weight(geom, n, w.source or "weights")
         extra = f" ({n / GB:.2f} GB)" if w.unit == "GiB" else ""
         return n, f"{w.size:g} {w.unit}{extra} measured" + (
             f" ({w.source})" if w.source else ""), None
@@ -187,13 +189,22 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                  tflops: float | None = None, power_limit_w: float | None = None,
                  state_dtype: str | None = None, kv_dtype: str | None = None,
                  context_tokens: float = 0.0, eta: float = 1.0, rows: float = 1.0,
-                 tau: float = 1.0, cards: int = 1) -> tuple[rl.Roofline, dict[str, Any]]:
+                 tau: float = 1.0, cards: int = 1, check_memory: bool = False,
+                 free_bytes: float | None = None, context_source: str = "context"
+                 ) -> tuple[rl.Roofline, dict[str, Any]]:
     """The roofline and a dict naming the value and source of each input.
 
     State and KV dtypes default to the weights.csv row's when the source is an id (else
     fp32 state, bf16 KV). The compute dtype defaults to the weight format's
     (:data:`COMPUTE_DTYPE`), else bf16. Context is tokens per stream. ``cards`` > 1 is
-    tensor parallel over that many of ``card``, joined by its ``link`` in cards.csv."""
+    tensor parallel over that many of ``card``, joined by its ``link`` in cards.csv.
+
+    A weight size below half a byte per weight and a context above the model's
+    max_position_embeddings (named ``context_source``) are refused (:class:`InputError`).
+    ``check_memory`` gives the roofline the card's memory (cards.csv memory_gib), so that
+    its own check refuses weights plus one stream, or weights plus ``free_bytes``, that do
+    not fit (:class:`~claimcheck.core.roofline.RooflineInputError`)."""
+    check_context(geom, context_tokens, context_source)
     if cards > 1 and card.link_bytes_s is None:
         raise InputError("cards.csv", f"card {card.card} has no link bandwidth for "
                          f"{cards}-card tensor parallel", key="link_bw_gb_s")
@@ -206,7 +217,9 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
     m = rl.for_model(geom, weight_bytes=w_bytes, bandwidth_bytes_s=card.bandwidth_bytes_s,
                      tflops=p_tflops, eta=eta, state_dtype=state, kv_dtype=kv,
                      context_tokens=context_tokens, rows=rows, tau=tau, cards=cards,
-                     link_bytes_s=card.link_bytes_s if cards > 1 else None)
+                     link_bytes_s=card.link_bytes_s if cards > 1 else None,
+                     memory_bytes=card.memory_gib * GIB if check_memory else None,
+                     free_bytes=free_bytes)
     sources = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s,
                "bandwidth_source": card.sources.get("source_bandwidth", "cards.csv"),
                "eta": eta, "weights": w_label, "weight_bytes": w_bytes, "tflops": p_tflops,

@@ -44,6 +44,15 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 
+class RooflineInputError(ValueError):
+    """An input the formula cannot take; ``field`` names the :class:`Roofline` field (the
+    memory check names ``weight_bytes``, or ``free_bytes`` for free memory)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        super().__init__(reason)
+
+
 @dataclass(frozen=True)
 class Roofline:
     """Inputs of the formula, in bytes, bytes/s, FLOP and FLOP/s.
@@ -52,7 +61,9 @@ class Roofline:
     ``routed_expert_bytes`` the part of it that is routed experts, of which each token uses
     ``experts_per_token`` of ``num_experts`` (all three 0 for a dense model). When
     ``memory_bytes`` (the card's memory) is given, the weights plus one stream's state and
-    KV must fit in it. Every input is refused with a ValueError naming it and the bound.
+    KV must fit in it, and the weights plus ``free_bytes`` (memory left for streams) too:
+    this is the one memory check. Every input is refused with a
+    :class:`RooflineInputError` naming its field and the bound.
     """
 
     weight_bytes: float
@@ -72,58 +83,72 @@ class Roofline:
     cards: int = 1
     allreduce_bytes_per_row: float = 0.0
     link_bytes_s: float | None = None
+    free_bytes: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("weight_bytes", "bandwidth_bytes_s", "flops_per_row", "peak_flops_s",
                      "eta", "rows", "tau"):
             v = getattr(self, name)
             if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+                raise RooflineInputError(name, f"{name} must be a finite number > 0, got {v!r}")
         for name in ("state_bytes", "kv_bytes_per_token", "context_tokens",
                      "routed_expert_bytes"):
             v = getattr(self, name)
             if not (isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+                raise RooflineInputError(name, f"{name} must be a finite number >= 0, "
+                                         f"got {v!r}")
         if self.eta > 1:
-            raise ValueError(f"eta (fraction of bandwidth achieved) must be <= 1, got "
-                             f"{self.eta!r}")
+            raise RooflineInputError("eta", f"eta (fraction of bandwidth achieved) must be "
+                                     f"<= 1, got {self.eta!r}")
         if self.rows < 1:
-            raise ValueError(f"rows (positions verified per stream per step) must be >= 1, "
-                             f"got {self.rows!r}")
+            raise RooflineInputError("rows", f"rows (positions verified per stream per step) "
+                                     f"must be >= 1, got {self.rows!r}")
         if self.tau > self.rows:
-            raise ValueError(f"tau ({self.tau:g} tokens kept per stream per step) cannot "
-                             f"exceed rows ({self.rows:g} positions verified)")
+            raise RooflineInputError("tau", f"tau ({self.tau:g} tokens kept per stream per "
+                                     f"step) cannot exceed rows ({self.rows:g} positions "
+                                     "verified)")
         if self.routed_expert_bytes:
             if self.routed_expert_bytes > self.weight_bytes:
-                raise ValueError(f"routed_expert_bytes {self.routed_expert_bytes:g} exceeds "
-                                 f"weight_bytes {self.weight_bytes:g}")
+                raise RooflineInputError("routed_expert_bytes", f"routed_expert_bytes "
+                                         f"{self.routed_expert_bytes:g} exceeds weight_bytes "
+                                         f"{self.weight_bytes:g}")
             if not 1 <= self.experts_per_token <= self.num_experts:
-                raise ValueError(f"experts_per_token must be in [1, num_experts = "
-                                 f"{self.num_experts}], got {self.experts_per_token}")
+                raise RooflineInputError("experts_per_token", f"experts_per_token must be in "
+                                         f"[1, num_experts = {self.num_experts}], got "
+                                         f"{self.experts_per_token}")
         if not (isinstance(self.cards, int) and self.cards >= 1):
-            raise ValueError(f"cards must be an integer >= 1, got {self.cards!r}")
+            raise RooflineInputError("cards", f"cards must be an integer >= 1, got "
+                                     f"{self.cards!r}")
         if self.cards > 1:
             for name in ("allreduce_bytes_per_row", "link_bytes_s"):
                 v = getattr(self, name)
                 if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0):
-                    raise ValueError(f"{name} must be a finite number > 0 for "
-                                     f"{self.cards} cards, got {v!r}")
-        if self.memory_bytes is not None and self.cards > 1:
-            need = (self.weight_bytes + self.state_bytes
-                    + self.kv_bytes_per_token * self.context_tokens) / self.cards
-            if need > self.memory_bytes:
-                raise ValueError(
-                    f"1/{self.cards} of the weights plus one stream's state and KV "
-                    f"({need / 2**30:.2f} GiB per card) does not fit in the card's "
-                    f"{self.memory_bytes / 2**30:.2f} GiB")
-        elif self.memory_bytes is not None:
-            need = self.weight_bytes + self.state_bytes + (self.kv_bytes_per_token
-                                                           * self.context_tokens)
-            if need > self.memory_bytes:
-                raise ValueError(
-                    f"weights ({self.weight_bytes / 2**30:.2f} GiB) plus one stream's state "
-                    f"and KV ({(need - self.weight_bytes) / 2**30:.2f} GiB) do not fit in "
-                    f"the card's {self.memory_bytes / 2**30:.2f} GiB")
+                    raise RooflineInputError(name, f"{name} must be a finite number > 0 for "
+                                             f"{self.cards} cards, got {v!r}")
+        if self.free_bytes is not None and not (isinstance(self.free_bytes, numbers.Real)
+                                                and math.isfinite(self.free_bytes)
+                                                and self.free_bytes > 0):
+            raise RooflineInputError("free_bytes", f"free memory must be a finite number of "
+                                     f"bytes > 0, got {self.free_bytes!r}")
+        if self.memory_bytes is not None:
+            self._check_fits()
+
+    def _check_fits(self) -> None:
+        """Weights plus one stream, and weights plus the free memory, within the card's
+        memory (per card under tensor parallel: 1/n of each)."""
+        n = self.cards
+        mem = self.memory_bytes / 2**30  # type: ignore[operator]
+        w = self.weight_bytes / n / 2**30
+        one = (self.state_bytes + self.kv_bytes_per_token * self.context_tokens) / n / 2**30
+        per = f" per card (1/{n} of each)" if n > 1 else ""
+        if w + one > mem:
+            raise RooflineInputError(
+                "weight_bytes", f"{w:.2f} GiB of weights plus one stream's state and KV "
+                f"({one:.2f} GiB){per} do not fit in the card's {mem:g} GiB")
+        if self.free_bytes is not None and self.free_bytes / 2**30 + w > mem:
+            raise RooflineInputError(
+                "free_bytes", f"{self.free_bytes / 2**30:g} GiB free plus {w:.2f} GiB of "
+                f"weights{per} exceeds the card's {mem:g} GiB")
 
     @property
     def per_stream_bytes(self) -> float:
@@ -161,14 +186,15 @@ def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflop
               context_tokens: float = 0.0, rows: float = 1.0, tau: float = 1.0,
               memory_bytes: float | None = None, cards: int = 1,
               link_bytes_s: float | None = None,
-              activation_bytes: float = 2.0) -> Roofline:
+              activation_bytes: float = 2.0, free_bytes: float | None = None) -> Roofline:
     """The inputs for a model geometry (:class:`claimcheck.core.geometry.Geometry`): F from its
     FLOPs per token, S and kappa from its state and KV sizes at the given dtypes.
 
     ``weight_bytes`` is every weight byte a step can read (for a MoE: all experts, as a
     checkpoint holds them); the routed experts' share of it is the geometry's
     ``routed_expert_weights / weights_all_experts``. ``tflops`` is the compute ceiling in
-    TFLOP/s; ``memory_bytes`` the card's memory (checked when given). ``cards`` > 1 splits
+    TFLOP/s; ``memory_bytes`` the card's memory and ``free_bytes`` the memory left for
+    streams (checked against it when given). ``cards`` > 1 splits
     the model over that many cards joined by a link of ``link_bytes_s`` bytes/s each way;
     activations of ``activation_bytes`` bytes (2: bf16) are all-reduced twice per layer.
     """
@@ -187,7 +213,7 @@ def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflop
                     routed_expert_bytes=routed,
                     experts_per_token=getattr(geom, "experts_per_token", 0),
                     num_experts=getattr(geom, "num_experts", 0), memory_bytes=memory_bytes,
-                    **tp)
+                    free_bytes=free_bytes, **tp)
 
 
 def allreduce_bytes_per_row(geom: Any, activation_bytes: float = 2.0) -> float:
@@ -304,7 +330,8 @@ def compute_plateau_tok_s(m: Roofline) -> float:
 
 def memory_wall_streams(free_bytes: float, state_bytes: float, kv_bytes_per_token: float,
                         context_tokens: float) -> int:
-    """Most streams that fit in ``free_bytes``, each holding its state plus kappa L."""
+    """Most streams that fit in ``free_bytes``, each holding its state plus kappa L
+    (ValueError when a stream needs no memory: there is no wall)."""
     if not (math.isfinite(free_bytes) and free_bytes > 0):
         raise ValueError(f"free memory must be a finite number of bytes > 0, got {free_bytes!r}")
     per = state_bytes + kv_bytes_per_token * context_tokens
@@ -314,14 +341,29 @@ def memory_wall_streams(free_bytes: float, state_bytes: float, kv_bytes_per_toke
 
 
 def tau_needed(m: Roofline, streams: int, aggregate_tok_s: float) -> float:
-    """Tokens each stream must keep per step for ``aggregate_tok_s`` at B streams.
+    """Tokens each stream must keep per step for ``aggregate_tok_s`` at B streams; ``inf``
+    when no number of tokens kept per step reaches it.
 
-    Uses ``m.rows`` for the arithmetic term; tau in ``m`` is ignored.
+    With ``m.rows`` positions verified: tau = target t_step / B. Where that exceeds the rows
+    (a kept token must be verified), the rows rise with tau: the memory term M stays, the
+    compute and link terms grow by C and L per row, and tau = k M / (1 - k L) with
+    k = target / B, reachable only while k (C + L) <= 1, i.e. below the compute plateau
+    B / (C + L) tok/s. On one card L = 0 and tau = k M, the first formula. tau in ``m`` is
+    ignored.
     """
     if not (math.isfinite(aggregate_tok_s) and aggregate_tok_s > 0):
         raise ValueError(f"target aggregate tok/s must be finite and > 0, got "
                          f"{aggregate_tok_s!r}")
-    return aggregate_tok_s * step_time_s(m, streams) / streams
+    k = aggregate_tok_s / streams
+    tau = k * step_time_s(m, streams)
+    if tau <= m.rows:
+        return tau
+    per_row = m.with_(rows=1.0, tau=1.0)
+    c = compute_time_s(per_row, streams)
+    link = allreduce_time_s(per_row, streams)
+    if k * (c + link) > 1:
+        return math.inf
+    return k * memory_time_s(m, streams) / (1 - k * link)
 
 
 def curve(m: Roofline, streams: list[int]) -> list[Point]:

@@ -8,9 +8,26 @@ from __future__ import annotations
 
 import math
 
+from claimcheck.core.errors import InputError
 from claimcheck.core.formats import weight_format
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.units import GB, GIB
+
+# The fewest bytes a checkpoint stores per weight: 4-bit formats (W4A16, NVFP4) hold 0.5
+# byte per weight plus their scales; less cannot be the model's weights.
+MIN_BYTES_PER_WEIGHT = 0.5
+
+
+def check_bytes_per_weight(geom: Geometry, n_bytes: float, source: str,
+                           key: str | None = None) -> None:
+    """Refuse a weight size below :data:`MIN_BYTES_PER_WEIGHT` byte per weight a step can
+    read (every expert of a MoE); ``source`` (and ``key``) name where the size came from."""
+    n_w = geom.weights_all_experts
+    if n_bytes < MIN_BYTES_PER_WEIGHT * n_w:
+        raise InputError(source, f"{n_bytes / GB:.2f} GB of weights is {n_bytes / n_w:.3f} "
+                         f"byte per weight for the model's {n_w / 1e9:.2f} B weights; "
+                         f"below {MIN_BYTES_PER_WEIGHT:g} byte (4-bit) no checkpoint holds "
+                         f"them (at least {MIN_BYTES_PER_WEIGHT * n_w / GB:.2f} GB)", key=key)
 
 
 def weight_bytes(geom: Geometry, *, gb: float | None = None, gib: float | None = None,

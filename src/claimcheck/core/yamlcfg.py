@@ -95,3 +95,57 @@ def load_validated(path: str | Path, schema_name: str) -> dict[str, Any]:
         key = ".".join(str(k) for k in path_list) or "(top level)"
         raise InputError(str(p), e.message, line=_line_of(node, path_list), key=key)
     return data
+
+
+def key_path(path: list[Any]) -> str:
+    """``["rooflines", 0, "card"]`` as ``rooflines[0].card`` (top level: ``(top level)``)."""
+    out = ""
+    for k in path:
+        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+    return out or "(top level)"
+
+
+def check_unique_keys(path: str | Path) -> None:
+    """Refuse a YAML file with a key given twice in one mapping (PyYAML, and so Snakemake's
+    ``configfile:``, would keep the last without a word), naming the file and line."""
+    p = Path(path)
+    try:
+        safe_load_unique(read_text(p))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise InputError(str(p), f"not valid YAML: {getattr(e, 'problem', e)}",
+                         line=mark.line + 1 if mark else None) from None
+
+
+def validate_config(data: Any, schema_path: str | Path, files: list[str | Path]) -> None:
+    """Validate a loaded config (a pipeline's, merged from ``files``) against a YAML JSON
+    schema; the first error is one :class:`InputError` naming the file, line and key path
+    (``rooflines[0].max_streams``), never a raw ValidationError."""
+    sch = yaml.safe_load(read_text(schema_path))
+    validator = jsonschema.Draft202012Validator(sch)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    e = errors[0]
+    where, line = (str(files[-1]) if files else "config"), None
+    for f in reversed(files):  # the last file that holds the key gave its value
+        node = yaml.compose(read_text(f))
+        if node is not None and _holds(node, list(e.absolute_path)):
+            where, line = str(f), _line_of(node, list(e.absolute_path))
+            break
+    raise InputError(where, e.message, line=line, key=key_path(list(e.absolute_path)))
+
+
+def _holds(node: yaml.Node, path: list[Any]) -> bool:
+    """Whether the YAML node tree has ``path`` (mapping keys and sequence indices)."""
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == str(key)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(
+                node.value):
+            node = node.value[key]
+        else:
+            return False
+        if node is None:
+            return False
+    return True

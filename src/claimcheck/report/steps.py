@@ -255,8 +255,9 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     gib = serverlog.weights_gib(text)
     if gib is not None:
         w = gib * GIB - embed_bytes
-        w_src = (f"engine log: weights {gib:g} GiB less input embedding "
-                 f"{embed_bytes / GB:.2f} GB ({model_dtype}) = {w / GB:.2f} GB read per step")
+        w_src = (f"engine log: weights {gib * GIB / GB:.2f} GB (the log's figure, converted) "
+                 f"less input embedding {embed_bytes / GB:.2f} GB ({model_dtype}) = "
+                 f"{w / GB:.2f} GB read per step")
     else:
         w, w_src = weight_bytes(geom, fmt=eng.get("weight_format") or model_dtype)
     m = BATCHED_TOKENS.search(text)

@@ -1,6 +1,6 @@
-# Issue 11: the token timeline's products. Per run: every metric definition per step (CSV)
-# and the definitions figure; across runs: the calibrated model's predicted / measured table
-# and one verdict per registry claim. Inputs are the run directories in full (every file).
+# What each run's token timeline gives: per run, every metric definition per step (CSV) and
+# the definitions figure; across runs, the calibrated model's predicted / measured table and
+# one verdict per registry claim. Inputs are the run directories in full (every file).
 
 
 rule metrics_table:
@@ -13,6 +13,8 @@ rule metrics_table:
         run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
     log:
         "logs/metrics_table-{run}.log",
+    benchmark:
+        "logs/benchmarks/metrics_table-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -31,6 +33,8 @@ rule definitions_figure:
         out_base=lambda wc: f"figures/definitions-{wc.run}",
     log:
         "logs/definitions_figure-{run}.log",
+    benchmark:
+        "logs/benchmarks/definitions_figure-{run}.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -49,6 +53,8 @@ rule model_table:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:
         "logs/model_table.log",
+    benchmark:
+        "logs/benchmarks/model_table.tsv"
     conda:
         PIPELINE_ENV
     script:
@@ -70,6 +76,8 @@ rule verdicts_table:
         json="data/derived/verdicts.json",
     log:
         "logs/verdicts_table.log",
+    benchmark:
+        "logs/benchmarks/verdicts_table.tsv"
     conda:
         PIPELINE_ENV
     script:
