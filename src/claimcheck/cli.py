@@ -24,7 +24,13 @@ from claimcheck.measure import clientproc, telemetry
 from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, get_engine, vllm_command
 from claimcheck.measure.protocols import check_fit, get_protocol
-from claimcheck.measure.runner import run_protocol, start_engine, tokenizer_for
+from claimcheck.measure.runner import (
+    Interrupted,
+    raise_on_signals,
+    run_protocol,
+    start_engine,
+    tokenizer_for,
+)
 
 
 def _print(obj: Any, as_json: bool, table: str) -> None:
@@ -457,6 +463,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     exit_code = 0
     worker = (clientproc.BenchWorker(engine_python(vllm_command()))
               if a.one_client_process else None)
+    raise_on_signals()  # SIGTERM (SLURM's time limit) / SIGINT: record, stop, exit 143/130
     try:
         for proto in protos:
             if own and (server is None or not server.alive()):
@@ -476,11 +483,15 @@ def cmd_measure(a: argparse.Namespace) -> int:
                 exit_code = 4
                 if own and server.alive() and not server.healthy():
                     srv.stop(server)
+    except Interrupted as e:
+        print(f"claimcheck: {e}; what was measured is kept, the server is stopped",
+              file=sys.stderr)
+        exit_code = e.code
     finally:
         if worker is not None:
             worker.close()
         if own and server is not None and not a.keep_server:
-            srv.stop(server)
+            srv.stop(server, grace_s=10 if exit_code > 128 else 30)
     return exit_code
 
 
@@ -519,8 +530,11 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     proto = run.provenance.get("protocol_config", {})
     rows = [run_steps.step_metrics(s) for s in run.steps]
     ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    status = run.provenance.get("status")
     lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
-             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}",
+             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}"
+             + ("" if status == "complete" else
+                f"; run {status}: {run.provenance.get('failure')}"),
              "streams are independent requests, a closed loop (a new one starts when one "
              f"finishes); context per stream up to {ctx} tokens"]
     for r in rows:

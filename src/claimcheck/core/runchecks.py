@@ -129,6 +129,30 @@ def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | No
                                  "inter-token gap must be >= 0 s", key="itls")
 
 
+def output_length_problem(bench: Mapping[str, Any], *, requests: int, output_len: int,
+                          ignore_eos: bool) -> str:
+    """Why a step's result disagrees with what was asked ("" when it agrees): completed
+    and failed requests that do not add up to those sent, a completed request with more
+    tokens than ``output_len`` or, when the protocol ignores EOS, with fewer."""
+    done, failed = bench.get("completed") or 0, bench.get("failed") or 0
+    if done + failed != requests:
+        return (f"{done} completed + {failed} failed requests but {requests} were sent")
+    errors = bench.get("errors") or []
+    lens = bench.get("output_lens") or []
+    ok = [(i, n) for i, n in enumerate(lens)
+          if n is not None and not (i < len(errors) and errors[i])]
+    over = [(i, n) for i, n in ok if n > output_len]
+    if over:
+        return (f"{len(over)} completed requests returned more than the {output_len} "
+                f"tokens asked for (first: request {over[0][0]}, {over[0][1]} tokens)")
+    short = [(i, n) for i, n in ok if n < output_len] if ignore_eos else []
+    if short:
+        return (f"{len(short)} completed requests returned fewer than the {output_len} "
+                f"tokens asked for under --ignore-eos (first: request {short[0][0]}, "
+                f"{short[0][1]} tokens)")
+    return ""
+
+
 def check_power(rows: Iterable[Mapping[str, Any]], *, card: Card | None,
                 source: str) -> None:
     """Board power samples (W) of ``telemetry.csv``: >= 0 W and, on a known card, at most
