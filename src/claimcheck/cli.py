@@ -367,7 +367,10 @@ def cmd_stop(a: argparse.Namespace) -> int:
         print(f"claimcheck: the server in {a.state} (pid {s.pid}) is not running; "
               "nothing to stop", file=sys.stderr)
         return 0
-    srv.stop(s, source=str(Path(a.state) / "server.json"))
+    if not srv.stop(s, source=str(Path(a.state) / "server.json")):
+        print(f"claimcheck: error: pid {s.pid} is still running after SIGTERM and SIGKILL "
+              "to its process group", file=sys.stderr)
+        return 1
     print(f"claimcheck: stopped pid {s.pid}", file=sys.stderr)
     return 0
 
