@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from claimcheck.measure import clientproc, loadclient
+from claimcheck.report import definitions_fig
 from tests._cli import cli
 from tests.test_runner_faults import FAKE, fake_engine_env, free_port, measure, provenance
 
@@ -196,6 +197,14 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
     assert m.returncode == 0, m.stderr
     assert m.stdout.splitlines()[0].endswith(f"; run interrupted: {prov['failure']}")
     assert "skipped 00-c4-r1: no bench.json (step interrupted)" in m.stdout
+    # the pipeline's per-run rules read it (snakemake all is not stopped by it)
+    rec = subprocess.run([sys.executable, "-m", "claimcheck.report.derive", "run-record",
+                          str(run), str(tmp / "run.json")], capture_output=True, text=True,
+                         timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    assert json.loads((tmp / "run.json").read_text())["provenance"]["status"] == "interrupted"
+    png, _ = definitions_fig.write(run, tmp / "definitions")
+    assert png.stat().st_size > 1000
 
 
 def test_a_run_killed_without_writing_its_end_reads_as_interrupted(tmp_path):

@@ -326,7 +326,9 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--state", default=".claimcheck/server")
     m.add_argument("--runs-dir", default=str(RUNS))
     m.add_argument("--health-timeout", type=float, default=900, help="seconds")
-    m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
+    m.add_argument("--step-timeout", type=float, default=None,
+                   help="seconds per step's client (default: 300 + waves x "
+                   "(prompt/10 + output/1), waves = ceil(requests/streams))")
     m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
     m.add_argument("--protocols-file", default=None)
     m.add_argument("--engines-file", default=None)
