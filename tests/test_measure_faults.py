@@ -223,3 +223,17 @@ def test_a_run_killed_without_writing_its_end_reads_as_interrupted(tmp_path):
         "; run interrupted: provenance.json still says running: the runner was killed before "
         "it could record its end (or is still running); the steps it recorded are kept")
     assert m.stdout.count("\nstep ") == 2
+
+
+def test_the_interrupted_reason_outside_a_client_run():
+    from claimcheck.measure.runner import Interrupted, interrupted_reason
+
+    steps = [{"status": "complete"}, {"status": "failed"}]
+    e = Interrupted(signal.SIGTERM)
+    assert (e.code, e.name) == (143, "SIGTERM")
+    assert interrupted_reason(e, steps, 5) == (
+        "interrupted by SIGTERM outside a step's client run (after 2 of 5 steps were "
+        "recorded); the 1 complete step(s) before it are kept")
+    assert interrupted_reason(KeyboardInterrupt(), [], 3).startswith(
+        "interrupted by SIGINT outside a step's client run (after 0 of 3 steps")
+    assert len(steps) == 2  # nothing appended without a step record

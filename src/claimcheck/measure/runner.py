@@ -210,7 +210,8 @@ def interrupted_reason(e: BaseException, steps: list[dict[str, Any]], planned: i
         steps.append(rec)
         where = f"during step {len(steps)} of {planned} ({rec['dir']})"
     else:
-        where = f"between steps ({len(steps)} of {planned} run)"
+        where = (f"outside a step's client run (after {len(steps)} of {planned} steps were "
+                 "recorded)")
     return (f"interrupted by {name} {where}; the {done} complete step(s) before it are "
             "kept")
 
