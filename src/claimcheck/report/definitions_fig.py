@@ -175,9 +175,6 @@ def write(run: str | Path | run_steps.RunData, out_base: str | Path,
     if not data.steps and status in (None, "complete"):
         raise ValueError(f"{data.path}: no step has a bench.json")
     if not data.steps:  # an interrupted or failed run before its first result: say so
-        fig, ax = fs.new(7.0, 1.4)
-        ax.axis("off")
-        ax.text(0.0, 0.5, f"{data.path.name}: run {status}, no step measured\n"
-                f"{data.provenance.get('failure')}", fontsize=8, va="center", wrap=True)
-        return fs.save(fig, out_base)
+        return fs.save(fs.notice(f"{data.path.name}: run {status}, no step measured\n"
+                                 f"{data.provenance.get('failure')}"), out_base)
     return fs.save(figure(data, step_index), out_base)
