@@ -12,9 +12,13 @@ FP8 = "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"
 
 
 def copy_run(tmp_path: Path, name: str, new_name: str | None = None) -> Path:
-    """A copy of a committed run directory under ``tmp_path/runs``."""
+    """A copy of a committed run directory under ``tmp_path/runs``; under ``new_name`` its
+    provenance names the new directory (as a run recorded there would), since a run whose
+    provenance names another directory is refused as a copy."""
     dst = tmp_path / "runs" / (new_name or name)
     shutil.copytree(RUNS / name, dst)
+    if new_name:
+        edit_json(dst / "provenance.json", lambda p: p.update(run_dir=new_name))
     return dst
 
 

@@ -67,7 +67,7 @@ def test_metrics_table_rows_are_flat():
 def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
     import shutil
 
-    run = tmp_path / "run"
+    run = tmp_path / LADDER.name  # the name its provenance records (else: a copy)
     shutil.copytree(LADDER, run)
     # a failed step: every request errored, nothing generated
     bench = run / "steps" / "00-c1-r1" / "bench.json"
@@ -94,7 +94,7 @@ def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
 def test_metrics_names_a_bench_file_with_mismatched_arrays(tmp_path, capsys):
     import shutil
 
-    run = tmp_path / "run"
+    run = tmp_path / LADDER.name  # the name its provenance records (else: a copy)
     shutil.copytree(LADDER, run)
     bench = run / "steps" / "00-c1-r1" / "bench.json"
     res = json.loads(bench.read_text())

@@ -27,6 +27,11 @@ def free_port() -> int:
 
 @pytest.fixture
 def env(tmp_path):
+    return fake_engine_env(tmp_path)
+
+
+def fake_engine_env(tmp_path):
+    """``vllm`` on PATH is the fake engine; a tiny engine config; (tmp_path, environment)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "vllm").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')

@@ -24,7 +24,13 @@ from claimcheck.measure import clientproc, telemetry
 from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, get_engine, vllm_command
 from claimcheck.measure.protocols import check_fit, get_protocol
-from claimcheck.measure.runner import run_protocol, start_engine, tokenizer_for
+from claimcheck.measure.runner import (
+    Interrupted,
+    raise_on_signals,
+    run_protocol,
+    start_engine,
+    tokenizer_for,
+)
 
 
 def _print(obj: Any, as_json: bool, table: str) -> None:
@@ -390,7 +396,9 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--runs-dir", default=str(RUNS),
                    help="where new run directories go (default data/raw/runs)")
     m.add_argument("--health-timeout", type=float, default=900, help="seconds")
-    m.add_argument("--step-timeout", type=float, default=None, help="seconds per bench call")
+    m.add_argument("--step-timeout", type=float, default=None,
+                   help="seconds per step's client (default: 300 + waves x "
+                   "(prompt/10 + output/1), waves = ceil(requests/streams))")
     m.add_argument("--gpus", default=None, help="NVML indices to sample, e.g. 0,1")
     m.add_argument("--protocols-file", default=None,
                    help="protocols to read instead of config/protocols.yaml")
@@ -433,7 +441,10 @@ def cmd_stop(a: argparse.Namespace) -> int:
         print(f"claimcheck: the server in {a.state} (pid {s.pid}) is not running; "
               "nothing to stop", file=sys.stderr)
         return 0
-    srv.stop(s, source=str(Path(a.state) / "server.json"))
+    if not srv.stop(s, source=str(Path(a.state) / "server.json")):
+        print(f"claimcheck: error: pid {s.pid} is still running after SIGTERM and SIGKILL "
+              "to its process group", file=sys.stderr)
+        return 1
     print(f"claimcheck: stopped pid {s.pid}", file=sys.stderr)
     return 0
 
@@ -529,6 +540,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     exit_code = 0
     worker = (clientproc.BenchWorker(engine_python(vllm_command()))
               if a.one_client_process else None)
+    raise_on_signals()  # SIGTERM (SLURM's time limit) / SIGINT: record, stop, exit 143/130
     try:
         for proto in protos:
             if own and (server is None or not server.alive()):
@@ -548,11 +560,15 @@ def cmd_measure(a: argparse.Namespace) -> int:
                 exit_code = 4
                 if own and server.alive() and not server.healthy():
                     srv.stop(server)
+    except Interrupted as e:
+        print(f"claimcheck: {e}; what was measured is kept, the server is stopped",
+              file=sys.stderr)
+        exit_code = e.code
     finally:
         if worker is not None:
             worker.close()
         if own and server is not None and not a.keep_server:
-            srv.stop(server)
+            srv.stop(server, grace_s=10 if exit_code > 128 else 30)
     return exit_code
 
 
@@ -591,8 +607,11 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     proto = run.provenance.get("protocol_config", {})
     rows = [run_steps.step_metrics(s) for s in run.steps]
     ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    status = run.provenance.get("status")
     lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
-             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}",
+             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}"
+             + ("" if status == "complete" else
+                f"; run {status}: {run.provenance.get('failure')}"),
              "streams are independent requests, a closed loop (a new one starts when one "
              f"finishes); context per stream up to {ctx} tokens"]
     for r in rows:

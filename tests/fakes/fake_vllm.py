@@ -3,9 +3,14 @@
 
 It is not vLLM: it exists so tests can make a real subprocess that never gets healthy,
 dies mid-run, or rejects a flag. Behaviour is chosen by FAKE_VLLM_MODE:
-``ok`` (default), ``never_healthy``, ``die_after_requests:N``, ``bad_flag``.
-``serve`` prints vLLM-shaped log lines; ``bench serve`` sends real HTTP requests and
-writes a --save-result JSON of the same shape as vLLM's (a subset of its keys).
+``ok`` (default), ``never_healthy``, ``die_after_requests:N``, ``bad_flag``, and for
+streamed requests (claimcheck's load client): ``stream_eof:K`` (K tokens, then the
+connection closes without ``[DONE]``), ``stream_stop:K`` (K tokens, then ``[DONE]``),
+``usage:N`` (every requested token streamed without running usage, then a final usage of
+N), ``hang`` (the request is read and never answered); ``bench_short:K`` makes ``bench
+serve`` record K output tokens for every request. ``serve`` prints vLLM-shaped log
+lines; ``bench serve`` sends real HTTP requests and writes a --save-result JSON of the same
+shape as vLLM's (a subset of its keys).
 """
 
 import argparse
@@ -60,6 +65,10 @@ def serve(argv: list[str]) -> int:
                 print("ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
                       "encountered an issue.", flush=True)
                 os._exit(1)
+            if mode == "hang":
+                time.sleep(3600)
+            if body.get("stream"):
+                return self.stream(body)
             state["running"] += 1
             time.sleep(0.05)
             state["running"] -= 1
@@ -71,6 +80,31 @@ def serve(argv: list[str]) -> int:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, body):
+            """SSE as vLLM sends it with continuous usage stats (one token per chunk)."""
+            want = int(body.get("max_tokens", 4))
+            kind, _, arg = mode.partition(":")
+            send = int(arg) if kind in ("stream_eof", "stream_stop") else want
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+
+            def event(obj):
+                self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+                self.wfile.flush()
+
+            for i in range(1, send + 1):
+                chunk = {"choices": [{"index": 0, "text": f" w{i}"}]}
+                if kind != "usage":
+                    chunk["usage"] = {"prompt_tokens": 8, "completion_tokens": i}
+                event(chunk)
+                time.sleep(0.002)
+            if kind == "stream_eof":
+                return  # the handler returns: the connection closes mid-response
+            final = int(arg) if kind == "usage" else send
+            event({"choices": [], "usage": {"prompt_tokens": 8, "completion_tokens": final}})
+            self.wfile.write(b"data: [DONE]\n\n")
 
     httpd = ThreadingHTTPServer((a.host, a.port), H)
 
@@ -119,6 +153,10 @@ def bench(argv: list[str]) -> int:
 
     with ThreadPoolExecutor(a.max_concurrency) as ex:
         res = list(ex.map(one, range(a.num_prompts)))
+    mode = os.environ.get("FAKE_VLLM_MODE", "ok")
+    if mode.startswith("bench_short:"):  # a server that stops early despite --ignore-eos
+        res = [(st, d, int(mode.split(":")[1]) if not err else 0, err)
+               for st, d, _, err in res]
     dur = time.time() - t0
     ok = [r for r in res if not r[3]]
     out_tokens = sum(r[2] for r in ok)

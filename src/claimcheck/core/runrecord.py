@@ -21,6 +21,9 @@ from claimcheck.core.errors import InputError
 
 SCHEMA_VERSION = "claimcheck.run/1"
 STEP_OK = "complete"
+INTERRUPTED = "interrupted"
+NEVER_ENDED = ("provenance.json still says running: the runner was killed before it could "
+               "record its end (or is still running); the steps it recorded are kept")
 
 
 @cache
@@ -135,11 +138,17 @@ class Provenance:
 
 def migrate_provenance(obj: Any) -> Any:
     """Fill, in memory, what older records lack (never written back): the schema tag, a
-    step's status from its client's return code, the protocol's repeats and report."""
+    step's status from its client's return code, the protocol's repeats and report. A run
+    whose status is still ``running`` (its runner was killed without a chance to write
+    its end) is read as :data:`INTERRUPTED`, with the steps it recorded."""
     if not isinstance(obj, dict):
         return obj
     obj = dict(obj)
     obj.setdefault("schema", SCHEMA_VERSION)
+    if obj.get("status") == "running":
+        obj["status"] = INTERRUPTED
+        obj.setdefault("steps", [])
+        obj["failure"] = obj.get("failure") or NEVER_ENDED
     proto = obj.get("protocol_config")
     if isinstance(proto, dict):
         proto = dict(proto)

@@ -9,11 +9,25 @@ recorded command of each step stays the exact ``vllm bench serve`` argv it is eq
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import subprocess
 import time
 from pathlib import Path
+
+TIMEOUT_RULE = ("300 s + waves x (input_len / 10 + output_len / 1) s, waves = "
+                "ceil(requests / streams): start-up, then every wave prefilled at 10 tok/s and "
+                "decoded at 1 tok/s per stream, far below any card")
+
+
+def default_timeout_s(requests: int, streams: int, input_len: int, output_len: int) -> float:
+    """The client's time limit for one step (s) when none is given: :data:`TIMEOUT_RULE`.
+
+    A server that accepts requests and never answers then fails the step, never hangs it.
+    """
+    waves = math.ceil(requests / max(1, streams))
+    return 300.0 + waves * (input_len / 10 + output_len / 1)
 
 
 def run_subprocess(argv: list[str], log: Path, timeout_s: float | None) -> int | None:

@@ -46,6 +46,12 @@ class RequestRecord:
     chunk_tokens: list[int | None] = field(default_factory=list)
     reasoning_chars: int = 0
     content_chars: int = 0
+    text_chunks: int = 0
+    """Chunks that carried text or reasoning (each holds at least one token)."""
+    usage_drop: str = ""
+    """Set when the running ``usage.completion_tokens`` went down between chunks."""
+    done: bool = False
+    """The stream ended with ``data: [DONE]``."""
     error: str = ""
 
 
@@ -77,6 +83,9 @@ def read_chunk(data: dict[str, Any], rec: RequestRecord, now: float) -> None:
     if usage.get("prompt_tokens") is not None:
         rec.prompt_tokens = usage["prompt_tokens"]
     if usage.get("completion_tokens") is not None:
+        if before is not None and usage["completion_tokens"] < before and not rec.usage_drop:
+            rec.usage_drop = (f"usage.completion_tokens went down from {before} to "
+                              f"{usage['completion_tokens']} within the stream")
         rec.completion_tokens = usage["completion_tokens"]
     piece = think = ""
     for ch in data.get("choices") or []:
@@ -85,6 +94,7 @@ def read_chunk(data: dict[str, Any], rec: RequestRecord, now: float) -> None:
         think += delta.get("reasoning") or delta.get("reasoning_content") or ""
     rec.content_chars += len(piece)
     rec.reasoning_chars += len(think)
+    rec.text_chunks += bool(piece or think)
     grew = (rec.completion_tokens or 0) - (before or 0)
     if grew > 0 or ((piece or think) and usage.get("completion_tokens") is None):
         rec.chunk_times.append(now)
@@ -105,13 +115,39 @@ async def one_request(client: Any, url: str, body: dict[str, Any], cid: int) -> 
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
+                    rec.done = True
                     break
                 read_chunk(json.loads(payload), rec, time.time())
     except Exception as e:  # noqa: BLE001 - every failure is recorded, never raised mid-run
         rec.error = f"{type(e).__name__}: {e}"
-    if not rec.error and rec.completion_tokens is None:
-        rec.error = "the stream carried no usage.completion_tokens"
+    if not rec.error:
+        rec.error = stream_problem(rec, max_tokens=body.get("max_tokens"),
+                                   ignore_eos=bool(body.get("ignore_eos")))
     return rec
+
+
+def stream_problem(rec: RequestRecord, *, max_tokens: int | None, ignore_eos: bool) -> str:
+    """Why a stream that ended without an HTTP or transport error still cannot count as a
+    completed request ("" when it can): no usage; usage above ``max_tokens``, below the
+    chunks that carried text, or going down; no ``[DONE]``; fewer tokens than asked for
+    when the request asked the server to ignore EOS (it must then produce them all)."""
+    n = rec.completion_tokens
+    if n is None:
+        return "the stream carried no usage.completion_tokens"
+    if rec.usage_drop:
+        return rec.usage_drop
+    if max_tokens is not None and n > max_tokens:
+        return f"usage reports {n} completion tokens but max_tokens was {max_tokens}"
+    if n < rec.text_chunks:
+        return (f"usage reports {n} completion tokens but {rec.text_chunks} chunks carrying "
+                "text were streamed (each holds at least one token)")
+    if not rec.done:
+        return (f"the stream ended without data: [DONE] after {n} of {max_tokens} "
+                "requested tokens")
+    if ignore_eos and max_tokens is not None and n < max_tokens:
+        return (f"the stream ended after {n} of {max_tokens} requested tokens under "
+                "ignore_eos")
+    return ""
 
 
 async def run_load(*, base_url: str, model: str, kind: str, streams: int, requests: int,

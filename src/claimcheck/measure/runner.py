@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import random
 import secrets
+import signal
 import sys
 import time
 import urllib.error
@@ -23,6 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import runchecks
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
@@ -35,6 +37,33 @@ from claimcheck.measure.engines import Engine, engine_python, server_argv, vllm_
 from claimcheck.measure.loadclient import synthetic_prompt
 from claimcheck.measure.protocols import Protocol
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
+
+
+class Interrupted(BaseException):  # noqa: N818 - what happened, like KeyboardInterrupt
+    """SIGTERM or SIGINT arrived during a measurement; ``code`` is the exit status the
+    shell would show (128 + the signal's number: 143 for SIGTERM, 130 for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        self.code = 128 + signum
+        self.step_record: dict[str, Any] | None = None
+        super().__init__(f"interrupted by {self.name}")
+
+
+def raise_on_signals() -> None:
+    """From now on the first SIGTERM or SIGINT raises :class:`Interrupted` in the main
+    thread; later ones are ignored, so that writing the run and stopping the server (which
+    take seconds) are not cut short."""
+    seen: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not seen:
+            seen.append(signum)
+            raise Interrupted(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
 
 
 def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
@@ -114,19 +143,20 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "started_utc": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(),
     }
     _write_json(run_dir / "provenance.json", base)
-    base["software"] = prov.software(engine_python(vllm))
-    # the runner's own interpreter (NVML sampling, load client) when it is another one
-    base["runner_software"] = (prov.software(sys.executable)
-                               if engine_python(vllm) != sys.executable else "software")
     steps: list[dict[str, Any]] = []
     status, reason = "complete", None
+    stopped: BaseException | None = None
     sampler = telemetry.Sampler(run_dir / "telemetry.csv", gpus)
     if not sampler.available:
         print(f"claimcheck: no GPU telemetry: {sampler.reason}", file=sys.stderr)
     plan = [(i, step, rep) for i, step in enumerate(protocol.steps)
             for rep in range(1, protocol.repeats + 1)]
-    with sampler:
-        try:
+    try:
+        base["software"] = prov.software(engine_python(vllm))
+        # the runner's own interpreter (NVML sampling, load client) when it is another one
+        base["runner_software"] = (prov.software(sys.executable)
+                                   if engine_python(vllm) != sys.executable else "software")
+        with sampler:
             for i, step, rep in plan:
                 rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
                                 tokenizer or engine.model, step_timeout_s, gpus, worker)
@@ -137,11 +167,14 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                       f"{time.time() - started:.0f} s)", file=sys.stderr, flush=True)
                 steps.append(rec)
                 _write_json(run_dir / "steps.json", steps)
+                # what a hard kill (SIGKILL) would leave: the steps so far, still "running"
+                _write_json(run_dir / "provenance.json", {**base, "steps": steps})
                 if rec["status"] != "complete":
                     status, reason = "failed", rec["reason"]
                     break
-        except KeyboardInterrupt:
-            status, reason = "failed", "interrupted (SIGINT) before the protocol ended"
+    except (Interrupted, KeyboardInterrupt) as e:
+        stopped = e
+        status, reason = "interrupted", interrupted_reason(e, steps, len(plan))
     ended = time.time()
     server_log = server.read_log(log_start)
     (run_dir / "server.log").write_text(server_log)
@@ -162,9 +195,25 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         print(f"claimcheck: error: the run record does not match its schema: {e}",
               file=sys.stderr)
         status = "failed"
-    if reason == "interrupted (SIGINT) before the protocol ended":
-        raise KeyboardInterrupt  # everything measured is written; no further protocol
+    if stopped is not None:
+        raise stopped  # everything measured is written; no further protocol
     return run_dir, status
+
+
+def interrupted_reason(e: BaseException, steps: list[dict[str, Any]], planned: int) -> str:
+    """The run's failure when a signal stopped it; appends the interrupted step's record
+    (kept on the exception by :func:`_run_step`) to ``steps``."""
+    name = getattr(e, "name", "SIGINT")
+    rec = getattr(e, "step_record", None)
+    done = sum(s["status"] == "complete" for s in steps)
+    if rec is not None:
+        steps.append(rec)
+        where = f"during step {len(steps)} of {planned} ({rec['dir']})"
+    else:
+        where = (f"outside a step's client run (after {len(steps)} of {planned} steps were "
+                 "recorded)")
+    return (f"interrupted by {name} {where}; the {done} complete step(s) before it are "
+            "kept")
 
 
 def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
@@ -188,19 +237,33 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
                    start_unix_s=time.time(), end_unix_s=time.time())
         _write_json(sdir / "step.json", rec)
         return rec
+    if timeout_s is None:
+        timeout_s = clientproc.default_timeout_s(step.requests, step.streams, step.input_len,
+                                                 step.output_len)
+        rec["client_timeout_rule"] = clientproc.TIMEOUT_RULE
+    rec["client_timeout_s"] = timeout_s
     e0 = energy.read_energy_mj(gpus)
     rec["start_unix_s"] = time.time()
     print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} ({step.streams} "
           f"streams, {step.requests} requests, {step.input_len} + {step.output_len} tokens) "
           f"repeat {rep}/{protocol.repeats}", file=sys.stderr, flush=True)
     args = clientproc.bench_args(argv) if worker is not None else None
-    if worker is not None and args is not None:
-        rc = worker.run(args, sdir / "client.log", timeout_s)
-        rec["client_process"] = ("claimcheck.measure.benchworker: vllm.benchmarks.serve.main "
-                                 "(what `vllm bench serve` calls) in one process for every "
-                                 f"step, step {worker.steps} of that process")
-    else:
-        rc = clientproc.run_subprocess(argv, sdir / "client.log", timeout_s)
+    try:
+        if worker is not None and args is not None:
+            rc = worker.run(args, sdir / "client.log", timeout_s)
+            rec["client_process"] = ("claimcheck.measure.benchworker: vllm.benchmarks.serve."
+                                     "main (what `vllm bench serve` calls) in one process for "
+                                     f"every step, step {worker.steps} of that process")
+        else:
+            rc = clientproc.run_subprocess(argv, sdir / "client.log", timeout_s)
+    except (Interrupted, KeyboardInterrupt) as e:
+        rec.update(end_unix_s=time.time(), status="interrupted", server_healthy_after=None,
+                   reason=f"interrupted by {getattr(e, 'name', 'SIGINT')} while the client "
+                   "ran; the client was stopped and its requests are not counted")
+        _write_json(sdir / "step.json", rec)
+        if isinstance(e, Interrupted):
+            e.step_record = rec
+        raise
     rec["end_unix_s"] = time.time()
     e1 = energy.read_energy_mj(gpus)
     rec["energy"] = {"start": e0, "end": e1, "joules": energy.window_energy_j(e0, e1),
@@ -212,7 +275,8 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     if rc is None:
         problems.append(f"client timed out after {timeout_s} s")
     elif rc != 0:
-        problems.append(f"vllm bench serve exited with code {rc}")
+        client = "vllm bench serve" if protocol.kind == "bench" else "the load client"
+        problems.append(f"{client} exited with code {rc}")
     if result_path.exists():
         res = load_bench(result_path)
         failed = res.get("failed") or 0
@@ -223,6 +287,11 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
             problems.append(f"{failed} of {step.requests} requests failed"
                             + (f" (first error: {errs[0][:200]})" if errs else ""))
             rec["server_error_probe"] = probe_failure(server, engine, step)
+        lengths = runchecks.output_length_problem(
+            res, requests=step.requests, output_len=step.output_len,
+            ignore_eos=protocol.ignore_eos)
+        if lengths:
+            problems.append(lengths)
     else:
         problems.append(f"no {result_path.name} was written")
     alive = server.alive() and server.healthy()
@@ -277,8 +346,8 @@ def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127
     if wait:
         try:
             srv.wait_healthy(s, health_timeout_s)
-        except srv.ServerError:
-            srv.stop(s)  # a server this call started is never left running unanswered
+        except (srv.ServerError, Interrupted, KeyboardInterrupt):
+            srv.stop(s, grace_s=10)  # a server this call started is never left running
             raise
         s.save(state_dir)
         print(f"claimcheck: healthy after {s.healthy_unix_s - s.started_unix_s:.0f} s",

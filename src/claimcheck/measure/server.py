@@ -3,8 +3,10 @@
 A started server writes ``server.json`` (argv, pid, log path, URL, times) into its state
 directory so later ``claimcheck measure --attach DIR`` calls can use it and record it.
 It also records the process's identity (start time in clock ticks since boot and command
-line, from ``/proc/PID``) so that ``claimcheck stop`` signals only the process it started,
-never another one that later got the same pid.
+line, from ``/proc/PID``) and a launch marker (:data:`LAUNCH_ENV`, a random token set in the
+server's environment) so that ``claimcheck stop`` signals only the ``vllm serve`` process
+group it started, never another process that later got the same pid or that server.json
+was edited to name.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -28,6 +31,9 @@ from claimcheck.core.io import read_json
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
               "(add --no-wait to return before it is healthy)")
+
+LAUNCH_ENV = "CLAIMCHECK_SERVER_LAUNCH"
+"""Environment variable claimcheck sets, to a fresh random token, in a server it launches."""
 
 CAUSE = re.compile(r"error:|Error|EngineDeadError|out of memory|unrecognized arguments|"
                    r"No such file|not supported|Exception", re.IGNORECASE)
@@ -62,6 +68,8 @@ class Server:
     """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22)."""
     proc_cmdline: list[str] | None = None
     """Command line of ``pid`` as the kernel reports it (/proc/PID/cmdline)."""
+    launch_marker: str | None = None
+    """The token set as :data:`LAUNCH_ENV` in the environment of the process it launched."""
     _proc: subprocess.Popen | None = field(default=None, repr=False, compare=False)
 
     def alive(self) -> bool:
@@ -154,6 +162,8 @@ class Server:
             v = data.get(key)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise InputError(str(p), f"must be a positive integer, got {v!r}", key=key)
+        if data.get("launch_marker") is not None and not isinstance(data["launch_marker"], str):
+            raise InputError(str(p), "must be a string", key="launch_marker")
         for key in ("argv", "proc_cmdline"):
             v = data.get(key)
             if v is not None and not (isinstance(v, list)
@@ -171,7 +181,8 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
           base_url: str, engine: str | None = None) -> Server:
     """Start ``argv`` in a new process session, stdout and stderr to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**os.environ, **(env or {})}
+    marker = secrets.token_hex(16)
+    full_env = {**os.environ, **(env or {}), LAUNCH_ENV: marker}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
@@ -180,7 +191,7 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     return Server(base_url=base_url, log_path=str(log_path), argv=list(argv), pid=proc.pid,
                   env=dict(env or {}), started_unix_s=time.time(), engine=engine,
                   proc_start_ticks=ident.get("start_ticks"), proc_cmdline=ident.get("cmdline"),
-                  _proc=proc)
+                  launch_marker=marker, _proc=proc)
 
 
 def proc_identity(pid: int) -> dict[str, Any] | None:
@@ -199,22 +210,72 @@ def proc_identity(pid: int) -> dict[str, Any] | None:
             "cmdline": [x.decode(errors="replace") for x in raw.split(b"\0") if x]}
 
 
+def is_vllm_serve(argv: list[str]) -> bool:
+    """Whether ``argv`` runs ``vllm serve``: the ``vllm`` script (``vllm serve`` or
+    ``python .../vllm serve``) or ``python -m vllm.entrypoints.cli.main serve``."""
+    for i, a in enumerate(argv[:-1]):
+        if Path(a).name == "vllm" and argv[i + 1] == "serve":
+            return True
+        if (a == "-m" and argv[i + 1].startswith("vllm.") and i + 2 < len(argv)
+                and argv[i + 2] == "serve"):
+            return True
+    return False
+
+
+def proc_env_value(pid: int, key: str) -> str | None:
+    """The value of ``key`` in the environment ``pid`` was started with (/proc/PID/environ),
+    or None when it has none; OSError when it cannot be read."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    for item in raw.split(b"\0"):
+        k, sep, v = item.partition(b"=")
+        if sep and k.decode(errors="replace") == key:
+            return v.decode(errors="replace")
+    return None
+
+
 def not_ours(s: Server) -> str | None:
-    """Why the process now at ``s.pid`` is not the one ``s`` started (None if it is)."""
+    """Why the process now at ``s.pid`` is not the ``vllm serve`` process group this project
+    started (None if it is, or if it is gone): the record must hold its start time, command
+    line and launch marker, and name a ``vllm serve`` command; the live process must have
+    that start time and command line, carry the marker in its environment and lead its
+    process group."""
     if s.pid is None:
         return None
+    old = "(written by an older claimcheck), so it cannot be checked"
     if s.proc_start_ticks is None:
-        return (f"server.json records no start time for pid {s.pid} (written by an older "
-                "claimcheck), so it cannot be checked")
+        return f"server.json records no start time for pid {s.pid} {old}"
+    if s.proc_cmdline is None:
+        return f"server.json records no command line for pid {s.pid} {old}"
+    if s.launch_marker is None:
+        return f"server.json records no launch marker for pid {s.pid} {old}"
+    if not is_vllm_serve(s.argv):
+        return (f"the recorded command {shlex.join(s.argv)[:80]!r} is not `vllm serve`: "
+                "claimcheck stops only the vLLM servers it starts")
     ident = proc_identity(s.pid)
     if ident is None:
         return None  # gone: nothing will be signalled
     if ident["start_ticks"] != s.proc_start_ticks:
         return (f"pid {s.pid} started at tick {ident['start_ticks']}, the recorded server at "
                 f"tick {s.proc_start_ticks}: it is another process")
-    if s.proc_cmdline is not None and ident["cmdline"] != s.proc_cmdline:
+    if ident["cmdline"] != s.proc_cmdline:
         return (f"pid {s.pid} runs {shlex.join(ident['cmdline'])[:80]!r}, not the recorded "
                 f"{shlex.join(s.proc_cmdline)[:80]!r}")
+    if not is_vllm_serve(ident["cmdline"]):
+        return f"pid {s.pid} runs {shlex.join(ident['cmdline'])[:80]!r}, not `vllm serve`"
+    try:
+        mark = proc_env_value(s.pid, LAUNCH_ENV)
+    except OSError as e:
+        return f"the environment of pid {s.pid} cannot be read ({e.strerror})"
+    if mark != s.launch_marker:
+        return (f"pid {s.pid} does not carry the launch marker {LAUNCH_ENV} recorded in "
+                "server.json: claimcheck did not start it")
+    try:
+        group = os.getpgid(s.pid)
+    except OSError:
+        return None  # gone meanwhile
+    if group != s.pid:
+        return (f"pid {s.pid} does not lead a process group (its group is {group}), so "
+                "its group cannot be the server's")
     return None
 
 
@@ -237,21 +298,23 @@ def wait_healthy(s: Server, timeout_s: float, poll_s: float = 2.0) -> Server:
         time.sleep(poll_s)
 
 
-def stop(s: Server, grace_s: float = 30.0, *, source: str = "server.json") -> None:
-    """SIGTERM the server's process group, then SIGKILL after ``grace_s``.
+def stop(s: Server, grace_s: float = 30.0, *, source: str = "server.json",
+         kill_wait_s: float = 5.0) -> bool:
+    """SIGTERM the server's process group, then SIGKILL after ``grace_s`` (s); True when
+    the process is gone (or there was none), False when it survived both.
 
     A server read back from a state file (not this process's child) is signalled only if
-    the process at its pid has the recorded start time and command line; otherwise
-    :class:`InputError` naming ``source`` is raised and nothing is signalled.
+    :func:`not_ours` finds nothing wrong; otherwise :class:`InputError` naming ``source``
+    is raised and nothing is signalled.
     """
     if s.pid is None:
-        return
+        return True
     if s._proc is None:
         why = not_ours(s)
         if why:
             raise InputError(source, f"refusing to stop: {why}; nothing was signalled",
                              key="pid")
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, kill_wait_s)):
         try:
             os.killpg(s.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -264,3 +327,4 @@ def stop(s: Server, grace_s: float = 30.0, *, source: str = "server.json") -> No
     if s._proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             s._proc.wait(timeout=5)
+    return not s.alive()

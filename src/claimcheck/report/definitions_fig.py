@@ -171,6 +171,10 @@ def write(run: str | Path | run_steps.RunData, out_base: str | Path,
     ``out_base`` is the path without suffix; returns the two paths written.
     """
     data = run if isinstance(run, run_steps.RunData) else run_steps.load(run)
-    if not data.steps:
+    status = data.provenance.get("status")
+    if not data.steps and status in (None, "complete"):
         raise ValueError(f"{data.path}: no step has a bench.json")
+    if not data.steps:  # an interrupted or failed run before its first result: say so
+        return fs.save(fs.notice(f"{data.path.name}: run {status}, no step measured\n"
+                                 f"{data.provenance.get('failure')}"), out_base)
     return fs.save(figure(data, step_index), out_base)

@@ -85,3 +85,11 @@ def save(fig, base: str | Path) -> list[Path]:
     fig.savefig(svg, metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return [png, svg]
+
+
+def notice(text: str, width_in: float = 7.0):
+    """A figure holding only ``text``: what a run that measured nothing draws instead."""
+    fig, ax = new(width_in, 1.4)
+    ax.axis("off")
+    ax.text(0.0, 0.5, text, fontsize=8, va="center", wrap=True)
+    return fig

@@ -198,6 +198,9 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
             and not is_held_prefill(s.get("output_len"))]
+    if not kept and run.provenance.status != "complete":  # nothing measured to draw
+        return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
+                               f"{run.provenance.failure}"), md
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config), md
     if "lanes_stats" in run.protocol.metrics and kept:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import runchecks
+from claimcheck.core.cards import load_cards
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json, read_text
@@ -120,26 +122,9 @@ def step_log_lines(lines: list[serverlog.StatsLine], start: float, end: float,
 
 def check_bench(bench: dict[str, Any], rec: StepRecord, proto: Protocol, source: str
                 ) -> None:
-    """Refuse measured values that cannot be: a TPOT that is not positive, more requests
-    completed than sent, more output tokens than asked for."""
-    for key in ("median_tpot_ms", "mean_tpot_ms"):
-        v = bench.get(key)
-        if v is not None and not v > 0:
-            raise InputError(source, f"{v} ms is impossible: a time per output token must "
-                             "be > 0", key=key)
-    done = bench.get("completed")
-    if done is not None and done > rec.requests:
-        raise InputError(source, f"{done} requests completed but only {rec.requests} were "
-                         "sent", key="completed")
-    out_len = step_context(proto, rec.step)["output_len"]
-    lens = [n for n in bench.get("output_lens") or [] if n is not None]
-    if out_len and any(n > out_len for n in lens):
-        raise InputError(source, f"a request returned {max(lens)} tokens but "
-                         f"{out_len} were requested", key="output_lens")
-    total = bench.get("total_output_tokens")
-    if out_len and total is not None and total > rec.requests * out_len:
-        raise InputError(source, f"{total} output tokens but at most {rec.requests} x "
-                         f"{out_len} were requested", key="total_output_tokens")
+    """Refuse measured values that cannot be (:func:`claimcheck.core.runchecks.check_bench`)."""
+    runchecks.check_bench(bench, requests=rec.requests, step_ok=rec.ok, source=source,
+                          output_len=step_context(proto, rec.step)["output_len"])
 
 
 def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.StatsLine],
@@ -215,6 +200,10 @@ def load_run(path: str | Path) -> Run:
     steps = [_step_row(p, rec, proto, lines, tel, year) for rec in prov.steps]
     start = p / "server-start.log"
     start_text = read_text(start) if start.exists() else ""
+    runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
+                        weights_gib=serverlog.weights_gib(start_text),
+                        provenance_source=str(prov_path), telemetry_source=str(
+                            p / "telemetry.csv"), start_log_source=str(start))
     return Run(path=p, provenance=prov, protocol=proto, steps=steps,
                weights_gib=serverlog.weights_gib(start_text),
                kv_pool_tokens=serverlog.kv_pool_tokens(start_text))
