@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import runfiles
+from claimcheck.core.io import read_bytes
 from claimcheck.measure.protocols import Protocol, Step
 
 
@@ -36,7 +38,14 @@ def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, mode
 
 
 def load_bench(path: str | Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+    """A step's bench result from its step directory or its ``bench.json`` path; a step
+    kept compact (``bench.json.xz``) is read from there."""
+    p = Path(path)
+    if p.is_dir():
+        return json.loads(runfiles.bench_bytes(p))
+    if not p.exists() and p.name == runfiles.BENCH:
+        return json.loads(runfiles.bench_bytes(p.parent))
+    return json.loads(read_bytes(p))
 
 
 def summarize(result: dict[str, Any], streams: int) -> dict[str, Any]:

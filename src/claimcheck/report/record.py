@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import runfiles
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json, read_text
@@ -154,7 +155,7 @@ def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.S
                          "reason": rec.reason, "seed": rec.seed}
     t0, t1 = rec.start_unix_s, rec.end_unix_s
     if rec.ok:
-        bench_path = step_dir / "bench.json"
+        bench_path = runfiles.bench_path(step_dir) or step_dir / runfiles.BENCH
         raw = read_json(bench_path)
         if not isinstance(raw, dict):
             raise InputError(str(bench_path), "not a vllm bench serve result (an object)")

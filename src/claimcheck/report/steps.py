@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
+from claimcheck.core import runfiles
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import STATE_DTYPE_BYTES
 from claimcheck.core.geometry import geometry_from_file, load_config
@@ -107,8 +108,8 @@ def load(path: str | Path, run: record.Run | None = None) -> RunData:
     year = int(prov["started_utc"][:4])
     steps, skipped = [], []
     for rec in prov.get("steps", []):
-        bench_path = run.path / "steps" / rec["dir"] / "bench.json"
-        if not bench_path.exists():
+        bench_path = runfiles.bench_path(run.path / "steps" / rec["dir"])
+        if bench_path is None:
             skipped.append(f"{rec['dir']}: no bench.json (step {rec.get('status')})")
             continue
         bench = read_json(bench_path)
