@@ -230,7 +230,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     from claimcheck.core import verdicts as v
     from claimcheck.core.definitions import REGISTRY_METRIC
     from claimcheck.core.metrics import METRICS
-    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.core.protocols import load_protocols
     from claimcheck.report import steps as run_steps
 
     cards = load_cards(cards_csv)

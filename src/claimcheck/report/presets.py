@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
+from claimcheck.core import serverlog
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import WeightRow, Weights, roofline_for
 from claimcheck.core.io import read_text
-from claimcheck.measure import serverlog
 
 
 def check_unique_names(presets: list[dict[str, Any]], source: str) -> None:

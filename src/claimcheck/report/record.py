@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import runfiles
+from claimcheck.core import runfiles, serverlog, telemetry
+from claimcheck.core.bench import summarize
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json, read_text
+from claimcheck.core.protocols import Protocol, Step
 from claimcheck.core.runrecord import (
     Provenance,
     StepRecord,
@@ -29,9 +31,6 @@ from claimcheck.core.runrecord import (
     validate_step,
     validate_steps,
 )
-from claimcheck.measure import serverlog, telemetry
-from claimcheck.measure.bench import summarize
-from claimcheck.measure.protocols import Protocol, Step
 
 
 @dataclass(frozen=True)

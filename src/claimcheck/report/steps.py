@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
-from claimcheck.core import runfiles
+from claimcheck.core import runfiles, serverlog, telemetry
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import STATE_DTYPE_BYTES
 from claimcheck.core.geometry import geometry_from_file, load_config
@@ -32,7 +32,6 @@ from claimcheck.core.paths import ROOT
 from claimcheck.core.timeline import Timeline, from_bench
 from claimcheck.core.units import GB, GIB
 from claimcheck.core.weights import weight_bytes
-from claimcheck.measure import serverlog, telemetry
 from claimcheck.report import record
 
 
