@@ -106,3 +106,23 @@ def test_the_loaded_run_is_typed_and_carries_timelines():
                for s in lr.steps)
     assert lr.steps[1].timeline.output_tokens == lr.steps[1].bench["total_output_tokens"]
     assert lr.weights_gib == 50.22 and lr.power_samples()
+
+
+def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
+    run = load_run(LADDER)
+    lr = runload.load_run(LADDER)
+    for row, st in zip(run.steps, lr.steps, strict=True):
+        tl, bench = st.timeline, st.bench
+        gaps = sorted((r.last_token_s - r.first_token_s) * 1e3 / (r.output_tokens - 1)
+                      for r in tl.requests if r.output_tokens > 1)
+        n = len(gaps)
+        med = (gaps[n // 2] + gaps[(n - 1) // 2]) / 2
+        assert row["median_tpot_ms"] == pytest.approx(med, rel=1e-15)
+        assert row["aggregate_tpot_tok_s"] == pytest.approx(row["streams"] * 1000 / med,
+                                                            rel=1e-15)
+        assert row["e2e_output_tok_s"] == tl.output_tokens / tl.wall_s
+        assert row["vllm_e2e_output_tok_s"] == bench["output_throughput"]
+        assert row["vllm_median_tpot_ms"] == bench["median_tpot_ms"]
+        # the two roads agree to vLLM's clock reads: TPOT within 1e-6, e2e within 0.5%
+        assert row["median_tpot_ms"] == pytest.approx(bench["median_tpot_ms"], rel=1e-6)
+        assert row["e2e_output_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)

@@ -1,9 +1,10 @@
 """Read a recorded run directory into tidy per-step metrics (pure parsing, no GPU).
 
-Every tok/s here is named for what it is:
+Every tok/s here is named for what it is, and computed by :mod:`claimcheck.core.definitions`
+on the step's token timeline (vLLM's own figures are kept as ``vllm_*``, a cross-check):
 ``per_stream_tok_s`` = 1000 / median TPOT (decode; first token excluded),
 ``aggregate_tpot_tok_s`` = streams x per_stream_tok_s (assumes all streams decode),
-``e2e_output_tok_s`` = all output tokens / benchmark wall time (prefill, ramp, tail in),
+``e2e_output_tok_s`` = all output tokens / first send to last token (prefill, ramp, tail in),
 ``aggregate_mean_tpot_tok_s`` = streams x 1000 / mean TPOT (decode),
 ``engine_log_steady_tok_s`` = median of vLLM's 10-s generation-throughput lines with all
 streams running and no prompt tokens (None when no window qualifies).
@@ -12,10 +13,12 @@ streams running and no prompt tokens (None when no window qualifies).
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import definitions as d
 from claimcheck.core import runfiles, runload, serverlog, telemetry
 from claimcheck.core.bench import summarize
 from claimcheck.core.definitions import is_held_prefill
@@ -24,6 +27,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Protocol
 from claimcheck.core.runload import LoadedRun, RunStep, protocol_from_record
 from claimcheck.core.runrecord import Provenance, StepRecord, validate_provenance
+from claimcheck.core.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -123,9 +127,14 @@ def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
             raise InputError(str(lr.path / "steps" / rec.dir / runfiles.BENCH),
                              "no such file")
         check_bench(raw, rec, proto, str(st.bench_path))
-        m.update(summarize(raw, rec.streams))
+        vllm = summarize(raw, rec.streams)
         mean_tpot = raw.get("mean_tpot_ms")
-        m["aggregate_mean_tpot_tok_s"] = rec.streams * 1000 / mean_tpot if mean_tpot else None
+        vllm["aggregate_mean_tpot_tok_s"] = (rec.streams * 1000 / mean_tpot if mean_tpot
+                                             else None)
+        m.update(vllm)
+        m.update({f"vllm_{k}": vllm[k] for k in VLLM_CROSS_CHECK})
+        if st.timeline is not None:
+            m.update(timeline_speeds(st.timeline))
         if raw.get("duration") and t1 is not None:
             # The load itself, without the client's start-up (~10 s of importing):
             # the bench's start_times are on a monotonic clock, so the window is the
@@ -149,8 +158,28 @@ def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
     m["output_len"] = ctx["output_len"]
     if is_held_prefill(ctx["output_len"]):  # one gap per request: no decode rate to read
         m.update(per_stream_tok_s=None, aggregate_tpot_tok_s=None,
-                 aggregate_mean_tpot_tok_s=None)
+                 aggregate_mean_tpot_tok_s=None, vllm_aggregate_tpot_tok_s=None,
+                 vllm_aggregate_mean_tpot_tok_s=None)
     return m
+
+
+VLLM_CROSS_CHECK = ("e2e_output_tok_s", "median_tpot_ms", "mean_tpot_ms",
+                    "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s")
+"""vLLM's own figures, kept beside the timeline's as ``vllm_*`` columns (a cross-check)."""
+
+
+def timeline_speeds(tl: Timeline) -> dict[str, float | None]:
+    """The step row's reported speeds, each by :mod:`claimcheck.core.definitions` on the
+    step's timeline: end to end (all output tokens / first send to last token), median and
+    mean TPOT (ms), streams x 1000 / median and mean TPOT (aggregate, decode) and 1000 /
+    median TPOT (per stream)."""
+    t = d.tpots_ms(tl)
+    med = statistics.median(t) if t else None
+    return {"e2e_output_tok_s": d.e2e_aggregate_tok_s(tl), "median_tpot_ms": med,
+            "mean_tpot_ms": statistics.fmean(t) if t else None,
+            "per_stream_tok_s": 1000.0 / med if med else None,
+            "aggregate_tpot_tok_s": d.streams_x_1000_over_median_tpot(tl),
+            "aggregate_mean_tpot_tok_s": d.streams_x_1000_over_mean_tpot(tl)}
 
 
 def load_run(path: str | Path) -> Run:
