@@ -1,20 +1,19 @@
 """Derived tables: claims with derived speeds, roofline predictions, measured runs.
 
-Pure functions over loaded data; the CSV writers at the bottom are the only I/O.
+Pure functions over loaded data; the tables are written by :mod:`claimcheck.core.frames`.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.claims import Claim
 from claimcheck.core.engine_inputs import EngineInputs, state_bytes
+from claimcheck.core.frames import write_table
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import COMPUTE_DTYPE, WeightRow, Weights, roofline_for
 from claimcheck.core.metrics import METRICS
@@ -160,23 +159,6 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
     return rows
 
 
-def write_csv(rows: list[dict[str, Any]], path: str | Path) -> None:
-    """Write dict rows with the union of their keys as columns (stable order)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: _fmt(r.get(k)) for k in cols})
-
-
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "" if v is None else v
+write_csv = write_table
+"""Derived tables are written from typed DataFrames (:func:`claimcheck.core.frames.write_table`:
+CSV plus its dtypes; read back with :func:`claimcheck.core.frames.read_table`)."""
