@@ -37,7 +37,8 @@ def test_manifest_lists_every_committed_step():
     assert rels <= on_disk
 
 
-@pytest.mark.parametrize("sha,size,rel", _manifest(), ids=lambda v: str(v)[-60:])
+@pytest.mark.parametrize("sha,size,rel", [pytest.param(*m, id=m[2].removesuffix("/bench.json"))
+                                           for m in _manifest()])
 def test_bench_decodes_to_the_original_bytes(sha, size, rel):
     raw = runfiles.bench_bytes((RUNS / rel).parent)
     assert len(raw) == size
