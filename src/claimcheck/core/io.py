@@ -7,11 +7,13 @@ named. JSON decode errors name the file and line. These are the only readers the
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
 import lzma
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,14 @@ def read_json(path: str | Path) -> Any:
         raise InputError(str(path), f"not valid JSON ({e.msg})", line=e.lineno) from None
     except ValueError as e:
         raise InputError(str(path), f"not valid JSON ({e})") from None
+
+
+@functools.cache
+def read_schema(name: str) -> dict[str, Any]:
+    """The JSON schema shipped as ``claimcheck/schemas/NAME.schema.json`` (read once)."""
+    ref = resources.files("claimcheck.schemas").joinpath(f"{name}.schema.json")
+    with resources.as_file(ref) as p:
+        return read_json(p)
 
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:
