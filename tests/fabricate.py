@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+from claimcheck.core import runfiles
 from claimcheck.core.paths import ROOT, RUNS
 
 BATCH = "h200-20261129-bf16-dummy-hyperqwen-batch"
@@ -12,14 +13,30 @@ FP8 = "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"
 
 
 def copy_run(tmp_path: Path, name: str, new_name: str | None = None) -> Path:
-    """A copy of a committed run directory under ``tmp_path/runs``; under ``new_name`` its
-    provenance names the new directory (as a run recorded there would), since a run whose
-    provenance names another directory is refused as a copy."""
+    """A copy of a committed run directory under ``tmp_path/runs``, its bench results
+    written out plain (bench.json, as a run recorded before compaction keeps them), so a
+    test can edit them; under ``new_name`` its provenance names the new directory (as a run
+    recorded there would), since a run whose provenance names another directory is refused
+    as a copy."""
     dst = tmp_path / "runs" / (new_name or name)
-    shutil.copytree(RUNS / name, dst)
+    plain_copy(RUNS / name, dst)
     if new_name:
         edit_json(dst / "provenance.json", lambda p: p.update(run_dir=new_name))
     return dst
+
+
+def plain_copy(src: Path, dst: Path) -> Path:
+    """Copy run directory ``src`` to ``dst`` with every bench.json.xz decoded to bench.json."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(runfiles.BENCH_COMPACT))
+    for packed in src.glob(f"steps/*/{runfiles.BENCH_COMPACT}"):
+        out = dst / packed.relative_to(src).with_name(runfiles.BENCH)
+        out.write_bytes(runfiles.bench_bytes(packed.parent))
+    return dst
+
+
+def bench(step_dir: Path) -> dict:
+    """A step's bench result as the client wrote it (compact or plain)."""
+    return json.loads(runfiles.bench_bytes(step_dir))
 
 
 def edit_json(path: Path, fn) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from claimcheck.cli import main
+from tests.fabricate import bench as fab_bench
+from tests.fabricate import plain_copy
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
@@ -25,8 +27,7 @@ def test_metrics_json_every_step(capsys):
     for s in steps:
         for k in REQUIRED:
             assert k in s, k
-        bench = json.loads((LADDER / "steps" / f"{s['step']:02d}-c{s['streams']}-r1" /
-                            "bench.json").read_text())
+        bench = fab_bench(LADDER / "steps" / f"{s['step']:02d}-c{s['streams']}-r1")
         assert s["e2e_aggregate_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)
         assert s["e2e_aggregate_tok_s_per_stream"] == pytest.approx(
             s["e2e_aggregate_tok_s"] / s["streams"])
@@ -65,10 +66,8 @@ def test_metrics_table_rows_are_flat():
 
 
 def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
-    import shutil
-
     run = tmp_path / LADDER.name  # the name its provenance records (else: a copy)
-    shutil.copytree(LADDER, run)
+    plain_copy(LADDER, run)
     # a failed step: every request errored, nothing generated
     bench = run / "steps" / "00-c1-r1" / "bench.json"
     res = json.loads(bench.read_text())
@@ -92,10 +91,8 @@ def test_metrics_skips_steps_without_tokens(tmp_path, capsys):
 
 
 def test_metrics_names_a_bench_file_with_mismatched_arrays(tmp_path, capsys):
-    import shutil
-
     run = tmp_path / LADDER.name  # the name its provenance records (else: a copy)
-    shutil.copytree(LADDER, run)
+    plain_copy(LADDER, run)
     bench = run / "steps" / "00-c1-r1" / "bench.json"
     res = json.loads(bench.read_text())
     res["itls"] = res["itls"][:-1]

@@ -12,6 +12,7 @@ from claimcheck.core import model as m
 from claimcheck.report import predict
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import model_rows
+from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 SINGLE = RUNS / "h200-20261129-bf16-dummy-16k-single-stream"
@@ -22,7 +23,7 @@ H200_GB_S, H200_BF16_TFLOPS = 4800.0, 989.0  # datasheet, data/raw/cards.csv
 
 
 def _bench(step: str) -> dict:
-    return json.loads((SINGLE / "steps" / step / "bench.json").read_text())
+    return bench(SINGLE / "steps" / step)
 
 
 def _cal(run, runs=None):
@@ -88,7 +89,7 @@ def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
     cal = _cal(run)
     assert "step 2 repeat 1" in cal.compute_source and "7681-token prompts" in cal.compute_source
     shape, _ = run_steps.engine_shape(run)
-    b = json.loads((HELD / "steps" / "02-c1-r1" / "bench.json").read_text())
+    b = bench(HELD / "steps" / "02-c1-r1")
     assert b["completed"] == 16
     want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
                                                - cal.request_overhead_s)

@@ -4,7 +4,6 @@ Expected values are computed here from the raw JSON and log text by hand-written
 arithmetic, independently of the parser under test.
 """
 
-import json
 import re
 
 import pytest
@@ -13,7 +12,7 @@ from claimcheck.core.paths import RUNS
 from claimcheck.measure import serverlog
 from claimcheck.measure.bench import per_request, summarize
 from claimcheck.report.record import engine_facts, load_run, reported_steps
-from tests.fabricate import copy_run
+from tests.fabricate import bench, copy_run
 
 BATCH = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
@@ -21,7 +20,7 @@ FP8 = RUNS / "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch"
 
 
 def test_bench_summary_matches_raw_json():
-    raw = json.loads((BATCH / "steps/00-c64-r2/bench.json").read_text())
+    raw = bench(BATCH / "steps/00-c64-r2")
     s = summarize(raw, 64)
     assert s["completed"] == 256 and s["failed"] == 0
     assert s["total_output_tokens"] == 256 * 512
@@ -31,7 +30,7 @@ def test_bench_summary_matches_raw_json():
 
 
 def test_per_request_counts_are_usage_not_chunks():
-    raw = json.loads((BATCH / "steps/00-c64-r2/bench.json").read_text())
+    raw = bench(BATCH / "steps/00-c64-r2")
     rows = per_request(raw)
     assert len(rows) == 256
     assert sum(r["output_tokens"] for r in rows) == raw["total_output_tokens"]

@@ -18,6 +18,7 @@ from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import run_rows
 from claimcheck.report.update import render_update
 from tests.fabricate import FP8, copy_run
+from tests.fabricate import bench as fab_bench
 
 
 def dry_run_with(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:
@@ -63,7 +64,7 @@ def test_papermill_measured_notebook_on_any_run(tmp_path):
     assert (tmp_path / "fig.png").stat().st_size > 10_000
     md = out_md.read_text()
     # streams x 1000 / median TPOT of the kept (second) pass, from its bench.json fields
-    bench = json.loads((run / "steps/00-c64-r2/bench.json").read_text())
+    bench = fab_bench(run / "steps/00-c64-r2")
     expected = bench["max_concurrency"] * 1000 / bench["median_tpot_ms"]
     assert "dummy weights" in md and f"{expected:,.1f}" in md
 

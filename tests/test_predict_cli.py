@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 from claimcheck.cli import main
+from claimcheck.core import runfiles
 from claimcheck.core.paths import RUNS
 from claimcheck.measure.protocols import load_protocols
 from claimcheck.report import predict
@@ -71,7 +72,7 @@ def test_measured_steps_carry_their_error(committed):
     by = {r["streams"]: r for r in out["steps"]}
     assert by[1]["calibration_step"] and not by[8]["calibration_step"]
     assert by[8]["measured_in"] == [f"{LADDER} step 1 repeat 1"]
-    b = json.loads((RUNS / LADDER / "steps" / "01-c8-r1" / "bench.json").read_text())
+    b = json.loads(runfiles.bench_bytes(RUNS / LADDER / "steps" / "01-c8-r1"))
     # measured e2e = all output tokens / (first send to last token), from bench.json
     t0 = min(b["start_times"])
     t1 = max(s + t + sum(i) for s, t, i in zip(b["start_times"], b["ttfts"], b["itls"],

@@ -29,7 +29,13 @@ MADE_UP = {
 }
 # hand-made results: median TPOT (ms) and wall time (s) per step
 TPOT = {2: 20.0, 8: 25.0}
-DURATION = {2: 3.2, 8: 4.0}
+DURATION = {2: 3.2, 8: 4.0}  # vLLM's own duration: a cross-check column only
+
+
+def timeline_wall_s(streams, requests, out_len):
+    """First send (0 s) to the last token of the hand-made timeline below: the last request
+    starts at 0.1 x (n - 1) s, its first token 50 ms later, then out - 1 gaps of TPOT."""
+    return 0.1 * (requests - 1) + 0.05 + (out_len - 1) * TPOT[streams] / 1000
 
 
 def protocols_copy(tmp_path, **changes):
@@ -110,7 +116,7 @@ def test_made_up_protocol_gets_its_section(made_up):
     for st in MADE_UP["steps"]:
         b, n = st["streams"], st["requests"]
         aggregate = b * 1000 / TPOT[b]
-        e2e = n * MADE_UP["output_len"] / DURATION[b]
+        e2e = n * MADE_UP["output_len"] / timeline_wall_s(b, n, MADE_UP["output_len"])
         assert (f"| {b} | {n} | {aggregate:,.1f} | {TPOT[b]:.2f} ms | {e2e:,.1f} |") in md
     assert f"{MADE_UP['input_len'] + MADE_UP['output_len']} tokens of context per stream" in md
     # its source claim is compared at its own stream count, by its own definition
@@ -185,7 +191,7 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
     assert "Gate **passes** (rules: at least 2 levels, 1 repeats per level" in md
     assert "No plateau" in md
     # the gate's level rows: median end to end (one repeat: the value itself), growth
-    e2e = {b: st["requests"] * out / DURATION[b]
+    e2e = {b: st["requests"] * out / timeline_wall_s(b, st["requests"], out)
            for st in MADE_UP["steps"] for b in [st["streams"]]}
     assert f"| 8 | 1 | {e2e[8]:,.1f} | {e2e[8]:,.1f} – {e2e[8]:,.1f} |" in md
     assert f"| {(e2e[8] / e2e[2] - 1) * 100:+.1f}% |" in md

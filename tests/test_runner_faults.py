@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fabricate import bench
+
 FAKE = Path(__file__).parent / "fakes" / "fake_vllm.py"
 
 
@@ -129,7 +131,7 @@ def test_engine_dies_mid_run_keeps_results_and_next_protocol_runs(env):
     assert p["steps"][0]["status"] == "complete"
     assert p["steps"][1]["status"] == "failed"
     assert "requests failed" in p["failure"] and "EngineDeadError" in p["failure"]
-    kept = json.loads((ladder / "steps" / p["steps"][1]["dir"] / "bench.json").read_text())
+    kept = bench(ladder / "steps" / p["steps"][1]["dir"])
     assert kept["completed"] == 0 and kept["failed"] == 8  # every result that came back
     assert "EngineDeadError" in (ladder / "server.log").read_text()
     batch = next(d for d in (tmp / "runs").iterdir() if d.name.endswith("hyperqwen-batch"))

@@ -15,9 +15,10 @@ from claimcheck.core.timeline import (
     request_timeline,
     spread_tokens,
 )
+from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
-BENCHES = sorted(RUNS.glob("h200-*/steps/*/bench.json"))
+BENCHES = sorted(p.parent for p in RUNS.glob("h200-*/steps/*/bench.json*"))
 
 
 def test_spread_first_chunk_one_token_rest_even():
@@ -71,10 +72,10 @@ def test_touching_intervals_never_overlap():
     assert intervals_with_at_least([(1.0, 2.0), (2.0, 3.0)], 1) == [(1.0, 3.0)]
 
 
-@pytest.mark.parametrize("path", BENCHES, ids=lambda p: f"{p.parts[-4]}/{p.parts[-2]}")
+@pytest.mark.parametrize("path", BENCHES, ids=lambda p: f"{p.parts[-3]}/{p.parts[-1]}")
 def test_h200_timeline_matches_bench(path: Path):
-    res = json.loads(path.read_text())
-    streams = json.loads((path.parent / "step.json").read_text())["streams"]
+    res = bench(path)
+    streams = json.loads((path / "step.json").read_text())["streams"]
     tl = from_bench(res, streams)
     assert tl.output_tokens == res["total_output_tokens"]
     # end to end from the timeline (first send to last token) against the bench's own

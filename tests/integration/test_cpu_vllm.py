@@ -242,7 +242,7 @@ def test_engine_killed_mid_protocol(tmp_path):
     prov = json.loads((ladder / "provenance.json").read_text())
     assert prov["status"] == "failed" and prov["failure"]
     assert prov["steps"][0]["status"] == "complete"  # results before the kill are kept
-    assert (ladder / "steps" / prov["steps"][0]["dir"] / "bench.json").exists()
+    assert (ladder / "steps" / prov["steps"][0]["dir"] / "bench.json.xz").exists()  # compact
     assert prov["steps"][1]["status"] == "failed"
     assert (ladder / "server.log").read_text()  # the log tail is kept
     batch = json.loads((next(runs.glob("*hyperqwen-batch")) / "provenance.json").read_text())

@@ -7,17 +7,25 @@ named. JSON decode errors name the file and line. These are the only readers the
 from __future__ import annotations
 
 import csv
+import functools
+import gzip
 import io
 import json
+import lzma
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
 
+COMPRESSED = {".xz": lzma.decompress, ".gz": gzip.decompress}
+"""File name suffix -> decoder of a file stored compressed at rest (runs' bench results)."""
 
-def read_text(path: str | Path) -> str:
-    """The text of ``path`` (UTF-8, BOM allowed); :class:`InputError` naming the file otherwise."""
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of ``path``, decompressed when its name ends in ``.xz`` or ``.gz``;
+    :class:`InputError` naming the file when it is missing or not a valid archive."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -27,6 +35,20 @@ def read_text(path: str | Path) -> str:
         raise InputError(str(p), "is a directory, not a file") from None
     except PermissionError:
         raise InputError(str(p), "permission denied") from None
+    decode = COMPRESSED.get(p.suffix)
+    if decode is None:
+        return raw
+    try:
+        return decode(raw)
+    except (lzma.LZMAError, OSError, EOFError) as e:
+        raise InputError(str(p), f"not a valid {p.suffix} archive ({e})") from None
+
+
+def read_text(path: str | Path) -> str:
+    """The text of ``path`` (UTF-8, BOM allowed; ``.xz``/``.gz`` decompressed first);
+    :class:`InputError` naming the file otherwise."""
+    p = Path(path)
+    raw = read_bytes(p)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -47,6 +69,14 @@ def read_json(path: str | Path) -> Any:
         raise InputError(str(path), f"not valid JSON ({e.msg})", line=e.lineno) from None
     except ValueError as e:
         raise InputError(str(path), f"not valid JSON ({e})") from None
+
+
+@functools.cache
+def read_schema(name: str) -> dict[str, Any]:
+    """The JSON schema shipped as ``claimcheck/schemas/NAME.schema.json`` (read once)."""
+    ref = resources.files("claimcheck.schemas").joinpath(f"{name}.schema.json")
+    with resources.as_file(ref) as p:
+        return read_json(p)
 
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:

@@ -9,15 +9,13 @@ Errors are :class:`~claimcheck.core.errors.InputError` naming the file and the k
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import jsonschema
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_schema
 
 SCHEMA_VERSION = "claimcheck.run/1"
 STEP_OK = "complete"
@@ -26,10 +24,8 @@ NEVER_ENDED = ("provenance.json still says running: the runner was killed before
                "record its end (or is still running); the steps it recorded are kept")
 
 
-@cache
 def _schema(name: str) -> dict[str, Any]:
-    return json.loads(resources.files("claimcheck.schemas").joinpath(
-        f"{name}.schema.json").read_text())
+    return read_schema(name)
 
 
 def _check(obj: Any, name: str, source: str) -> None:

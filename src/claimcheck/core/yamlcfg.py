@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,7 @@ import jsonschema
 import yaml
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_text
+from claimcheck.core.io import read_schema, read_text
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -44,9 +42,8 @@ def safe_load_unique(text: str) -> Any:
 
 @cache
 def schema(name: str) -> dict[str, Any]:
-    """A JSON schema shipped in ``claimcheck/schemas/NAME.schema.json``."""
-    return json.loads(resources.files("claimcheck.schemas").joinpath(
-        f"{name}.schema.json").read_text())
+    """A JSON schema shipped in ``claimcheck/schemas/NAME.schema.json`` (through core.io)."""
+    return read_schema(name)
 
 
 def _line_of(node: yaml.Node, path: list[Any]) -> int | None:

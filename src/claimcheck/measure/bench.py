@@ -1,13 +1,13 @@
-"""The load generator: ``vllm bench serve`` argv, and parsing of its result JSON."""
+"""The load generator: ``vllm bench serve`` argv. Reading its result JSON lives in
+:mod:`claimcheck.core.bench` (re-exported here for the measuring side)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from claimcheck.measure.protocols import Protocol, Step
+from claimcheck.core.bench import load_bench, per_request, summarize  # noqa: F401
+from claimcheck.core.protocols import Protocol, Step
 
 
 def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, model: str,
@@ -33,65 +33,3 @@ def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, mode
     if p.ignore_eos:
         argv.append("--ignore-eos")
     return argv
-
-
-def load_bench(path: str | Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
-
-
-def summarize(result: dict[str, Any], streams: int) -> dict[str, Any]:
-    """Metrics of one ``--save-result`` JSON, each named with its unit.
-
-    ``per_stream_tok_s`` is 1000 / median TPOT (decode, first token excluded);
-    ``aggregate_tpot_tok_s`` is streams x that; ``e2e_output_tok_s`` is all output
-    tokens over the benchmark's wall time (prefill, ramp and tail included).
-    """
-    tpot = result.get("median_tpot_ms")
-    per_stream = 1000.0 / tpot if tpot else None
-    errors = [e for e in result.get("errors", []) if e]
-    return {
-        "streams": streams,
-        "requests": result.get("num_prompts"),
-        "completed": result.get("completed"),
-        "failed": result.get("failed", len(errors)),
-        "duration_s": result.get("duration"),
-        "total_output_tokens": result.get("total_output_tokens"),
-        "e2e_output_tok_s": result.get("output_throughput"),
-        "median_tpot_ms": tpot,
-        "mean_tpot_ms": result.get("mean_tpot_ms"),
-        "per_stream_tok_s": per_stream,
-        "aggregate_tpot_tok_s": streams * per_stream if per_stream else None,
-        "mean_ttft_ms": result.get("mean_ttft_ms"),
-        "median_ttft_ms": result.get("median_ttft_ms"),
-        "median_itl_ms": result.get("median_itl_ms"),
-        "max_concurrent_requests": result.get("max_concurrent_requests"),
-    }
-
-
-def per_request(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows of the ``--save-detailed`` arrays: one per request, times in seconds.
-
-    ``output_tokens`` is the server's own count (usage), never a count of stream chunks.
-    """
-    n = len(result.get("input_lens", []))
-
-    def col(key: str, default: Any) -> list[Any]:
-        return result.get(key) or [default] * n
-
-    itls, outs, ttfts = col("itls", []), col("output_lens", None), col("ttfts", None)
-    starts, errors = col("start_times", None), col("errors", "")
-    rows = []
-    for i in range(n):
-        itl, out_len, ttft = itls[i] or [], outs[i], ttfts[i]
-        rows.append({
-            "index": i,
-            "start_time_s": starts[i],
-            "input_tokens": result["input_lens"][i],
-            "output_tokens": out_len,
-            "ttft_s": ttft,
-            "chunks": len(itl) + 1 if ttft else 0,
-            "decode_s": sum(itl) if itl else None,
-            "tpot_s": (sum(itl) / (out_len - 1)) if itl and out_len and out_len > 1 else None,
-            "error": errors[i] or "",
-        })
-    return rows

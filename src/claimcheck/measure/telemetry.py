@@ -9,16 +9,13 @@ run can say its telemetry failed instead of the thread dying silently.
 from __future__ import annotations
 
 import csv
-import io
-import math
-import statistics
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_text
+from claimcheck.core.telemetry import read_telemetry, summarize  # noqa: F401 (re-export)
 
 FIELDS = ("t_unix_s", "gpu", "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz",
           "temp_c", "mem_used_mib", "throttle_reasons")
@@ -262,64 +259,3 @@ def provenance_record(sampler: Sampler) -> dict[str, Any]:
         rec["summary"] = {"samples": 0}
         rec["read_error"] = str(e)
     return rec
-
-
-def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a telemetry.csv (absent file: no rows). Numbers must be finite; a bad cell is
-    refused naming the file, line and column."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
-    missing = [k for k in ("t_unix_s", "gpu") if k not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(str(p), f"missing columns {missing} in the header", line=1)
-    rows = []
-    for r in reader:
-        line = reader.line_num
-        if None in r:
-            raise InputError(str(p), "more fields than the header", line=line)
-        if None in r.values():
-            raise InputError(str(p), "fewer fields than the header (a row cut off?)",
-                             line=line)
-        row: dict[str, Any] = {}
-        for k, v in r.items():
-            if k == "throttle_reasons" or v in ("", None):
-                row[k] = v
-                continue
-            try:
-                x = float(v)
-            except ValueError:
-                raise InputError(str(p), f"not a number: {v[:40]!r}", line=line,
-                                 key=k) from None
-            if not math.isfinite(x):
-                raise InputError(str(p), f"not a finite number: {v!r}", line=line, key=k)
-            row[k] = x
-        if row.get("t_unix_s") in ("", None):
-            raise InputError(str(p), "empty", line=line, key="t_unix_s")
-        rows.append(row)
-    return rows
-
-
-def summarize(rows: list[dict[str, Any]], t0: float | None = None,
-              t1: float | None = None) -> dict[str, Any]:
-    """Mean and max power (W), mean SM clock (MHz), max temperature (C) within [t0, t1]."""
-    sel = [r for r in rows if (t0 is None or r["t_unix_s"] >= t0)
-           and (t1 is None or r["t_unix_s"] <= t1)]
-    if not sel:
-        return {"samples": 0}
-
-    def col(k):
-        return [r[k] for r in sel if isinstance(r.get(k), float)]
-
-    power = col("power_w")
-    return {
-        "samples": len(sel),
-        "mean_power_w": statistics.fmean(power) if power else None,
-        "max_power_w": max(power) if power else None,
-        "power_limit_w": max(col("power_limit_w")) if col("power_limit_w") else None,
-        "mean_sm_clock_mhz": statistics.fmean(col("sm_clock_mhz")) if col("sm_clock_mhz")
-        else None,
-        "max_temp_c": max(col("temp_c")) if col("temp_c") else None,
-        "max_mem_used_mib": max(col("mem_used_mib")) if col("mem_used_mib") else None,
-    }

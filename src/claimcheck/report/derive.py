@@ -307,7 +307,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     from claimcheck.core import sourcemodel as sm
     from claimcheck.core import verdicts as v
     from claimcheck.core.metrics import METRICS
-    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.core.protocols import load_protocols
     from claimcheck.report.tables import QUANT_FORMAT
 
     tol = v.TOLERANCE if tolerance is None else tolerance

@@ -16,8 +16,8 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
+from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
-from claimcheck.measure.protocols import load_protocols
 from claimcheck.report import figstyle, plots, sections
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records

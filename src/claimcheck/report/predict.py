@@ -444,7 +444,7 @@ def _engine_runs(runs: list[run_steps.RunData], card: str, engine: str
 def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
     """Whether the engine can run the step (prompt + output within max_model_len, the
     measure runner's margin included) and what to say when it queues past its slots."""
-    from claimcheck.measure.protocols import FIT_MARGIN_TOKENS
+    from claimcheck.core.protocols import FIT_MARGIN_TOKENS
     max_len, seqs = eng.get("max_model_len"), eng.get("max_num_seqs")
     need = step.input_len + step.output_len + FIT_MARGIN_TOKENS
     if max_len and need > int(max_len):

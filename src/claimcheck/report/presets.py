@@ -8,16 +8,19 @@ Everything goes through :func:`claimcheck.core.inputs.roofline_for`.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
+from claimcheck.core import runload, serverlog
 from claimcheck.core.cards import Card, Ceiling
+from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import WeightRow, Weights, roofline_for
 from claimcheck.core.io import read_text
-from claimcheck.measure import serverlog
+from claimcheck.report.tables import engine_roofline
 
 
 def check_unique_names(presets: list[dict[str, Any]], source: str) -> None:
@@ -51,10 +54,36 @@ def preset_weights(preset: dict[str, Any], runs_dir: str | Path) -> Weights:
     return Weights(format=preset["weights_format"])
 
 
+def run_engine_inputs(run_dir: str | Path) -> EngineInputs:
+    """The engine inputs of a recorded run (:mod:`claimcheck.core.engine_inputs`), from its
+    provenance.json, server-start.log and model config: the ones its step rooflines and its
+    model use."""
+    p = Path(run_dir)
+    prov = runload.read_provenance(p)
+    ei = runload.run_engine_inputs(prov, read_text(p / "server-start.log"),
+                                   str(p / "provenance.json"))
+    if ei is None or ei.engine_weights_gib is None:
+        engine_weights_gib(p)  # names the start log that lacks the weight line
+        raise InputError(str(p / "provenance.json"), "model config not in this checkout",
+                         key="model_config")
+    return ei
+
+
 def preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
                     ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
                     runs_dir: str | Path) -> tuple[rl.Roofline, dict[str, Any]]:
-    """The roofline of a preset at eta = 1, and the source of each input."""
+    """The roofline of a preset at eta = 1, and the source of each input. A preset drawn
+    from a recorded run (``weights_run``) takes that run's engine inputs (W without the input
+    embedding, conv state in S) at the preset's state and KV dtypes, as its steps do."""
+    if preset.get("weights_run"):
+        ei = run_engine_inputs(Path(runs_dir) / preset["weights_run"])
+        if preset.get("compute_dtype"):
+            ei = dataclasses.replace(ei, compute_dtype=preset["compute_dtype"])
+        return engine_roofline(ei, geom, card, ceilings,
+                               context_tokens=preset["context"],
+                               state_dtype=preset["state_dtype"], kv_dtype=preset["kv_dtype"],
+                               ceiling=preset.get("ceiling"),
+                               source=f"engine log of {preset['weights_run']}")
     return roofline_for(geom, card, weights=preset_weights(preset, runs_dir),
                         ceilings=ceilings, weight_rows=weight_rows,
                         compute_dtype=preset.get("compute_dtype"),

@@ -1,9 +1,10 @@
 """Read a recorded run directory into tidy per-step metrics (pure parsing, no GPU).
 
-Every tok/s here is named for what it is:
+Every tok/s here is named for what it is, and computed by :mod:`claimcheck.core.definitions`
+on the step's token timeline (vLLM's own figures are kept as ``vllm_*``, a cross-check):
 ``per_stream_tok_s`` = 1000 / median TPOT (decode; first token excluded),
 ``aggregate_tpot_tok_s`` = streams x per_stream_tok_s (assumes all streams decode),
-``e2e_output_tok_s`` = all output tokens / benchmark wall time (prefill, ramp, tail in),
+``e2e_output_tok_s`` = all output tokens / first send to last token (prefill, ramp, tail in),
 ``aggregate_mean_tpot_tok_s`` = streams x 1000 / mean TPOT (decode),
 ``engine_log_steady_tok_s`` = median of vLLM's 10-s generation-throughput lines with all
 streams running and no prompt tokens (None when no window qualifies).
@@ -11,28 +12,22 @@ streams running and no prompt tokens (None when no window qualifies).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import runchecks
-from claimcheck.core.cards import load_cards
+from claimcheck.core import definitions as d
+from claimcheck.core import runchecks, runfiles, runload, serverlog, telemetry
+from claimcheck.core.bench import summarize
 from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_json, read_text
-from claimcheck.core.runrecord import (
-    Provenance,
-    StepRecord,
-    migrate_provenance,
-    validate_provenance,
-    validate_step,
-    validate_steps,
-)
-from claimcheck.measure import serverlog, telemetry
-from claimcheck.measure.bench import summarize
-from claimcheck.measure.protocols import Protocol, Step
+from claimcheck.core.protocols import Protocol
+from claimcheck.core.runload import LoadedRun, RunStep, protocol_from_record
+from claimcheck.core.runrecord import Provenance, StepRecord, validate_provenance
+from claimcheck.core.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -47,6 +42,9 @@ class Run:
     steps: list[dict[str, Any]]
     weights_gib: float | None = None
     kv_pool_tokens: int | None = None
+    engine_inputs: EngineInputs | None = None
+    files: LoadedRun | None = field(default=None, repr=False, compare=False)
+    """The run directory as read (None for a run rebuilt from its run-record JSON)."""
 
     @property
     def name(self) -> str:
@@ -61,34 +59,6 @@ class Run:
         """Short description: card, engine, weights, engine version."""
         p = self.provenance
         return f"{p.card} · {p.engine} · {p.weights_label} · vLLM {p.sw('vllm')}"
-
-
-def protocol_from_record(d: dict[str, Any]) -> Protocol:
-    """The Protocol a run recorded (``protocol_config``), through the Protocol and Step
-    dataclasses' own fields: keys they do not know are left out; fields the record lacks
-    take their defaults, a step's lengths the protocol's (older records), else None."""
-    kw: dict[str, Any] = {}
-    for f in dataclasses.fields(Protocol):
-        if f.name in d:
-            kw[f.name] = d[f.name]
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kw[f.name] = None
-    steps = []
-    for s in d["steps"]:
-        sk: dict[str, Any] = {}
-        for f in dataclasses.fields(Step):
-            if f.name in s:
-                sk[f.name] = s[f.name]
-            elif f.name in d:  # per-step lengths default to the protocol's
-                sk[f.name] = d[f.name]
-            elif f.default is dataclasses.MISSING:
-                sk[f.name] = None
-        steps.append(Step(**sk))
-    kw["steps"] = tuple(steps)
-    for k in ("source_claims", "metrics"):
-        kw[k] = tuple(kw.get(k) or ())
-    kw["description"] = " ".join(str(kw.get("description") or "").split())
-    return Protocol(**kw)
 
 
 def step_context(proto: Protocol, index: int) -> dict[str, int]:
@@ -127,26 +97,27 @@ def check_bench(bench: dict[str, Any], rec: StepRecord, proto: Protocol, source:
                           output_len=step_context(proto, rec.step)["output_len"])
 
 
-def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.StatsLine],
-              tel: Any, year: int) -> dict[str, Any]:
+def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
     """The tidy metrics of one step (only status, reason and window for a failed step)."""
-    step_dir = p / "steps" / rec.dir
-    step_json = step_dir / "step.json"
-    if step_json.exists():
-        validate_step(read_json(step_json), str(step_json))
+    rec, proto = st.record, lr.protocol
     m: dict[str, Any] = {"streams": rec.streams, "requests": rec.requests,
                          "repeat": rec.repeat, "step": rec.step, "status": rec.status,
                          "reason": rec.reason, "seed": rec.seed}
     t0, t1 = rec.start_unix_s, rec.end_unix_s
     if rec.ok:
-        bench_path = step_dir / "bench.json"
-        raw = read_json(bench_path)
-        if not isinstance(raw, dict):
-            raise InputError(str(bench_path), "not a vllm bench serve result (an object)")
-        check_bench(raw, rec, proto, str(bench_path))
-        m.update(summarize(raw, rec.streams))
+        raw = st.bench
+        if raw is None:  # a complete step must have its result
+            raise InputError(str(lr.path / "steps" / rec.dir / runfiles.BENCH),
+                             "no such file")
+        check_bench(raw, rec, proto, str(st.bench_path))
+        vllm = summarize(raw, rec.streams)
         mean_tpot = raw.get("mean_tpot_ms")
-        m["aggregate_mean_tpot_tok_s"] = rec.streams * 1000 / mean_tpot if mean_tpot else None
+        vllm["aggregate_mean_tpot_tok_s"] = (rec.streams * 1000 / mean_tpot if mean_tpot
+                                             else None)
+        m.update(vllm)
+        m.update({f"vllm_{k}": vllm[k] for k in VLLM_CROSS_CHECK})
+        if st.timeline is not None:
+            m.update(timeline_speeds(st.timeline))
         if raw.get("duration") and t1 is not None:
             # The load itself, without the client's start-up (~10 s of importing):
             # the bench's start_times are on a monotonic clock, so the window is the
@@ -156,57 +127,53 @@ def _step_row(p: Path, rec: StepRecord, proto: Protocol, lines: list[serverlog.S
             t0 = max(rec.start_unix_s or t1, t1 - raw["duration"])
     m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
     if rec.ok and t0 is not None and t1 is not None:
-        sel = step_log_lines(lines, t0, t1 + 5, year)
+        sel = step_log_lines(lr.stats_lines, t0, t1 + 5, lr.year)
         steady = serverlog.steady_lines(sel, rec.streams)
         m["engine_log_lines"] = len(sel)
         m["engine_log_steady_lines"] = len(steady)
         m["engine_log_steady_tok_s"] = serverlog.steady_state_tok_s(sel, rec.streams)
         m["preemptions"] = max((s.preemptions for s in sel), default=0)
-        m.update({f"telemetry_{k}": v for k, v in telemetry.summarize(tel, t0, t1).items()})
+        m.update({f"telemetry_{k}": v
+                  for k, v in telemetry.summarize(lr.telemetry, t0, t1).items()})
     ctx = step_context(proto, rec.step)
     m["context_tokens_per_stream"] = ctx["context_tokens_per_stream"]
     m["input_len"] = ctx["input_len"]
     m["output_len"] = ctx["output_len"]
     if is_held_prefill(ctx["output_len"]):  # one gap per request: no decode rate to read
         m.update(per_stream_tok_s=None, aggregate_tpot_tok_s=None,
-                 aggregate_mean_tpot_tok_s=None)
+                 aggregate_mean_tpot_tok_s=None, vllm_aggregate_tpot_tok_s=None,
+                 vllm_aggregate_mean_tpot_tok_s=None)
     return m
 
 
+VLLM_CROSS_CHECK = ("e2e_output_tok_s", "median_tpot_ms", "mean_tpot_ms",
+                    "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s")
+"""vLLM's own figures, kept beside the timeline's as ``vllm_*`` columns (a cross-check)."""
+
+
+def timeline_speeds(tl: Timeline) -> dict[str, float | None]:
+    """The step row's reported speeds, each by :mod:`claimcheck.core.definitions` on the
+    step's timeline: end to end (all output tokens / first send to last token), median and
+    mean TPOT (ms), streams x 1000 / median and mean TPOT (aggregate, decode) and 1000 /
+    median TPOT (per stream)."""
+    t = d.tpots_ms(tl)
+    med = statistics.median(t) if t else None
+    return {"e2e_output_tok_s": d.e2e_aggregate_tok_s(tl), "median_tpot_ms": med,
+            "mean_tpot_ms": statistics.fmean(t) if t else None,
+            "per_stream_tok_s": 1000.0 / med if med else None,
+            "aggregate_tpot_tok_s": d.streams_x_1000_over_median_tpot(tl),
+            "aggregate_mean_tpot_tok_s": d.streams_x_1000_over_mean_tpot(tl)}
+
+
 def load_run(path: str | Path) -> Run:
-    """Read one run directory once: provenance.json and steps.json (validated, migrated in
-    memory), each step's step.json and bench.json, server.log, server-start.log and
-    telemetry.csv. Every error names the file."""
-    p = Path(path)
-    prov_path = p / "provenance.json"
-    if not prov_path.exists():
-        raise InputError(str(prov_path), "missing: every run directory needs its "
-                         "provenance.json")
-    prov = validate_provenance(migrate_provenance(read_json(prov_path)), str(prov_path))
-    steps_path = p / "steps.json"
-    if steps_path.exists():
-        raw_steps = read_json(steps_path)
-        if isinstance(raw_steps, list):
-            raw_steps = migrate_provenance({"steps": raw_steps})["steps"]
-        validate_steps(raw_steps, str(steps_path))
-    if prov.steps and not (p / "steps").is_dir():
-        raise InputError(str(p / "steps"), "missing: provenance.json lists "
-                         f"{len(prov.steps)} steps")
-    proto = protocol_from_record(prov.protocol_config)
-    tel = telemetry.read_telemetry(p / "telemetry.csv")
-    log = p / "server.log"
-    lines = serverlog.stats_lines(read_text(log) if log.exists() else "")
-    year = int(prov.started_utc[:4])
-    steps = [_step_row(p, rec, proto, lines, tel, year) for rec in prov.steps]
-    start = p / "server-start.log"
-    start_text = read_text(start) if start.exists() else ""
-    runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
-                        weights_gib=serverlog.weights_gib(start_text),
-                        provenance_source=str(prov_path), telemetry_source=str(
-                            p / "telemetry.csv"), start_log_source=str(start))
-    return Run(path=p, provenance=prov, protocol=proto, steps=steps,
-               weights_gib=serverlog.weights_gib(start_text),
-               kv_pool_tokens=serverlog.kv_pool_tokens(start_text))
+    """Read one run directory once (:func:`claimcheck.core.runload.load_run`: provenance.json
+    and steps.json validated, each step's step.json and bench result, server.log,
+    server-start.log and telemetry.csv) into tidy step rows. Every error names the file."""
+    lr = runload.load_run(path)
+    steps = [_step_row(lr, st) for st in lr.steps]
+    return Run(path=lr.path, provenance=lr.provenance, protocol=lr.protocol, steps=steps,
+               weights_gib=lr.weights_gib, kv_pool_tokens=lr.kv_pool_tokens,
+               engine_inputs=lr.engine_inputs, files=lr)
 
 
 def reported_steps(run: Run) -> list[dict[str, Any]]:
@@ -251,9 +218,10 @@ def find_runs(root: str | Path) -> list[Path]:
 def run_to_json(run: Run, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The run as one JSON object (the run record the figures read): the validated
     provenance, the engine's own report, the step metrics and the table rows."""
+    ei = run.engine_inputs.as_dict() if run.engine_inputs else None
     return {"path": str(run.path), "provenance": run.provenance.raw,
             "weights_gib": run.weights_gib, "kv_pool_tokens": run.kv_pool_tokens,
-            "steps": run.steps, "rows": rows}
+            "engine_inputs": ei, "steps": run.steps, "rows": rows}
 
 
 def run_from_json(obj: dict[str, Any], source: str) -> tuple[Run, list[dict[str, Any]]]:
@@ -262,7 +230,9 @@ def run_from_json(obj: dict[str, Any], source: str) -> tuple[Run, list[dict[str,
         prov = validate_provenance(obj["provenance"], source)
         run = Run(path=Path(obj["path"]), provenance=prov,
                   protocol=protocol_from_record(prov.protocol_config), steps=obj["steps"],
-                  weights_gib=obj["weights_gib"], kv_pool_tokens=obj["kv_pool_tokens"])
+                  weights_gib=obj["weights_gib"], kv_pool_tokens=obj["kv_pool_tokens"],
+                  engine_inputs=EngineInputs(**obj["engine_inputs"])
+                  if obj.get("engine_inputs") else None)
         return run, obj["rows"]
     except (KeyError, TypeError) as e:
         raise InputError(source, f"not a run record ({e})") from None

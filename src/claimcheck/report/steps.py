@@ -10,28 +10,17 @@ lines of its window and the board energy over that window. It uses
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
+from claimcheck.core import runload, serverlog
 from claimcheck.core.errors import InputError
-from claimcheck.core.formats import STATE_DTYPE_BYTES
-from claimcheck.core.geometry import geometry_from_file, load_config
-from claimcheck.core.inputs import (
-    COMPUTE_DTYPE,
-    ENGINE_KV_DTYPE,
-    ENGINE_STATE_DTYPE,
-    engine_dtype,
-)
-from claimcheck.core.io import read_json, read_text
+from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.model import EngineShape, shape_for
 from claimcheck.core.paths import ROOT
-from claimcheck.core.timeline import Timeline, from_bench
-from claimcheck.core.units import GB, GIB
-from claimcheck.core.weights import weight_bytes
-from claimcheck.measure import serverlog, telemetry
+from claimcheck.core.timeline import Timeline
 from claimcheck.report import record
 
 
@@ -61,6 +50,7 @@ class RunData:
     steps: list[StepData]
     skipped: tuple[str, ...] = ()
     """Steps left out, each "DIR: why" (no bench result, or no request produced tokens)."""
+    files: runload.LoadedRun | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -75,15 +65,6 @@ def _window(rec: dict[str, Any], duration: float | None) -> tuple[float, float]:
     return t0, t1
 
 
-def _power_samples(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(time s, board power W summed over GPUs) from telemetry rows."""
-    by_t: dict[float, float] = defaultdict(float)
-    for r in rows:
-        if isinstance(r.get("power_w"), float) and isinstance(r.get("t_unix_s"), float):
-            by_t[r["t_unix_s"]] += r["power_w"]
-    return sorted(by_t.items())
-
-
 def step_energy_j(rec: dict[str, Any], power: list[tuple[float, float]], t0: float,
                   t1: float) -> float | None:
     """Board energy of a step, J: the telemetry's power integrated over the load window
@@ -94,37 +75,27 @@ def step_energy_j(rec: dict[str, Any], power: list[tuple[float, float]], t0: flo
 
 
 def load(path: str | Path, run: record.Run | None = None) -> RunData:
-    """Every step of a run directory with a bench.json; bad files raise InputError.
+    """Every step of a run directory with a bench result; bad files raise InputError.
     ``run``: the directory's record when the caller has read it already (read once)."""
-    if run is None:
+    lr = run.files if run is not None and run.files is not None else None
+    if lr is None:
         if not (Path(path) / "provenance.json").is_file():
             raise InputError(str(path), "not a run directory (no provenance.json)")
-        run = record.load_run(path)
-    prov = run.provenance.raw
-    log_path = run.path / "server.log"
-    lines = serverlog.stats_lines(read_text(log_path)) if log_path.exists() else []
-    power = _power_samples(telemetry.read_telemetry(run.path / "telemetry.csv"))
-    year = int(prov["started_utc"][:4])
+        lr = runload.load_run(run.path if run is not None else path)
+    power = lr.power_samples()
     steps, skipped = [], []
-    for rec in prov.get("steps", []):
-        bench_path = run.path / "steps" / rec["dir"] / "bench.json"
-        if not bench_path.exists():
-            skipped.append(f"{rec['dir']}: no bench.json (step {rec.get('status')})")
+    for st in lr.steps:
+        if st.timeline is None:
+            skipped.append(st.skip or f"{st.record.dir}: no timeline")
             continue
-        bench = read_json(bench_path)
-        if not any(bench.get("output_lens") or []):
-            skipped.append(f"{rec['dir']}: no request produced tokens")
-            continue
-        try:
-            tl = from_bench(bench, int(rec["streams"]))
-        except ValueError as e:
-            raise InputError(str(bench_path), str(e)) from None
-        t0, t1 = _window(rec, bench.get("duration"))
-        sel = record.step_log_lines(lines, t0, t1 + 5, year)
-        steps.append(StepData(record=rec, timeline=tl, log_lines=sel,
+        rec = st.raw
+        t0, t1 = _window(rec, st.bench.get("duration") if st.bench else None)
+        sel = record.step_log_lines(lr.stats_lines, t0, t1 + 5, lr.year)
+        steps.append(StepData(record=rec, timeline=st.timeline, log_lines=sel,
                               energy_j=step_energy_j(rec, power, t0, t1),
                               window_unix_s=(t0, t1)))
-    return RunData(path=run.path, provenance=prov, steps=steps, skipped=tuple(skipped))
+    return RunData(path=lr.path, provenance=lr.provenance.raw, steps=steps,
+                   skipped=tuple(skipped), files=lr)
 
 
 def step_metrics(s: StepData) -> dict[str, Any]:
@@ -226,53 +197,33 @@ the start log does not print it)."""
 def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
     """The model's view of the run's engine, and where each input came from.
 
-    W = the engine's own "Model loading took X GiB" less the input embedding (read by lookup,
-    not per token) at the model dtype, else the weight format applied to the weights read per
-    token; S (recurrent state plus the short-convolution state, the latter at the model
-    dtype) and kappa at the engine's state and KV dtypes, every dtype name translated by
-    :mod:`claimcheck.core.inputs`' engine tables ("auto" state: the config's
-    ``mamba_ssm_dtype``; "auto" KV: BF16); token budget from the start log.
+    W, S and kappa and every dtype are the run's
+    :class:`~claimcheck.core.engine_inputs.EngineInputs` (the roofline's and the presets'
+    too); the token budget is from the start log (else vLLM's default, assumed).
     """
     prov = run.provenance
+    lr = run.files if run.files is not None else runload.load_run(run.path)
+    ei = lr.engine_inputs
+    if ei is None:
+        raise InputError(str(run.path / "provenance.json"), "model config "
+                         f"{prov.get('model_config')!r} is not in this checkout",
+                         key="model_config")
     eng = prov.get("engine_config", {})
-    cfg_path = ROOT / prov["model_config"]
-    geom = geometry_from_file(cfg_path)
-    start = run.path / "server-start.log"
-    text = read_text(start) if start.exists() else ""
-    where = str(run.path / "provenance.json")
-    try:  # dtype names go through core.inputs' engine tables, the one translation
-        model_dtype = engine_dtype(ENGINE_KV_DTYPE,
-                                   str(load_config(cfg_path).get("torch_dtype", "bfloat16")),
-                                   "model")
-        ssm = eng.get("mamba_ssm_cache_dtype") or "auto"
-        state = engine_dtype(ENGINE_STATE_DTYPE,
-                             geom.mamba_ssm_dtype if ssm == "auto" else ssm, "state")
-        kv = engine_dtype(ENGINE_KV_DTYPE, eng.get("kv_cache_dtype"), "KV")
-        compute = COMPUTE_DTYPE.get(eng.get("weight_format") or "", model_dtype)
-    except ValueError as e:
-        raise InputError(where, str(e), key="engine_config") from None
-    embed_bytes = geom.components.get("embed", 0) * STATE_DTYPE_BYTES[model_dtype]
-    gib = serverlog.weights_gib(text)
-    if gib is not None:
-        w = gib * GIB - embed_bytes
-        w_src = (f"engine log: weights {gib * GIB / GB:.2f} GB (the log's figure, converted) "
-                 f"less input embedding {embed_bytes / GB:.2f} GB ({model_dtype}) = "
-                 f"{w / GB:.2f} GB read per step")
-    else:
-        w, w_src = weight_bytes(geom, fmt=eng.get("weight_format") or model_dtype)
+    text = lr.start_log
     m = BATCHED_TOKENS.search(text)
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
     seqs = int(eng.get("max_num_seqs") or 256)
     try:
         align = serverlog.mamba_align_block_tokens(text)
     except ValueError as e:
-        raise InputError(str(start), str(e)) from None
-    shape = shape_for(geom, weight_bytes=w, state_dtype=state, kv_dtype=kv,
-                      max_num_batched_tokens=budget, max_num_seqs=seqs,
-                      conv_dtype=model_dtype, mamba_align_block_tokens=align)
-    info = {"weights": w_src, "weight_bytes": w, "state_dtype": state,
-            "conv_state_dtype": model_dtype,
-            "state_bytes_per_stream": shape.state_bytes, "kv_dtype": kv,
+        raise InputError(str(run.path / "server-start.log"), str(e)) from None
+    geom = geometry_from_file(ROOT / prov["model_config"])
+    shape = shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
+                      kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget, max_num_seqs=seqs,
+                      conv_dtype=ei.conv_state_dtype, mamba_align_block_tokens=align)
+    info = {"weights": ei.weights_source, "weight_bytes": ei.weight_bytes,
+            "state_dtype": ei.state_dtype, "conv_state_dtype": ei.conv_state_dtype,
+            "state_bytes_per_stream": shape.state_bytes, "kv_dtype": ei.kv_dtype,
             "kv_bytes_per_token": shape.kv_bytes_per_token,
             "max_num_batched_tokens": budget,
             "max_num_batched_tokens_source": "server-start.log" if m else
@@ -281,6 +232,5 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
             "mamba_align_block_tokens": align,
             "prefill_chunks": (f"aligned to {align}-token blocks (Mamba cache 'align' mode, "
                                "server-start.log)") if align else "split anywhere",
-            "compute_dtype": compute}
+            "compute_dtype": ei.compute_dtype}
     return shape, info
-

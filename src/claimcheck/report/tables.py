@@ -1,29 +1,23 @@
 """Derived tables: claims with derived speeds, roofline predictions, measured runs.
 
-Pure functions over loaded data; the CSV writers at the bottom are the only I/O.
+Pure functions over loaded data; the tables are written by :mod:`claimcheck.core.frames`.
 """
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.claims import Claim
+from claimcheck.core.engine_inputs import EngineInputs, state_bytes
+from claimcheck.core.frames import write_table
 from claimcheck.core.geometry import Geometry
-from claimcheck.core.inputs import (
-    COMPUTE_DTYPE,
-    ENGINE_KV_DTYPE,
-    ENGINE_STATE_DTYPE,
-    WeightRow,
-    Weights,
-    engine_dtype,
-    roofline_for,
-)
+from claimcheck.core.inputs import COMPUTE_DTYPE, WeightRow, Weights, roofline_for
 from claimcheck.core.metrics import METRICS
+from claimcheck.core.units import GB, GIB
 from claimcheck.report.record import Run, reported_steps
 
 # quantization label in the registry -> weight format for the arithmetic (4-bit-weight
@@ -94,28 +88,45 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     return out
 
 
+def engine_roofline(ei: EngineInputs, geom: Geometry, card: Card,
+                    ceilings: dict[str, Ceiling] | None = None, *, context_tokens: float,
+                    eta: float = 1.0, state_dtype: str | None = None,
+                    kv_dtype: str | None = None, ceiling: str | None = None,
+                    source: str = "engine log") -> tuple[rl.Roofline, dict[str, Any]]:
+    """The roofline of an engine's inputs (:mod:`claimcheck.core.engine_inputs`: W without
+    the input embedding, S with the conv state) by
+    :func:`claimcheck.core.inputs.roofline_for` for the ceiling; W, S and kappa are the
+    engine's exactly. ``state_dtype``/``kv_dtype`` (a preset's) replace the engine's."""
+    state = state_dtype or ei.state_dtype
+    kv = kv_dtype or ei.kv_dtype
+    model, src = roofline_for(
+        geom, card, weights=Weights(size=ei.weight_bytes / GB, unit="GB", source=source),
+        ceilings=ceilings or {}, weight_rows={}, compute_dtype=ei.compute_dtype,
+        ceiling=ceiling, state_dtype=state, kv_dtype=kv, context_tokens=context_tokens, eta=eta)
+    s_bytes = state_bytes(geom, state, ei.conv_state_dtype)
+    model = dataclasses.replace(model, weight_bytes=ei.weight_bytes, state_bytes=s_bytes)
+    src.update(weights=ei.weights_source, weight_bytes=ei.weight_bytes,
+               state_bytes_per_stream=s_bytes, conv_state_dtype=ei.conv_state_dtype)
+    return model, src
+
+
 def step_roofline(run: Run, step: dict[str, Any], geom: Geometry, card: Card,
                   ceilings: dict[str, Ceiling] | None = None,
                   eta: float = 1.0) -> dict[str, Any]:
-    """The roofline for one measured step, by :func:`claimcheck.core.inputs.roofline_for`:
-    weights as the engine reported them (GiB), state and KV dtypes as the engine was
-    configured, context = prompt + output."""
-    eng = run.provenance.engine_config
-    w_gib = run.weights_gib
-    if w_gib is None:
+    """The roofline for one measured step (:func:`engine_roofline` of the run's engine
+    inputs), context = prompt + output. ``roofline_weights_gib`` is W, the weights read per
+    step (the engine's GiB less the input embedding), in GiB."""
+    ei = run.engine_inputs
+    if ei is None or run.weights_gib is None:
         return {"roofline_tok_s": None}
-    state = engine_dtype(ENGINE_STATE_DTYPE, eng.mamba_ssm_cache_dtype, "state")
-    kv = engine_dtype(ENGINE_KV_DTYPE, eng.kv_cache_dtype, "KV")
-    fmt = eng.weight_format
-    model, src = roofline_for(
-        geom, card, weights=Weights(size=w_gib, unit="GiB", source="engine log"),
-        ceilings=ceilings or {}, weight_rows={},
-        compute_dtype=COMPUTE_DTYPE.get(fmt, "bf16"), state_dtype=state, kv_dtype=kv,
-        context_tokens=step["context_tokens_per_stream"], eta=eta)
+    model, src = engine_roofline(ei, geom, card, ceilings,
+                                 context_tokens=step["context_tokens_per_stream"], eta=eta)
     p = rl.point(model, step["streams"])
     return {"roofline_tok_s": p.aggregate_tok_s, "roofline_per_stream_tok_s":
-            p.per_stream_tok_s, "roofline_bound": p.bound, "roofline_state_dtype": state,
-            "roofline_kv_dtype": kv, "roofline_weights_gib": w_gib,
+            p.per_stream_tok_s, "roofline_bound": p.bound,
+            "roofline_state_dtype": ei.state_dtype, "roofline_kv_dtype": ei.kv_dtype,
+            "roofline_weights_gib": ei.weight_bytes / GIB,
+            "roofline_state_bytes": ei.state_bytes_per_stream,
             "roofline_tflops": src["tflops"], "roofline_eta": eta}
 
 
@@ -154,23 +165,6 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
     return rows
 
 
-def write_csv(rows: list[dict[str, Any]], path: str | Path) -> None:
-    """Write dict rows with the union of their keys as columns (stable order)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: _fmt(r.get(k)) for k in cols})
-
-
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "" if v is None else v
+write_csv = write_table
+"""Derived tables are written from typed DataFrames (:func:`claimcheck.core.frames.write_table`:
+CSV plus its dtypes; read back with :func:`claimcheck.core.frames.read_table`)."""

@@ -1,0 +1,192 @@
+"""Published load protocols (``config/protocols.yaml``) as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import CONFIG
+from claimcheck.core.yamlcfg import load_validated
+
+KINDS = ("bench", "closed_loop", "lanes")
+"""How a protocol's load is made: ``bench`` is ``vllm bench serve`` (open loop, random
+prompts, at most ``streams`` in flight); ``closed_loop`` is ``streams`` clients that each
+send ``requests_per_client`` requests one after another; ``lanes`` is one prompt sent as
+``streams`` identical requests admitted together (claimcheck.measure.loadclient)."""
+
+#: Tokens of headroom asked of ``max_model_len`` beyond prompt + output (chat template,
+#: BOS/EOS and the tokenizer's rounding of a random prompt).
+FIT_MARGIN_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Step:
+    """One concurrency level: ``streams`` requests in flight, ``requests`` in all, each
+    with ``input_len`` prompt tokens and at most ``output_len`` output tokens."""
+
+    streams: int
+    requests: int
+    input_len: int
+    output_len: int
+    reference: bool = False
+
+    @property
+    def context_tokens(self) -> int:
+        """Context per stream at the end of a request: prompt + output tokens."""
+        return self.input_len + self.output_len
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    description: str
+    source_claims: tuple[str, ...]
+    metrics: tuple[str, ...]
+    dataset: str
+    input_len: int
+    output_len: int
+    ignore_eos: bool
+    seed: str | int
+    repeats: int
+    report: str
+    endpoint: str
+    steps: tuple[Step, ...]
+    kind: str = "bench"
+    requests_per_client: int | None = None
+    queue_ok: bool = False
+    gate: dict[str, Any] | None = None
+
+    @property
+    def context_tokens(self) -> int:
+        """Largest context per stream over the steps: prompt + output tokens."""
+        return max(s.context_tokens for s in self.steps)
+
+    def scaled(self, profile: dict[str, Any]) -> Protocol:
+        """A copy scaled by a profile (CI): fewer streams, requests and tokens."""
+        cap = profile.get("max_streams")
+        per = profile.get("requests_per_stream")
+        steps = []
+        in_len = profile.get("input_len")
+        out_len = profile.get("output_len")
+        for s in self.steps:
+            n = min(s.streams, cap) if cap else s.streams
+            if self.kind == "closed_loop":
+                reqs = n * (self.requests_per_client or 1)
+            elif self.kind == "lanes":
+                reqs = n
+            else:
+                reqs = n * per if per else s.requests
+            steps.append(Step(n, reqs, min(s.input_len, in_len) if in_len else s.input_len,
+                              min(s.output_len, out_len) if out_len else s.output_len,
+                              s.reference))
+        return replace(self, steps=tuple(dict.fromkeys(steps)),
+                       input_len=min(self.input_len, in_len) if in_len else self.input_len,
+                       output_len=min(self.output_len, out_len) if out_len else self.output_len)
+
+
+def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
+    """Read and validate protocols.yaml."""
+    p = Path(path) if path else CONFIG / "protocols.yaml"
+    data = load_validated(p, "protocols")
+    out = {}
+    for name, d in data["protocols"].items():
+        proto = Protocol(
+            name=name, description=" ".join(d["description"].split()),
+            source_claims=tuple(d["source_claims"]), metrics=tuple(d["metrics"]),
+            dataset=d["dataset"], input_len=d["input_len"], output_len=d["output_len"],
+            ignore_eos=d.get("ignore_eos", True), seed=d.get("seed", "fresh"),
+            repeats=d.get("repeats", 1), report=d.get("report", "last"),
+            endpoint=d.get("endpoint", "/v1/completions"),
+            steps=tuple(Step(streams=s["streams"], requests=s["requests"],
+                             input_len=s.get("input_len", d["input_len"]),
+                             output_len=s.get("output_len", d["output_len"]),
+                             reference=s.get("reference", False)) for s in d["steps"]),
+            kind=d.get("kind", "bench"), requests_per_client=d.get("requests_per_client"),
+            queue_ok=d.get("queue_ok", False), gate=d.get("gate"))
+        check_protocol(proto, str(p))
+        out[name] = proto
+    return out
+
+
+def check_protocol(p: Protocol, src: str) -> None:
+    """Refuse a protocol whose steps contradict its kind (the schema cannot say these)."""
+    if p.kind == "bench" and p.endpoint != "/v1/completions":
+        raise InputError(src, "vllm bench serve's random dataset runs on /v1/completions; "
+                         f"got {p.endpoint}", key=f"protocols.{p.name}.endpoint")
+    for i, s in enumerate(p.steps):
+        key = f"protocols.{p.name}.steps[{i}]"
+        if s.requests < s.streams:
+            raise InputError(src, f"{s.streams} streams but only {s.requests} requests: "
+                             "streams can never all be in flight", key=key)
+        if p.kind == "closed_loop":
+            want = s.streams * (p.requests_per_client or 0)
+            if not p.requests_per_client or s.requests != want:
+                raise InputError(src, f"a closed loop of {s.streams} clients x "
+                                 f"requests_per_client {p.requests_per_client} sends {want} "
+                                 f"requests, not {s.requests}", key=key)
+        elif p.kind == "lanes" and s.requests != s.streams:
+            raise InputError(src, f"lanes send one request per lane: requests must equal "
+                             f"streams ({s.streams}), got {s.requests}", key=key)
+    if p.gate:
+        levels = {s.streams for s in p.steps if not s.reference}
+        need_levels, need_reps = p.gate["min_levels"], p.gate["min_repeats"]
+        if len(levels) < need_levels or p.repeats < need_reps:
+            raise InputError(src, f"the serving gate needs >= {need_levels} levels and >= "
+                             f"{need_reps} repeats; this protocol has {len(levels)} levels "
+                             f"and {p.repeats} repeats", key=f"protocols.{p.name}.gate")
+
+
+def check_fit(p: Protocol, max_model_len: int | None, max_num_seqs: int | None,
+              engine: str, src: str) -> None:
+    """Refuse a protocol that does not fit the engine, naming both numbers.
+
+    Every request must fit ``max_model_len`` (prompt + output + FIT_MARGIN_TOKENS), and no
+    step may ask for more streams than the engine's ``max_num_seqs`` unless the protocol
+    says queueing is part of it (``queue_ok``, e.g. a serving gate's reference level).
+    """
+    for i, s in enumerate(p.steps):
+        need = s.context_tokens + FIT_MARGIN_TOKENS
+        if max_model_len is not None and need > max_model_len:
+            raise InputError(src, f"protocol {p.name!r} step {i} needs {s.input_len} + "
+                             f"{s.output_len} + {FIT_MARGIN_TOKENS} = {need} tokens per "
+                             f"request, engine {engine!r} has max_model_len {max_model_len}",
+                             key=f"engines.{engine}.max_model_len")
+        if max_num_seqs is not None and s.streams > max_num_seqs and not p.queue_ok:
+            raise InputError(src, f"protocol {p.name!r} step {i} runs {s.streams} streams, "
+                             f"engine {engine!r} has max_num_seqs {max_num_seqs} (set "
+                             "queue_ok in the protocol if queueing is intended)",
+                             key=f"engines.{engine}.max_num_seqs")
+
+
+def load_profiles(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    p = Path(path) if path else CONFIG / "protocols.yaml"
+    return load_validated(p, "protocols").get("profiles", {})
+
+
+def get_protocol(name: str, path: str | Path | None = None,
+                 profile: str | None = None) -> Protocol:
+    """One protocol by name (optionally scaled by a profile); unknown names are refused."""
+    src = str(path or CONFIG / "protocols.yaml")
+    protos = load_protocols(path)
+    if name not in protos:
+        raise InputError(src, f"unknown protocol {name!r}; known: {', '.join(sorted(protos))}",
+                         key="protocols")
+    proto = protos[name]
+    if profile:
+        profiles = load_profiles(path)
+        if profile not in profiles:
+            raise InputError(src, f"unknown profile {profile!r}; known: "
+                             f"{', '.join(sorted(profiles)) or 'none'}", key="profiles")
+        proto = proto.scaled(profiles[profile])
+    return proto
+
+
+def check_source_claims(protos: dict[str, Protocol], claim_ids: set[str], src: str) -> None:
+    """Every protocol's source_claims must exist in the claims registry."""
+    for p in protos.values():
+        missing = [c for c in p.source_claims if c not in claim_ids]
+        if missing:
+            raise InputError(src, f"unknown claim ids {missing}",
+                             key=f"protocols.{p.name}.source_claims")

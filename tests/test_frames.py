@@ -1,0 +1,59 @@
+"""Derived tables through pandas: written with dtypes, read back typed; the CSV text is the
+one the tables always had (6 significant digits, empty cells for missing values)."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimcheck.core.errors import InputError
+from claimcheck.core.frames import column_dtype, read_table, records, write_table
+from claimcheck.core.paths import RUNS
+from claimcheck.report.derive import metrics_csv
+
+ROWS = [{"run": "a", "reported": True, "streams": 64, "tok_s": 1165.0123456, "note": None},
+        {"run": "b", "reported": False, "streams": 8, "tok_s": None, "extra": 2.5e-05}]
+
+
+def test_dtypes_from_values():
+    assert column_dtype([True, None, False]) == "boolean"
+    assert column_dtype([1, 64, None]) == "Int64"
+    assert column_dtype([1, 2.5]) == "float64"
+    assert column_dtype(["x", None]) == "string"
+    assert column_dtype([None, None]) == "string"
+    assert column_dtype([[1, 2], "x"]) == "object"
+
+
+def test_written_text_and_typed_read_back(tmp_path):
+    out = tmp_path / "t.csv"
+    assert write_table(ROWS, out) == 2
+    assert out.read_text() == ("run,reported,streams,tok_s,note,extra\n"
+                               "a,True,64,1165.01,,\n"
+                               "b,False,8,,,2.5e-05\n")
+    df = read_table(out)
+    assert [str(t) for t in df.dtypes] == ["string", "boolean", "Int64", "float64", "string",
+                                           "float64"]
+    back = records(df)
+    assert back[0] == {"run": "a", "reported": True, "streams": 64, "tok_s": 1165.01,
+                       "note": None, "extra": None}
+    assert back[1]["reported"] is False and back[1]["tok_s"] is None
+    assert back[1]["extra"] == 2.5e-05 and type(back[0]["streams"]) is int
+
+
+def test_a_cell_that_does_not_fit_its_dtype_is_refused(tmp_path):
+    out = tmp_path / "t.csv"
+    write_table(ROWS, out)
+    out.write_text(out.read_text().replace(",64,", ",sixty-four,"))
+    with pytest.raises(InputError, match=r"t\.csv: a cell does not fit its column's dtype"):
+        read_table(out)
+    (tmp_path / "t.dtypes.json").unlink()
+    with pytest.raises(InputError, match=r"t\.dtypes\.json: no such file"):
+        read_table(out)
+
+
+def test_metrics_table_reads_back_typed(tmp_path):
+    out = tmp_path / "m.csv"
+    n = metrics_csv(RUNS / "h200-20261129-bf16-dummy-ladder", out)
+    rows = records(read_table(out))
+    assert n == len(rows) == 5
+    assert [r["streams"] for r in rows] == [1, 8, 16, 32, 64]
+    assert all(isinstance(r["e2e_aggregate_tok_s"], float) for r in rows)

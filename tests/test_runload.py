@@ -1,0 +1,128 @@
+"""One run, one read, one number: building a run record opens each run file once, and the
+roofline, the calibrated model and the presets use the same engine inputs for every
+committed run (W without the 2.54 GB input embedding, S with the conv state, the same
+dtypes)."""
+
+from __future__ import annotations
+
+import builtins
+import io
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from claimcheck.core import runload
+from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.engine_inputs import engine_inputs, state_bytes
+from claimcheck.core.geometry import geometry_from_file, load_config
+from claimcheck.core.paths import RAW, RUNS
+from claimcheck.core.units import GB, GIB
+from claimcheck.report import presets, steps
+from claimcheck.report.derive import run_record
+from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.tables import engine_roofline, step_roofline
+
+CONFIG = RAW / "models/qwen3.8-27b/config.json"
+GEOM = geometry_from_file(CONFIG)
+CARDS = load_cards()
+CEILINGS = load_ceilings()
+LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
+
+
+def test_run_record_reads_each_run_file_once(monkeypatch, tmp_path):
+    opened: Counter[str] = Counter()
+    real = io.open
+
+    def counting(file, *a, **kw):
+        p = Path(file) if isinstance(file, str | Path) else None
+        if p is not None and LADDER in p.resolve().parents:
+            opened[str(p.resolve().relative_to(LADDER))] += 1
+        return real(file, *a, **kw)
+
+    monkeypatch.setattr(io, "open", counting)
+    monkeypatch.setattr(builtins, "open", counting)
+    run_record(LADDER, RAW / "cards.csv", RAW / "ceilings.csv", CONFIG, tmp_path / "r.json")
+    monkeypatch.undo()
+    step_files = {f"steps/{d}/{f}" for d in ("00-c1-r1", "01-c8-r1", "02-c16-r1",
+                                             "03-c32-r1", "04-c64-r1")
+                  for f in ("step.json", "bench.json.xz")}
+    expected = {"provenance.json", "steps.json", "server.log", "server-start.log",
+                "telemetry.csv"} | step_files
+    assert set(opened) == expected
+    assert {k: n for k, n in opened.items() if n != 1} == {}
+
+
+def test_engine_inputs_by_hand_for_the_bf16_ladder():
+    # Qwen3.8-27B: embedding 248,320 x 5,120 values at BF16 = 2.543 GB, left out of W;
+    # the engine reported 50.22 GiB. State: 48 DeltaNet layers x 48 v-heads x 128 x 128
+    # FP32 values (auto -> the config's float32) plus the conv state at BF16.
+    cfg = load_config(CONFIG)
+    ei = engine_inputs(GEOM, cfg, {"weight_format": "bf16", "kv_cache_dtype": "auto",
+                                   "mamba_ssm_cache_dtype": "auto"}, 50.22)
+    embed = cfg.get("text_config", cfg)["vocab_size"] * cfg.get("text_config", cfg)[
+        "hidden_size"] * 2
+    assert ei.embed_bytes == embed
+    assert ei.weight_bytes == 50.22 * GIB - embed
+    assert ei.weight_bytes / GB == pytest.approx(51.38, abs=0.005)
+    assert (ei.state_dtype, ei.conv_state_dtype, ei.kv_dtype) == ("fp32", "bf16", "bf16")
+    assert ei.state_bytes_per_stream == (GEOM.state_values_per_stream * 4
+                                         + GEOM.conv_state_values_per_stream * 2)
+    assert ei.kv_bytes_per_token == GEOM.kv_bytes_per_token("bf16")
+    fp8 = engine_inputs(GEOM, cfg, {"weight_format": "fp8", "kv_cache_dtype": "fp8",
+                                    "mamba_ssm_cache_dtype": "float16"}, 27.64)
+    assert (fp8.state_dtype, fp8.kv_dtype, fp8.compute_dtype) == ("fp16", "fp8", "fp8")
+    assert fp8.state_bytes_per_stream == (GEOM.state_values_per_stream * 2
+                                          + GEOM.conv_state_values_per_stream * 2)
+
+
+@pytest.mark.parametrize("run_dir", find_runs(RUNS), ids=lambda p: p.name)
+def test_roofline_model_and_preset_use_the_same_engine_inputs(run_dir: Path):
+    run = load_run(run_dir)
+    ei = run.engine_inputs
+    assert ei is not None and ei.engine_weights_gib == run.weights_gib
+    card = CARDS[run.provenance.card]
+    step = next(s for s in run.steps if s["status"] == "complete")
+    roof, _ = engine_roofline(ei, GEOM, card, CEILINGS,
+                              context_tokens=step["context_tokens_per_stream"])
+    shape, info = steps.engine_shape(steps.load(run_dir, run))
+    preset = presets.run_engine_inputs(run_dir)
+    assert roof.weight_bytes == shape.weight_bytes == preset.weight_bytes == ei.weight_bytes
+    assert roof.state_bytes == shape.state_bytes == ei.state_bytes_per_stream
+    assert roof.state_bytes == state_bytes(GEOM, preset.state_dtype, preset.conv_state_dtype)
+    assert (roof.kv_bytes_per_token == shape.kv_bytes_per_token == preset.kv_bytes_per_token
+            == ei.kv_bytes_per_token)
+    assert (info["state_dtype"], info["kv_dtype"], info["compute_dtype"]) == (
+        ei.state_dtype, ei.kv_dtype, ei.compute_dtype)
+    row = step_roofline(run, step, GEOM, card, CEILINGS)
+    assert row["roofline_weights_gib"] == ei.weight_bytes / GIB
+    assert row["roofline_state_bytes"] == ei.state_bytes_per_stream
+
+
+def test_the_loaded_run_is_typed_and_carries_timelines():
+    lr = runload.load_run(LADDER)
+    assert [s.record.streams for s in lr.steps] == [1, 8, 16, 32, 64]
+    assert all(s.timeline is not None and s.bench_path.name == "bench.json.xz"
+               for s in lr.steps)
+    assert lr.steps[1].timeline.output_tokens == lr.steps[1].bench["total_output_tokens"]
+    assert lr.weights_gib == 50.22 and lr.power_samples()
+
+
+def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
+    run = load_run(LADDER)
+    lr = runload.load_run(LADDER)
+    for row, st in zip(run.steps, lr.steps, strict=True):
+        tl, bench = st.timeline, st.bench
+        gaps = sorted((r.last_token_s - r.first_token_s) * 1e3 / (r.output_tokens - 1)
+                      for r in tl.requests if r.output_tokens > 1)
+        n = len(gaps)
+        med = (gaps[n // 2] + gaps[(n - 1) // 2]) / 2
+        assert row["median_tpot_ms"] == pytest.approx(med, rel=1e-15)
+        assert row["aggregate_tpot_tok_s"] == pytest.approx(row["streams"] * 1000 / med,
+                                                            rel=1e-15)
+        assert row["e2e_output_tok_s"] == tl.output_tokens / tl.wall_s
+        assert row["vllm_e2e_output_tok_s"] == bench["output_throughput"]
+        assert row["vllm_median_tpot_ms"] == bench["median_tpot_ms"]
+        # the two roads agree to vLLM's clock reads: TPOT within 1e-6, e2e within 0.5%
+        assert row["median_tpot_ms"] == pytest.approx(bench["median_tpot_ms"], rel=1e-6)
+        assert row["e2e_output_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)
