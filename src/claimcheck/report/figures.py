@@ -14,15 +14,15 @@ from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
-from claimcheck.core.io import read_json
+from claimcheck.core.io import read_csv, read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import figstyle, plots, sections
+from claimcheck.report import figstyle, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
-from claimcheck.report.update import md_table, render_run_md, render_update
+from claimcheck.report.update import md_table, render_body, render_run_md, render_update
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
 
@@ -260,3 +260,35 @@ def update_section(run_records: list[str] | None, claims_json: str, card: str,
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
                          figures or {}, protocols, model_name, geom, nominal)
+
+
+def update_documents(run_records: list[str] | None, claims_json: str, card: str,
+                     figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                     model_config: str | None = None, model_name: str | None = None,
+                     verdicts_json: str | None = None, model_csv: str | None = None,
+                     definitions_links: dict[str, str] | None = None,
+                     appendix_link: str = "update-appendix.md",
+                     verdict_figure: str | None = None,
+                     cards_csv: str | None = "data/raw/cards.csv") -> tuple[str, str]:
+    """The Update as an article prints it (the body, figures/update.md) and its appendix
+    (every step of every run, each protocol's blocks, every verdict line, the model table,
+    each run's provenance), from the same run records, verdicts and model table."""
+    runs, steps = read_run_records(records(run_records))
+    verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
+    model_rows = read_csv(at_root(model_csv)) if model_csv else []
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
+    body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
+                       appendix_link, model_name, geom, verdict_figure)
+    appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
+                "every step of every run, each protocol's blocks in full, each run's "
+                "provenance, the definitions figures, the model table and every verdict "
+                "with its numbers.\n\n"
+                + update_section(run_records, claims_json, card, figures, protocols_yaml,
+                                 model_config, model_name, cards_csv))
+    if definitions_links:
+        appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
+    if model_rows:
+        appendix += "\n" + verdicts_md.render_model(model_rows)
+    if verdicts:
+        appendix += "\n" + verdicts_md.render_verdicts(verdicts)
+    return body, appendix
