@@ -292,3 +292,22 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     if verdicts:
         appendix += "\n" + verdicts_md.render_verdicts(verdicts)
     return body, appendix
+
+
+def verdict_figure(verdicts_json: str) -> Any:
+    """The verdict figure: each claim's ratio to its card's plain roofline and to its
+    source-calibrated prediction (verdicts-table columns claim_over_roofline and
+    claim_over_source; the second may be absent), marked by verdict kind."""
+    rows = read_json(at_root(verdicts_json))
+    pts = [{"verdict": r["verdict"],
+            "claim_over_roofline": _ratio(r.get("claim_over_roofline")),
+            "claim_over_source": _ratio(r.get("claim_over_source"))} for r in rows]
+    return plots.verdict_figure(pts, verdicts_md.kinds_in_order(rows), source=(
+        f"{verdicts_json} (one verdict per registry claim; claims from data/raw/claims.csv, "
+        "shared/seeds/000-002); plain roofline at each claim's own card, weights, streams "
+        "and context; source models calibrated on each source's own published figures"))
+
+
+def _ratio(x: Any) -> float | None:
+    """A ratio cell as a float; empty, zero or absent is None."""
+    return float(x) if x not in (None, "") and float(x) > 0 else None

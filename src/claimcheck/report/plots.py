@@ -291,3 +291,57 @@ def _two_rows() -> tuple[Any, tuple[Any, Any]]:
     fig, axes = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True,
                              gridspec_kw={"height_ratios": [1.2, 1.0]})
     return fig, tuple(axes)
+
+
+RATIO_TICKS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) -> Any:
+    """Each published figure's ratio to its own card's plain roofline (left) and to the
+    prediction of a model calibrated on its own source (right), one row per verdict kind,
+    log scale, 1 marked. ``rows``: dicts with ``verdict``, ``claim_over_roofline`` and
+    (where the verdicts table has it) ``claim_over_source``, as floats or None."""
+    fig, (a1, a2) = fs.new(9.6, 0.9 + 0.42 * max(len(kinds), 3), ncols=2)
+    colour = fs.colours(kinds)
+    marker = {k: fs.MARKERS[i % len(fs.MARKERS)] for i, k in enumerate(kinds)}
+    have_source = any(r.get("claim_over_source") for r in rows)
+    for ax, key, label in ((a1, "claim_over_roofline", "claim ÷ plain roofline of its card "
+                            "(η = 1; ratio, log scale)"),
+                           (a2, "claim_over_source", "claim ÷ its source-calibrated model's "
+                            "prediction (ratio, log scale)")):
+        pts = [(r[key], kinds.index(r["verdict"])) for r in rows
+               if r.get(key) and r["verdict"] in kinds]
+        rng = np.random.default_rng(0)  # fixed jitter: the same rows give the same figure
+        for x, y in sorted(pts):
+            k = kinds[y]
+            ax.scatter([x], [len(kinds) - 1 - y + rng.uniform(-0.22, 0.22)], s=18,
+                       marker=marker[k], facecolors="none", edgecolors=colour[k],
+                       linewidths=0.9, zorder=3)
+        ax.axvline(1.0, color=fs.INK, lw=0.8, zorder=1)
+        ax.set_xscale("log")
+        xs = [x for x, _ in pts] or [1.0]
+        lo, hi = min(min(xs), 0.8) / 1.3, max(max(xs), 1.25) * 1.3
+        ax.set_xlim(lo, hi)
+        ticks = [t for t in RATIO_TICKS if lo <= t <= hi]
+        ax.set_xticks(ticks, [f"{t:g}×" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel(label)
+        ax.set_yticks(range(len(kinds)), [
+            f"{k} ({sum(1 for r in rows if r['verdict'] == k and r.get(key))})"
+            for k in reversed(kinds)])
+        ax.set_ylim(-0.6, len(kinds) - 0.4)
+        ax.grid(axis="y", visible=False)
+        if not pts:
+            ax.annotate("no figure has this ratio\nin the verdicts table yet", (0.03, 0.5),
+                        xycoords="axes fraction", ha="left", va="center", fontsize=8,
+                        color=fs.MUTED, bbox={"facecolor": "white", "edgecolor": "none"})
+    a1.set_title("Against the card's plain roofline", loc="left")
+    a2.set_title("Against its own source's model" + ("" if have_source else " (none yet)"),
+                 loc="left")
+    a2.tick_params(labelleft=True)
+    fig.suptitle("Each published throughput figure against its card's physics, by verdict "
+                 "(count of figures with that ratio in brackets)", x=0.0, ha="left",
+                 fontsize=10)
+    fig.tight_layout()
+    fs.source_line(fig, source)
+    return fig

@@ -168,7 +168,10 @@ def workload_sentence(proto: Protocol) -> str:
     relation = {"closed_loop": "closed-loop clients, each sending its requests one after "
                 "another", "lanes": "lanes: one prompt sent as identical requests admitted "
                 "together"}.get(proto.kind, "independent requests")
-    return (f"Workload: {streams} streams ({relation}, {len(proto.steps)} {levels}) "
+    counts = {s.streams for s in proto.steps}
+    streams = (plural(proto.steps[0].streams, "stream") if len(counts) == 1
+               else f"{streams} streams")
+    return (f"Workload: {streams} ({relation}, {len(proto.steps)} {levels}) "
             f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
             "request's first token; end-to-end figures include prefill, ramp and tail.")
 
@@ -261,10 +264,12 @@ def claim_head(c: dict[str, Any]) -> str:
         streams += f", {running:g} running at once{a('streams_running')}"
     where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W{a('power_limit_w')}"
                                if c["power_limit_w"] else "")
-             + f", {c['quantization'] or '?'} weights{a('quantization')}")
+             + (f", {c['quantization']} weights" if c["quantization"]
+                else ", weights not stated") + a("quantization"))
     return (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({METRICS[c['metric']].label}; "
             f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
-            f"{c['context_tokens'] or '?'} tokens of context per stream{a('context_tokens')}; "
+            + (f"{c['context_tokens']:,} tokens of context per stream" if c["context_tokens"]
+               else "context per stream not stated") + f"{a('context_tokens')}; "
             f"{where})")
 
 

@@ -1,0 +1,7 @@
+"""Snakemake script: the verdict figure (PNG + SVG) from the verdicts table."""
+from claimcheck.report import figstyle, figures
+
+fig = figures.verdict_figure(snakemake.input.verdicts)  # noqa: F821
+paths = figstyle.save(fig, snakemake.params.out_base)  # noqa: F821
+with open(snakemake.log[0], "w") as f:  # noqa: F821
+    f.write("".join(f"{p}\n" for p in paths))
