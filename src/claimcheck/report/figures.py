@@ -22,7 +22,17 @@ from claimcheck.report import figstyle, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
-from claimcheck.report.update import md_table, render_body, render_run_md, render_update
+from claimcheck.report.update import (
+    REPORT_METRICS,
+    headline_metric,
+    in_prose,
+    is_queued,
+    md_table,
+    per_stream,
+    render_body,
+    render_run_md,
+    render_update,
+)
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
 
@@ -188,33 +198,61 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
 
 
 def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
-    """One run against the roofline at its own configuration and the claims its protocol
-    replays (those defined as streams x 1000 / median TPOT); and its Markdown section."""
+    """One run against the roofline at its own configuration, headlined by the metric its
+    protocol answers with (:func:`claimcheck.report.update.headline_metric`), with every
+    published figure the protocol replays; and its Markdown section."""
     (run,), steps = read_run_records([at_root(run_record)])
     claims = read_claims_json(at_root(claims_json))
     md = render_run_md(run, steps, claims)
-    replayed = [c for c in claims if c["id"] in run.protocol.source_claims
-                and c["metric"] == "streams_x_1000_over_median_tpot"]
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
             and not is_held_prefill(s.get("output_len"))]
     if run.protocol.gate:
-        return gate_run_figure(run, steps, model_config), md
+        return gate_run_figure(run, steps, model_config, claims), md
     if "lanes_stats" in run.protocol.metrics and kept:
-        return lanes_run_figure(run, kept[-1]), md
+        return lanes_run_figure(run, kept[-1], claims), md
+    metric = headline_metric(run.protocol)
+    col = REPORT_METRICS[metric]
+    e2e_key = "e2e_output_tok_s"  # the record's end-to-end aggregate
+    points = []
+    for s in kept:
+        v = s.get(col.key)
+        if v is None or (col.streams_times_tpot and is_queued(run, s)):
+            continue
+        agg = v if col.speed == "aggregate" else v * s["streams"]
+        points.append({"streams": s["streams"], "context": s.get("context_tokens_per_stream"),
+                       "headline": agg,
+                       "headline_per_stream": per_stream(run, s, col) or v,
+                       "e2e": s.get(e2e_key) if col.key != e2e_key else None,
+                       "roofline_tok_s": s.get("roofline_tok_s"),
+                       "roofline_per_stream_tok_s": s.get("roofline_per_stream_tok_s")})
     fig = plots.measured_figure(
-        kept, title=f"{run.name}: {run.label}",
-        claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
-                 "per_stream_tok_s": c["per_stream_tok_s"]} for c in replayed],
+        points, title=f"{run.name}: {run.label}", headline=in_prose(col),
+        claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
                 f"{run.provenance.weights_label}; roofline from {model_config} and "
-                "data/raw/cards.csv at eta = 1; claims: streams x 1000 / median TPOT rows"))
+                "data/raw/cards.csv at η = 1; published figures: the claims registry rows "
+                "this protocol replays, on their own cards"))
     return fig, md
 
 
-def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> Any:
+def replayed_points(run: Any, claims: list[dict[str, Any]], metric: str
+                    ) -> list[dict[str, Any]]:
+    """The published figures a run's protocol replays, as points (streams sharing the
+    aggregate, aggregate and per-stream tok/s, the card, whether by ``metric``)."""
+    ids = set(run.protocol.source_claims)
+    return [{"streams": c.get("streams_running") or c["streams"],
+             "aggregate_tok_s": c["aggregate_tok_s"], "per_stream_tok_s": c["per_stream_tok_s"],
+             "card": c["card"], "id": c["id"], "metric": c["metric"],
+             "context": c.get("context_tokens") or None,
+             "same": c["metric"] == metric} for c in claims if c["id"] in ids]
+
+
+def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
+                    claims: list[dict[str, Any]] | None = None) -> Any:
     """The serving-gate figure of a run whose protocol has a ``gate``: every completed
-    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`)."""
+    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`), with the
+    published figures the protocol replays."""
     g = gate.Gate.from_dict(run.protocol.gate)
     seqs = run.provenance.engine_config.max_num_seqs
     lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
@@ -227,13 +265,19 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> 
                     f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
     return plots.gate_figure(
         list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
+        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
-                f"roofline from {model_config} and data/raw/cards.csv at eta = 1"))
+                f"roofline from {model_config} and data/raw/cards.csv at η = 1; published "
+                "figures: the claims registry rows this protocol replays, on their own "
+                "cards"))
 
 
-def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
+def lanes_run_figure(run: Any, step: dict[str, Any],
+                     claims: list[dict[str, Any]] | None = None) -> Any:
     """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
-    step's lanes from its token timeline (bench.json) and its rebuilt stats line."""
+    step's lanes from its token timeline (bench.json) and its rebuilt stats line, the plain
+    roofline at its streams and context and the published figures the protocol replays.
+    The load came from the protocol's own client (its ``kind``), named in the source."""
     data = run_steps.load(at_root(run.path))
     sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
               == (step["step"], step["repeat"]))
@@ -242,8 +286,22 @@ def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
         [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
         list(tl.token_times()), step.get("lanes_stats") or "",
         title=f"{run.name}: {run.label}",
-        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token timestamps, "
-                f"--save-detailed); {run.provenance.weights_label}"))
+        roofline_tok_s=step.get("roofline_tok_s"),
+        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
+        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token times and "
+                f"usage token counts, written by {load_client(run)}); "
+                f"{run.provenance.weights_label}; plain roofline at η = 1 at the step's "
+                "streams and context; published figures: the claims registry rows this "
+                "protocol replays, on their own cards"))
+
+
+def load_client(run: Any) -> str:
+    """What made a run's load, in words, from its recorded protocol's ``kind``: vLLM's
+    benchmark client for ``bench``, claimcheck's own client otherwise."""
+    kind = run.protocol.kind or "bench"
+    if kind == "bench":
+        return "vllm bench serve --save-detailed"
+    return f"claimcheck's own load client (python -m claimcheck.measure.loadclient, {kind})"
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
