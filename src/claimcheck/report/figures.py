@@ -18,7 +18,7 @@ from claimcheck.core.io import read_csv, read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import figstyle, plots, sections, verdicts_md
+from claimcheck.report import definitions_fig, figstyle, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
@@ -289,19 +289,11 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
         roofline_tok_s=step.get("roofline_tok_s"),
         claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token times and "
-                f"usage token counts, written by {load_client(run)}); "
+                f"usage token counts, written by "
+                f"{definitions_fig.load_client(run.protocol.kind).split(':')[0]}); "
                 f"{run.provenance.weights_label}; plain roofline at η = 1 at the step's "
                 "streams and context; published figures: the claims registry rows this "
                 "protocol replays, on their own cards"))
-
-
-def load_client(run: Any) -> str:
-    """What made a run's load, in words, from its recorded protocol's ``kind``: vLLM's
-    benchmark client for ``bench``, claimcheck's own client otherwise."""
-    kind = run.protocol.kind or "bench"
-    if kind == "bench":
-        return "vllm bench serve --save-detailed"
-    return f"claimcheck's own load client (python -m claimcheck.measure.loadclient, {kind})"
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
