@@ -157,8 +157,8 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     curves, bends = {}, {}
     for e in preset["etas"]:
         m = base.with_(eta=e)
-        curves[f"eta = {e:g}"] = rl.curve(m, streams)
-        bends[f"eta = {e:g}"] = rl.bend_streams(m)
+        curves[f"η = {e:g}"] = rl.curve(m, streams)
+        bends[f"η = {e:g}"] = rl.bend_streams(m)
     free = preset.get("free_gib")
     wall = (rl.memory_wall_streams(free * GIB, base.state_bytes, base.kv_bytes_per_token,
                                    base.context_tokens) if free else None)
@@ -173,7 +173,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     fig = plots.roofline_figure(
         curves, bends, wall, on_card, measured=measured_points(same, card.card),
         title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
-              f"{src['kv_dtype']} KV, {ctx} tokens per stream",
+              f"{src['kv_dtype']} KV, {context_words(ctx)}",
         source=(f"model geometry from {model_config}; card from {cards_csv} "
                 f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
                 f"({src['tflops_source']}); claims without speculation from the claims "
@@ -189,12 +189,19 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
           f"S = {base.state_bytes / MIB:g} MiB ({src['state_dtype']}); kappa = "
           f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
           "Decode only (no prefill); independent streams, all decoding; "
-          f"{ctx} tokens of context per stream; 1 row verified per step.\n\n"
+          f"{context_words(ctx)}; 1 row verified per step.\n\n"
           + md_table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
                       "Per stream tok/s"], rows, ["l", "r", "r", "l", "r", "r"])
           + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; memory wall: {wall}; "
           f"B=1 ceiling (weights only, eta = 1): {rl.ceiling_b1_tok_s(base):.1f} tok/s")
     return fig, md
+
+
+def context_words(tokens: int) -> str:
+    """A preset's context per stream in words; 0 means the preset counts no context KV."""
+    if not tokens:
+        return "no context KV counted (weights and state only)"
+    return f"{tokens:,} tokens of context per stream"
 
 
 def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:

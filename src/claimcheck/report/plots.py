@@ -55,7 +55,8 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
 
     xs = [streams(c) for c in claims] + [m["streams"] for m in measured or []]
     ys = [c["aggregate_tok_s"] for c in claims] + [m["aggregate_tok_s"] for m in measured or []]
-    xlim, ylim = (0.7, max(xs) * 1.6), (min(ys) / 1.6, max(ys) * 1.8)
+    # room right of the data for the diagonals' labels (never under a marker)
+    xlim, ylim = (0.7, max(xs) * 4.0), (min(ys) / 1.6, max(ys) * 1.8)
     _diagonals(ax, xlim, ylim)
     # jitter identical (streams, value) points a little so each claim stays visible
     seen: dict[tuple[float, float], int] = {}
@@ -74,14 +75,15 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
             ringed += 1
             ax.scatter([x], [c["aggregate_tok_s"]], s=80, marker="o", facecolors="none",
                        edgecolors=fs.MUTED, linewidths=0.7, linestyle=(0, (2, 1.5)), zorder=2)
-    for m in measured or []:
-        ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=46, marker=marker[m["card"]],
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.4, zorder=4)
+    for m in measured or []:  # under the claims: a measured point never covers a claim
+        ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=40, marker=marker[m["card"]],
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.0, zorder=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
-    ax.set_xlabel("streams sharing the aggregate (streams_running where given; log scale)")
+    ax.set_xlabel("streams sharing the aggregate (those running at once where the registry "
+                  "says; log scale)")
     ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
     ax.set_title("Every throughput figure and its verdict: streams vs aggregate (grey "
                  "diagonals: tok/s per stream)", loc="left")
@@ -96,8 +98,9 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
                                   label="dashed ring: streams, card, context\nor weights "
                                   "assumed by the registry"))
     if measured:
-        handles.append(ax.scatter([], [], s=46, facecolors="white", edgecolors=fs.INK,
-                                  linewidths=1.4, marker="o", label="this project, measured"))
+        handles.append(ax.scatter([], [], s=40, facecolors="none", edgecolors=fs.INK,
+                                  linewidths=1.0, marker="s",
+                                  label="this project, measured (large, drawn under)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1)
     fs.source_line(fig, source)
     return fig
@@ -111,12 +114,16 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     ``curves`` maps a label (e.g. 'eta = 0.79') to roofline points; claims are plotted
     at their stream count and aggregate (left) / per-stream speed (right)."""
     fig, (a1, a2) = fs.new(9.0, 4.0, ncols=2)
+    top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
+    top = max([top] + [c["aggregate_tok_s"] for c in claims]
+              + [m["aggregate_tok_s"] for m in measured or []]) * 1.15
     for i, (label, pts) in enumerate(curves.items()):
         col = fs.PALETTE[i]
         b = [p.streams for p in pts]
         a1.plot(b, [p.aggregate_tok_s for p in pts], color=col, lw=1.8, label=label)
-        a1.plot(b, [p.streams / (p.memory_ms / 1e3) for p in pts], color=col, lw=0.8,
-                ls="--", label=f"{label}: memory term alone")
+        if any(p.compute_ms > p.memory_ms for p in pts):  # else it lies under the curve
+            a1.plot(b, [p.streams / (p.memory_ms / 1e3) for p in pts], color=col, lw=0.8,
+                    ls="--", label=f"{label}: memory term alone")
         a2.plot(b, [p.per_stream_tok_s for p in pts], color=col, lw=1.8, label=label)
         bend = bends.get(label)
         if bend and bend < b[-1]:
@@ -126,8 +133,9 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                         fontsize=6.5, color=col, rotation=90, ha="right", va="bottom")
     pts0 = next(iter(curves.values()))
     b = [p.streams for p in pts0]
-    a1.plot(b, [p.streams / (p.compute_ms / 1e3) for p in pts0], color=fs.INK, lw=0.8,
-            ls="-.", label="compute term alone")
+    compute = [p.streams / (p.compute_ms / 1e3) for p in pts0]
+    if min(compute) < top:  # drawn only where it shows on the axes
+        a1.plot(b, compute, color=fs.INK, lw=0.8, ls="-.", label="compute term alone")
     if wall:
         for ax in (a1, a2):
             ax.axvline(wall, color=fs.PALETTE[3], lw=1.0)
@@ -140,26 +148,26 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                   facecolors="none" if hollow else fs.PALETTE[4])
         a1.scatter([c["streams"]], [c["aggregate_tok_s"]], **kw)
         a2.scatter([c["streams"]], [c["per_stream_tok_s"]], **kw)
-    for m in measured or []:
+    for m in measured or []:  # under the claims
         a1.scatter([m["streams"]], [m["aggregate_tok_s"]], marker="s", s=26,
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.1, zorder=3)
         a2.scatter([m["streams"]], [m["per_stream_tok_s"]], marker="s", s=26,
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.1, zorder=3)
     if measured:
-        a1.scatter([], [], marker="s", s=26, facecolors="white", edgecolors=fs.INK,
-                   linewidths=1.3, label="this project, measured (1000 / median TPOT)")
-    a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
-               label="published claims (this card)")
-    a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
-               label="reproductions (this card)")
+        a1.scatter([], [], marker="s", s=26, facecolors="none", edgecolors=fs.INK,
+                   linewidths=1.1, label="this project, measured (streams x 1000 / median "
+                   "TPOT)")
+    if any(c.get("kind") == "claim" for c in claims):
+        a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
+                   label="published claims (this card)")
+    if any(c.get("kind") != "claim" for c in claims):
+        a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
+                   label="reproductions and controls (this card)")
     a1.set_xlabel("concurrent streams")
     a1.set_ylabel("aggregate decode throughput, tok/s")
     a2.set_xlabel("concurrent streams")
     a2.set_ylabel("per-stream decode speed, tok/s")
-    top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
-    top = max([top] + [c["aggregate_tok_s"] for c in claims]
-              + [m["aggregate_tok_s"] for m in measured or []])
-    a1.set_ylim(0, top * 1.15)
+    a1.set_ylim(0, top)
     a2.set_ylim(bottom=0)
     a1.set_title("Aggregate (sum over streams)", loc="left")
     a2.set_title("What each stream sees", loc="left")
