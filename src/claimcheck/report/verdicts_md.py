@@ -231,7 +231,9 @@ def above_roofline(rows: Sequence[Mapping[str, Any]], top: int = 5) -> str:
     items = [f"{_claim_words(r)} at {float(r['claim_over_roofline']):.2f}× the plain "
              f"roofline of {float(r['roofline_tok_s']):,.0f} tok/s (*{r['verdict']}*)"
              for r in above[:top]]
-    return (f"{len(above)} figures sit above their card's plain roofline; the furthest: "
+    sits = ("1 figure sits above its card's" if len(above) == 1
+            else f"{len(above)} figures sit above their card's")
+    return (f"{sits} plain roofline; the furthest: "
             + "; ".join(items) + ".")
 
 
