@@ -102,8 +102,6 @@ rule verdict_figure:
     output:
         png="figures/verdicts.png",
         svg="figures/verdicts.svg",
-    params:
-        out_base="figures/verdicts",
     log:
         "logs/verdict_figure.log",
     conda:

@@ -614,7 +614,7 @@ def provenance_paragraph(runs: list[Run]) -> str:
     dummy = [r for r in runs if r.dummy]
     limits = joined(f"{x.gpu.power_limit_enforced_w:.0f} W" for x in p
                     if x.gpu.power_limit_enforced_w)
-    weights = (f"all with dummy weights (random weights of the real geometry, "
+    weights = ("all with dummy weights (random weights of the real geometry, "
                "`--load-format dummy`)" if len(dummy) == len(runs) else
                f"{len(dummy)} with dummy weights" if dummy else "with the published weights")
     return (f"{plural(len(runs), 'run')} on {joined(x.gpu.name or x.card for x in p)} "
