@@ -334,8 +334,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
     model_rows = read_csv(at_root(model_csv)) if model_csv else []
     geom = geometry_from_file(at_root(model_config)) if model_config else None
+    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
-                       appendix_link, model_name, geom, verdict_figure)
+                       appendix_link, model_name, geom, verdict_figure, protocols)
     appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
                 "every step of every run, each protocol's blocks in full, each run's "
                 "provenance, the definitions figures, the model table and every verdict "

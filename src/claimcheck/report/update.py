@@ -656,10 +656,12 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
                 figures: dict[str, str], verdicts: list[dict[str, Any]],
                 model_rows: list[dict[str, Any]], appendix: str,
                 model: str | None = None, geometry: Geometry | None = None,
-                verdict_figure: str | None = None) -> str:
+                verdict_figure: str | None = None,
+                protocols: list[str] | None = None) -> str:
     """figures/update.md: the body an article can print. The findings on the published
     figures, one short section per protocol (its paragraph, its one table, its figures),
-    the model and the provenance each in a paragraph; ``appendix`` links the rest."""
+    the protocols in ``protocols`` not run yet, the model and the provenance each in a
+    paragraph; ``appendix`` links the rest."""
     from claimcheck.report import verdicts_md
     runs = [r for r in runs if r.provenance.card == card]
     if not runs:
@@ -691,6 +693,10 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
             "context (η = 1, weights as the engine reported them).", ""]
     for rs in by_proto.values():
         out.append(protocol_body(rs[-1].protocol, rs, rows, verdicts, figures))
+    not_run = [p for p in protocols or [] if p not in by_proto]
+    if not_run:
+        out += ["Not run on this card yet: " + ", ".join(f"`{p}`" for p in not_run) + ".",
+                ""]
     out += ["### The model", "", verdicts_md.model_paragraph(model_rows), "",
             "### Provenance", "", provenance_paragraph(runs), ""]
     return "\n".join(out)

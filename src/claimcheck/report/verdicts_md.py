@@ -4,6 +4,7 @@ the publication gave and the registry supplied). Pure: rows in, text out."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -158,9 +159,8 @@ def render_findings(rows: Sequence[Mapping[str, Any]], figure: str | None = None
     if not rows:
         return "No verdicts yet.\n"
     counts = Counter(r["verdict"] for r in rows)
-    out = [f"Of {len(rows)} published figures, "
-           + ", ".join(f"{counts[k]} {'is' if counts[k] == 1 else 'are'} *{k}*"
-                       for k in kinds_in_order(rows))
+    out = [f"Of {len(rows)} published figures: "
+           + ", ".join(f"{counts[k]} *{k}*" for k in kinds_in_order(rows))
            + ". Each figure is set against the plain roofline of its own card (one token "
            "per stream per step, η = 1, at its weights, streams and context) and, where its "
            "source published a figure to calibrate on, against that source's own model.", ""]
@@ -189,7 +189,7 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
         ratios = sorted(float(r["claim_over_source"]) for r in rs
                         if _f(r.get("claim_over_source")))
         within = sum(abs(x - 1) <= TOLERANCE for x in ratios)
-        mid = ratios[len(ratios) // 2] if ratios else None
+        mid = statistics.median(ratios) if ratios else None
         table.append([card, ", ".join(f"`{c}`" for c in on.split(";") if c) or "none",
                       how, str(len(rs)), f"{within} of {len(ratios)}",
                       _num(mid, ".2f") + ("×" if mid else "")])
