@@ -10,10 +10,7 @@ from claimcheck.core.paths import ROOT
 
 PKG = ROOT / "src" / "claimcheck"
 
-# Being rewritten by the Update helper (issue 18): each still imports the Protocol class
-# through measure's re-export; the merge changes that one line to claimcheck.core.protocols.
-PENDING = {name: {"claimcheck.measure.protocols", "claimcheck.measure.protocols.Protocol"}
-           for name in ("update.py", "sections.py")}
+PENDING: dict[str, set[str]] = {}
 
 
 def imports(path: Path) -> set[str]:

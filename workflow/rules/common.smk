@@ -155,7 +155,9 @@ def notebook_params(wildcards):
                                       for r in RUNS},
                 "protocols_yaml": "config/protocols.yaml",
                 "model_config": config["model_config"], "model_name": config["model_name"],
-                "figures_links": update_figure_links(), "out_md": "figures/update.md"}
+                "figures_links": update_figure_links(), "out_md": "figures/update.md",
+                "appendix_md": "figures/update-appendix.md",
+                "verdict_figure": "verdicts.png"}
     if t.startswith("roofline-"):
         name = t.removeprefix("roofline-")
         return {**common, "preset": roofline_preset(name),

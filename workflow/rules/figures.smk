@@ -84,12 +84,13 @@ rule update:
         model=config["model_config"],
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
-        figures=["figures/claim_map.png"]
+        figures=["figures/claim_map.png", "figures/verdicts.png"]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
         + expand("figures/measured-{run}.png", run=RUNS)
         + expand("figures/definitions-{run}.png", run=RUNS),
     output:
         md="figures/update.md",
+        appendix="figures/update-appendix.md",
         nb="data/derived/notebooks/update.ipynb",
     log:
         "logs/update.log",
@@ -99,3 +100,19 @@ rule update:
         PIPELINE_ENV
     shell:
         "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+
+
+# Each published figure against its card's plain roofline and its source's model.
+rule verdict_figure:
+    input:
+        code=PACKAGE_SOURCES,
+        verdicts="data/derived/verdicts.json",
+    output:
+        png="figures/verdicts.png",
+        svg="figures/verdicts.svg",
+    log:
+        "logs/verdict_figure.log",
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/verdicts_fig.py"

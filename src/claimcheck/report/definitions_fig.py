@@ -33,15 +33,36 @@ BAR_ORDER = ("e2e_aggregate_tok_s", "decode_aggregate_tok_s", "per_request_decod
              "all_streams_decoding_tok_s", "engine_log_steady_tok_s", "fastest_second_tok_s")
 
 
+def load_client(kind: str | None) -> str:
+    """What made a run's load, in words, from its protocol's ``kind``: vLLM's benchmark
+    client (``bench``, the default) or claimcheck's own client (every other kind)."""
+    if (kind or "bench") == "bench":
+        return "vllm bench serve --save-detailed: start, TTFT, ITLs, usage token counts"
+    return (f"claimcheck's own load client (python -m claimcheck.measure.loadclient, {kind}): "
+            "per-chunk arrival times and usage token counts")
+
+
+def max_num_seqs(run: run_steps.RunData) -> int | None:
+    """The server's max-num-seqs as the run's provenance records it."""
+    return (run.provenance.get("engine_config") or {}).get("max_num_seqs")
+
+
+def queued(run: run_steps.RunData, i: int) -> bool:
+    """Whether step ``i`` asked for more streams than the server runs at once."""
+    seqs = max_num_seqs(run)
+    return bool(seqs) and run.steps[i].record["streams"] > seqs
+
+
 def default_step(run: run_steps.RunData) -> int:
     """Index of the step drawn by default: the most streams, last repeat, among steps that
-    decode (a held-prefill step, 2 tokens or fewer out per request, has no decode to show
-    and is drawn only when nothing else is there)."""
+    decode (a held-prefill step, 2 tokens or fewer out per request, has no decode to show)
+    and whose streams all ran at once (a queued level's streams x 1000 / TPOT is no
+    aggregate of what ran); the others are drawn only when nothing else is there."""
     def decodes(i: int) -> bool:
         return not d.timeline_is_held_prefill(run.steps[i].timeline)
 
     best = max(range(len(run.steps)),
-               key=lambda i: (decodes(i), run.steps[i].record["streams"],
+               key=lambda i: (decodes(i), not queued(run, i), run.steps[i].record["streams"],
                               run.steps[i].record["repeat"], run.steps[i].record["step"]))
     return best
 
@@ -95,8 +116,12 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     ax_bar.set_xlabel(f"aggregate / end-to-end aggregate (ratio; axis from "
                       f"{ax_bar.get_xlim()[0]:g})")
     ax_bar.grid(axis="y", visible=False)
-    note = (f"{tl.streams} stream(s), {len(tl.requests)} requests; aggregate = summed over "
-            f"the streams, per-request decode x {tl.streams}")
+    note = (f"{tl.streams} stream{'s' if tl.streams != 1 else ''}, {len(tl.requests)} "
+            f"requests; aggregate = summed over the streams, per-request decode x "
+            f"{tl.streams}")
+    if queued(run, i):
+        note += (f"; queued: the server runs {max_num_seqs(run)} at once, so the "
+                 "streams x 1000 / TPOT bars count streams that did not run together")
     if missing:
         note += "; null here: " + ", ".join(d.DEFINITIONS[n].label for n in missing)
     ax_bar.set_title("\n".join(textwrap.wrap(note, 58)), loc="left", fontsize=7,
@@ -130,7 +155,9 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     h2, l2 = ax2.get_legend_handles_labels()
     ax_tl.legend(h1 + h2, l1 + l2, loc="upper left", bbox_to_anchor=(1.09, 1.0))
     ax_tl.set_title(f"{s.label}: token timeline", loc="left")
-    fig.suptitle(f"{run.name}: one step's aggregate under each tok/s definition",
+    weights = run.provenance.get("weights_label") or run.provenance.get("weights") or ""
+    fig.suptitle(f"{run.name}" + (f" ({weights})" if weights else "")
+                 + ": one step's aggregate under each tok/s definition",
                  x=0.02, y=1.02, ha="left", fontsize=11)
 
     # -- right bottom: each definition's window
@@ -157,10 +184,11 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     ax_win.set_xlabel("time from the first request sent, s")
     ax_win.grid(axis="y", visible=False)
 
+    kind = (run.provenance.get("protocol_config") or {}).get("kind")
     fs.source_line(fig, f"data/raw/runs/{run.name}/steps/{s.record['dir']}/bench.json "
-                   "(vllm bench serve --save-detailed: start, TTFT, ITLs, usage token "
-                   "counts) and server.log; claimcheck core/definitions. Engine-log windows "
-                   "to +-1 s.")
+                   f"({load_client(kind)}) and server.log; "
+                   + (f"{weights}; " if weights else "")
+                   + "claimcheck core/definitions. Engine-log windows to +-1 s.")
     return fig
 
 

@@ -14,15 +14,25 @@ from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
-from claimcheck.core.io import read_json
+from claimcheck.core.io import read_csv, read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
-from claimcheck.report import figstyle, plots, sections
+from claimcheck.report import definitions_fig, figstyle, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
-from claimcheck.report.update import md_table, render_run_md, render_update
+from claimcheck.report.update import (
+    REPORT_METRICS,
+    headline_metric,
+    in_prose,
+    is_queued,
+    md_table,
+    per_stream,
+    render_body,
+    render_run_md,
+    render_update,
+)
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
 
@@ -147,8 +157,8 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     curves, bends = {}, {}
     for e in preset["etas"]:
         m = base.with_(eta=e)
-        curves[f"eta = {e:g}"] = rl.curve(m, streams)
-        bends[f"eta = {e:g}"] = rl.bend_streams(m)
+        curves[f"η = {e:g}"] = rl.curve(m, streams)
+        bends[f"η = {e:g}"] = rl.bend_streams(m)
     free = preset.get("free_gib")
     wall = (rl.memory_wall_streams(free * GIB, base.state_bytes, base.kv_bytes_per_token,
                                    base.context_tokens) if free else None)
@@ -163,7 +173,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     fig = plots.roofline_figure(
         curves, bends, wall, on_card, measured=measured_points(same, card.card),
         title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
-              f"{src['kv_dtype']} KV, {ctx} tokens per stream",
+              f"{src['kv_dtype']} KV, {context_words(ctx)}",
         source=(f"model geometry from {model_config}; card from {cards_csv} "
                 f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
                 f"({src['tflops_source']}); claims without speculation from the claims "
@@ -179,7 +189,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
           f"S = {base.state_bytes / MIB:g} MiB ({src['state_dtype']}); kappa = "
           f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
           "Decode only (no prefill); independent streams, all decoding; "
-          f"{ctx} tokens of context per stream; 1 row verified per step.\n\n"
+          f"{context_words(ctx)}; 1 row verified per step.\n\n"
           + md_table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
                       "Per stream tok/s"], rows, ["l", "r", "r", "l", "r", "r"])
           + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; memory wall: {wall}; "
@@ -187,14 +197,20 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     return fig, md
 
 
+def context_words(tokens: int) -> str:
+    """A preset's context per stream in words; 0 means the preset counts no context KV."""
+    if not tokens:
+        return "no context KV counted (weights and state only)"
+    return f"{tokens:,} tokens of context per stream"
+
+
 def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
-    """One run against the roofline at its own configuration and the claims its protocol
-    replays (those defined as streams x 1000 / median TPOT); and its Markdown section."""
+    """One run against the roofline at its own configuration, headlined by the metric its
+    protocol answers with (:func:`claimcheck.report.update.headline_metric`), with every
+    published figure the protocol replays; and its Markdown section."""
     (run,), steps = read_run_records([at_root(run_record)])
     claims = read_claims_json(at_root(claims_json))
     md = render_run_md(run, steps, claims)
-    replayed = [c for c in claims if c["id"] in run.protocol.source_claims
-                and c["metric"] == "streams_x_1000_over_median_tpot"]
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
             and not is_held_prefill(s.get("output_len"))]
@@ -202,22 +218,51 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
         return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
                                f"{run.provenance.failure}"), md
     if run.protocol.gate:
-        return gate_run_figure(run, steps, model_config), md
+        return gate_run_figure(run, steps, model_config, claims), md
     if "lanes_stats" in run.protocol.metrics and kept:
-        return lanes_run_figure(run, kept[-1]), md
+        return lanes_run_figure(run, kept[-1], claims), md
+    metric = headline_metric(run.protocol)
+    col = REPORT_METRICS[metric]
+    e2e_key = "e2e_output_tok_s"  # the record's end-to-end aggregate
+    points = []
+    for s in kept:
+        v = s.get(col.key)
+        if v is None or (col.streams_times_tpot and is_queued(run, s)):
+            continue
+        agg = v if col.speed == "aggregate" else v * s["streams"]
+        points.append({"streams": s["streams"], "context": s.get("context_tokens_per_stream"),
+                       "headline": agg,
+                       "headline_per_stream": per_stream(run, s, col) or v,
+                       "e2e": s.get(e2e_key) if col.key != e2e_key else None,
+                       "roofline_tok_s": s.get("roofline_tok_s"),
+                       "roofline_per_stream_tok_s": s.get("roofline_per_stream_tok_s")})
     fig = plots.measured_figure(
-        kept, title=f"{run.name}: {run.label}",
-        claims=[{"streams": c["streams"], "aggregate_tok_s": c["aggregate_tok_s"],
-                 "per_stream_tok_s": c["per_stream_tok_s"]} for c in replayed],
+        points, title=f"{run.name}: {run.label}", headline=in_prose(col),
+        claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
                 f"{run.provenance.weights_label}; roofline from {model_config} and "
-                "data/raw/cards.csv at eta = 1; claims: streams x 1000 / median TPOT rows"))
+                "data/raw/cards.csv at η = 1; published figures: the claims registry rows "
+                "this protocol replays, on their own cards"))
     return fig, md
 
 
-def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> Any:
+def replayed_points(run: Any, claims: list[dict[str, Any]], metric: str
+                    ) -> list[dict[str, Any]]:
+    """The published figures a run's protocol replays, as points (streams sharing the
+    aggregate, aggregate and per-stream tok/s, the card, whether by ``metric``)."""
+    ids = set(run.protocol.source_claims)
+    return [{"streams": c.get("streams_running") or c["streams"],
+             "aggregate_tok_s": c["aggregate_tok_s"], "per_stream_tok_s": c["per_stream_tok_s"],
+             "card": c["card"], "id": c["id"], "metric": c["metric"],
+             "context": c.get("context_tokens") or None,
+             "same": c["metric"] == metric} for c in claims if c["id"] in ids]
+
+
+def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
+                    claims: list[dict[str, Any]] | None = None) -> Any:
     """The serving-gate figure of a run whose protocol has a ``gate``: every completed
-    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`)."""
+    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`), with the
+    published figures the protocol replays."""
     g = gate.Gate.from_dict(run.protocol.gate)
     seqs = run.provenance.engine_config.max_num_seqs
     lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
@@ -230,13 +275,19 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str) -> 
                     f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
     return plots.gate_figure(
         list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
+        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
-                f"roofline from {model_config} and data/raw/cards.csv at eta = 1"))
+                f"roofline from {model_config} and data/raw/cards.csv at η = 1; published "
+                "figures: the claims registry rows this protocol replays, on their own "
+                "cards"))
 
 
-def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
+def lanes_run_figure(run: Any, step: dict[str, Any],
+                     claims: list[dict[str, Any]] | None = None) -> Any:
     """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
-    step's lanes from its token timeline (bench.json) and its rebuilt stats line."""
+    step's lanes from its token timeline (bench.json) and its rebuilt stats line, the plain
+    roofline at its streams and context and the published figures the protocol replays.
+    The load came from the protocol's own client (its ``kind``), named in the source."""
     data = run_steps.load(at_root(run.path))
     sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
               == (step["step"], step["repeat"]))
@@ -245,8 +296,14 @@ def lanes_run_figure(run: Any, step: dict[str, Any]) -> Any:
         [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
         list(tl.token_times()), step.get("lanes_stats") or "",
         title=f"{run.name}: {run.label}",
-        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token timestamps, "
-                f"--save-detailed); {run.provenance.weights_label}"))
+        roofline_tok_s=step.get("roofline_tok_s"),
+        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
+        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token times and "
+                f"usage token counts, written by "
+                f"{definitions_fig.load_client(run.protocol.kind).split(':')[0]}); "
+                f"{run.provenance.weights_label}; plain roofline at η = 1 at the step's "
+                "streams and context; published figures: the claims registry rows this "
+                "protocol replays, on their own cards"))
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
@@ -263,3 +320,55 @@ def update_section(run_records: list[str] | None, claims_json: str, card: str,
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
                          figures or {}, protocols, model_name, geom, nominal)
+
+
+def update_documents(run_records: list[str] | None, claims_json: str, card: str,
+                     figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                     model_config: str | None = None, model_name: str | None = None,
+                     verdicts_json: str | None = None, model_csv: str | None = None,
+                     definitions_links: dict[str, str] | None = None,
+                     appendix_link: str = "update-appendix.md",
+                     verdict_figure: str | None = None,
+                     cards_csv: str | None = "data/raw/cards.csv") -> tuple[str, str]:
+    """The Update as an article prints it (the body, figures/update.md) and its appendix
+    (every step of every run, each protocol's blocks, every verdict line, the model table,
+    each run's provenance), from the same run records, verdicts and model table."""
+    runs, steps = read_run_records(records(run_records))
+    verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
+    model_rows = read_csv(at_root(model_csv)) if model_csv else []
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
+    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
+                       appendix_link, model_name, geom, verdict_figure, protocols)
+    appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
+                "every step of every run, each protocol's blocks in full, each run's "
+                "provenance, the definitions figures, the model table and every verdict "
+                "with its numbers.\n\n"
+                + update_section(run_records, claims_json, card, figures, protocols_yaml,
+                                 model_config, model_name, cards_csv))
+    if definitions_links:
+        appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
+    if model_rows:
+        appendix += "\n" + verdicts_md.render_model(model_rows)
+    if verdicts:
+        appendix += "\n" + verdicts_md.render_verdicts(verdicts)
+    return body, appendix
+
+
+def verdict_figure(verdicts_json: str) -> Any:
+    """The verdict figure: each claim's ratio to its card's plain roofline and to its
+    source-calibrated prediction (verdicts-table columns claim_over_roofline and
+    claim_over_source; the second may be absent), marked by verdict kind."""
+    rows = read_json(at_root(verdicts_json))
+    pts = [{"verdict": r["verdict"],
+            "claim_over_roofline": _ratio(r.get("claim_over_roofline")),
+            "claim_over_source": _ratio(r.get("claim_over_source"))} for r in rows]
+    return plots.verdict_figure(pts, verdicts_md.kinds_in_order(rows), source=(
+        f"{verdicts_json} (one verdict per registry claim; claims from data/raw/claims.csv, "
+        "shared/seeds/000-002); plain roofline at each claim's own card, weights, streams "
+        "and context; source models calibrated on each source's own published figures"))
+
+
+def _ratio(x: Any) -> float | None:
+    """A ratio cell as a float; empty, zero or absent is None."""
+    return float(x) if x not in (None, "") and float(x) > 0 else None

@@ -55,7 +55,8 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
 
     xs = [streams(c) for c in claims] + [m["streams"] for m in measured or []]
     ys = [c["aggregate_tok_s"] for c in claims] + [m["aggregate_tok_s"] for m in measured or []]
-    xlim, ylim = (0.7, max(xs) * 1.6), (min(ys) / 1.6, max(ys) * 1.8)
+    # room right of the data for the diagonals' labels (never under a marker)
+    xlim, ylim = (0.7, max(xs) * 4.0), (min(ys) / 1.6, max(ys) * 1.8)
     _diagonals(ax, xlim, ylim)
     # jitter identical (streams, value) points a little so each claim stays visible
     seen: dict[tuple[float, float], int] = {}
@@ -74,14 +75,15 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
             ringed += 1
             ax.scatter([x], [c["aggregate_tok_s"]], s=80, marker="o", facecolors="none",
                        edgecolors=fs.MUTED, linewidths=0.7, linestyle=(0, (2, 1.5)), zorder=2)
-    for m in measured or []:
-        ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=46, marker=marker[m["card"]],
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.4, zorder=4)
+    for m in measured or []:  # under the claims: a measured point never covers a claim
+        ax.scatter([m["streams"]], [m["aggregate_tok_s"]], s=40, marker=marker[m["card"]],
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.0, zorder=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
-    ax.set_xlabel("streams sharing the aggregate (streams_running where given; log scale)")
+    ax.set_xlabel("streams sharing the aggregate (those running at once where the registry "
+                  "says; log scale)")
     ax.set_ylabel("aggregate throughput, tok/s summed over streams (log scale)")
     ax.set_title("Every throughput figure and its verdict: streams vs aggregate (grey "
                  "diagonals: tok/s per stream)", loc="left")
@@ -96,8 +98,9 @@ def claim_map(claims: list[dict[str, Any]], measured: list[dict[str, Any]] | Non
                                   label="dashed ring: streams, card, context\nor weights "
                                   "assumed by the registry"))
     if measured:
-        handles.append(ax.scatter([], [], s=46, facecolors="white", edgecolors=fs.INK,
-                                  linewidths=1.4, marker="o", label="this project, measured"))
+        handles.append(ax.scatter([], [], s=40, facecolors="none", edgecolors=fs.INK,
+                                  linewidths=1.0, marker="s",
+                                  label="this project, measured (large, drawn under)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1)
     fs.source_line(fig, source)
     return fig
@@ -111,12 +114,16 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     ``curves`` maps a label (e.g. 'eta = 0.79') to roofline points; claims are plotted
     at their stream count and aggregate (left) / per-stream speed (right)."""
     fig, (a1, a2) = fs.new(9.0, 4.0, ncols=2)
+    top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
+    top = max([top] + [c["aggregate_tok_s"] for c in claims]
+              + [m["aggregate_tok_s"] for m in measured or []]) * 1.15
     for i, (label, pts) in enumerate(curves.items()):
         col = fs.PALETTE[i]
         b = [p.streams for p in pts]
         a1.plot(b, [p.aggregate_tok_s for p in pts], color=col, lw=1.8, label=label)
-        a1.plot(b, [p.streams / (p.memory_ms / 1e3) for p in pts], color=col, lw=0.8,
-                ls="--", label=f"{label}: memory term alone")
+        if any(p.compute_ms > p.memory_ms for p in pts):  # else it lies under the curve
+            a1.plot(b, [p.streams / (p.memory_ms / 1e3) for p in pts], color=col, lw=0.8,
+                    ls="--", label=f"{label}: memory term alone")
         a2.plot(b, [p.per_stream_tok_s for p in pts], color=col, lw=1.8, label=label)
         bend = bends.get(label)
         if bend and bend < b[-1]:
@@ -126,8 +133,9 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                         fontsize=6.5, color=col, rotation=90, ha="right", va="bottom")
     pts0 = next(iter(curves.values()))
     b = [p.streams for p in pts0]
-    a1.plot(b, [p.streams / (p.compute_ms / 1e3) for p in pts0], color=fs.INK, lw=0.8,
-            ls="-.", label="compute term alone")
+    compute = [p.streams / (p.compute_ms / 1e3) for p in pts0]
+    if min(compute) < top:  # drawn only where it shows on the axes
+        a1.plot(b, compute, color=fs.INK, lw=0.8, ls="-.", label="compute term alone")
     if wall:
         for ax in (a1, a2):
             ax.axvline(wall, color=fs.PALETTE[3], lw=1.0)
@@ -140,26 +148,26 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
                   facecolors="none" if hollow else fs.PALETTE[4])
         a1.scatter([c["streams"]], [c["aggregate_tok_s"]], **kw)
         a2.scatter([c["streams"]], [c["per_stream_tok_s"]], **kw)
-    for m in measured or []:
+    for m in measured or []:  # under the claims
         a1.scatter([m["streams"]], [m["aggregate_tok_s"]], marker="s", s=26,
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.1, zorder=3)
         a2.scatter([m["streams"]], [m["per_stream_tok_s"]], marker="s", s=26,
-                   facecolors="white", edgecolors=fs.INK, linewidths=1.3, zorder=5)
+                   facecolors="none", edgecolors=fs.INK, linewidths=1.1, zorder=3)
     if measured:
-        a1.scatter([], [], marker="s", s=26, facecolors="white", edgecolors=fs.INK,
-                   linewidths=1.3, label="this project, measured (1000 / median TPOT)")
-    a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
-               label="published claims (this card)")
-    a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
-               label="reproductions (this card)")
+        a1.scatter([], [], marker="s", s=26, facecolors="none", edgecolors=fs.INK,
+                   linewidths=1.1, label="this project, measured (streams x 1000 / median "
+                   "TPOT)")
+    if any(c.get("kind") == "claim" for c in claims):
+        a1.scatter([], [], s=18, facecolors=fs.PALETTE[4], edgecolors=fs.INK,
+                   label="published claims (this card)")
+    if any(c.get("kind") != "claim" for c in claims):
+        a1.scatter([], [], s=18, facecolors="none", edgecolors=fs.INK,
+                   label="reproductions and controls (this card)")
     a1.set_xlabel("concurrent streams")
     a1.set_ylabel("aggregate decode throughput, tok/s")
     a2.set_xlabel("concurrent streams")
     a2.set_ylabel("per-stream decode speed, tok/s")
-    top = max(p.aggregate_tok_s for pts in curves.values() for p in pts)
-    top = max([top] + [c["aggregate_tok_s"] for c in claims]
-              + [m["aggregate_tok_s"] for m in measured or []])
-    a1.set_ylim(0, top * 1.15)
+    a1.set_ylim(0, top)
     a2.set_ylim(bottom=0)
     a1.set_title("Aggregate (sum over streams)", loc="left")
     a2.set_title("What each stream sees", loc="left")
@@ -171,55 +179,94 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
     return fig
 
 
-def measured_figure(steps: list[dict[str, Any]], title: str, source: str,
-                    claims: list[dict[str, Any]] | None = None) -> Any:
-    """Measured per-step speeds against the roofline at the same configuration.
+def measured_figure(points: list[dict[str, Any]], title: str, source: str,
+                    headline: str, claims: list[dict[str, Any]] | None = None) -> Any:
+    """One run's steps by the metric its protocol answers with, against the roofline.
 
-    Left: aggregate tok/s (streams x 1000/median TPOT, end to end, roofline) vs streams.
-    Right: per-stream tok/s (1000/median TPOT and roofline) vs streams."""
-    fig, (a1, a2) = fs.new(9.0, 3.8, ncols=2)
-    s = sorted(steps, key=lambda r: r["streams"])
-    b = [r["streams"] for r in s]
-    a1.plot(b, [r["aggregate_tpot_tok_s"] for r in s], "o-", color=fs.PALETTE[0],
-            label="measured: streams x 1000 / median TPOT (decode)")
-    a1.plot(b, [r["e2e_output_tok_s"] for r in s], "s--", color=fs.PALETTE[1],
-            label="measured: end to end (prefill, ramp, tail in)")
+    ``points``: per step ``streams``, ``headline`` (aggregate tok/s by the protocol's
+    headline definition, named by ``headline``), ``headline_per_stream``, ``e2e`` (end to
+    end aggregate, or None when the headline is end to end), ``roofline_tok_s`` and
+    ``roofline_per_stream_tok_s`` (eta = 1). ``claims``: the published figures the protocol
+    replays (``streams``, ``aggregate_tok_s``, ``per_stream_tok_s``, ``same``: by the
+    headline's own definition). Left: aggregate; right: per stream; both against streams,
+    or against context per stream (``context``) when every step runs the same streams."""
+    fig, (a1, a2) = fs.new(9.6, 3.9, ncols=2)
+    by_context = len({r["streams"] for r in points}) == 1 and len(
+        {r.get("context") for r in points}) > 1
+    xk = "context" if by_context else "streams"
+    s = sorted(points, key=lambda r: r[xk])
+    b = [r[xk] for r in s]
+    style = "o-" if len(set(b)) == len(b) else "o"  # one step per level: a line joins them
+    a1.plot(b, [r["headline"] for r in s], style, color=fs.PALETTE[0],
+            label=f"measured: {headline}")
+    a2.plot(b, [r["headline_per_stream"] for r in s], style, color=fs.PALETTE[0],
+            label=f"measured: {headline}")
+    if any(r.get("e2e") for r in s):
+        a1.plot(b, [r.get("e2e") for r in s], marker="s", ls="--" if "-" in style else "none",
+                color=fs.PALETTE[1], label="measured: end to end (prefill, ramp, tail in)")
     if all(r.get("roofline_tok_s") for r in s):
         a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2, marker="_",
-                ms=14, mew=1.6, label="roofline at eta = 1 (weights as the engine reported)")
+                ms=14, mew=1.6, ls="-" if "-" in style else "none",
+                label="plain roofline, η = 1 (weights as the engine reported)")
         a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
-                marker="_", ms=14, mew=1.6, label="roofline at eta = 1")
-    a2.plot(b, [r["per_stream_tok_s"] for r in s], "o-", color=fs.PALETTE[0],
-            label="measured: 1000 / median TPOT")
-    for c in claims or []:
-        a1.scatter([c["streams"]], [c["aggregate_tok_s"]], marker="D", s=20,
-                   facecolors="none", edgecolors=fs.PALETTE[2], zorder=4)
-        a2.scatter([c["streams"]], [c["per_stream_tok_s"]], marker="D", s=20,
-                   facecolors="none", edgecolors=fs.PALETTE[2], zorder=4)
-    if claims:
-        a1.scatter([], [], marker="D", s=20, facecolors="none", edgecolors=fs.PALETTE[2],
-                   label="claims replayed by this protocol (their card)")
+                marker="_", ms=14, mew=1.6, ls="-" if "-" in style else "none",
+                label="plain roofline, η = 1")
+    for same, lab in ((True, "published, same definition (their own cards)"),
+                      (False, "published, other definitions (their own cards)")):
+        cs = [c for c in claims or [] if bool(c.get("same")) == same]
+        if not cs:
+            continue
+        kw = dict(marker="D", s=22, zorder=4, edgecolors=fs.PALETTE[2],
+                  facecolors=fs.PALETTE[2] if same else "white", linewidths=0.9)
+        cs = [c for c in cs if c.get(xk)]
+        a1.scatter([c[xk] for c in cs], [c["aggregate_tok_s"] for c in cs], label=lab, **kw)
+        a2.scatter([c[xk] for c in cs], [c["per_stream_tok_s"] for c in cs], **kw)
+    xs = sorted(set(b) | {c[xk] for c in claims or [] if c.get(xk)})
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
-        ax.set_xticks(b, [str(x) for x in b])
+        ticks = sorted(set(b))  # the steps' own levels; claims between them unlabelled
+        ax.set_xticks(ticks, [f"{x:,}" for x in ticks])
         ax.minorticks_off()
-        ax.set_xlabel("concurrent streams (independent requests)")
-        top = max(y for line in ax.get_lines() for y in line.get_ydata())
-        ax.set_ylim(0, top * 1.45)  # room for the legend above the data
-    a1.set_ylabel("aggregate, tok/s")
+        ax.set_xlim(min(xs) / 1.4, max(xs) * 1.4)
+        ax.set_xlabel("context per stream, tokens (prompt + output; "
+                      f"{plural_streams(s[0]['streams'])})" if by_context
+                      else "concurrent streams")
+        ax.set_ylim(bottom=0)
+    a1.set_ylabel("aggregate, tok/s summed over the streams")
     a2.set_ylabel("per stream, tok/s")
-    a1.legend(loc="upper left", fontsize=6.5)
-    a2.legend(loc="lower left", fontsize=6.5)
+    a1.set_title("Aggregate", loc="left")
+    a2.set_title("What each stream sees", loc="left")
+    a2.legend(*a1.get_legend_handles_labels(), loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig
 
 
+def plural_streams(n: int) -> str:
+    """'1 stream' or 'N streams'."""
+    return "1 stream" if n == 1 else f"{n} streams"
+
+
+def _claim_points(ax, claims: list[dict[str, Any]] | None, key: str = "aggregate_tok_s"
+                  ) -> None:
+    """The published figures a protocol replays, filled when by the headline's own
+    definition, hollow otherwise; each kind in the legend only when drawn."""
+    for same, lab in ((True, "published, same definition (their own cards)"),
+                      (False, "published, other definitions (their own cards)")):
+        cs = [c for c in claims or [] if bool(c.get("same")) == same]
+        if cs:
+            ax.scatter([c["streams"] for c in cs], [c[key] for c in cs], marker="D", s=22,
+                       zorder=4, edgecolors=fs.PALETTE[2], linewidths=0.9,
+                       facecolors=fs.PALETTE[2] if same else "white", label=lab)
+
+
 def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title: str,
-                source: str) -> Any:
+                source: str, claims: list[dict[str, Any]] | None = None) -> Any:
     """The serving gate: median end-to-end aggregate per concurrency level with min-max bars
-    (reference levels hollow), the roofline at each level (eta = 1) and the server's
-    max-num-seqs marked. ``levels``: :class:`claimcheck.core.gate.Level` rows."""
+    (reference levels hollow), the roofline at each level (eta = 1), the server's
+    max-num-seqs marked and the published figures the protocol replays. ``levels``:
+    :class:`claimcheck.core.gate.Level` rows."""
     fig, ax = fs.new(7.0, 4.2)
     x = [lv.streams for lv in levels]
     med = [lv.median_tok_s for lv in levels]
@@ -240,14 +287,15 @@ def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title
     if max_num_seqs:
         ax.axvline(max_num_seqs, color=fs.PALETTE[1], ls="--", lw=1.0,
                    label=f"server max-num-seqs = {max_num_seqs}")
+    _claim_points(ax, claims)
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(v) for v in x])
     ax.minorticks_off()
     ax.set_xlabel("concurrency (streams, independent requests; one wave per level)")
     ax.set_ylabel("aggregate, tok/s (all output tokens / wall time)")
-    top = max([*med, *(r for _, r in roof)])
-    ax.set_ylim(0, top * 1.35)
-    ax.legend(loc="upper left", fontsize=6.5)
+    top = max([*med, *(r for _, r in roof), *(c["aggregate_tok_s"] for c in claims or [])])
+    ax.set_ylim(0, top * 1.1)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=6.5)
     ax.set_title(verdict, fontsize=7, loc="left")
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
@@ -255,10 +303,13 @@ def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title
 
 
 def lanes_figure(lanes: list[tuple[float, float, float]], token_times: list[float],
-                 stats: str, title: str, source: str) -> Any:
+                 stats: str, title: str, source: str, roofline_tok_s: float | None = None,
+                 claims: list[dict[str, Any]] | None = None) -> Any:
     """Lanes of one prompt on one time axis (s from the first send): top, each lane's wait
     (send to first token) and decode (first to last token); bottom, tokens arriving per
-    1-s bin (all lanes). ``lanes``: (send, first token, last token) per lane."""
+    1-s bin (all lanes) against the plain roofline at the step (eta = 1) and the published
+    figures the protocol replays (each a line at its aggregate, labelled with its id).
+    ``lanes``: (send, first token, last token) per lane."""
     fig, (a1, a2) = _two_rows()
     t0 = min(s for s, _, _ in lanes)
     for i, (s, f, last) in enumerate(sorted(lanes, key=lambda x: x[1])):
@@ -275,9 +326,34 @@ def lanes_figure(lanes: list[tuple[float, float, float]], token_times: list[floa
     end = max(last for _, _, last in lanes) - t0
     bins = np.arange(0.0, np.ceil(end) + 1.0, 1.0)
     counts, _ = np.histogram([t - t0 for t in token_times], bins=bins)
-    a2.bar(bins[:-1], counts, width=1.0, align="edge", color=fs.PALETTE[0], alpha=0.8)
+    a2.bar(bins[:-1], counts, width=1.0, align="edge", color=fs.PALETTE[0], alpha=0.8,
+           label="measured: tokens per 1-s bin, all lanes")
+    top = max(counts) if len(counts) else 1
+    if roofline_tok_s:
+        a2.axhline(roofline_tok_s, color=fs.INK, lw=1.4, ls="--", zorder=5)
+        a2.annotate(f"plain roofline, η = 1, this step: {roofline_tok_s:,.0f} tok/s",
+                    (0.01, roofline_tok_s), xycoords=("axes fraction", "data"),
+                    xytext=(0, -2), textcoords="offset points", fontsize=6.5, va="top",
+                    color=fs.INK, zorder=6)
+        top = max(top, roofline_tok_s)
+    for c in sorted(claims or [], key=lambda c: c["aggregate_tok_s"]):
+        a2.axhline(c["aggregate_tok_s"], color=fs.PALETTE[2], lw=0.8,
+                   ls="-" if c.get("same") else ":", zorder=4)
+        a2.annotate(f"{c['id']} ({c['card']}): {c['aggregate_tok_s']:,.0f}",
+                    (1.0, c["aggregate_tok_s"]), xycoords=("axes fraction", "data"),
+                    xytext=(3, 0), textcoords="offset points", fontsize=6, va="center",
+                    color=fs.PALETTE[2])
+        top = max(top, c["aggregate_tok_s"])
+    for same, lab in ((True, "published, same definition"),
+                      (False, "published, other definitions")):
+        if any(bool(c.get("same")) == same for c in claims or []):
+            a2.plot([], [], color=fs.PALETTE[2], lw=0.8, ls="-" if same else ":",
+                    label=lab + " (their own cards, labelled right)")
+    a2.set_ylim(0, top * 1.3)
+    if claims:
+        a2.legend(loc="upper left", fontsize=6, ncol=2)
     a2.set_xlabel("time from the first send, s")
-    a2.set_ylabel("tokens per 1-s bin\n(all lanes; last bin partial)")
+    a2.set_ylabel("tok/s: tokens per 1-s bin\n(all lanes; last bin partial)")
     for ax in (a1, a2):
         ax.set_xlim(0, np.ceil(end))
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
@@ -291,3 +367,57 @@ def _two_rows() -> tuple[Any, tuple[Any, Any]]:
     fig, axes = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True,
                              gridspec_kw={"height_ratios": [1.2, 1.0]})
     return fig, tuple(axes)
+
+
+RATIO_TICKS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) -> Any:
+    """Each published figure's ratio to its own card's plain roofline (left) and to the
+    prediction of a model calibrated on its own source (right), one row per verdict kind,
+    log scale, 1 marked. ``rows``: dicts with ``verdict``, ``claim_over_roofline`` and
+    (where the verdicts table has it) ``claim_over_source``, as floats or None."""
+    fig, (a1, a2) = fs.new(9.6, 0.9 + 0.42 * max(len(kinds), 3), ncols=2)
+    colour = fs.colours(kinds)
+    marker = {k: fs.MARKERS[i % len(fs.MARKERS)] for i, k in enumerate(kinds)}
+    have_source = any(r.get("claim_over_source") for r in rows)
+    for ax, key, label in ((a1, "claim_over_roofline", "claim ÷ plain roofline of its card "
+                            "(η = 1; ratio, log scale)"),
+                           (a2, "claim_over_source", "claim ÷ its source-calibrated model's "
+                            "prediction (ratio, log scale)")):
+        pts = [(r[key], kinds.index(r["verdict"])) for r in rows
+               if r.get(key) and r["verdict"] in kinds]
+        rng = np.random.default_rng(0)  # fixed jitter: the same rows give the same figure
+        for x, y in sorted(pts):
+            k = kinds[y]
+            ax.scatter([x], [len(kinds) - 1 - y + rng.uniform(-0.22, 0.22)], s=18,
+                       marker=marker[k], facecolors="none", edgecolors=colour[k],
+                       linewidths=0.9, zorder=3)
+        ax.axvline(1.0, color=fs.INK, lw=0.8, zorder=1)
+        ax.set_xscale("log")
+        xs = [x for x, _ in pts] or [1.0]
+        lo, hi = min(min(xs), 0.8) / 1.3, max(max(xs), 1.25) * 1.3
+        ax.set_xlim(lo, hi)
+        ticks = [t for t in RATIO_TICKS if lo <= t <= hi]
+        ax.set_xticks(ticks, [f"{t:g}×" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel(label)
+        ax.set_yticks(range(len(kinds)), [
+            f"{k} ({sum(1 for r in rows if r['verdict'] == k and r.get(key))})"
+            for k in reversed(kinds)])
+        ax.set_ylim(-0.6, len(kinds) - 0.4)
+        ax.grid(axis="y", visible=False)
+        if not pts:
+            ax.annotate("no figure has this ratio\nin the verdicts table yet", (0.03, 0.5),
+                        xycoords="axes fraction", ha="left", va="center", fontsize=8,
+                        color=fs.MUTED, bbox={"facecolor": "white", "edgecolor": "none"})
+    a1.set_title("Against the card's plain roofline", loc="left")
+    a2.set_title("Against its own source's model" + ("" if have_source else " (none yet)"),
+                 loc="left")
+    a2.tick_params(labelleft=True)
+    fig.suptitle("Each published throughput figure against its card's physics, by verdict "
+                 "(count of figures with that ratio in brackets)", x=0.0, ha="left",
+                 fontsize=10)
+    fig.tight_layout()
+    fs.source_line(fig, source)
+    return fig

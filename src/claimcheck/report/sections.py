@@ -14,7 +14,7 @@ from typing import Any
 
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
-from claimcheck.measure.protocols import Protocol
+from claimcheck.core.protocols import Protocol
 from claimcheck.report.record import Run, reported_steps
 from claimcheck.report.tables import measured_over
 

@@ -8,16 +8,20 @@ and prefill) or end to end (which includes prefill, ramp and tail).
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
-from claimcheck.measure.protocols import Protocol
+from claimcheck.core.protocols import Protocol
 from claimcheck.report import sections
 from claimcheck.report.record import Run, reported_steps, step_context
+from claimcheck.report.tables import measured_over
 
 
 def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
@@ -42,6 +46,11 @@ class Column:
     key: str
     header: str
     fmt: str
+    speed: str | None = None
+    """What the value is: "aggregate" (tok/s summed over the streams), "per_stream" (one
+    stream's tok/s), "prefill" (prompt tok/s) or None (not a speed: ms, W, shares)."""
+    streams_times_tpot: bool = False
+    """Streams x 1000 / a TPOT: an aggregate only where every stream runs at once."""
 
 
 # Every metric name a protocol may list (config/protocols.yaml ``metrics``). Claim metric
@@ -49,34 +58,39 @@ class Column:
 # definition; the others are per-step quantities.
 REPORT_METRICS: dict[str, Column] = {
     "e2e_aggregate": Column("e2e_output_tok_s", "End to end, tok/s (prefill, ramp, tail in)",
-                            "{:,.1f}"),
+                            "{:,.1f}", "aggregate"),
     "streams_x_1000_over_median_tpot": Column(
-        "aggregate_tpot_tok_s", "Streams × 1000 / median TPOT, tok/s (decode)", "{:,.1f}"),
+        "aggregate_tpot_tok_s", "Streams × 1000 / median TPOT, tok/s (decode)", "{:,.1f}",
+        "aggregate", True),
     "engine_log_steady": Column("engine_log_steady_tok_s",
-                                "Engine log, all running, no prefill, tok/s", "{:,.1f}"),
+                                "Engine log, all running, no prefill, tok/s", "{:,.1f}",
+                                "aggregate"),
     "median_tpot_ms": Column("median_tpot_ms", "Median TPOT", "{:.2f} ms"),
     "per_stream_tok_s": Column("per_stream_tok_s", "Per stream, 1000 / median TPOT, tok/s",
-                               "{:,.1f}"),
+                               "{:,.1f}", "per_stream"),
     "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
     "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
     "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
     "mean_tpot_ms": Column("mean_tpot_ms", "Mean TPOT", "{:.2f} ms"),
     "streams_x_1000_over_mean_tpot": Column(
-        "aggregate_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}"),
+        "aggregate_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}",
+        "aggregate", True),
     # Read from the token timeline of each step (the step row's key, when it has one;
     # "not computed" otherwise).
     "decode_aggregate": Column("decode_aggregate_tok_s",
-                               "Decode aggregate, tok/s (prefill and ramp out)", "{:,.1f}"),
+                               "Decode aggregate, tok/s (prefill and ramp out)", "{:,.1f}",
+                               "aggregate"),
     "all_streams_decoding": Column("all_streams_decoding_tok_s",
-                                   "All streams decoding, tok/s", "{:,.1f}"),
-    "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}"),
+                                   "All streams decoding, tok/s", "{:,.1f}", "aggregate"),
+    "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}",
+                             "aggregate"),
     "per_request_tok_s": Column("per_request_tok_s",
                                 "Per request decode, tok/s (median, first token out)",
-                                "{:,.1f}"),
+                                "{:,.1f}", "per_stream"),
     "per_request_decode": Column("per_request_decode_tok_s",
                                  "Per request decode, (tokens − 1) / (last − first token), "
-                                 "tok/s (median)", "{:,.1f}"),
-    "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}"),
+                                 "tok/s (median)", "{:,.1f}", "per_stream"),
+    "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}", "prefill"),
     "tok_s_per_measured_w": Column("tok_s_per_measured_w",
                                    "Output tokens per measured J (NVML counter), tok/s per W",
                                    "{:.2f}"),
@@ -154,7 +168,10 @@ def workload_sentence(proto: Protocol) -> str:
     relation = {"closed_loop": "closed-loop clients, each sending its requests one after "
                 "another", "lanes": "lanes: one prompt sent as identical requests admitted "
                 "together"}.get(proto.kind, "independent requests")
-    return (f"Workload: {streams} streams ({relation}, {len(proto.steps)} {levels}) "
+    counts = {s.streams for s in proto.steps}
+    streams = (plural(proto.steps[0].streams, "stream") if len(counts) == 1
+               else f"{streams} streams")
+    return (f"Workload: {streams} ({relation}, {len(proto.steps)} {levels}) "
             f"with {requests} requests; {tokens}; run {repeats}. Decode figures exclude each "
             "request's first token; end-to-end figures include prefill, ramp and tail.")
 
@@ -247,10 +264,12 @@ def claim_head(c: dict[str, Any]) -> str:
         streams += f", {running:g} running at once{a('streams_running')}"
     where = (f"{c['card']}" + (f" at {c['power_limit_w']:.0f} W{a('power_limit_w')}"
                                if c["power_limit_w"] else "")
-             + f", {c['quantization'] or '?'} weights{a('quantization')}")
+             + (f", {c['quantization']} weights" if c["quantization"]
+                else ", weights not stated") + a("quantization"))
     return (f"- **{c['id']}**: {c['value']:,.0f} tok/s ({METRICS[c['metric']].label}; "
             f"{streams}, {c['per_stream_tok_s']:.1f} tok/s per stream, "
-            f"{c['context_tokens'] or '?'} tokens of context per stream{a('context_tokens')}; "
+            + (f"{c['context_tokens']:,} tokens of context per stream" if c["context_tokens"]
+               else "context per stream not stated") + f"{a('context_tokens')}; "
             f"{where})")
 
 
@@ -338,21 +357,7 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
     runs = [r for r in runs if r.provenance.card == card]
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
-    dummy = any(r.dummy for r in runs)
-    first = runs[0].provenance
-    days = sorted({r.provenance.started_utc[:10] for r in runs})
-    out = [f"## Update, {', '.join(days)}: the published protocols on one "
-           f"{first.gpu.name or card}" + (" (dummy weights)" if dummy else ""), ""]
-    if dummy:
-        out += ["> **Dummy weights.** These runs serve the real "
-                f"{model or 'model'} geometry (`config.json`"
-                + (f", {geometry.num_layers} layers, {geometry.total_params / 1e9:.2f} B "
-                   "parameters" if geometry is not None else "")
-                + ") with random weights "
-                "(`--load-format dummy`) and a synthetic tokenizer, because no checkpoint "
-                "could be downloaded on the GPU host. Speed depends on the geometry, the "
-                "dtypes and the engine, not on the weights' values, but these are not runs "
-                "of the published checkpoints.", ""]
+    out = [update_title(runs, card), "", *dummy_note(runs, model, geometry)]
     out += ["Every run below was made by `claimcheck measure` with the exact commands kept "
             "in its `provenance.json` under `data/raw/runs/`. Published rows come first in "
             "each table, in the column of their own metric definition; the roofline uses "
@@ -387,3 +392,311 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
         out += ["", "### Figures", ""]
         out += [f"- [{name}]({path})" for name, path in sorted(figures.items())]
     return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ the printable body
+# figures/update.md is the body an article can print (short prose, one table per protocol
+# of at most BODY_COLUMNS columns); everything else goes to the appendix (render_update).
+
+BODY_COLUMNS = 8
+BODY_METRICS = 3  # the headline and at most two more speeds per protocol table
+
+
+def plural(n: float, word: str) -> str:
+    """'1 stream', '8 streams' (a count and its noun, agreeing)."""
+    return f"{n:,.0f} {word}" if n == 1 else f"{n:,.0f} {word}s"
+
+
+def headline_metric(proto: Protocol) -> str:
+    """The one metric a protocol answers with: the first entry of its ``metrics`` that is a
+    decode or end-to-end speed (aggregate, tok/s summed over the streams); a per-stream
+    speed counts only when every step runs one stream (there it is the aggregate). Every
+    table, paragraph and figure of the protocol headlines this one (one number, one road).
+    A protocol with no such metric is refused, naming its key."""
+    one = all(st.streams == 1 for st in proto.steps)
+    for m in proto.metrics:
+        col = REPORT_METRICS.get(m)
+        if col and (col.speed == "aggregate" or (one and col.speed == "per_stream")):
+            return m
+    raise InputError("config/protocols.yaml", "no decode or end-to-end speed among "
+                     f"{list(proto.metrics)}: nothing to headline",
+                     key=f"protocols.{proto.name}.metrics")
+
+
+def running_at_once(run: Run, s: dict[str, Any]) -> int:
+    """Streams that ran at once in a step: its streams, or the server's max-num-seqs when
+    the step asked for more (the rest queue)."""
+    seqs = run.provenance.engine_config.max_num_seqs
+    return min(s["streams"], seqs) if seqs else s["streams"]
+
+
+def is_queued(run: Run, s: dict[str, Any]) -> bool:
+    """Whether a step asked for more streams than the server runs at once."""
+    return running_at_once(run, s) < s["streams"]
+
+
+def per_stream(run: Run, s: dict[str, Any], col: Column) -> float | None:
+    """One stream's speed under a column's definition: the record's own per-stream reading
+    where it has one, else the aggregate over the streams that ran at once (tok/s)."""
+    v = s.get(col.key)
+    if v is None or col.speed != "aggregate":
+        return v if col.speed == "per_stream" else None
+    own = s.get(f"{col.key}_per_stream")
+    return own if own is not None else v / running_at_once(run, s)
+
+
+def roofline_share(run: Run, s: dict[str, Any], metric: str) -> float | None:
+    """A step's figure by ``metric`` over the plain roofline (eta = 1) at its streams and
+    context: aggregate over aggregate, or per stream over per stream. None for a queued
+    step (the roofline at the streams asked is not the load that ran) or a missing value."""
+    col = REPORT_METRICS[metric]
+    v = s.get(col.key)
+    if v is None or is_queued(run, s):
+        return None
+    roof = s.get("roofline_per_stream_tok_s" if col.speed == "per_stream"
+                 else "roofline_tok_s")
+    return measured_over(v, roof)
+
+
+def body_columns(proto: Protocol) -> list[str]:
+    """The metrics of a protocol's body table: its headline, then at most two more speeds
+    from its ``metrics``, in order."""
+    head = headline_metric(proto)
+    rest = [m for m in proto.metrics if m != head and REPORT_METRICS.get(m)
+            and REPORT_METRICS[m].speed]
+    return [head] + rest[:BODY_METRICS - 1]
+
+
+def run_label(run: Run) -> str:
+    """A run as a table row names it: its directory name, and dummy weights where its
+    provenance says so."""
+    return run.name + (", dummy weights" if run.dummy else "")
+
+
+def _streams_cell(run: Run, s: dict[str, Any]) -> str:
+    n = s["streams"]
+    if is_held_prefill(s.get("output_len")):
+        return (f"{n} (held prefill: {s.get('requests')} prompts of "
+                f"{s.get('input_len') or 0:,} tokens, {s.get('output_len')} out each)")
+    if is_queued(run, s):
+        return f"{n} (queued: {running_at_once(run, s)} run at once)"
+    return str(n)
+
+
+def _body_cell(run: Run, s: dict[str, Any], col: Column) -> str:
+    v = s.get(col.key)
+    if v is None:
+        return ("n/a (held prefill)" if is_held_prefill(s.get("output_len"))
+                else "n/a")
+    if col.streams_times_tpot and is_queued(run, s):
+        return "n/a (queued)"
+    text = _n(v, col.fmt)
+    per = per_stream(run, s, col)
+    if col.speed == "aggregate" and per is not None:
+        text += f" ({per:,.1f})"
+    return text
+
+
+def metric_name(col: Column) -> str:
+    """A column's definition without its unit (its header less ", tok/s")."""
+    return col.header.replace(", tok/s", "")
+
+
+def in_prose(col: Column) -> str:
+    """A column's definition as a sentence says it (first letter lower case)."""
+    name = metric_name(col)
+    return name[:1].lower() + name[1:]
+
+
+CODE_WORD = re.compile(r"(?<![`\w])([\w./-]*[A-Za-z0-9]_[\w./-]*\w)(?![`\w])")
+
+
+def plain_words(text: str) -> str:
+    """Data text (a protocol's description) for prose: identifiers with underscores set
+    as code, so prose never reads a snake_case name as a word."""
+    return CODE_WORD.sub(r"`\1`", text)
+
+
+def body_header(col: Column) -> str:
+    """A body column's header: its definition, its unit, and where per-stream speeds
+    sit."""
+    if col.speed == "aggregate":
+        return f"{metric_name(col)}, tok/s summed (per stream)"
+    return col.header
+
+
+def body_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int], dict]
+               ) -> str:
+    """The protocol's one body table: a row per reported step of each run (run, streams,
+    the headline and up to two more speeds with their per-stream readings, share of the
+    plain roofline by the headline); held-prefill and queued levels said in the streams
+    cell. At most :data:`BODY_COLUMNS` columns."""
+    metrics = body_columns(proto)
+    cols = [REPORT_METRICS[m] for m in metrics]
+    header = (["Run", "Streams"] + [body_header(c) for c in cols]
+              + [f"{metric_name(cols[0])} ÷ plain roofline (η = 1)"])
+    out = []
+    for run in runs:
+        for s in reported_steps(run):
+            m = {**rows.get((run.name, s["step"], s["repeat"]), {}), **s}
+            share = roofline_share(run, m, metrics[0])
+            out.append([run_label(run), _streams_cell(run, m)]
+                       + [_body_cell(run, m, c) for c in cols]
+                       + [_n(share, "{:.0%}") if share is not None else
+                          ("n/a (queued)" if is_queued(run, m) else "n/a")])
+    assert len(header) <= BODY_COLUMNS
+    return md_table(header, out)
+
+
+def headline_sentence(proto: Protocol, run: Run, rows: dict[tuple[str, int, int], dict]
+                      ) -> str | None:
+    """A run's headline at its most streams (not queued, not held prefill): the protocol's
+    headline figure, its per-stream speed and its share of the plain roofline, the run
+    named."""
+    metric = headline_metric(proto)
+    col = REPORT_METRICS[metric]
+    cands = [{**rows.get((run.name, s["step"], s["repeat"]), {}), **s}
+             for s in reported_steps(run)]
+    cands = [s for s in cands if s.get(col.key) is not None and not is_queued(run, s)
+             and not is_held_prefill(s.get("output_len"))]
+    if not cands:
+        return None
+    s = max(cands, key=lambda s: (s["streams"], s.get("context_tokens_per_stream") or 0))
+    v, per, share = s[col.key], per_stream(run, s, col), roofline_share(run, s, metric)
+    n = s["streams"]
+    text = (f"on {run.provenance.engine} ({run_label(run)}), {plural(n, 'stream')} of "
+            f"{s.get('context_tokens_per_stream') or 0:,} tokens of context"
+            f"{' each' if n != 1 else ''}: {_n(v, col.fmt)} tok/s")
+    if col.speed == "aggregate" and per is not None:
+        text += f" summed, {per:,.1f} per stream"
+    if share is not None:
+        text += f", {share:.0%} of the plain roofline"
+    return text
+
+
+def replay_tally(proto: Protocol, verdicts: list[dict[str, Any]]) -> str:
+    """How the published figures a protocol replays came out, by verdict kind."""
+    ids = set(proto.source_claims)
+    kinds = Counter(v["verdict"] for v in verdicts if v["id"] in ids)
+    if not ids:
+        return "It replays no published figure."
+    if not kinds:
+        return f"It replays {plural(len(ids), 'published figure')}; none has a verdict yet."
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return (f"It replays {plural(len(ids), 'published figure')}: {parts} (each with its "
+            "numbers in the appendix).")
+
+
+def protocol_body(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int], dict],
+                  verdicts: list[dict[str, Any]], figures: dict[str, str]) -> str:
+    """A protocol in the body: what it runs, its headline per engine at its most streams,
+    how its replayed figures came out, its one table and its runs' figures."""
+    col = REPORT_METRICS[headline_metric(proto)]
+    heads = [h for h in (headline_sentence(proto, r, rows) for r in runs) if h]
+    para = [plain_words(proto.description)]
+    if heads:
+        para.append(f"It answers with {in_prose(col)}: " + "; ".join(heads) + ".")
+    para.append(replay_tally(proto, verdicts))
+    out = [f"### {proto.name}", "", " ".join(para), "", body_table(proto, runs, rows), ""]
+    out += [f"![{r.name}]({figures[f'measured-{r.name}']})" for r in runs
+            if f"measured-{r.name}" in figures]
+    return "\n".join(out) + "\n"
+
+
+def provenance_paragraph(runs: list[Run]) -> str:
+    """All runs in one paragraph: how many, on which cards and power limits, engine
+    builds, drivers, weights (dummy from each run's provenance) and where the commands
+    are kept; per-run detail is the appendix's."""
+    def joined(xs: Iterable[str]) -> str:
+        return ", ".join(sorted(set(xs)))
+
+    p = [r.provenance for r in runs]
+    dummy = [r for r in runs if r.dummy]
+    limits = joined(f"{x.gpu.power_limit_enforced_w:.0f} W" for x in p
+                    if x.gpu.power_limit_enforced_w)
+    weights = ("all with dummy weights (random weights of the real geometry, "
+               "`--load-format dummy`)" if len(dummy) == len(runs) else
+               f"{len(dummy)} with dummy weights" if dummy else "with the published weights")
+    return (f"{plural(len(runs), 'run')} on {joined(x.gpu.name or x.card for x in p)} "
+            f"(power limit {limits or 'not recorded'} enforced), "
+            f"{joined(x.started_utc[:10] for x in p)}; vLLM {joined(x.sw('vllm') for x in p)}, "
+            f"torch {joined(x.sw('torch') for x in p)}, driver "
+            f"{joined(x.driver_version or 'not recorded' for x in p)}; engines "
+            f"{joined(x.engine for x in p)}; {weights}. Each run's exact commands, server "
+            "log and 1-Hz telemetry are kept under `data/raw/runs/`; the appendix gives "
+            "each run's provenance line.")
+
+
+def update_title(runs: list[Run], card: str) -> str:
+    """The section's heading: dates, card, and dummy weights where any run used them."""
+    first = runs[0].provenance
+    days = sorted({r.provenance.started_utc[:10] for r in runs})
+    return (f"## Update, {', '.join(days)}: the published protocols on one "
+            f"{first.gpu.name or card}" + (" (dummy weights)" if any(r.dummy for r in runs)
+                                          else ""))
+
+
+def dummy_note(runs: list[Run], model: str | None, geometry: Geometry | None) -> list[str]:
+    """The dummy-weights note (a quote block and a blank line), or nothing when no run
+    used dummy weights (each run's provenance says)."""
+    if not any(r.dummy for r in runs):
+        return []
+    return ["> **Dummy weights.** These runs serve the real "
+            f"{model or 'model'} geometry (`config.json`"
+            + (f", {geometry.num_layers} layers, {geometry.total_params / 1e9:.2f} B "
+               "parameters" if geometry is not None else "")
+            + ") with random weights "
+            "(`--load-format dummy`) and a synthetic tokenizer, because no checkpoint "
+            "could be downloaded on the GPU host. Speed depends on the geometry, the "
+            "dtypes and the engine, not on the weights' values, but these are not runs "
+            "of the published checkpoints.", ""]
+
+
+def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
+                figures: dict[str, str], verdicts: list[dict[str, Any]],
+                model_rows: list[dict[str, Any]], appendix: str,
+                model: str | None = None, geometry: Geometry | None = None,
+                verdict_figure: str | None = None,
+                protocols: list[str] | None = None) -> str:
+    """figures/update.md: the body an article can print. The findings on the published
+    figures, one short section per protocol (its paragraph, its one table, its figures),
+    the protocols in ``protocols`` not run yet, the model and the provenance each in a
+    paragraph; ``appendix`` links the rest."""
+    from claimcheck.report import verdicts_md
+    runs = [r for r in runs if r.provenance.card == card]
+    if not runs:
+        return f"## Update\n\nNo recorded runs for {card} yet.\n"
+    rows = _step_rows(steps)
+    by_proto: dict[str, list[Run]] = {}
+    for r in sorted(runs, key=lambda r: (r.protocol.name, r.name)):
+        by_proto.setdefault(r.protocol.name, []).append(r)
+    out = [update_title(runs, card), "", *dummy_note(runs, model, geometry),
+           "What follows is what the published throughput figures say once each is set "
+           "against its own card, and what each published protocol gives when replayed "
+           f"here. Every step of every run, each protocol's blocks in full, every verdict "
+           f"with its numbers, the model table and each run's provenance are in "
+           f"[the appendix]({appendix}); the tidy tables are in `data/derived/`.", "",
+           "### What the published figures say", "",
+           verdicts_md.render_findings(verdicts, verdict_figure)]
+    if "claim_map" in figures:
+        out += [f"![Every published figure, streams against aggregate]({figures['claim_map']})",
+                ""]
+    roofs = sorted(k for k in figures if k.startswith("roofline-"))
+    if roofs:
+        out += ["Rooflines drawn with the claims made on each card: "
+                + ", ".join(f"[{k.removeprefix('roofline-')}]({figures[k]})" for k in roofs)
+                + ".", ""]
+    out += ["### The protocols, replayed", "",
+            "Each table: one row per reported step; aggregates in tok/s summed over the "
+            "streams with one stream's speed in brackets; the last column is the "
+            "protocol's headline figure over the plain roofline at the step's streams and "
+            "context (η = 1, weights as the engine reported them).", ""]
+    for rs in by_proto.values():
+        out.append(protocol_body(rs[-1].protocol, rs, rows, verdicts, figures))
+    not_run = [p for p in protocols or [] if p not in by_proto]
+    if not_run:
+        out += ["Not run on this card yet: " + ", ".join(f"`{p}`" for p in not_run) + ".",
+                ""]
+    out += ["### The model", "", verdicts_md.model_paragraph(model_rows), "",
+            "### Provenance", "", provenance_paragraph(runs), ""]
+    return "\n".join(out)

@@ -3,6 +3,8 @@ the publication gave and the registry supplied). Pure: rows in, text out."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -14,16 +16,42 @@ def _num(x: Any, fmt: str = ",.1f") -> str:
     return "n/a" if x is None or x == "" else format(float(x), fmt)
 
 
+def _f(x: Any) -> float | None:
+    """A CSV or JSON cell as a float, None when empty or absent."""
+    return None if x is None or x == "" else float(x)
+
+
+def _streams(n: Any) -> str:
+    n = float(n)
+    return f"{n:g} stream" if n == 1 else f"{n:g} streams"
+
+
+def kinds_in_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The verdict kinds present, in :data:`claimcheck.core.verdicts.KINDS` order, then any
+    other kind the table holds (sorted)."""
+    present = {r["verdict"] for r in rows}
+    return [k for k in KINDS if k in present] + sorted(present - set(KINDS))
+
+
 def verdict_line(r: Mapping[str, Any]) -> str:
     """One claim: ``- **id** (card, metric): *verdict*: numbers. reason Labels: ...``."""
     running = r.get("streams_running")
     streams = (f"{_num(running, 'g')} running of {r['streams']} requested" if running
-               else f"{r['streams']} streams")
+               else _streams(r["streams"]))
     nums = (f"{_num(r.get('aggregate_tok_s'))} tok/s summed over {streams} "
             f"({_num(r.get('per_stream_tok_s'))} tok/s per stream); plain roofline "
             f"{_num(r.get('roofline_tok_s'))} tok/s")
     if r.get("tau_needed") not in (None, "") and float(r["tau_needed"]) > 1:
         nums += f"; tau needed {_num(r['tau_needed'], '.2f')}"  # only above the roofline
+    src = _f(r.get("source_model_tok_s"))
+    if src:
+        nums += (f"; its source's calibrated model {src:,.1f} tok/s (claim / model "
+                 f"{_num(r.get('claim_over_source'), '.2f')}"
+                 + (f", {r['binding_term']}-bound" if r.get("binding_term") else "")
+                 + f"; calibrated on {r.get('calibrated_on') or 'n/a'}: "
+                 f"{r.get('calibration') or 'no calibration stated'})")
+    if r.get("replay_context"):
+        nums += f"; replay: {r['replay_context']}"
     labels = (f" Labels given: {r.get('labels_given') or 'none'}; supplied by the registry: "
               f"{r.get('labels_supplied') or 'none'}; "
               f"missing: {r.get('labels_missing') or 'none'}.")
@@ -35,7 +63,7 @@ def render_verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     """The whole section, a count per verdict first, then one line per claim in registry
     order."""
     counts = Counter(r["verdict"] for r in rows)
-    head = ", ".join(f"{counts[k]} {k}" for k in KINDS if counts[k])
+    head = ", ".join(f"{counts[k]} {k}" for k in kinds_in_order(rows))
     lines = ["### Verdicts", "",
              f"{len(rows)} registry claims: {head}. Aggregates are summed over the streams "
              "sharing them (streams_running where the registry gives it); the roofline is "
@@ -59,15 +87,10 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
                      f"{bw_src}; effective compute {tf:,.1f} TFLOP/s from {c_src}; "
                      f"per-request overhead {ov:.1f} ms (that step's median TTFT less the "
                      "model's prefill)")
-    def hit(r: Mapping[str, Any]) -> bool:
-        dec = r.get("decode_error")
-        return abs(float(r["e2e_error"])) <= TOLERANCE and (
-            dec in (None, "") or abs(float(dec)) <= TOLERANCE)
-
-    rest = [r for r in rows if str(r.get("calibration_step")) not in ("True", "true")]
-    lines += ["", f"{sum(hit(r) for r in rest)} of {len(rest)} steps (calibration steps left "
+    m = model_summary(rows)
+    lines += ["", f"{m['both']} of {m['steps']} steps (calibration steps left "
               f"out) within {TOLERANCE:.0%} on both end to end and decode aggregate; "
-              f"{sum(abs(float(r['e2e_error'])) <= TOLERANCE for r in rest)} within "
+              f"{m['e2e']} within "
               f"{TOLERANCE:.0%} on end to end. Terms the model does not have are listed in "
               "`claimcheck.core.model`."]
     lines += ["", "Aggregates in tok/s summed over the streams (closed-loop clients at the "
@@ -88,6 +111,135 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{_num(r['measured_decode_tok_s'])} | {dec} | {r['bound']} | "
             f"{r.get('miss_term') or ''} |")
     return "\n".join(lines) + "\n"
+
+
+def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts over the model table's steps, calibration steps left out: how many within
+    the tolerance on both end to end and decode, on end to end, and the worst miss."""
+    def hit(r: Mapping[str, Any]) -> bool:
+        dec = r.get("decode_error")
+        return abs(float(r["e2e_error"])) <= TOLERANCE and (
+            dec in (None, "") or abs(float(dec)) <= TOLERANCE)
+
+    rest = [r for r in rows if str(r.get("calibration_step")) not in ("True", "true")]
+    worst = max(rest, key=lambda r: max(abs(float(r["e2e_error"])),
+                                        abs(_f(r.get("decode_error")) or 0.0)), default=None)
+    return {"steps": len(rest), "both": sum(hit(r) for r in rest),
+            "e2e": sum(abs(float(r["e2e_error"])) <= TOLERANCE for r in rest),
+            "worst": worst, "runs": len({r["run"] for r in rows}),
+            "calibrations": sorted({r["calibrated_on"] for r in rows})}
+
+
+def model_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The calibrated model in one paragraph (numbers from the model table)."""
+    if not rows:
+        return "No model table yet."
+    m = model_summary(rows)
+    text = (f"The model takes two numbers measured on the card (effective bandwidth from a "
+            f"1-stream decode, compute from a held 1-stream prefill) and simulates the "
+            f"engine's scheduler over each protocol's requests. Calibrated on "
+            f"{len(m['calibrations'])} runs and set against {m['steps']} steps of "
+            f"{m['runs']} runs (calibration steps left out), it predicts {m['both']} within "
+            f"{TOLERANCE:.0%} on both end to end and decode aggregate and {m['e2e']} on end "
+            "to end")
+    w = m["worst"]
+    if w is not None:
+        err = max((float(w["e2e_error"]), _f(w.get("decode_error")) or 0.0), key=abs)
+        text += (f"; its largest miss is {w['run']} at {_streams(w['streams'])} "
+                 f"({err:+.1%}"
+                 + (f": {w['miss_term']}" if w.get("miss_term") else "") + ")")
+    return text + ". Every step's prediction is in the appendix and `data/derived/model.csv`."
+
+
+def render_findings(rows: Sequence[Mapping[str, Any]], figure: str | None = None,
+                    top: int = 5) -> str:
+    """What the published figures say, for the body: counts by verdict kind, the source
+    models (where the verdicts table has them), the largest misses against a source's
+    model by binding term, and the figures furthest above the plain roofline."""
+    if not rows:
+        return "No verdicts yet.\n"
+    counts = Counter(r["verdict"] for r in rows)
+    out = [f"Of {len(rows)} published figures: "
+           + ", ".join(f"{counts[k]} *{k}*" for k in kinds_in_order(rows))
+           + ". Each figure is set against the plain roofline of its own card (one token "
+           "per stream per step, η = 1, at its weights, streams and context) and, where its "
+           "source published a figure to calibrate on, against that source's own model.", ""]
+    if figure:
+        out += [f"![Each claim against its card's plain roofline and its source's model]"
+                f"({figure})", ""]
+    out += [source_models_table(rows), ""]
+    out += [source_misses(rows, top), ""]
+    out += [above_roofline(rows, top), ""]
+    return "\n".join(out)
+
+
+def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One row per source-calibrated model: its card, the published figures that set it,
+    how, the figures it predicts and how many of them sit within the tolerance."""
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        if r.get("calibration") and _f(r.get("source_model_tok_s")):
+            key = (r["card"], r.get("calibrated_on") or "", r["calibration"])
+            groups.setdefault(key, []).append(r)
+    if not groups:
+        return ("The verdicts table carries no source-calibrated model yet: every figure "
+                "here is set against its card's plain roofline only.")
+    table = []
+    for (card, on, how), rs in sorted(groups.items()):
+        ratios = sorted(float(r["claim_over_source"]) for r in rs
+                        if _f(r.get("claim_over_source")))
+        within = sum(abs(x - 1) <= TOLERANCE for x in ratios)
+        mid = statistics.median(ratios) if ratios else None
+        table.append([card, ", ".join(f"`{c}`" for c in on.split(";") if c) or "none",
+                      how, str(len(rs)), f"{within} of {len(ratios)}",
+                      _num(mid, ".2f") + ("×" if mid else "")])
+    return ("Source models (each calibrated on figures its own source published):\n\n"
+            + _table(["Card", "Calibrated on", "How", "Figures predicted",
+                      f"Within {TOLERANCE:.0%}", "Median claim ÷ model"], table))
+
+
+def _claim_words(r: Mapping[str, Any]) -> str:
+    agg, n = _f(r.get("aggregate_tok_s")) or float(r["value"]), r.get("streams_sharing")
+    n = _f(n) or float(r["streams"])
+    return (f"`{r['id']}` ({agg:,.0f} tok/s summed over {_streams(n)}, "
+            f"{agg / n:,.1f} per stream, {r['card']})")
+
+
+def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 5) -> str:
+    """The figures furthest from their source's model (either way), by binding term."""
+    have = [r for r in rows if _f(r.get("claim_over_source"))]
+    if not have:
+        return "No figure has a source-model prediction to miss yet."
+    have.sort(key=lambda r: -abs(math.log(float(r["claim_over_source"]))))
+    by_term: dict[str, list[str]] = {}
+    for r in have[:top]:
+        x = float(r["claim_over_source"])
+        by_term.setdefault(r.get("binding_term") or "no stated", []).append(
+            f"{_claim_words(r)} at {x:.2f}× its source's model of "
+            f"{float(r['source_model_tok_s']):,.0f} tok/s (*{r['verdict']}*)")
+    return ("Largest misses against the source's own model: " + "; ".join(
+        f"{term}-bound: " + "; ".join(items) for term, items in sorted(by_term.items()))
+        + ".")
+
+
+def above_roofline(rows: Sequence[Mapping[str, Any]], top: int = 5) -> str:
+    """The figures furthest above their card's plain roofline."""
+    above = sorted((r for r in rows if (_f(r.get("claim_over_roofline")) or 0) > 1),
+                   key=lambda r: -float(r["claim_over_roofline"]))
+    if not above:
+        return "No figure sits above its card's plain roofline."
+    items = [f"{_claim_words(r)} at {float(r['claim_over_roofline']):.2f}× the plain "
+             f"roofline of {float(r['roofline_tok_s']):,.0f} tok/s (*{r['verdict']}*)"
+             for r in above[:top]]
+    sits = ("1 figure sits above its card's" if len(above) == 1
+            else f"{len(above)} figures sit above their card's")
+    return (f"{sits} plain roofline; the furthest: "
+            + "; ".join(items) + ".")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    sep = ["---"] * len(header)
+    return "\n".join("| " + " | ".join(r) + " |" for r in [header, sep, *rows])
 
 
 def render_definitions_links(links: Mapping[str, str]) -> str:
