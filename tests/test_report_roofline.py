@@ -89,8 +89,7 @@ def test_h200_preset_and_run_table_agree():
     fig, src = preset_roofline(p, GEOM, CARDS["h200"], CEILINGS, WEIGHTS, RUNS)
     run = load_run(RUNS / p["weights_run"])
     assert src["weights"].startswith(f"engine log: weights {run.weights_gib * 2**30 / 1e9:.2f} "
-                                     f"GB (the log's {run.weights_gib:g} GiB, converted) less "
-                                     "input embedding")
+                                     "GB (the log's figure, converted) less input embedding")
     rows = run_rows([run], GEOM, CARDS, ceilings=CEILINGS)
     for s in reported_steps(run):
         r = next(r for r in rows if r["step"] == s["step"] and r["repeat"] == s["repeat"])

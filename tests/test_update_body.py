@@ -255,3 +255,24 @@ def test_zero_context_preset_title_says_no_context():
     from claimcheck.report.figures import context_words
     assert "0 tokens" not in context_words(0)
     assert context_words(640) == "640 tokens of context per stream"
+
+
+def test_model_paragraph_names_each_miss_by_its_term_and_links_the_figures():
+    from claimcheck.report.verdicts_md import miss_terms, model_paragraph
+
+    def row(run, engine, streams, term, cal=False, e2e=0.01):
+        return {"run": run, "engine": engine, "streams": streams, "step": 0, "repeat": 1,
+                "calibration_step": cal, "e2e_error": e2e, "decode_error": e2e,
+                "miss_term": term, "calibrated_on": "c"}
+    ramp = "the ramp of each wave (admission and prefill), not the decode step"
+    rows = [row("a", "fp8", 32, "the per-step memory term: predicted TPOT 13.1 ms", e2e=0.13),
+            row("b", "fp8", 24, "the per-step memory term: predicted TPOT 12.0 ms", e2e=0.09),
+            row("c", "bf16", 64, ramp + " (+2.5% on TPOT)", e2e=0.06),
+            row("d", "bf16", 1, "", cal=True), row("e", "bf16", 8, None)]
+    # two memory-term steps (fp8 at 24 and 32), one ramp step (bf16 at 64); the
+    # calibration step and the step with no term are not misses
+    assert miss_terms(rows) == [("the per-step memory term", 2, "fp8 at 24, 32 streams"),
+                                (ramp, 1, "bf16 at 64 streams")]
+    text = model_paragraph(rows)
+    assert "2 steps the per-step memory term (fp8 at 24, 32 streams)" in text
+    assert "[bf16](model-bf16.png), [fp8](model-fp8.png)" in text

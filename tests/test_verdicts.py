@@ -163,9 +163,14 @@ def test_bounds_are_compared_as_bounds():
     # "at most 90": the model's 80 satisfies it; "at most 70": -12.5% below
     assert v.verdict(claim(90.0, bound="at_most"), ceiling(1), model).kind == v.CONSISTENT
     assert v.verdict(claim(70.0, bound="at_most"), ceiling(1), model).kind == v.BELOW_SOURCE
-    # "at most 250" over a plain 100: not a claim above the roofline
+    # "up to 250" over a plain 100: a peak reached above the line needs a drafter (2.50x)
     out = v.verdict(claim(250.0, bound="at_most"), ceiling(1), sm.SourceModel(tok_s=None))
-    assert out.kind == v.WITHIN and out.numbers["bound"] == "at_most"
+    assert out.kind == v.NEEDS_SPECULATION and out.numbers["bound"] == "at_most"
+    assert "at most 250.0 tok/s at 1 stream is 2.50x the plain roofline 100.0" in out.reason
+    # a bound met by a model far from it says so, not "-20.0% ... within 5%"
+    out = v.verdict(claim(60.0, bound="at_least"), ceiling(1), model)
+    assert out.kind == v.CONSISTENT and "meets the bound" in out.reason
+    assert "within" not in out.reason
     # "at least 250": needs speculation
     assert v.verdict(claim(250.0, bound="at_least"), ceiling(1)).kind == v.NEEDS_SPECULATION
 

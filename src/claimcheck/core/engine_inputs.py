@@ -67,9 +67,9 @@ def weights_read_per_step(geom: Geometry, dtype: str, engine_gib: float | None,
     if engine_gib is not None:
         emb = embed_bytes(geom, dtype)
         w = engine_gib * GIB - emb
-        return w, (f"engine log: weights {engine_gib * GIB / GB:.2f} GB (the log's "
-                   f"{engine_gib:g} GiB, converted) less input embedding {emb / GB:.2f} GB "
-                   f"({dtype}) = {w / GB:.2f} GB read per step")
+        return w, (f"engine log: weights {engine_gib * GIB / GB:.2f} GB (the log's figure, "
+                   f"converted) less input embedding {emb / GB:.2f} GB ({dtype}) = "
+                   f"{w / GB:.2f} GB read per step")
     return format_weight_bytes(geom, fmt=weight_format or dtype)
 
 

@@ -4,6 +4,7 @@ the publication gave and the registry supplied). Pure: rows in, text out."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,11 @@ from claimcheck.core.verdicts import KINDS, TOLERANCE
 
 def _num(x: Any, fmt: str = ",.1f") -> str:
     return "n/a" if x is None or x == "" else format(float(x), fmt)
+
+
+def _truthy(x: Any) -> bool:
+    """A boolean column as the table holds it (bool, or its CSV text)."""
+    return x is True or str(x) in ("True", "true")
 
 
 def _f(x: Any) -> float | None:
@@ -121,7 +127,7 @@ def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return abs(float(r["e2e_error"])) <= TOLERANCE and (
             dec in (None, "") or abs(float(dec)) <= TOLERANCE)
 
-    rest = [r for r in rows if str(r.get("calibration_step")) not in ("True", "true")]
+    rest = [r for r in rows if not _truthy(r.get("calibration_step"))]
     worst = max(rest, key=lambda r: max(abs(float(r["e2e_error"])),
                                         abs(_f(r.get("decode_error")) or 0.0)), default=None)
     return {"steps": len(rest), "both": sum(hit(r) for r in rest),
@@ -148,7 +154,40 @@ def model_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
         text += (f"; its largest miss is {w['run']} at {_streams(w['streams'])} "
                  f"({err:+.1%}"
                  + (f": {w['miss_term']}" if w.get("miss_term") else "") + ")")
-    return text + ". Every step's prediction is in the appendix and `data/derived/model.csv`."
+    text += "."
+    terms = miss_terms(rows)
+    if terms:
+        text += (" The misses, by the term each points at: "
+                 + "; ".join(f"{n} {'step' if n == 1 else 'steps'} {t} ({where})"
+                             for t, n, where in terms) + ".")
+    engines = sorted({str(r["engine"]) for r in rows if r.get("engine")})
+    if engines:
+        text += (" Predicted against measured, per engine: "
+                 + ", ".join(f"[{e}](model-{e}.png)" for e in engines) + ".")
+    return text + " Every step's prediction is in the appendix and `data/derived/model.csv`."
+
+
+def miss_terms(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]]:
+    """Non-calibration steps missing 5% grouped by the term they point at (the model
+    table's ``miss_term`` up to its first colon, its step-specific bracket dropped): (term,
+    number of steps, the runs' engines and stream counts), most steps first."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        term = r.get("miss_term")
+        if not term or _truthy(r.get("calibration_step")):
+            continue
+        key = re.sub(r"\s*\([^()]*on TPOT\)$", "", str(term).split(":")[0]).strip()
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key, rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        by_engine: dict[str, set[int]] = {}
+        for r in rs:
+            by_engine.setdefault(str(r.get("engine") or "?"), set()).add(int(r["streams"]))
+        where = "; ".join(f"{e} at {', '.join(str(n) for n in sorted(v))} "
+                          f"{'stream' if sorted(v) == [1] else 'streams'}"
+                          for e, v in sorted(by_engine.items()))
+        out.append((key, len(rs), where))
+    return out
 
 
 def render_findings(rows: Sequence[Mapping[str, Any]], figure: str | None = None,
