@@ -147,11 +147,13 @@ def test_body_findings_from_the_contract_columns(body):
                  "consistent with its source"):
         assert f"1 *{kind}*" in counts
     # median of 1.25 and 300 / 294 = 1.0204: 1.1352
-    assert "| rtx3090 | `a-1` | eta from a-1 (1 stream) | 2 | 1 of 2 | 1.14× |" in body
-    assert "| rtx5090 | `b-1`, `b-2` | eta from b-1, compute from b-2 | 1 | 0 of 1 | 2.00× |" \
+    assert "| rtx3090 | `a-1` | η from a-1 (1 stream) | 2 | 1 of 2 | 1.14× |" in body
+    assert "| rtx5090 | `b-1`, `b-2` | η from b-1, compute from b-2 | 1 | 0 of 1 | 2.00× |" \
         in body
-    assert ("compute-bound: `b-32` (2,000 tok/s summed over 32 streams, 62.5 per stream, "
-            "rtx5090) at 2.00× its source's model of 1,000 tok/s") in body
+    assert ("where the model is compute-bound at their streams (past the bend, where each "
+            "added stream adds its share of arithmetic), median 2.00× the model; furthest "
+            "`b-32` (2,000 tok/s summed over 32 streams, 62.5 per stream, rtx5090) at 2.00× "
+            "its source's model of 1,000 tok/s") in body
     assert "1 figure sits above its card's plain roofline" in body
     assert "at 1.60× the plain roofline of 1,250 tok/s (*needs speculation*)" in body
 
@@ -162,7 +164,7 @@ def test_findings_without_the_contract_columns_say_so():
                                                       "binding_term")} for r in VERDICTS]
     md = verdicts_md.render_findings(rows)
     assert "carries no source-calibrated model yet" in md
-    assert "No figure has a source-model prediction to miss yet." in md
+    assert "No figure misses its source's model by more than the tolerance." in md
 
 
 def test_appendix_holds_every_step(committed):
@@ -276,3 +278,25 @@ def test_model_paragraph_names_each_miss_by_its_term_and_links_the_figures():
     text = model_paragraph(rows)
     assert "2 steps the per-step memory term (fp8 at 24, 32 streams)" in text
     assert "[bf16](model-bf16.png), [fp8](model-fp8.png)" in text
+
+
+def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones():
+    from claimcheck.report.verdicts_md import source_misses
+
+    def row(i, agg, streams, model, term, bound=""):
+        return {"id": i, "card": "rtx3090", "value": agg, "aggregate_tok_s": agg,
+                "streams": streams, "streams_sharing": streams,
+                "claim_over_source": agg / model, "source_model_tok_s": model,
+                "binding_term": term, "bound": bound, "verdict": "x"}
+    rows = [row("a", 1000.0, 64, 1250.0, "compute"),   # 0.80
+            row("b", 900.0, 64, 1250.0, "compute"),    # 0.72
+            row("c", 100.0, 8, 250.0, "memory"),       # 0.40
+            row("d", 1040.0, 64, 1000.0, "compute"),   # +4%: within 5%, left out
+            row("e", 1000.0, 64, 1250.0, "compute", bound="at_least")]  # a bound, left out
+    text = source_misses(rows)
+    assert text.startswith("3 figures miss their source's model by more than 5%: 2 where "
+                           "the model is compute-bound")
+    # median of 0.80 and 0.72 is 0.76; the furthest first (b at 0.72)
+    assert "median 0.76× the model; furthest `b` (900 tok/s summed over 64 streams" in text
+    assert "1 where the model is memory-bound" in text and "`c` (100 tok/s" in text
+    assert "`d`" not in text and "`e`" not in text
