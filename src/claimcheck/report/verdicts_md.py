@@ -207,7 +207,7 @@ def render_findings(rows: Sequence[Mapping[str, Any]], figure: str | None = None
         out += [f"![Each claim against its card's plain roofline and its source's model]"
                 f"({figure})", ""]
     out += [source_models_table(rows), ""]
-    out += [source_misses(rows, top), ""]
+    out += [source_misses(rows), ""]
     out += [above_roofline(rows, top), ""]
     return "\n".join(out)
 
