@@ -179,14 +179,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     # "up to X" is a peak the source reports reaching: above the plain line it needs a drafter
     # like any figure; the bound only matters against a model that reads higher (below).
     if compare(agg, roof, tolerance) == "above":
-        if inflation is not None and inflation > 1 and compare(
-                agg / inflation, roof, tolerance) != "above":
+        if _deflated_fits(agg, roof, inflation, tolerance):
             nums["inflation"] = inflation
-            return Verdict(DEFINITION_INFLATES, f"{fig} is {agg / roof:.2f}x {plain_txt}, but "
-                           f"its definition ({label}) reads {pct(inflation)} above "
-                           f"end to end on our timelines ({inflation_source}); end to end "
-                           f"would read {agg / inflation:,.1f} tok/s for that workload shape, "
-                           "which fits." + note + assumed, nums)
+            return Verdict(DEFINITION_INFLATES, _inflates_text(
+                f"{fig} is {agg / roof:.2f}x {plain_txt}", label, inflation, inflation_source,
+                agg) + note + assumed, nums)
         tau_txt = f"{agg / roof:.2f} tokens kept per stream per step"
         why = drafter if drafter else "no drafter is stated"
         return Verdict(NEEDS_SPECULATION, f"{fig} is {agg / roof:.2f}x {plain_txt} "
@@ -211,14 +208,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             return Verdict(CONSISTENT, f"{fig} is {pct(r)} from {where}, within "
                            f"{tolerance:.0%}{extra}." + note + assumed, nums)
         if side == "above":
-            if inflation is not None and inflation > 1 and compare(
-                    agg / inflation, model, tolerance) != "above":
+            if _deflated_fits(agg, model, inflation, tolerance):
                 nums["inflation"] = inflation
-                return Verdict(DEFINITION_INFLATES, f"{fig} is {pct(r)} from {where}, but its "
-                               f"definition ({label}) reads {pct(inflation)} above "
-                               f"end to end on our timelines ({inflation_source}); end to end "
-                               f"would read {agg / inflation:,.1f} tok/s for that workload "
-                               "shape, which fits." + note + assumed, nums)
+                return Verdict(DEFINITION_INFLATES, _inflates_text(
+                    f"{fig} is {pct(r)} from {where}", label, inflation, inflation_source,
+                    agg) + note + assumed, nums)
             extra = (f"; the {drafter} could explain it ({r:.2f} tokens kept per stream per "
                      "step over the model)" if drafter else "")
             return Verdict(ABOVE_SOURCE, f"{fig} is {pct(r)} from {where}, beyond "
@@ -234,6 +228,22 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     extra = f"; the {drafter} is not needed to explain it" if drafter else ""
     return Verdict(WITHIN, f"{fig} is {agg / roof:.1%} of {plain_txt} ({ceiling.bound} "
                    f"bound); {why}{extra}." + note + assumed, nums)
+
+
+def _deflated_fits(agg: float, reference: float, inflation: float | None,
+                   tolerance: float) -> bool:
+    """Whether a figure (tok/s) above ``reference`` fits it once its definition's measured
+    ratio to end to end (``inflation``) is taken out."""
+    return (inflation is not None and inflation > 1
+            and compare(agg / inflation, reference, tolerance) != "above")
+
+
+def _inflates_text(against: str, label: str, inflation: float, source: str,
+                   agg: float) -> str:
+    """The *definition inflates* reason: what end to end would read (tok/s)."""
+    return (f"{against}, but its definition ({label}) reads {pct(inflation)} above end to end "
+            f"on our timelines ({source}); end to end would read {agg / inflation:,.1f} tok/s "
+            "for that workload shape, which fits.")
 
 
 def replay_fraction(measured_tok_s: Sequence[float], roofline_tok_s: Sequence[float]
