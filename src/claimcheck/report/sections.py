@@ -10,8 +10,10 @@ or end to end.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
+from claimcheck.core import energy
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
 from claimcheck.core.protocols import Protocol
@@ -60,7 +62,7 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
                 streams=s["streams"], aggregate_tok_s=s["e2e_output_tok_s"],
                 reference=is_reference(proto, s),
                 output_tokens=m.get("timeline_output_tokens") or m.get("total_output_tokens"),
-                energy_j=m.get("counter_energy_j"), roofline_tok_s=m.get("roofline_tok_s")))
+                energy_j=m.get("energy_j"), roofline_tok_s=m.get("roofline_tok_s")))
         seqs = run.provenance.engine_config.max_num_seqs
         res = check(lrows, g, seqs)
         table = [[f"{x.streams}" + (" (reference, not counted)" if x.reference else ""),
@@ -76,15 +78,28 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
                 md.table(["Concurrency (streams)", "Repeats", "Median end to end, tok/s",
                         "Min – max, tok/s", "Per stream (median / streams), tok/s",
                         "Growth from previous level", "Roofline (η = 1), tok/s",
-                        "Measured ÷ predicted", "tok/s per measured W (NVML counter)"],
+                        "Measured ÷ predicted", "tok/s per measured W (median)"],
                        table), "", verdict(res, g), ""]
     nominal = nominal_lines(_replayed(proto, claims), nominal_w or {})
     if nominal:
         out += ["Published efficiency, per **nominal** watt (the power limit or the card's "
                 "rated board power, not a measurement): " + "; ".join(nominal) + ". The "
-                "measured column above divides by the NVML energy counter over each "
-                "client call (start-up of the first call of a process included).", ""]
+                "measured column above divides each step's output tokens by its "
+                f"{energy_words(runs)}.", ""]
     return "\n".join(out)
+
+
+def energy_words(runs: list[Run]) -> str:
+    """What the steps of ``runs`` measured their energy by (:mod:`claimcheck.core.energy`):
+    each source used, the fallback named with the steps it covers."""
+    used = Counter(s.get("energy_source") for r in runs for s in r.steps
+                   if s["status"] == "complete")
+    parts = [f"{energy.SOURCE_WORDS[k]}" + ("" if k == energy.TELEMETRY else
+                                             f" ({n} step{'s' if n != 1 else ''}, where "
+                                             "telemetry does not cover the load window)")
+             for k, n in sorted(used.items(), key=lambda kv: kv[0] != energy.TELEMETRY)
+             if k is not None]
+    return " and ".join(parts) if parts else "board energy (none recorded)"
 
 
 def nominal_lines(claims: list[dict[str, Any]], nominal_w: dict[str, float]) -> list[str]:
