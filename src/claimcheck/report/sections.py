@@ -80,12 +80,13 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
                         "Growth from previous level", "Roofline (η = 1), tok/s",
                         "Measured ÷ predicted", "tok/s per measured W (median)"],
                        table), "", verdict(res, g), ""]
+    if out:
+        out += ["tok/s per measured W: each step's output tokens / its "
+                f"{energy_words(runs)}.", ""]
     nominal = nominal_lines(_replayed(proto, claims), nominal_w or {})
     if nominal:
         out += ["Published efficiency, per **nominal** watt (the power limit or the card's "
-                "rated board power, not a measurement): " + "; ".join(nominal) + ". The "
-                "measured column above divides each step's output tokens by its "
-                f"{energy_words(runs)}.", ""]
+                "rated board power, not a measurement): " + "; ".join(nominal) + ".", ""]
     return "\n".join(out)
 
 

@@ -84,7 +84,7 @@ REPORT_METRICS: dict[str, Column] = {
     "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}", "prefill"),
     "tok_s_per_measured_w": Column("tok_s_per_measured_w",
                                    "Output tokens per measured J (board power over the load "
-                                   "window), tok/s per W",
+                                   "window, else the NVML counter), tok/s per W",
                                    "{:.2f}"),
     "lanes_stats": Column("lanes_stats", "Lanes", "{}"),
     "bandwidth_fraction": Column("bandwidth_fraction",
