@@ -143,15 +143,6 @@ def test_definitions_table_maps_to_registry_names():
     assert set(d.all_definitions(RAMP_TAIL)) == set(d.DEFINITIONS)
 
 
-def test_step_energy_prefers_telemetry_then_the_counter():
-    from claimcheck.report.steps import step_energy_j
-
-    samples = [(0.0, 100.0), (2.0, 100.0)]
-    assert step_energy_j({"energy": {"joules": 999.0}}, samples, 0.0, 2.0) == pytest.approx(200)
-    assert step_energy_j({"energy": {"joules": 999.0}}, [], 0.0, 2.0) == 999.0
-    assert step_energy_j({}, [], 0.0, 2.0) is None
-
-
 def test_a_held_prefill_step_has_no_decode_definition():
     # two requests back to back, 1,000-token prompts, 2 tokens out each: prefill 0.1 s, then
     # one 10 ms gap. 1000 / 10 ms would read 100 tok/s: no decode rate, so None.

@@ -170,6 +170,8 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
         for rec in p["steps"]:
             rec["energy"] = {"joules": joules[rec["streams"]]}
     edit_json(run / "provenance.json", add_energy)
+    # no telemetry: each step's energy is its NVML counter reading (core.energy's fallback)
+    (run / "telemetry.csv").unlink()
     record, claims = tmp_path / "run.json", tmp_path / "claims.json"
     run_record(run, RAW / "cards.csv", RAW / "ceilings.csv",
                RAW / "models/qwen3.8-27b/config.json", record)
@@ -189,6 +191,9 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
         assert (f"| {b} | {n} | {decode:,.1f} ({decode / b:,.1f} per stream) "
                 f"| {per_request:,.1f} | {per_w:.2f} |") in md
     assert "Gate **passes** (rules: at least 2 levels, 1 repeats per level" in md
+    assert ("tok/s per measured W: each step's output tokens / its NVML energy counter over "
+            "the whole client call, start-up included (2 steps, where telemetry does not "
+            "cover the load window).") in md
     assert "No plateau" in md
     # the gate's level rows: median end to end (one repeat: the value itself), growth
     e2e = {b: st["requests"] * out / timeline_wall_s(b, st["requests"], out)

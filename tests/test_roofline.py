@@ -52,6 +52,22 @@ def test_memory_wall():
     assert rl.memory_wall_streams(6.2 * GIB, 144 * MIB, 32 * KIB, 640) == 38
 
 
+def test_memory_wall_beside_the_weights():
+    # 24 GiB less 16 GB of weights = 9,769,803,776 B; a stream holds 72 MiB + 640 x 32 KiB
+    # = 96,468,992 B: 101 fit (102 would take 9,839,837,184 B)
+    m = m3090().with_(memory_bytes=24 * GIB)
+    assert m.stream_memory_bytes == 96_468_992
+    assert rl.memory_wall(m) == (101, 9_769_803_776)
+    assert rl.memory_wall(m.with_(free_bytes=6.2 * GIB)) == (69, 6.2 * GIB)
+    # two cards: each holds 8 GB of weights and half of each stream (48,234,496 B) in
+    # 17,769,803,776 B free: 368 fit
+    two = m.with_(cards=2, allreduce_bytes_per_row=1.0, link_bytes_s=1e9)
+    assert rl.memory_wall(two) == (368, 17_769_803_776)
+    assert rl.memory_wall(m.with_(state_bytes=0, context_tokens=0)) is None  # no wall
+    with pytest.raises(ValueError, match="needs the card's memory_bytes or free_bytes"):
+        rl.memory_wall(m3090())
+
+
 def m5090(weights, eta=1.0, state=144 * MIB, rows=1):
     return rl.Roofline(weight_bytes=weights, bandwidth_bytes_s=1792 * GB, flops_per_row=F,
                        peak_flops_s=209.5e12, eta=eta, state_bytes=state, rows=rows)

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from claimcheck.core.definitions import tokens_per_joule
+
 CARD_SHARE = 0.9
 """Measured / roofline at or above which the card is said to set a plateau."""
 
@@ -39,7 +41,8 @@ class Gate:
 @dataclass(frozen=True)
 class LevelRow:
     """One repeat of one level: its streams (concurrency), aggregate tok/s, output tokens and
-    measured energy (J, None without), and the roofline's aggregate at the level (tok/s)."""
+    measured energy (J, the step's one energy of :func:`claimcheck.core.energy.step_energy`;
+    None without), and the roofline's aggregate at the level (tok/s)."""
 
     streams: int
     aggregate_tok_s: float
@@ -98,7 +101,8 @@ def levels(rows: Iterable[LevelRow]) -> list[Level]:
     for n in sorted(by):
         rs = by[n]
         vals = [r.aggregate_tok_s for r in rs]
-        per_w = [r.output_tokens / r.energy_j for r in rs if r.energy_j and r.output_tokens]
+        per_w = [x for x in (tokens_per_joule(r.output_tokens, r.energy_j) for r in rs
+                             if r.output_tokens) if x is not None]
         roof = [r.roofline_tok_s for r in rs if r.roofline_tok_s]
         med = statistics.median(vals)
         prev = out[-1].median_tok_s if out else None

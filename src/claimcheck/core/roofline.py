@@ -156,6 +156,12 @@ class Roofline:
         return 2 * self.state_bytes + self.kv_bytes_per_token * self.context_tokens
 
     @property
+    def stream_memory_bytes(self) -> float:
+        """Bytes one stream holds in memory (not moved): its state plus kappa L of KV, for
+        the whole model (1/cards of it on each card)."""
+        return self.state_bytes + self.kv_bytes_per_token * self.context_tokens
+
+    @property
     def moe(self) -> bool:
         """True when the weights hold routed experts."""
         return self.routed_expert_bytes > 0
@@ -338,6 +344,25 @@ def memory_wall_streams(free_bytes: float, state_bytes: float, kv_bytes_per_toke
     if per <= 0:
         raise ValueError("a stream must need some memory (state or KV)")
     return math.floor(free_bytes / per)
+
+
+def memory_wall(m: Roofline) -> tuple[int, float] | None:
+    """(most streams that fit beside the weights, bytes free for them on each card): the
+    free bytes are ``m.free_bytes`` when given, else the card's memory (``m.memory_bytes``)
+    less its 1/cards of the weights; each stream holds 1/cards of its state and KV there.
+    None when a stream needs no memory (no wall); ValueError when neither memory is given.
+    The one memory check (:class:`Roofline`'s) has already refused weights plus one stream
+    that do not fit."""
+    if m.stream_memory_bytes <= 0:
+        return None
+    if m.free_bytes is not None:
+        free = m.free_bytes
+    elif m.memory_bytes is not None:
+        free = m.memory_bytes - m.weight_bytes / m.cards
+    else:
+        raise ValueError("a memory wall needs the card's memory_bytes or free_bytes")
+    return memory_wall_streams(free, m.state_bytes / m.cards,
+                               m.kv_bytes_per_token / m.cards, m.context_tokens), free
 
 
 def tau_needed(m: Roofline, streams: int, aggregate_tok_s: float) -> float:

@@ -1,8 +1,9 @@
 """Markdown text for the report: one number formatter and one table writer.
 
-Every Markdown table and number cell of the Update section, the per-run notes and the
-figure captions goes through these two (``update._n``/``md_table`` and
-``sections._n``/``_table`` are the same functions, to be replaced by these).
+Every Markdown table and number cell of the Update section (:mod:`~claimcheck.report.update`,
+:mod:`~claimcheck.report.sections`) and the Verdicts section
+(:mod:`~claimcheck.report.verdicts_md`) goes through these two; ``update.md_table`` is
+:func:`table` under the name the figure captions import.
 """
 
 from __future__ import annotations

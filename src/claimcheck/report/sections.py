@@ -10,24 +10,18 @@ or end to end.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
+from claimcheck.core import energy
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
 from claimcheck.core.protocols import Protocol
+from claimcheck.report import mdtext as md
 from claimcheck.report.record import Run, reported_steps
 from claimcheck.report.tables import measured_over
 
 Rows = dict[tuple[str, int, int], dict[str, Any]]
-
-
-def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
-    return "n/a" if v is None else fmt.format(v)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    sep = ["---"] + ["---:"] * (len(header) - 1)
-    return "\n".join(["| " + " | ".join(r) + " |" for r in [header, sep, *rows]])
 
 
 def merged(run: Run, s: dict[str, Any], rows: Rows) -> dict[str, Any]:
@@ -68,31 +62,45 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
                 streams=s["streams"], aggregate_tok_s=s["e2e_output_tok_s"],
                 reference=is_reference(proto, s),
                 output_tokens=m.get("timeline_output_tokens") or m.get("total_output_tokens"),
-                energy_j=m.get("counter_energy_j"), roofline_tok_s=m.get("roofline_tok_s")))
+                energy_j=m.get("energy_j"), roofline_tok_s=m.get("roofline_tok_s")))
         seqs = run.provenance.engine_config.max_num_seqs
         res = check(lrows, g, seqs)
         table = [[f"{x.streams}" + (" (reference, not counted)" if x.reference else ""),
-                  str(x.repeats), _n(x.median_tok_s),
+                  str(x.repeats), md.num(x.median_tok_s),
                   f"{x.min_tok_s:,.1f} – {x.max_tok_s:,.1f}",
-                  _n(x.median_tok_s / x.streams),
-                  _n(x.growth_pct, "{:+.1f}%"), _n(x.roofline_tok_s, "{:,.0f}"),
-                  _n(measured_over(x.median_tok_s, x.roofline_tok_s), "{:.0%}"),
-                  _n(x.tok_s_per_w, "{:.2f}")] for x in res.levels]
+                  md.num(x.median_tok_s / x.streams),
+                  md.num(x.growth_pct, "{:+.1f}%"), md.num(x.roofline_tok_s, "{:,.0f}"),
+                  md.num(measured_over(x.median_tok_s, x.roofline_tok_s), "{:.0%}"),
+                  md.num(x.tok_s_per_w, "{:.2f}")] for x in res.levels]
         out += [f"Serving gate, {run.name} (server max-num-seqs {seqs or '?'}; aggregate = "
                 "all output tokens / wall time, end to end, independent requests, one wave "
                 "per level; roofline at η = 1 at the level's streams and context):", "",
-                _table(["Concurrency (streams)", "Repeats", "Median end to end, tok/s",
+                md.table(["Concurrency (streams)", "Repeats", "Median end to end, tok/s",
                         "Min – max, tok/s", "Per stream (median / streams), tok/s",
                         "Growth from previous level", "Roofline (η = 1), tok/s",
-                        "Measured ÷ predicted", "tok/s per measured W (NVML counter)"],
+                        "Measured ÷ predicted", "tok/s per measured W (median)"],
                        table), "", verdict(res, g), ""]
+    if out:
+        out += ["tok/s per measured W: each step's output tokens / its "
+                f"{energy_words(runs)}.", ""]
     nominal = nominal_lines(_replayed(proto, claims), nominal_w or {})
     if nominal:
         out += ["Published efficiency, per **nominal** watt (the power limit or the card's "
-                "rated board power, not a measurement): " + "; ".join(nominal) + ". The "
-                "measured column above divides by the NVML energy counter over each "
-                "client call (start-up of the first call of a process included).", ""]
+                "rated board power, not a measurement): " + "; ".join(nominal) + ".", ""]
     return "\n".join(out)
+
+
+def energy_words(runs: list[Run]) -> str:
+    """What the steps of ``runs`` measured their energy by (:mod:`claimcheck.core.energy`):
+    each source used, the fallback named with the steps it covers."""
+    used = Counter(s.get("energy_source") for r in runs for s in r.steps
+                   if s["status"] == "complete")
+    parts = [f"{energy.SOURCE_WORDS[k]}" + ("" if k == energy.TELEMETRY else
+                                             f" ({n} step{'s' if n != 1 else ''}, where "
+                                             "telemetry does not cover the load window)")
+             for k, n in sorted(used.items(), key=lambda kv: kv[0] != energy.TELEMETRY)
+             if k is not None]
+    return " and ".join(parts) if parts else "board energy (none recorded)"
 
 
 def nominal_lines(claims: list[dict[str, Any]], nominal_w: dict[str, float]) -> list[str]:
@@ -254,15 +262,15 @@ def closed_loop_block(proto: Protocol, runs: list[Run], claims: list[dict[str, A
             agg, n = s.get("e2e_output_tok_s"), s["streams"]
             lens = s.get("output_len")
             table.append([
-                str(n), str(s["requests"]), _n(agg), _n(agg / n if agg else None),
-                _n(s.get("per_request_span_tok_s")),
-                _n(measured_over(agg, one), "{:.2f}×"),
+                str(n), str(s["requests"]), md.num(agg), md.num(agg / n if agg else None),
+                md.num(s.get("per_request_span_tok_s")),
+                md.num(measured_over(agg, one), "{:.2f}×"),
                 f"{s.get('timeline_output_tokens') or s.get('total_output_tokens')} "
                 f"({s['requests']} × {lens})"])
         out += [f"Closed-loop clients, {run.name} (each client sends its requests one after "
                 "another; aggregate = all output tokens / wall time, end to end; per request "
                 "= tokens / (last chunk − first chunk), mean over requests, TTFT left out):",
-                "", _table(["Clients (streams)", "Requests", "Aggregate, tok/s",
+                "", md.table(["Clients (streams)", "Requests", "Aggregate, tok/s",
                             "Per client (aggregate / clients), tok/s",
                             "Per request, tok/s", "Scaling (C / 1 client)",
                             "Output tokens"], table), ""]
@@ -307,18 +315,18 @@ def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
                     f"- {run.name}, 1 stream, {s.get('requests', 0):,} prompts of "
                     f"{s['input_len']:,} tokens back to back, {s['output_len']} out each "
                     f"(prefill held, no decode to read): prefill "
-                    f"{_n(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
+                    f"{md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
                     "TTFT, median over requests).")
                 continue
             dec, roof = s.get("per_stream_tok_s"), m.get("roofline_per_stream_tok_s")
             out.append(
                 f"- {run.name}, 1 stream, {s['input_len']:,} tokens of prompt "
                 f"({s['context_tokens_per_stream']:,} of context at the end): decode "
-                f"{_n(dec)} tok/s (1000 / median TPOT, first token out), end to end "
-                f"{_n(s.get('e2e_output_tok_s'))} tok/s (prefill in); "
+                f"{md.num(dec)} tok/s (1000 / median TPOT, first token out), end to end "
+                f"{md.num(s.get('e2e_output_tok_s'))} tok/s (prefill in); "
                 + (f"{dec / roof:.0%} of the roofline's B = 1 ceiling of {roof:,.1f} tok/s at "
                    "this context (η = 1)" if dec and roof else "no roofline")
-                + f"; prefill {_n(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s "
+                + f"; prefill {md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s "
                 "(prompt tokens / TTFT, median over requests).")
     return ("One stream: the roofline's B = 1 points.\n\n" + "\n".join(out) + "\n"
             if out else "")

@@ -16,6 +16,7 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import runload, serverlog
+from claimcheck.core.energy import step_energy
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.model import EngineShape, shape_for
@@ -26,13 +27,15 @@ from claimcheck.report import record
 
 @dataclass(frozen=True)
 class StepData:
-    """One recorded step: its record (step.json fields), timeline, log lines, energy (J)."""
+    """One recorded step: its record (step.json fields), timeline, log lines, energy (J, the
+    one energy of :func:`claimcheck.core.energy.step_energy`) and where that came from."""
 
     record: dict[str, Any]
     timeline: Timeline
     log_lines: list[serverlog.StatsLine]
     energy_j: float | None
     window_unix_s: tuple[float, float]
+    energy_source: str | None = None
 
     @property
     def label(self) -> str:
@@ -65,15 +68,6 @@ def _window(rec: dict[str, Any], duration: float | None) -> tuple[float, float]:
     return t0, t1
 
 
-def step_energy_j(rec: dict[str, Any], power: list[tuple[float, float]], t0: float,
-                  t1: float) -> float | None:
-    """Board energy of a step, J: the telemetry's power integrated over the load window
-    [t0, t1]; else the step's NVML energy-counter reading (``energy.joules``, which spans
-    the whole client call, start-up included); else None."""
-    e = d.energy_j(power, t0, t1)
-    return e if e is not None else counter_energy_j(rec)
-
-
 def load(path: str | Path, run: record.Run | None = None) -> RunData:
     """Every step of a run directory with a bench result; bad files raise InputError.
     ``run``: the directory's record when the caller has read it already (read once)."""
@@ -91,9 +85,10 @@ def load(path: str | Path, run: record.Run | None = None) -> RunData:
         rec = st.raw
         t0, t1 = _window(rec, st.bench.get("duration") if st.bench else None)
         sel = record.step_log_lines(lr.stats_lines, t0, t1 + 5, lr.year)
+        e = step_energy(rec, power, t0, t1)
         steps.append(StepData(record=rec, timeline=st.timeline, log_lines=sel,
-                              energy_j=step_energy_j(rec, power, t0, t1),
-                              window_unix_s=(t0, t1)))
+                              energy_j=e.joules, window_unix_s=(t0, t1),
+                              energy_source=e.source))
     return RunData(path=lr.path, provenance=lr.provenance.raw, steps=steps,
                    skipped=tuple(skipped), files=lr)
 
@@ -138,13 +133,6 @@ def per_request_span_tok_s(tl: Timeline) -> float | None:
     return sum(rates) / len(rates) if rates else None
 
 
-def counter_energy_j(rec: dict[str, Any]) -> float | None:
-    """The step's NVML energy-counter reading, J (``energy.joules``: the client's whole call,
-    its start-up included); None when the step has none."""
-    j = (rec.get("energy") or {}).get("joules")
-    return float(j) if j else None
-
-
 def lanes_text(line: dict[str, Any]) -> str:
     """The lanes tools' stats line, rebuilt from a :class:`~claimcheck.core.definitions.
     LanesLine` dict: lanes, total tokens in wall s, decode / e2e tok/s, plan and tail ms,
@@ -162,18 +150,20 @@ def lanes_text(line: dict[str, Any]) -> str:
 def step_columns(s: StepData) -> dict[str, Any]:
     """The timeline columns of one step for the report's step rows: every definition of
     :func:`step_metrics` (aggregate and ``*_per_stream``), ``per_request_tok_s`` (median
-    per-request decode), ``per_request_span_tok_s``, ``counter_energy_j`` and
-    ``tok_s_per_measured_w`` (output tokens / counter joules = tok/s per measured W), the
-    lanes line as ``lanes_*`` and as text in ``lanes_stats``."""
+    per-request decode), ``per_request_span_tok_s``, ``energy_j`` and ``energy_source``
+    (the step's one energy, :func:`claimcheck.core.energy.step_energy`) and
+    ``tok_s_per_measured_w`` (output tokens / those joules = tok/s per measured W, the
+    ``tokens_per_joule`` definition), the lanes line as ``lanes_*`` and as text in
+    ``lanes_stats``."""
     m = step_metrics(s)
     lanes = m.pop("lanes")
-    joules = counter_energy_j(s.record)
     m.update({f"lanes_{k}": v for k, v in lanes.items()})
     m["lanes_stats"] = lanes_text(lanes)
     m["per_request_tok_s"] = m["per_request_decode_tok_s"]
     m["per_request_span_tok_s"] = per_request_span_tok_s(s.timeline)
-    m["counter_energy_j"] = joules
-    m["tok_s_per_measured_w"] = d.tokens_per_joule(s.timeline.output_tokens, joules)
+    m["energy_j"] = s.energy_j
+    m["energy_source"] = s.energy_source
+    m["tok_s_per_measured_w"] = m["tokens_per_joule"]
     m["timeline_output_tokens"] = m.pop("output_tokens")
     m["timeline_wall_s"] = m.pop("wall_s")
     return m

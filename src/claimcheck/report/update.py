@@ -19,23 +19,14 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
+from claimcheck.report import mdtext as md
 from claimcheck.report import sections
 from claimcheck.report.record import Run, reported_steps, step_context
 from claimcheck.report.tables import measured_over
 
-
-def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
-    return "n/a" if v is None else fmt.format(v)
-
-
-def md_table(header: list[str], rows: Iterable[list[str]],
-             align: list[str] | None = None) -> str:
-    """A GitHub Markdown table; ``align`` holds 'l' or 'r' per column."""
-    align = align or ["l"] + ["r"] * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+md_table = md.table
+"""The report's one table writer (:func:`claimcheck.report.mdtext.table`), under the name
+the figures module imports."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +83,8 @@ REPORT_METRICS: dict[str, Column] = {
                                  "tok/s (median)", "{:,.1f}", "per_stream"),
     "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}", "prefill"),
     "tok_s_per_measured_w": Column("tok_s_per_measured_w",
-                                   "Output tokens per measured J (NVML counter), tok/s per W",
+                                   "Output tokens per measured J (board power over the load "
+                                   "window, else the NVML counter), tok/s per W",
                                    "{:.2f}"),
     "lanes_stats": Column("lanes_stats", "Lanes", "{}"),
     "bandwidth_fraction": Column("bandwidth_fraction",
@@ -118,12 +110,12 @@ def provenance_line(run: Run) -> str:
     gpu, tel, eng = p.gpu, p.telemetry, p.engine_config
     parts = [
         f"**{run.name}** ({p.status}): {gpu.name or p.card}",
-        f"power limit {_n(gpu.power_limit_enforced_w, '{:.0f}')} W enforced "
-        f"(default {_n(gpu.power_limit_default_w, '{:.0f}')} W), measured draw "
-        f"{_n(tel.mean_power_w, '{:.0f}')} W mean / "
-        f"{_n(tel.max_power_w, '{:.0f}')} W max at 1 Hz, mean SM clock "
-        f"{_n(tel.mean_sm_clock_mhz, '{:.0f}')} MHz, max "
-        f"{_n(tel.max_temp_c, '{:.0f}')} °C",
+        f"power limit {md.num(gpu.power_limit_enforced_w, '{:.0f}')} W enforced "
+        f"(default {md.num(gpu.power_limit_default_w, '{:.0f}')} W), measured draw "
+        f"{md.num(tel.mean_power_w, '{:.0f}')} W mean / "
+        f"{md.num(tel.max_power_w, '{:.0f}')} W max at 1 Hz, mean SM clock "
+        f"{md.num(tel.mean_sm_clock_mhz, '{:.0f}')} MHz, max "
+        f"{md.num(tel.max_temp_c, '{:.0f}')} °C",
         f"driver {p.driver_version or '?'} (CUDA {p.cuda_driver_version or '?'})",
         f"vLLM {p.sw('vllm')} ({p.sw('vllm_commit')}), torch "
         f"{p.sw('torch')} (CUDA {p.sw('torch_cuda_runtime')}), FlashInfer "
@@ -132,8 +124,8 @@ def provenance_line(run: Run) -> str:
         f"{' (online ' + eng.quantization + ')' if eng.quantization else ''}, "
         f"KV {eng.kv_cache_dtype}, GDN state {eng.mamba_ssm_cache_dtype}, "
         f"prefix caching {eng.prefix_caching}, max-num-seqs {eng.max_num_seqs}"
-        f"; engine reported {_n(run.weights_gib, '{:.2f}')} GiB of weights and a KV "
-        f"pool of {_n(run.kv_pool_tokens, '{:,.0f}')} tokens",
+        f"; engine reported {md.num(run.weights_gib, '{:.2f}')} GiB of weights and a KV "
+        f"pool of {md.num(run.kv_pool_tokens, '{:,.0f}')} tokens",
         f"**{p.weights_label}**"
         + (" (random weights of the real geometry, synthetic tokenizer; speeds are the "
            "engine's, not a model's output quality)" if run.dummy else f" {p.weights}"),
@@ -184,8 +176,8 @@ def _cell(s: dict[str, Any], c: Column) -> str:
         return "n/a (no clean 10-s window)"
     per = s.get(f"{c.key}_per_stream")
     if per is not None and s[c.key] is not None and per != s[c.key]:
-        return f"{_n(s[c.key], c.fmt)} ({per:,.1f} per stream)"
-    return _n(s[c.key], c.fmt)
+        return f"{md.num(s[c.key], c.fmt)} ({per:,.1f} per stream)"
+    return md.num(s[c.key], c.fmt)
 
 
 def _step_label(run: Run, s: dict[str, Any], kept: bool, many: bool) -> str:
@@ -213,9 +205,9 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
         watts = f", {c['power_limit_w']:.0f} W" if c["power_limit_w"] else ""
         cells[0] = f"{c['system']} ({c['id']}), {c['card']}{watts}"
         cells[1] = str(c["streams"])
-        cells[3 + by_key[col.key]] = _n(c["value"], "{:,.0f}")
+        cells[3 + by_key[col.key]] = md.num(c["value"], "{:,.0f}")
         if per_stream is not None:
-            cells[3 + per_stream] = _n(c["per_stream_tok_s"])
+            cells[3 + per_stream] = md.num(c["per_stream_tok_s"])
         out.append(cells)
     for run in runs:
         kept = {id(s) for s in reported_steps(run)}
@@ -230,10 +222,10 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
             r = rows.get((run.name, s["step"], s["repeat"]), {})
             rt, agg = r.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
             cells += [_cell({**r, **s}, c) for c in cols]
-            cells += [_n(rt, "{:,.0f}"), _n(agg / rt if rt and agg else None, "{:.0%}"),
+            cells += [md.num(rt, "{:,.0f}"), md.num(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]
             out.append(cells)
-    return md_table(header, out)
+    return md.table(header, out)
 
 
 def assumed_reasons(c: dict[str, Any]) -> dict[str, str]:
@@ -490,7 +482,7 @@ def _body_cell(run: Run, s: dict[str, Any], col: Column) -> str:
                 else "n/a")
     if col.streams_times_tpot and is_queued(run, s):
         return "n/a (queued)"
-    text = _n(v, col.fmt)
+    text = md.num(v, col.fmt)
     per = per_stream(run, s, col)
     if col.speed == "aggregate" and per is not None:
         text += f" ({per:,.1f})"
@@ -542,10 +534,10 @@ def body_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int]
             share = roofline_share(run, m, metrics[0])
             out.append([run_label(run), _streams_cell(run, m)]
                        + [_body_cell(run, m, c) for c in cols]
-                       + [_n(share, "{:.0%}") if share is not None else
+                       + [md.num(share, "{:.0%}") if share is not None else
                           ("n/a (queued)" if is_queued(run, m) else "n/a")])
     assert len(header) <= BODY_COLUMNS
-    return md_table(header, out)
+    return md.table(header, out)
 
 
 def headline_sentence(proto: Protocol, run: Run, rows: dict[tuple[str, int, int], dict]
@@ -566,7 +558,7 @@ def headline_sentence(proto: Protocol, run: Run, rows: dict[tuple[str, int, int]
     n = s["streams"]
     text = (f"on {run.provenance.engine} ({run_label(run)}), {plural(n, 'stream')} of "
             f"{s.get('context_tokens_per_stream') or 0:,} tokens of context"
-            f"{' each' if n != 1 else ''}: {_n(v, col.fmt)} tok/s")
+            f"{' each' if n != 1 else ''}: {md.num(v, col.fmt)} tok/s")
     if col.speed == "aggregate" and per is not None:
         text += f" summed, {per:,.1f} per stream"
     if share is not None:

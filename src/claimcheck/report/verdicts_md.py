@@ -11,10 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claimcheck.core.verdicts import KINDS, TOLERANCE
-
-
-def _num(x: Any, fmt: str = ",.1f") -> str:
-    return "n/a" if x is None or x == "" else format(float(x), fmt)
+from claimcheck.report import mdtext as md
 
 
 def _truthy(x: Any) -> bool:
@@ -42,17 +39,17 @@ def kinds_in_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def verdict_line(r: Mapping[str, Any]) -> str:
     """One claim: ``- **id** (card, metric): *verdict*: numbers. reason Labels: ...``."""
     running = r.get("streams_running")
-    streams = (f"{_num(running, 'g')} running of {r['streams']} requested" if running
+    streams = (f"{md.num(_f(running), '{:g}')} running of {r['streams']} requested" if running
                else _streams(r["streams"]))
-    nums = (f"{_num(r.get('aggregate_tok_s'))} tok/s summed over {streams} "
-            f"({_num(r.get('per_stream_tok_s'))} tok/s per stream); plain roofline "
-            f"{_num(r.get('roofline_tok_s'))} tok/s")
+    nums = (f"{md.num(_f(r.get('aggregate_tok_s')))} tok/s summed over {streams} "
+            f"({md.num(_f(r.get('per_stream_tok_s')))} tok/s per stream); plain roofline "
+            f"{md.num(_f(r.get('roofline_tok_s')))} tok/s")
     if r.get("tau_needed") not in (None, "") and float(r["tau_needed"]) > 1:
-        nums += f"; tau needed {_num(r['tau_needed'], '.2f')}"  # only above the roofline
+        nums += f"; tau needed {md.num(_f(r['tau_needed']), '{:.2f}')}"  # only above the roofline
     src = _f(r.get("source_model_tok_s"))
     if src:
         nums += (f"; its source's calibrated model {src:,.1f} tok/s (claim / model "
-                 f"{_num(r.get('claim_over_source'), '.2f')}"
+                 f"{md.num(_f(r.get('claim_over_source')), '{:.2f}')}"
                  + (f", {r['binding_term']}-bound" if r.get("binding_term") else "")
                  + f"; calibrated on {r.get('calibrated_on') or 'n/a'}: "
                  f"{r.get('calibration') or 'no calibration stated'})")
@@ -112,9 +109,9 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
         dec = "n/a" if dec_err in (None, "") else f"{float(dec_err):+.1%}"
         lines.append(
             f"| {r['run']} | {r['step']} | {r['repeat']} | {r['streams']} | "
-            f"{_num(r['predicted_e2e_tok_s'])} | {_num(r['measured_e2e_tok_s'])} | "
-            f"{float(r['e2e_error']):+.1%} | {_num(r['predicted_decode_tok_s'])} | "
-            f"{_num(r['measured_decode_tok_s'])} | {dec} | {r['bound']} | "
+            f"{md.num(_f(r['predicted_e2e_tok_s']))} | {md.num(_f(r['measured_e2e_tok_s']))} | "
+            f"{float(r['e2e_error']):+.1%} | {md.num(_f(r['predicted_decode_tok_s']))} | "
+            f"{md.num(_f(r['measured_decode_tok_s']))} | {dec} | {r['bound']} | "
             f"{r.get('miss_term') or ''} |")
     return "\n".join(lines) + "\n"
 
@@ -232,10 +229,11 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
         table.append([card, ", ".join(f"`{c}`" for c in on.split(";") if c) or "none",
                       how.replace("eta ", "η ").replace(" x ", " × "), str(len(rs)),
                       f"{within} of {len(ratios)}",
-                      _num(mid, ".2f") + ("×" if mid else "")])
+                      md.num(mid, "{:.2f}") + ("×" if mid else "")])
     return ("Source models (each calibrated on figures its own source published):\n\n"
-            + _table(["Card", "Calibrated on", "How", "Figures predicted",
-                      f"Within {TOLERANCE:.0%}", "Median claim ÷ model"], table))
+            + md.table(["Card", "Calibrated on", "How", "Figures predicted",
+                        f"Within {TOLERANCE:.0%}", "Median claim ÷ model"], table,
+                       align=["l"] * 6))
 
 
 def _claim_words(r: Mapping[str, Any]) -> str:
@@ -291,11 +289,6 @@ def above_roofline(rows: Sequence[Mapping[str, Any]], top: int = 5) -> str:
             else f"{len(above)} figures sit above their card's")
     return (f"{sits} plain roofline; the furthest: "
             + "; ".join(items) + ".")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    sep = ["---"] * len(header)
-    return "\n".join("| " + " | ".join(r) + " |" for r in [header, sep, *rows])
 
 
 def render_definitions_links(links: Mapping[str, str]) -> str:

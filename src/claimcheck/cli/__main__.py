@@ -1,0 +1,7 @@
+"""``python -m claimcheck.cli``: the ``claimcheck`` command."""
+
+import sys
+
+from claimcheck.cli import main
+
+sys.exit(main())

@@ -1,0 +1,251 @@
+"""The timeline and model commands: ``claimcheck metrics`` (every tok/s definition of a run's
+token timeline), ``claimcheck model`` (the calibrated step model on one run) and
+``claimcheck predict`` (a protocol predicted from an engine's committed runs on a card)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from claimcheck.cli.common import emit, fmt
+from claimcheck.core.cards import get_card
+from claimcheck.core.errors import InputError
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """The ``metrics``, ``model`` and ``predict`` commands and their options."""
+    s = sub.add_parser("metrics", help="every tok/s definition, recomputed from a run's "
+                       "token timeline")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
+
+    s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
+    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
+    s.add_argument("--calibrate-from", default=None,
+                   help="run directory with a 1-stream step (default: chosen among the "
+                        "runs beside RUN_DIR on its card, as `snakemake all` does: the same "
+                        "engine first, then the same weight format)")
+    s.add_argument("--tolerance", type=float, default=0.05,
+                   help="relative miss allowed before a term is named (default 0.05)")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
+
+    s = sub.add_parser("predict", help="predict every step of a protocol for an engine on a "
+                       "card from its committed runs (calibrated step model)")
+    s.add_argument("--card", required=True, help="card name (data/raw/cards.csv)")
+    s.add_argument("--engine", required=True, help="engine name with committed runs")
+    s.add_argument("--protocol", required=True, help="protocol name in the protocols file")
+    s.add_argument("--protocols-file", default=None,
+                   help="protocols YAML (default config/protocols.yaml)")
+    s.add_argument("--runs", default=None, help="runs folder (default data/raw/runs)")
+    s.add_argument("--verify", type=int, default=None, metavar="N",
+                   help="plan verify mode: measure the calibration steps and N sampled "
+                        "steps, predict the rest; predicted load seconds against the suite")
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
+
+
+def cmd_metrics(a: argparse.Namespace) -> int:
+    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
+    from claimcheck.report import steps as run_steps
+
+    run = run_steps.load(a.run_dir)
+    proto = run.provenance.get("protocol_config", {})
+    rows = [run_steps.step_metrics(s) for s in run.steps]
+    ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    status = run.provenance.get("status")
+    lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
+             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}"
+             + ("" if status == "complete" else
+                f"; run {status}: {run.provenance.get('failure')}"),
+             "streams are independent requests, a closed loop (a new one starts when one "
+             f"finishes); context per stream up to {ctx} tokens"]
+    for r in rows:
+        lines.append("")
+        lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
+                     f"{r['requests']} requests ({r['completed']} completed), "
+                     f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
+                     f"to last token, decode window {r['decode_window_s']:.2f} s")
+        lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
+        for name, dfn in DEFINITIONS.items():
+            ps = r.get(f"{name}_per_stream")
+            agg = fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
+            lines.append(f"  {name:<34} {agg:>12} "
+                         f"{fmt(ps) if f'{name}_per_stream' in r else '':>11}  {dfn.unit}")
+        ln = r["lanes"]
+        lines.append(f"  lanes line: {ln['lanes']} lanes, {ln['total_tokens']:,} tok in "
+                     f"{ln['wall_s']:.2f} s, {fmt(ln['decode_tok_s'])} tok/s decode / "
+                     f"{ln['e2e_tok_s']:,.1f} tok/s e2e, plan {ln['plan_s'] * 1e3:,.0f} ms, "
+                     f"tail {ln['tail_s'] * 1e3:,.0f} ms, fastest second "
+                     f"{ln['fastest_second_tok_s']:,.0f} tok/s, per lane "
+                     f"{fmt(ln['per_lane_tok_s'])} tok/s")
+    for why in run.skipped:
+        lines.append(f"skipped {why}")
+    lines.append("")
+    lines.append("what each definition divides by, and leaves out:")
+    for name, dfn in DEFINITIONS.items():
+        lines.append(f"  {name}: {dfn.divides_by}; leaves out {dfn.leaves_out}")
+    lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
+                 "(per_request_decode is one stream's own speed)")
+    out = {"run": run.name, "card": run.provenance.get("card"),
+           "engine": run.provenance.get("engine"), "protocol": proto.get("name"),
+           "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,
+                               "phase": v.phase, "divides_by": v.divides_by,
+                               "leaves_out": v.leaves_out,
+                               "registry_metric": REGISTRY_METRIC[k]}
+                           for k, v in DEFINITIONS.items()},
+           "steps": rows, "skipped": list(run.skipped)}
+    emit(out, a.json, "\n".join(lines))
+    return 0
+
+
+def cmd_model(a: argparse.Namespace) -> int:
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+
+    target = run_steps.load(a.run_dir)
+    if a.calibrate_from:
+        out = predict.predict(target, run_steps.load(a.calibrate_from))
+    else:  # as the pipeline does: by the stated rule among the runs beside this one
+        here = Path(a.run_dir).resolve()
+        sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
+                           if p != here and (p / "provenance.json").is_file()]
+        out = predict.predict_run(target, predict.choose_for(target, sibs))
+    proto = target.provenance.get("protocol_config", {})
+    card = get_card(target.provenance["card"])
+    out["calibration"]["bandwidth_share_of_datasheet"] = (
+        out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
+    for r in out["steps"]:
+        r["miss"] = predict.miss_term(r, a.tolerance)
+    c, e = out["calibration"], out["engine"]
+    lines = [f"{out['run']}: calibrated on {out['calibrated_on']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s "
+             f"({c['bandwidth_gb_s'] / card.memory_bw_gb_s:.0%} of the {card.name}'s "
+             f"{card.memory_bw_gb_s:,.0f} GB/s datasheet) from {c['bandwidth_source']}",
+             f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
+             f"{c['overhead_source']}",
+             *(f"  {k} step: {v['run']} step {v['step']} repeat {v['repeat']}, {v['why']}"
+               for k, v in out["choice"].items() if isinstance(v, dict)),
+             *([f"  compute step: none ({out['choice']['compute_missing']})"]
+               if out["choice"]["compute"] is None else []),
+             f"  engine: W {e['weights']}",
+             f"  engine: state {e['state_bytes_per_stream'] / 1e6:,.1f} MB per stream "
+             f"({e['state_dtype']} recurrent + {e['conv_state_dtype']} conv, read and written "
+             "each step)",
+             f"  engine: KV {e['kv_bytes_per_token'] / 1024:g} KiB per token "
+             f"({e['kv_dtype']})",
+             f"  engine: token budget {e['max_num_batched_tokens']} "
+             f"({e['max_num_batched_tokens_source']}); {e['max_num_seqs']} slots",
+             "  aggregates in tok/s summed over the streams (independent requests, closed "
+             "loop); e2e = all tokens / first send to last token; decode = tokens after "
+             "each first / time with any request decoding",
+             f"  context per stream: up to {proto.get('input_len', '?')} prompt + "
+             f"{proto.get('output_len', '?')} output tokens (protocol "
+             f"{proto.get('name', '?')}); simulated with each request's recorded prompt and "
+             "output lengths",
+             "  per stream = aggregate / streams; TPOT = median time per output token "
+             "after the first",
+             f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "
+             f"{'err':>6} {'e2e/stream p/m':>14} {'pred dec':>9} {'meas dec':>9} {'err':>6} "
+             f"{'pred TPOT':>10} {'meas TPOT':>10}  bound (share of time)"]
+    for r in out["steps"]:
+        dec_err = "null" if r["decode_error"] is None else f"{r['decode_error']:+.1%}"
+        lines.append(
+            f"{r['step']:>4} {r['repeat']:>3} {r['streams']:>7} "
+            f"{r['predicted_e2e_tok_s']:>9,.1f} {r['measured_e2e_tok_s']:>9,.1f} "
+            f"{r['e2e_error']:>+6.1%} "
+            f" {r['predicted_e2e_tok_s'] / r['streams']:>6.1f}/"
+            f"{r['measured_e2e_tok_s'] / r['streams']:<6.1f} "
+            f"{fmt(r['predicted_decode_tok_s']):>9} "
+            f"{fmt(r['measured_decode_tok_s']):>9} {dec_err:>6} "
+            f"{r['predicted_median_tpot_ms']:>7.2f} ms {r['measured_median_tpot_ms']:>7.2f} ms"
+            f"  {r['bound']} ({r.get('memory_bound_share', 0):.0%} memory: weights "
+            f"{r.get('weights_share_of_memory', 0):.0%}, state "
+            f"{r.get('state_share_of_memory', 0):.0%}, KV {r.get('kv_share_of_memory', 0):.0%})"
+            + (" [calibration step]" if r["calibration_step"] else ""))
+        if r["miss"]:
+            lines.append(f"       miss beyond {a.tolerance:.0%}: {r['miss']}")
+    emit(out, a.json, "\n".join(lines))
+    return 0
+
+
+def cmd_predict(a: argparse.Namespace) -> int:
+    from claimcheck.core.paths import CONFIG, RUNS
+    from claimcheck.measure.engines import load_engines
+    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.report import predict
+    from claimcheck.report import steps as run_steps
+
+    if a.verify is not None and a.verify < 0:
+        raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
+    try:
+        card = get_card(a.card)
+    except InputError as e:
+        raise InputError("--card", e.reason) from None
+    pfile = Path(a.protocols_file) if a.protocols_file else CONFIG / "protocols.yaml"
+    protos = load_protocols(pfile)
+    if a.protocol not in protos:
+        raise InputError("--protocol", f"{a.protocol!r} is not in {pfile} (known: "
+                         f"{', '.join(sorted(protos))})")
+    root = Path(a.runs) if a.runs else RUNS
+    if not root.is_dir():
+        raise InputError("--runs", f"{root} is not a folder")
+    runs = [run_steps.load(p) for p in sorted(root.iterdir())
+            if (p / "provenance.json").is_file()]
+    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol],
+                                   load_engines())
+    if a.verify is not None:
+        out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
+    out = {k: v for k, v in out.items() if not k.startswith("_")}
+    c = out["calibration"]
+    dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
+    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from the "
+             f"committed runs on that card; engine shape from {out['engine_run']}",
+             f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
+             f"{c['bandwidth_source']}",
+             f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+             f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
+             f"{c['overhead_source']}",
+             *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
+               if isinstance(v, dict)),
+             f"  assumed: {out['assumptions']}",
+             "  tok/s aggregate = summed over the streams (independent requests); per stream "
+             "= aggregate / streams; e2e = all tokens / first send to last token; decode = "
+             "tokens after each first / time with any request decoding; context per stream "
+             "= input + output tokens",
+             f"{'step':>4} {'streams':>7} {'requests':>8} {'in+out':>12} {'pred e2e':>9} "
+             f"{'/stream':>7} {'pred dec':>9} {'TPOT ms':>8} {'TTFT s':>7} {'load s':>7} "
+             f"{'meas e2e':>9} {'err':>6} {'meas dec':>9} {'err':>6}"]
+    for r in out["steps"]:
+        e2e = r["predicted_e2e_tok_s"]
+        lines.append(
+            f"{r['index']:>4} {r['streams']:>7} {r['requests']:>8} "
+            f"{r['input_len']:>6}+{r['output_len']:<5} {fmt(e2e):>9} "
+            f"{fmt(e2e / r['streams'] if e2e else None):>7} "
+            f"{fmt(r['predicted_decode_tok_s']):>9} "
+            f"{fmt(r['predicted_median_tpot_ms'], '.2f'):>8} "
+            f"{fmt(r['predicted_median_ttft_s'], '.3f'):>7} "
+            f"{fmt(r['predicted_load_s']):>7} {fmt(r['measured_e2e_tok_s']):>9} "
+            f"{fmt(r['e2e_error'], '+.1%'):>6} {fmt(r['measured_decode_tok_s']):>9} "
+            f"{fmt(r['decode_error'], '+.1%'):>6}"
+            + (" [calibration step]" if r["calibration_step"] else "")
+            + (f"  {r['note']}" if r["note"] else ""))
+    lines.append(f"predicted load for the whole protocol ({out['steps'][0]['repeats']} "
+                 f"repeat(s) per step): {out['predicted_load_s']:,.0f} s")
+    v = out.get("verify")
+    if v:
+        lines.append(f"verify mode, {v['sampled']} sampled step(s): measure the calibration "
+                     "steps " + "; ".join(
+                         f"{x['role']}: {x['streams']} stream(s) x {x['requests']} requests "
+                         f"of {x['input_len']}+{x['output_len']} tokens "
+                         f"({x['predicted_load_s']:,.0f} s)" for x in v["calibration_steps"])
+                     + f" (protocol step(s) {v['calibration_protocol_steps']}) and "
+                     f"protocol step(s) {v['sampled_steps']} once each; predict step(s) "
+                     f"{v['predicted_steps']}")
+        lines.append(f"  predicted load: verify {v['verify_load_s']:,.0f} s against "
+                     f"{v['protocol_load_s']:,.0f} s for this protocol in full and "
+                     f"{v['suite_load_s']:,.0f} s for the full suite ({v['suite_protocols']} "
+                     f"protocols of {pfile.name}, every step that fits, every repeat); the "
+                     f"suite in verify mode (calibration once, {v['sampled']} sampled "
+                     f"step(s) per protocol once): {v['suite_verify_load_s']:,.0f} s")
+    emit(out, a.json, "\n".join(lines))
+    return 0
