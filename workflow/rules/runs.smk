@@ -1,44 +1,7 @@
-# What each run's token timeline gives: per run, every metric definition per step (CSV) and
-# the definitions figure; across runs, the calibrated model's predicted / measured table and
-# one verdict per registry claim. Inputs are the run directories in full (every file).
-
-
-rule metrics_table:
-    input:
-        code=PACKAGE_SOURCES,
-        run=run_inputs,
-    output:
-        "data/derived/metrics/{run}.csv",
-    params:
-        run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
-    log:
-        "logs/metrics_table-{run}.log",
-    benchmark:
-        "logs/benchmarks/metrics_table-{run}.tsv"
-    conda:
-        PIPELINE_ENV
-    script:
-        "../scripts/metrics_table.py"
-
-
-rule definitions_figure:
-    input:
-        code=PACKAGE_SOURCES,
-        run=run_inputs,
-    output:
-        png="figures/definitions-{run}.png",
-        svg="figures/definitions-{run}.svg",
-    params:
-        run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
-        out_base=lambda wc: f"figures/definitions-{wc.run}",
-    log:
-        "logs/definitions_figure-{run}.log",
-    benchmark:
-        "logs/benchmarks/definitions_figure-{run}.tsv"
-    conda:
-        PIPELINE_ENV
-    script:
-        "../scripts/definitions_fig.py"
+# What the runs' token timelines give across runs: the calibrated model's predicted /
+# measured table and one verdict per registry claim. (Per run, every metric definition per
+# step and the definitions figure come from rule run_products.) Inputs are the run
+# directories in full (every file).
 
 
 rule model_table:
