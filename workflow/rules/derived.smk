@@ -64,7 +64,9 @@ rule claims_roofline:
 
 
 # Every run directory read once, in one process (one per run cost a Python start and the
-# imports each time): run records, metrics tables and definitions figures of all runs.
+# imports each time): run records, metrics tables and definitions figures of all runs, and
+# from the same reads the calibrated model's predicted / measured table (the log names any
+# run with no usable calibration on its card).
 rule run_products:
     input:
         code=PACKAGE_SOURCES,
@@ -77,6 +79,7 @@ rule run_products:
         metrics=expand("data/derived/metrics/{run}.csv", run=RUNS),
         png=expand("figures/definitions-{run}.png", run=RUNS),
         svg=expand("figures/definitions-{run}.svg", run=RUNS),
+        model="data/derived/model.csv",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
         record_out=lambda wc: "data/derived/runs/{run}.json",

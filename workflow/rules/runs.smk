@@ -1,27 +1,6 @@
-# What the runs' token timelines give across runs: the calibrated model's predicted /
-# measured table and one verdict per registry claim. (Per run, every metric definition per
-# step and the definitions figure come from rule run_products.) Inputs are the run
-# directories in full (every file).
-
-
-rule model_table:
-    input:
-        code=PACKAGE_SOURCES,
-        runs=all_run_files,
-        cards=config["cards"],
-        model=config["model_config"],
-    output:
-        "data/derived/model.csv",
-    params:
-        run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
-    log:
-        "logs/model_table.log",
-    benchmark:
-        "logs/benchmarks/model_table.tsv"
-    conda:
-        PIPELINE_ENV
-    script:
-        "../scripts/model_table.py"
+# One verdict per registry claim, from the run records. (Per run, every metric definition
+# per step and the definitions figure, and across runs the calibrated model's predicted /
+# measured table, come from rule run_products.)
 
 
 rule verdicts_table:

@@ -19,16 +19,22 @@ from claimcheck.report import definitions_fig, figures
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import write_metrics_csv, write_run_record
 from claimcheck.report.record import load_run
+from claimcheck.report.tables import write_csv
 
 
 def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv: str | Path,
                  config_json: str | Path, record_out: str, metrics_out: str,
-                 definitions_out: str) -> Iterator[str]:
+                 definitions_out: str, model_out: str) -> Iterator[str]:
     """For each run directory, read once: its run-record JSON (``record_out``), its metrics
     CSV (``metrics_out``) and its definitions figure (``definitions_out``, no extension:
-    PNG and SVG). Yields one line per run (name, steps, metric rows) as each is written."""
+    PNG and SVG); then, from the same reads, the model table of all runs (``model_out``,
+    :func:`claimcheck.report.derive.model_table`). Yields one line per run (name, steps,
+    metric rows) as each is written, then the model's row count and any run it left out."""
+    from claimcheck.report import predict
+
     geom = geometry_from_file(config_json)
     cards, ceilings = load_cards(cards_csv), load_ceilings(ceilings_csv)
+    loaded = []
     for d in run_dirs:
         run = load_run(d)
         data = run_steps.load(run.path, run)
@@ -37,7 +43,13 @@ def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv
                                  record_out.format(run=name))
         rows = write_metrics_csv(data, metrics_out.format(run=name))
         definitions_fig.write(data, definitions_out.format(run=name))
+        loaded.append(data)
         yield f"{name}: {steps} steps, {rows} metric rows"
+    unmodelled: list[str] = []
+    rows = predict.table_rows(loaded, unmodelled)
+    write_csv(rows, model_out)
+    yield f"{model_out}: {len(rows)} rows"
+    yield from unmodelled
 
 
 def measured_figures(runs: list[str], record_in: str, claims_json: str, model_config: str,

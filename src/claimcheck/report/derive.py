@@ -20,8 +20,8 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
-from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report import steps as run_steps
+from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report.steps import timeline_columns
 from claimcheck.report.tables import claim_roofline, run_rows, write_csv
 from claimcheck.report.update import metric_columns
@@ -179,7 +179,6 @@ def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
     """Predicted / measured end to end and decode aggregate for every step of every run,
     each calibrated by the stated rule (:func:`claimcheck.report.predict.table_rows`)."""
     from claimcheck.report import predict
-    from claimcheck.report import steps as run_steps
     return predict.table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
 
 
