@@ -173,7 +173,9 @@ def test_dummy_note_names_the_served_geometry():
 
 def test_all_builds_the_timeline_products_for_every_run():
     """`snakemake -n --forceall all` plans one metrics table and one definitions figure per
-    run directory, and one model table and one verdicts table."""
+    run directory, and one model table and one verdicts table, in batches: one run_products
+    job (records, metrics tables, definitions figures, model table) and one
+    measured_figures job for all runs, never one job per run."""
     r = subprocess.run(["snakemake", "-n", "--forceall", "all", "--quiet", "rules"], cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -182,7 +184,18 @@ def test_all_builds_the_timeline_products_for_every_run():
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             counts[parts[0]] = int(parts[1])
-    runs = len(find_runs(RUNS))
-    assert counts.get("metrics_table") == runs
-    assert counts.get("definitions_figure") == runs
-    assert counts.get("model_table") == 1 and counts.get("verdicts_table") == 1
+    assert counts.get("run_products") == 1 and counts.get("measured_figures") == 1
+    assert counts.get("verdicts_table") == 1
+    assert not {"run_record", "metrics_table", "definitions_figure", "measured",
+                "model_table"} & set(counts)
+    r = subprocess.run(["snakemake", "-n", "--forceall", "all"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    outputs = {w.strip(",") for line in r.stdout.splitlines()
+               if line.strip().startswith("output:") for w in line.split()[1:]}
+    for run in find_runs(RUNS):
+        for f in (f"data/derived/runs/{run.name}.json", f"data/derived/metrics/{run.name}.csv",
+                  f"figures/definitions-{run.name}.png", f"figures/definitions-{run.name}.svg",
+                  f"figures/measured-{run.name}.png", f"data/derived/measured/{run.name}.md"):
+            assert f in outputs, f
+    assert "data/derived/model.csv" in outputs

@@ -129,7 +129,7 @@ def test_claimcheck_root_elsewhere_is_overridden(checkout, tmp_path):
 
 def test_unknown_target_is_no_rule_to_produce(checkout):
     for target in ("figures/roofline-nope.png", "figures/measured-nope.png",
-                   "data/derived/params/roofline-nope.yaml"):
+                   "figures/definitions-nope.png", "data/derived/params/roofline-nope.yaml"):
         r = smk(checkout, "-n", target)
         out = r.stdout + r.stderr
         assert r.returncode != 0 and f"No rule to produce {target}" in out, out[-2000:]

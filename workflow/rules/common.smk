@@ -72,8 +72,7 @@ def _one_of(names):
 wildcard_constraints:
     run=_one_of(RUNS),
     name=_one_of(ROOFLINES),
-    target=_one_of(["claim_map", "update"] + [f"roofline-{n}" for n in ROOFLINES]
-                   + [f"measured-{r}" for r in RUNS]),
+    target=_one_of(["claim_map", "update"] + [f"roofline-{n}" for n in ROOFLINES]),
 
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
@@ -110,10 +109,6 @@ def run_files(run):
     files = {str(d / "provenance.json")}
     files |= {str(p) for p in d.rglob("*") if p.is_file()}
     return sorted(files)
-
-
-def run_inputs(wildcards):
-    return run_files(wildcards.run)
 
 
 def all_run_files(wildcards=None):
@@ -158,25 +153,17 @@ def notebook_params(wildcards):
                 "figures_links": update_figure_links(), "out_md": "figures/update.md",
                 "appendix_md": "figures/update-appendix.md",
                 "verdict_figure": "verdicts.png"}
-    if t.startswith("roofline-"):
-        name = t.removeprefix("roofline-")
-        return {**common, "preset": roofline_preset(name),
-                "model_config": config["model_config"], "model_name": config["model_name"],
-                "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
-                "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
-                "out_base": f"figures/roofline-{name}"}
-    run = t.removeprefix("measured-")
-    return {"run_record": f"data/derived/runs/{run}.json",
-            "claims_json": "data/derived/claims.json",
-            "model_config": config["model_config"],
-            "out_base": f"figures/measured-{run}", "out_md": f"data/derived/measured/{run}.md"}
+    name = t.removeprefix("roofline-")
+    return {**common, "preset": roofline_preset(name),
+            "model_config": config["model_config"], "model_name": config["model_name"],
+            "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
+            "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
+            "out_base": f"figures/roofline-{name}"}
 
 
 # Outputs of runs that no longer exist: removed before a run of the workflow.
 PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "figures/measured-{run}.svg", "data/derived/measured/{run}.md",
-                   "data/derived/notebooks/measured-{run}.ipynb",
-                   "data/derived/params/measured-{run}.yaml",
                    "data/derived/metrics/{run}.csv", "figures/definitions-{run}.png",
                    "figures/definitions-{run}.svg"]
 

@@ -63,25 +63,36 @@ rule claims_roofline:
         "../scripts/claims_roofline.py"
 
 
-rule run_record:
+# Every run directory read once, in one process (one per run cost a Python start and the
+# imports each time): run records, metrics tables and definitions figures of all runs, and
+# from the same reads the calibrated model's predicted / measured table (the log names any
+# run with no usable calibration on its card).
+rule run_products:
     input:
         code=PACKAGE_SOURCES,
-        run=run_inputs,
+        runs=all_run_files,
         cards=config["cards"],
         ceilings=config["ceilings"],
         model=config["model_config"],
     output:
-        "data/derived/runs/{run}.json",
+        records=RUN_RECORDS,
+        metrics=expand("data/derived/metrics/{run}.csv", run=RUNS),
+        png=expand("figures/definitions-{run}.png", run=RUNS),
+        svg=expand("figures/definitions-{run}.svg", run=RUNS),
+        model="data/derived/model.csv",
     params:
-        run_dir=lambda wc: f"{config['runs_dir']}/{wc.run}",
+        run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
+        record_out=lambda wc: "data/derived/runs/{run}.json",
+        metrics_out=lambda wc: "data/derived/metrics/{run}.csv",
+        definitions_out=lambda wc: "figures/definitions-{run}",
     log:
-        "logs/run_record-{run}.log",
+        "logs/run_products.log",
     benchmark:
-        "logs/benchmarks/run_record-{run}.tsv"
+        "logs/benchmarks/run_products.tsv"
     conda:
         PIPELINE_ENV
     script:
-        "../scripts/run_record.py"
+        "../scripts/run_products.py"
 
 
 rule runs_table:

@@ -51,26 +51,31 @@ rule roofline:
         "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
-rule measured:
+# The measured notebook's figure and Markdown section for every run, in one process: the
+# function notebooks/measured.ipynb calls for one run (`papermill` on it still works).
+rule measured_figures:
     input:
         code=PACKAGE_SOURCES,
-        nb="notebooks/measured.ipynb",
-        params="data/derived/params/measured-{run}.yaml",
-        record="data/derived/runs/{run}.json",
+        records=RUN_RECORDS,
         claims="data/derived/claims.json",
+        model=config["model_config"],
     output:
-        png="figures/measured-{run}.png",
-        svg="figures/measured-{run}.svg",
-        md="data/derived/measured/{run}.md",
-        nb="data/derived/notebooks/measured-{run}.ipynb",
+        png=expand("figures/measured-{run}.png", run=RUNS),
+        svg=expand("figures/measured-{run}.svg", run=RUNS),
+        md=expand("data/derived/measured/{run}.md", run=RUNS),
+    params:
+        runs=RUNS,
+        record_in=lambda wc: "data/derived/runs/{run}.json",
+        out_base=lambda wc: "figures/measured-{run}",
+        out_md=lambda wc: "data/derived/measured/{run}.md",
     log:
-        "logs/measured-{run}.log",
+        "logs/measured_figures.log",
     benchmark:
-        "logs/benchmarks/measured-{run}.tsv"
+        "logs/benchmarks/measured_figures.tsv"
     conda:
         PIPELINE_ENV
-    shell:
-        "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+    script:
+        "../scripts/measured_figures.py"
 
 
 rule update:

@@ -20,6 +20,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
+from claimcheck.report import steps as run_steps
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report.steps import timeline_columns
 from claimcheck.report.tables import claim_roofline, run_rows, write_csv
@@ -74,18 +75,27 @@ def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | P
                config_json: str | Path, out: str | Path) -> int:
     """One run directory read once, with every step's roofline, as one JSON. Returns the
     number of steps."""
-    run = with_timeline(load_run(run_dir))
-    metric_columns(run.protocol, str(Path(run_dir) / "provenance.json"))  # known metrics only
-    rows = run_rows([run], geometry_from_file(config_json), load_cards(cards_csv),
-                    ceilings=load_ceilings(ceilings_csv))
+    run = load_run(run_dir)
+    return write_run_record(run, run_steps.load(run.path, run), geometry_from_file(config_json),
+                            load_cards(cards_csv), load_ceilings(ceilings_csv), out)
+
+
+def write_run_record(run: Run, data: run_steps.RunData, geom: Any, cards: Any, ceilings: Any,
+                     out: str | Path) -> int:
+    """The run-record JSON of a read run (``data``: its steps with timelines, from
+    :func:`claimcheck.report.steps.load`) against read registries. Returns the number of
+    steps."""
+    run = with_timeline(run, data)
+    metric_columns(run.protocol, str(Path(run.path) / "provenance.json"))  # known metrics only
+    rows = run_rows([run], geom, cards, ceilings=ceilings)
     write_json(run_to_json(run, rows), out)
     return len(rows)
 
 
-def with_timeline(run: Run) -> Run:
+def with_timeline(run: Run, data: run_steps.RunData | None = None) -> Run:
     """The run with each completed step's row holding the timeline definitions too
     (:func:`claimcheck.report.steps.timeline_columns`); the record's own keys win."""
-    cols = timeline_columns(run)
+    cols = timeline_columns(run, data)
     steps = [{**cols.get((s["step"], s["repeat"]), {}), **s}
              if s["status"] == "complete" else s for s in run.steps]
     return dataclasses.replace(run, steps=steps)
@@ -154,8 +164,12 @@ if __name__ == "__main__":
 def metrics_csv(run_dir: str | Path, out: str | Path) -> int:
     """Every definition for every step of one run (:func:`claimcheck.report.steps.metrics_table`)
     as CSV. Returns the row count."""
-    from claimcheck.report import steps as run_steps
-    rows = run_steps.metrics_table(run_steps.load(run_dir))
+    return write_metrics_csv(run_steps.load(run_dir), out)
+
+
+def write_metrics_csv(data: run_steps.RunData, out: str | Path) -> int:
+    """:func:`metrics_csv` of a run already read. Returns the row count."""
+    rows = run_steps.metrics_table(data)
     write_csv(rows, out)
     return len(rows)
 
@@ -165,7 +179,6 @@ def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
     """Predicted / measured end to end and decode aggregate for every step of every run,
     each calibrated by the stated rule (:func:`claimcheck.report.predict.table_rows`)."""
     from claimcheck.report import predict
-    from claimcheck.report import steps as run_steps
     return predict.table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
 
 

@@ -169,11 +169,12 @@ def step_columns(s: StepData) -> dict[str, Any]:
     return m
 
 
-def timeline_columns(run: record.Run) -> dict[tuple[int, int], dict[str, Any]]:
+def timeline_columns(run: record.Run, data: RunData | None = None
+                     ) -> dict[tuple[int, int], dict[str, Any]]:
     """:func:`step_columns` of every step of a read run with a bench result, by
-    (step, repeat)."""
+    (step, repeat); ``data``: the run's :func:`load` when the caller has it already."""
     return {(s.record["step"], s.record["repeat"]): step_columns(s)
-            for s in load(run.path, run).steps}
+            for s in (data if data is not None else load(run.path, run)).steps}
 
 
 # ------------------------------------------------------------------ the engine, for the model

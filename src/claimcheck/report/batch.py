@@ -1,0 +1,64 @@
+"""Per-run products of many runs in one process (issue 18 item 5): one interpreter, one
+import of the plotting stack and one read of each run directory, instead of one process
+(or notebook kernel) per run and product. Each product is the same function's output as
+for one run (:func:`claimcheck.report.derive.run_record`, :func:`~claimcheck.report.derive.
+metrics_csv`, :func:`claimcheck.report.definitions_fig.write`, the measured notebook's
+:func:`claimcheck.report.figures.measured_run`), byte for byte.
+
+Output paths are patterns holding ``{run}`` (the run directory's name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.report import definitions_fig, figures
+from claimcheck.report import steps as run_steps
+from claimcheck.report.derive import write_metrics_csv, write_run_record
+from claimcheck.report.record import load_run
+from claimcheck.report.tables import write_csv
+
+
+def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv: str | Path,
+                 config_json: str | Path, record_out: str, metrics_out: str,
+                 definitions_out: str, model_out: str) -> Iterator[str]:
+    """For each run directory, read once: its run-record JSON (``record_out``), its metrics
+    CSV (``metrics_out``) and its definitions figure (``definitions_out``, no extension:
+    PNG and SVG); then, from the same reads, the model table of all runs (``model_out``,
+    :func:`claimcheck.report.derive.model_table`). Yields one line per run (name, steps,
+    metric rows) as each is written, then the model's row count and any run it left out."""
+    from claimcheck.report import predict
+
+    geom = geometry_from_file(config_json)
+    cards, ceilings = load_cards(cards_csv), load_ceilings(ceilings_csv)
+    loaded = []
+    for d in run_dirs:
+        run = load_run(d)
+        data = run_steps.load(run.path, run)
+        name = Path(d).name
+        steps = write_run_record(run, data, geom, cards, ceilings,
+                                 record_out.format(run=name))
+        rows = write_metrics_csv(data, metrics_out.format(run=name))
+        definitions_fig.write(data, definitions_out.format(run=name))
+        loaded.append(data)
+        yield f"{name}: {steps} steps, {rows} metric rows"
+    unmodelled: list[str] = []
+    rows = predict.table_rows(loaded, unmodelled)
+    write_csv(rows, model_out)
+    yield f"{model_out}: {len(rows)} rows"
+    yield from unmodelled
+
+
+def measured_figures(runs: list[str], record_in: str, claims_json: str, model_config: str,
+                     out_base: str, out_md: str) -> Iterator[str]:
+    """The measured notebook's figure (PNG + SVG at ``out_base``) and Markdown section
+    (``out_md``) for each run named, from its run record (``record_in``). Yields one line
+    per run as each is written."""
+    for name in runs:
+        fig, md = figures.measured_run(record_in.format(run=name), claims_json, model_config)
+        figures.write_md(md, out_md.format(run=name))
+        figures.save(fig, out_base.format(run=name))
+        yield f"{name}: {out_base.format(run=name)}.png"
