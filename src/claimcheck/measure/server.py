@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.engines import MULTICAST_OFF
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json
 
@@ -182,14 +183,15 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     """Start ``argv`` in a new process session, stdout and stderr to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     marker = secrets.token_hex(16)
-    full_env = {**os.environ, **(env or {}), LAUNCH_ENV: marker}
+    env = {**(env or {}), **MULTICAST_OFF}  # NVLink multicast off in every engine we start
+    full_env = {**os.environ, **env, LAUNCH_ENV: marker}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
                                 start_new_session=True)
     ident = proc_identity(proc.pid) or {}
     return Server(base_url=base_url, log_path=str(log_path), argv=list(argv), pid=proc.pid,
-                  env=dict(env or {}), started_unix_s=time.time(), engine=engine,
+                  env=dict(env), started_unix_s=time.time(), engine=engine,
                   proc_start_ticks=ident.get("start_ticks"), proc_cmdline=ident.get("cmdline"),
                   launch_marker=marker, _proc=proc)
 
