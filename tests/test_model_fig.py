@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from claimcheck.report import model_fig
 
 
@@ -37,5 +35,7 @@ def test_figure_is_drawn_and_saved(tmp_path):
     assert [p.suffix for p in paths] == [".png", ".svg"]
     svg = paths[1].read_text()
     assert paths[0].stat().st_size > 10_000 and "<svg" in svg
-    with pytest.raises(ValueError, match="no model rows for engine 'f'"):
-        model_fig.figure(ROWS, "f")
+    # an engine none of whose runs could be calibrated (a CPU run in the SLURM test) draws a
+    # notice naming it, not a failed rule
+    fig = model_fig.figure(ROWS, "f")
+    assert fig.axes[0].texts[0].get_text().startswith("f: no calibrated model: none of its runs")

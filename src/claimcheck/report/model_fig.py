@@ -44,8 +44,9 @@ def hits(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE
 def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     """The figure for one engine's rows of model.csv."""
     rows = [r for r in rows if r["engine"] == engine]
-    if not rows:
-        raise ValueError(f"no model rows for engine {engine!r}")
+    if not rows:  # every run of it lacked a usable calibration on its card (named in the log)
+        return fs.notice(f"{engine}: no calibrated model: none of its runs has a usable "
+                         "calibration on its card (the model table's log names each run)")
     protocols = sorted({r["protocol"] for r in rows})
     colour = fs.colours(protocols)
     fig, (ax, ax_err) = fs.new(11.5, 4.8, ncols=2)
