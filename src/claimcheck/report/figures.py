@@ -18,7 +18,7 @@ from claimcheck.core.io import read_csv, read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
-from claimcheck.report import definitions_fig, figstyle, plots, sections, verdicts_md
+from claimcheck.report import definitions_fig, figstyle, mdtext, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
@@ -27,7 +27,6 @@ from claimcheck.report.update import (
     headline_metric,
     in_prose,
     is_queued,
-    md_table,
     per_stream,
     render_body,
     render_run_md,
@@ -125,7 +124,7 @@ def claim_map(claims_json: str, run_records: list[str] | None,
         "sharing it, derived); verdicts: data/derived/verdicts.csv; measured points: this "
         "project's runs in data/raw/runs (dummy weights), streams x 1000 / median TPOT"))
     many = sorted((r for r in rows if r["streams"] >= 8), key=lambda r: -r["aggregate_tok_s"])
-    table = md_table(
+    table = mdtext.table(
         ["Claim", "Card", "Streams (relation)", "Context / stream", "Speculation", "Metric",
          "Aggregate tok/s", "Per stream tok/s", "Verdict"],
         [[r["id"], _mark(r, "card", r["card"]),
@@ -190,7 +189,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
           f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
           "Decode only (no prefill); independent streams, all decoding; "
           f"{context_words(ctx)}; 1 row verified per step.\n\n"
-          + md_table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
+          + mdtext.table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
                       "Per stream tok/s"], rows, ["l", "r", "r", "l", "r", "r"])
           + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; memory wall: {wall}; "
           f"B=1 ceiling (weights only, eta = 1): {rl.ceiling_b1_tok_s(base):.1f} tok/s")

@@ -2,8 +2,7 @@
 
 Every Markdown table and number cell of the Update section (:mod:`~claimcheck.report.update`,
 :mod:`~claimcheck.report.sections`) and the Verdicts section
-(:mod:`~claimcheck.report.verdicts_md`) goes through these two; ``update.md_table`` is
-:func:`table` under the name the figure captions import.
+(:mod:`~claimcheck.report.verdicts_md`) and the figure captions goes through these two.
 """
 
 from __future__ import annotations

@@ -24,10 +24,6 @@ from claimcheck.report import sections
 from claimcheck.report.record import Run, reported_steps, step_context
 from claimcheck.report.tables import measured_over
 
-md_table = md.table
-"""The report's one table writer (:func:`claimcheck.report.mdtext.table`), under the name
-the figures module imports."""
-
 
 @dataclass(frozen=True)
 class Column:
