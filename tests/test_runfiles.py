@@ -31,10 +31,11 @@ def _manifest() -> list[tuple[str, int, str]]:
 
 def test_manifest_lists_every_committed_step():
     rels = {rel for _, _, rel in _manifest()}
-    assert len(rels) == 70  # the 70 steps recorded before compaction
+    # the 70 steps recorded before compaction; runs since are stored compact by the runner
+    assert len({r for r in rels if not r.startswith("h200-20261201-")}) == 70
     on_disk = {str(p.relative_to(RUNS)) + "/" + runfiles.BENCH
                for p in (q.parent for q in RUNS.glob("*/steps/*/bench.json*"))}
-    assert rels <= on_disk
+    assert rels == on_disk  # every committed step has its line
 
 
 @pytest.mark.parametrize("sha,size,rel", [pytest.param(*m, id=m[2].removesuffix("/bench.json"))
