@@ -121,3 +121,41 @@ def test_model_csv_rows_say_which_steps_and_why(tmp_path):
     assert r["compute_source"].startswith("fallback") and "2,048+" in r["compute_why"]
     assert r["engine"] == "bf16-dummy" and r["protocol"] == "hyperqwen-batch"
     assert r["weights"] == "dummy"
+
+
+BEND = "h200-20261201-bf16-dummy-256-bend"           # 96..512 streams, 256 slots
+ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"  # 16..48 rows x 3 repeats
+
+
+def _runs(*names):
+    from claimcheck.core.paths import RUNS
+    return [run_steps.load(RUNS / n) for n in names]
+
+
+def test_decode_row_sources_are_the_flagged_one_wave_steps_within_the_slots():
+    runs = _runs(BEND, BATCH, SINGLE)
+    rows, who = predict.row_sources(runs, "h200", "bf16-dummy-256", "bf16")
+    assert who == "bf16-dummy-256"
+    # 384 and 512 streams queue on 256 slots: not a measurement of that many rows
+    assert sorted(p.step.timeline.streams for p in rows) == [96, 128, 192, 256]
+    # a 64-slot BF16 engine without a ladder of its own borrows its weight format's, said
+    rows, who = predict.row_sources(runs, "h200", "bf16-dummy", "bf16")
+    assert who == "bf16-dummy-256" and "engine bf16-dummy has none" in rows[0].why
+    # the batch protocol's one-wave steps are not a source (its protocol has no model_term)
+    assert predict.row_sources(_runs(BATCH), "h200", "bf16-dummy", "bf16") == ((), None)
+    # FP8 never borrows BF16's
+    assert predict.row_sources(runs, "h200", "fp8-hyperqwen-dummy", "fp8") == ((), None)
+
+
+def test_decode_row_factors_are_measured_over_modelled_tpot_and_mark_their_steps():
+    runs = _runs(ROWS, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream", FP8)
+    target = runs[2]
+    choice = predict.choose_for(target, runs)
+    assert len(choice.rows) == 15 and choice.rows_base is not None  # 5 rows x 3 repeats
+    cal = predict.calibration(choice, "fp8")
+    assert [n for n, _ in cal.row_factors] == [16, 24, 32, 40, 48]
+    # the committed ladder: 11.64 ms at 16 rows (as modelled), 14.33 ms at 24 (17% over)
+    f = dict(cal.row_factors)
+    assert f[16] == pytest.approx(1.0, abs=0.01) and f[24] == pytest.approx(1.17, abs=0.02)
+    out = predict.predict_run(runs[0], predict.choose_for(runs[0], runs))
+    assert all(r["calibration_step"] for r in out["steps"])  # every step is a term source

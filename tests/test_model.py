@@ -252,3 +252,23 @@ def test_align_block_from_a_bad_start_log_is_refused(tmp_path, edit, words):
     with pytest.raises(InputError) as e:
         steps.engine_shape(steps.load(run))
     assert words in str(e.value)
+
+
+def test_row_factor_by_hand():
+    pts = ((16, 1.0), (24, 1.2), (32, 1.1))
+    assert m.row_factor(pts, 16) == 1.0 and m.row_factor(pts, 24) == 1.2
+    assert m.row_factor(pts, 20) == pytest.approx(1.1)        # halfway 1.0 -> 1.2
+    assert m.row_factor(pts, 30) == pytest.approx(1.125)      # 3/4 of 1.2 -> 1.1
+    assert m.row_factor(pts, 8) == 1.0 and m.row_factor(pts, 64) == 1.0  # never extrapolated
+    assert m.row_factor((), 24) == 1.0
+    assert m.row_factor(((96, 1.05),), 96) == 1.05 and m.row_factor(((96, 1.05),), 97) == 1.0
+
+
+def test_a_row_factor_scales_decode_only_steps_by_hand():
+    # prompt 4 fits one 8-token step (10 ms: a prefill step, never scaled); then two decode
+    # steps of 1 row at factor 1.5: 15 ms each. At 2 rows (not measured) nothing changes.
+    cal = m.Calibration(1e12, 1e18, 0.0, "t", "t", row_factors=((1, 1.5),))
+    sim = m.simulate(shape(), cal, prompts=[4], outputs=[3], streams=1)
+    assert sim.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
+    two = m.simulate(shape(), cal, prompts=[4, 4], outputs=[3, 3], streams=2)
+    assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.020, 0.030))

@@ -47,7 +47,7 @@ def committed():
 def test_every_protocol_on_every_engine_with_committed_runs(committed):
     protos = load_protocols()
     engines = sorted({r.provenance["engine"] for r in committed})
-    assert len(engines) == 4
+    assert len(engines) == 5  # bf16-dummy(-16k, -256), fp8-hyperqwen-dummy(-16k)
     for e in engines:
         for name, proto in protos.items():
             out = predict.predict_protocol(committed, "h200", e, proto)

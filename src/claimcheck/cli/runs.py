@@ -76,6 +76,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--engines-file", default=None,
                    help="engine configs to read instead of config/engines.yaml")
     m.add_argument("--keep-server", action="store_true", help="leave a started server up")
+    m.add_argument("--verify", type=int, default=None, metavar="N",
+                   help="verify mode: measure only N sampled steps of each protocol (one "
+                   "repeat), predicted first from the calibration in --calibration-runs "
+                   "(kept in provenance), then set measured against predicted")
+    m.add_argument("--calibration-runs", default=None,
+                   help="runs that calibrate the model in verify mode (default: --runs-dir)")
     m.add_argument("--one-client-process", action="store_true",
                    help="run every `vllm bench serve` step in one process (saves vLLM's "
                         "import, ~22 s a step on the H200); each step still records its "
@@ -174,6 +180,44 @@ def measure_card(requested: str, facts: dict[str, Any], tp: int = 1) -> str:
     return found
 
 
+def verify_plans(a: argparse.Namespace, protos: list[Any]
+                 ) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    """Verify mode (``--verify N``): each protocol cut to its N sampled steps, and the
+    record of every prediction (:func:`claimcheck.report.verify.plan`), by protocol name."""
+    from claimcheck.measure.engines import load_engines
+    from claimcheck.report import steps as run_steps
+    from claimcheck.report import verify as vf
+    if a.verify < 1:
+        raise InputError("--verify", f"the number of sampled steps must be >= 1, got {a.verify}")
+    where = Path(a.calibration_runs or a.runs_dir)
+    if not where.is_dir():
+        raise InputError("--calibration-runs", f"{where}: no such folder")
+    runs = [run_steps.load(p) for p in sorted(where.iterdir())
+            if p.is_dir() and (p / "provenance.json").is_file()]
+    engines = load_engines(a.engines_file)
+    cut, records = [], {}
+    for p in protos:
+        c, rec = vf.plan(runs, a.card, a.engine, p, a.verify, engines)
+        cut.append(c)
+        records[p.name] = rec
+        print(f"claimcheck: verify {p.name}: measuring step(s) {rec['sampled_steps']} of "
+              f"{len(p.steps)}, predicting {rec['predicted_steps']} (calibration: "
+              f"{rec['engine_run']})", file=sys.stderr)
+    return cut, records
+
+
+def print_verify(run_dir: Path) -> None:
+    """The verify run's measured steps against their predictions, on stderr."""
+    from claimcheck.report import steps as run_steps
+    from claimcheck.report import verify as vf
+    try:
+        lines = vf.render(vf.compare(run_steps.load(run_dir)))
+    except (InputError, ValueError, KeyError) as e:
+        lines = [f"verify: no comparison for {run_dir.name}: {e}"]
+    for line in lines:
+        print(f"claimcheck: {line}", file=sys.stderr)
+
+
 def cmd_measure(a: argparse.Namespace) -> int:
     # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
     engine = get_engine(a.engine, a.engines_file)
@@ -185,6 +229,9 @@ def cmd_measure(a: argparse.Namespace) -> int:
         if a.repeats < 1:
             raise InputError("--repeats", f"must be >= 1, got {a.repeats}")
         protos = [dataclasses.replace(p, repeats=a.repeats) for p in protos]
+    verify: dict[str, dict[str, Any]] = {}
+    if a.verify is not None:  # predicted before anything starts; refused if it cannot be
+        protos, verify = verify_plans(a, protos)
     for proto in protos:  # every protocol must fit the engine before anything starts
         check_fit(proto, engine.max_model_len, engine.max_num_seqs, engine.name,
                   str(a.engines_file or "config/engines.yaml"))
@@ -224,8 +271,11 @@ def cmd_measure(a: argparse.Namespace) -> int:
             run_dir, status = run_protocol(protocol=proto, engine=engine, card=a.card,
                                            server=server, runs=Path(a.runs_dir),
                                            tokenizer=tok, gpus=gpus, profile=a.profile,
-                                           step_timeout_s=a.step_timeout, worker=worker)
+                                           step_timeout_s=a.step_timeout, worker=worker,
+                                           verify=verify.get(proto.name))
             print(f"claimcheck: {proto.name}: {status}: {run_dir}", file=sys.stderr)
+            if proto.name in verify:
+                print_verify(run_dir)
             if status != "complete":
                 exit_code = 4
                 if own and server.alive() and not server.healthy():

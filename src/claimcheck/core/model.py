@@ -37,36 +37,43 @@ the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4,
 1,485-1,800 MHz, as batched prefill does), else a prompt within one token budget, else the
 longest prefill.
 
-Terms the model does not have, each seen in the committed H200 runs (dummy weights), named
-where a step misses by more than 5%, with the measurement that would put it in (protocols
-in config/protocols.yaml; none of them has been run yet, so each term stays out: fitting
-it to the very steps it is tested on would make the test meaningless):
+One term comes from one-wave decode ladders (protocols with ``model_term: decode_rows`` in
+config/protocols.yaml, chosen in :mod:`claimcheck.report.predict` by the same rule, the
+engine's own runs on the card, else its weight format's): a decode-only step of b rows
+costs :func:`row_factor` x the model's, the factor being the measured median TPOT over the
+simulated one at each measured row count (linear between, 1 outside: never extrapolated).
+Measured on the H200 on 2026-12-01 (dummy weights):
 
-- split prefill: with prompts split anywhere (prefix caching off), a prompt continued in a
-  later step costs more than one prefilled in a single step: BF16 one-wave 8K prompts take
-  0.71 s each against about 0.59 s alone (+20%: a held 1-stream prefill's median TTFT less
-  the per-request overhead). Source to measure: single-stream's last step (4 prompts of
-  15,000 tokens, 2 out, longer than the 8,192-token budget), whose TTFT less the overhead
-  and the model's two-chunk prefill is the continuation's extra cost per continued token.
-  Not yet run on any engine.
-- FP8 decode at 32 rows: 14.2 ms per step measured against 12.6-13.1 ms from bytes (at 8
-  and 64 streams within 1-3%), a kernel choice the byte count cannot see: FP8 32-stream
-  steps read 12-13% high (NInfer's 32, serving gate at 32). Source to measure: the
-  ``decode-rows`` protocol (one wave at 16/24/32/40/48 rows, 3 repeats) on the FP8 engine
-  and its BF16 twin; the term would be the measured step time against bytes per row count,
-  used only between measured row counts.
-- admission: the API server hands a wave's requests over one by one (about 7-10 ms each at
-  100-token prompts), so first tokens come in clumps, not in one step; the decode window of
-  a 64- or 128-stream wave starts earlier than simulated (decode aggregate 5-8% high, end to
-  end within 5%). Source to measure: the ``wave-admission`` protocol (one wave of 2-token
-  requests at 16/32/64 streams, and 64 at 1,000-token prompts); the term would delay the
-  i-th request of a wave by i x the measured hand-over interval.
-- the bend: every committed H200 step has at most 64 rows, on the memory-bound side, so the
-  transition to compute-bound steps (where a step costs more than the larger of its two
-  terms) and any per-sequence cost are not measured on this card. The RTX 3090 ladder of
-  seed 000 shows it (+18% at 32 streams against max(memory, compute)), but one card's
-  result is never another's term. Source to measure: the ``bend`` protocol (96 to 512
-  streams) on the 256-slot engine ``bf16-dummy-256`` (config/engines.yaml).
+- FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
+  14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
+  kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
+  1.17 / 1.12 / 1.07 / 1.01). Tested on the FP8 32-stream steps of other protocols
+  (ninfer-32, the serving gate, hyperqwen-batch), which read 12-15% high without it.
+- BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
+  against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
+  model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
+  from 192 rows the step costs more than the larger of its two terms; that is the bend.
+  Tested on the same run's 384- and 512-stream steps (queued on 256 slots; not sources).
+
+Terms the model does not have, each named where a step misses by more than 5%:
+
+- prefill of many short sequences (measured, stays out): the ``wave-admission`` protocol
+  shows no hand-over interval to model. A wave's requests are sent within 5-19 ms, the
+  first gets a step of its own, and the rest come out in one clump at the end of one
+  prefill step (64 x 100 tokens: first token at 386 ms, the other 63 at 670-675 ms). The
+  simulation has that clump; what it misses is that such a prefill costs more than the
+  held 7,681-token calibration: median TTFT 230 / 382 / 666 ms at 16 / 32 / 64 x 100-token
+  prompts against 200 / 324 / 574 ms simulated (1.4-1.9 ms per sequence), and 3.28 s
+  against 2.95 s at 64 x 1,000 tokens (5.1 ms per sequence). A per-sequence prefill term
+  fitted to those four steps would be tested on no other committed step, so it stays out.
+  The 64- and 128-stream decode steps whose decode aggregate reads 5-8% high
+  (hyperqwen-batch, ladder, serving gate) point at the same ramp.
+- split prefill (not measured): a prompt continued in a later step costs more than one
+  prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
+  alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
+  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384); its two
+  answered requests read a median TTFT of 1.349 s against 1.244 s simulated (+8.4%), but a
+  failed step is never compared. The step is now 12,000 tokens, for the next session.
 """
 
 from __future__ import annotations
@@ -106,7 +113,8 @@ class EngineShape:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Effective bandwidth (bytes/s), compute (FLOP/s) and per-request overhead (s)."""
+    """Effective bandwidth (bytes/s), compute (FLOP/s) and per-request overhead (s), and
+    the measured decode-row factors (:func:`row_factor`)."""
 
     bandwidth_bytes_s: float
     flops_s: float
@@ -114,6 +122,10 @@ class Calibration:
     bandwidth_source: str
     compute_source: str
     overhead_source: str = ""
+    row_factors: tuple[tuple[int, float], ...] = ()
+    """(rows, factor) pairs, rows ascending: a decode-only step of that many rows costs
+    factor x the model's step (:func:`row_factor`); empty: no such term measured."""
+    row_factor_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -167,6 +179,19 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     return StepCost(weights_s=weights_s, state_s=state_s,
                     kv_s=rl.memory_time_s(r, b) - weights_s - state_s,
                     compute_s=rl.compute_time_s(r, b) + head_s)
+
+
+def row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float:
+    """The decode-row term: measured decode-step time over the model's at ``rows`` decode
+    rows, from ``points`` ((rows, factor), rows ascending, each measured on a one-wave
+    decode step). Linear between measured row counts; 1 outside them (not measured there,
+    so nothing is charged: never extrapolated)."""
+    if not points or rows < points[0][0] or rows > points[-1][0]:
+        return 1.0
+    for (r0, f0), (r1, f1) in zip(points, points[1:], strict=False):
+        if r0 <= rows <= r1:
+            return f0 + (f1 - f0) * (rows - r0) / (r1 - r0)
+    return points[0][1]  # a single point: rows equals it
 
 
 def bandwidth_from_decode(shape: EngineShape, tpot_s: float, context_tokens: float) -> float:
@@ -296,9 +321,12 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
             if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
                 sampled += 1
         cost = step_cost(shape, cal, contexts, tokens, sampled)
-        t += cost.time_s
+        step_s = cost.time_s
+        if cal.row_factors and tokens == sampled == len(sched):  # a decode-only step
+            step_s *= row_factor(cal.row_factors, len(sched))
+        t += step_s
         steps += 1
-        spent[cost.bound] += cost.time_s
+        spent[cost.bound] += step_s
         if cost.bound == "memory":
             parts["weights"] += cost.weights_s
             parts["state"] += cost.state_s

@@ -57,6 +57,8 @@ class Protocol:
     requests_per_client: int | None = None
     queue_ok: bool = False
     gate: dict[str, Any] | None = None
+    model_term: str | None = None
+    """The step model's term this protocol is the measured source of, or None."""
 
     @property
     def context_tokens(self) -> int:
@@ -104,7 +106,8 @@ def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
                              output_len=s.get("output_len", d["output_len"]),
                              reference=s.get("reference", False)) for s in d["steps"]),
             kind=d.get("kind", "bench"), requests_per_client=d.get("requests_per_client"),
-            queue_ok=d.get("queue_ok", False), gate=d.get("gate"))
+            queue_ok=d.get("queue_ok", False), gate=d.get("gate"),
+            model_term=d.get("model_term"))
         check_protocol(proto, str(p))
         out[name] = proto
     return out

@@ -112,8 +112,10 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                  tokenizer: str | None = None, gpus: list[int] | None = None,
                  profile: str | None = None, root: Path = ROOT,
                  step_timeout_s: float | None = None,
-                 worker: clientproc.BenchWorker | None = None) -> tuple[Path, str]:
-    """Run every step x repeat of ``protocol`` against a healthy ``server``.
+                 worker: clientproc.BenchWorker | None = None,
+                 verify: dict[str, Any] | None = None) -> tuple[Path, str]:
+    """Run every step x repeat of ``protocol`` against a healthy ``server``; ``verify``
+    (verify mode: the predictions made before measuring) is kept in provenance as it is.
 
     Returns (run directory, status). Status is ``complete`` or ``failed``; a failure keeps
     every result that came back, the logs and the telemetry, and is said in provenance.
@@ -144,6 +146,8 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         "environment": prov.relevant_env(),
         "started_utc": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(),
     }
+    if verify is not None:
+        base["verify"] = verify
     _write_json(run_dir / "provenance.json", base)
     steps: list[dict[str, Any]] = []
     status, reason = "complete", None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from claimcheck.core import definitions as d
@@ -96,16 +97,23 @@ class Choice:
     compute: Pick | None
     compute_missing: str = ""
     """Why no compute step was chosen (then the datasheet fallback is used)."""
+    rows: tuple[Pick, ...] = ()
+    """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
+    rows_base: Choice | None = None
+    """The calibration of the rows' own engine when it is not this one (the factors are
+    that engine's measured step over its own model)."""
 
     def steps(self) -> set[tuple[str, str]]:
-        """(run name, step dir) of every step the calibration used."""
+        """(run name, step dir) of every step the calibration used, the decode-row term's
+        sources included."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
-        return {(p.run.name, p.step.record["dir"]) for p in picks}
+        return {(p.run.name, p.step.record["dir"]) for p in picks + list(self.rows)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
                 "compute": self.compute.as_dict() if self.compute else None,
-                "compute_missing": self.compute_missing}
+                "compute_missing": self.compute_missing,
+                "rows": [p.as_dict() for p in self.rows]}
 
 
 def _scope(runs: list[run_steps.RunData], card: str, engine: str, fmt: Any,
@@ -153,8 +161,53 @@ def _compute_rank(r: run_steps.RunData, s: run_steps.StepData) -> int:
     return 1 if fits else 2
 
 
+ROW_TERM = "decode_rows"
+"""The ``model_term`` value (config/protocols.yaml) of protocols whose one-wave decode steps
+are the decode-row term's source."""
+
+
+@lru_cache(maxsize=1)
+def row_term_protocols() -> frozenset[str]:
+    """Names of the protocols in config/protocols.yaml that say ``model_term: decode_rows``
+    (a committed run's snapshot may predate the field, so the current file decides)."""
+    from claimcheck.core.protocols import load_protocols
+    return frozenset(n for n, p in load_protocols().items() if p.model_term == ROW_TERM)
+
+
+def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+    """A one-wave decode step (requests = streams, 2 to the engine's slots, tokens out after
+    the first) of a protocol that is the decode-row term's source."""
+    tl = s.timeline
+    name = (r.provenance.get("protocol_config") or {}).get("name")
+    return (name in row_term_protocols() and 2 <= tl.streams == len(tl.requests)
+            and tl.streams <= run_steps.engine_shape(r)[0].max_num_seqs
+            and decode_intervals(s) > 0 and not d.timeline_is_held_prefill(tl))
+
+
+def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any
+                ) -> tuple[tuple[Pick, ...], str | None]:
+    """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
+    those of the first engine of its weight format there that has them; and that engine."""
+    on_card = [r for r in runs if _key(r)[0] == card]
+    for who in ([engine] + sorted({_key(r)[1] for r in on_card
+                                   if _key(r)[2] == weight_format and _key(r)[1] != engine},
+                                  key=lambda e: min(_earliest(r, r.steps[0]) for r in on_card
+                                                    if _key(r)[1] == e and r.steps))):
+        pairs = [(r, s) for r in on_card if _key(r)[1] == who for s in r.steps
+                 if _is_row_source(r, s)]
+        if pairs:
+            rows = sorted({p[1].timeline.streams for p in pairs})
+            why = (f"decode rows: one-wave decode step of {len(pairs)} at {len(rows)} row "
+                   f"counts ({', '.join(map(str, rows))}) of engine {who} on {card}"
+                   + ("" if who == engine else f" (engine {engine} has none; same weight "
+                      f"format {weight_format})"))
+            return (tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              _earliest(*p))), who)
+    return (), None
+
+
 def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any,
-           *, explicit: bool = False) -> Choice:
+           *, explicit: bool = False, with_rows: bool = True) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
     from``), so any engine and format among them counts. Raises InputError naming the card,
@@ -202,8 +255,15 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                    + ("in the run(s) given" if explicit
                       else f"of weight format {weight_format} on {card}"))
+    rows: tuple[Pick, ...] = ()
+    rows_base = None
+    if with_rows and not explicit:
+        rows, who = row_sources(pool, card, engine, weight_format)
+        if rows and who != engine:
+            rows_base = choose(pool, card, str(who), weight_format, with_rows=False)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
-                  overhead=ov, compute=cp, compute_missing=missing)
+                  overhead=ov, compute=cp, compute_missing=missing, rows=rows,
+                  rows_base=rows_base)
 
 
 def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
@@ -212,7 +272,48 @@ def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choi
     return choose(runs, card, engine, fmt)
 
 
+_CAL_CACHE: dict[tuple[Any, ...], m.Calibration] = {}
+
+
+def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
+    picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows]
+    return (choice.card, choice.engine, compute_dtype,
+            tuple(p.label if p else "" for p in picks),
+            _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
+
+
 def calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
+    """:func:`base_calibration` with the decode-row factors of ``choice.rows``: at each
+    measured row count, the median over its source steps of measured median TPOT / the
+    model's (simulated with the rows' own engine shape and calibration, no factors)."""
+    key = _choice_key(choice, compute_dtype)
+    if key in _CAL_CACHE:
+        return _CAL_CACHE[key]
+    cal = base_calibration(choice, compute_dtype)
+    if choice.rows:
+        src_cal = cal
+        if choice.rows_base is not None:
+            _, info = run_steps.engine_shape(choice.rows[0].run)
+            src_cal = base_calibration(choice.rows_base, info["compute_dtype"])
+        by_rows: dict[int, list[float]] = {}
+        for p in choice.rows:
+            tl = p.step.timeline
+            shape, _ = run_steps.engine_shape(p.run)
+            pred, _ = _row(shape, src_cal, [r.prompt_tokens for r in tl.requests],
+                           [r.output_tokens for r in tl.requests], tl.streams)
+            by_rows.setdefault(tl.streams, []).append(
+                statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
+        pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
+        src = (f"{choice.rows[0].run.name} ({len(choice.rows)} one-wave decode steps): "
+               "measured median TPOT / the model's at "
+               + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
+               + "; linear between, 1 outside")
+        cal = replace(cal, row_factors=pts, row_factor_source=src)
+    _CAL_CACHE[key] = cal
+    return cal
+
+
+def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
     """BW_eff from the bandwidth step (its median TPOT at its mean context, bytes of its own
     engine), the overhead from the overhead step (median TTFT less the model's prefill of its
     prompt) and P_eff from the compute step (prompt x F_body / (median TTFT less the
@@ -295,6 +396,7 @@ def predict_run(target: run_steps.RunData, choice: Choice) -> dict[str, Any]:
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),
             "calibration_step": (target.name, s.record["dir"]) in used,
+            "step_status": s.record.get("status") or "complete",
             "predicted_e2e_tok_s": p_e2e, "measured_e2e_tok_s": m_e2e,
             "e2e_error": p_e2e / m_e2e - 1,
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
@@ -393,7 +495,9 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
                 "request_overhead_ms": cal["request_overhead_s"] * 1e3,
                 "bandwidth_source": cal["bandwidth_source"],
                 "compute_source": cal["compute_source"],
-                "overhead_source": cal["overhead_source"]}
+                "overhead_source": cal["overhead_source"],
+                "row_factors": "; ".join(f"{n}:{f:.4f}" for n, f in cal["row_factors"]),
+                "row_factor_source": cal["row_factor_source"]}
         for k, p in picks.items():
             base[f"{k}_step"] = p.label if p else ""
             base[f"{k}_why"] = p.why if p else choice.compute_missing

@@ -116,6 +116,11 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _complete(r: Mapping[str, Any]) -> bool:
+    """A model-table row of a step that completed (a failed step is never compared)."""
+    return str(r.get("step_status") or "complete") == "complete"
+
+
 def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts over the model table's steps, calibration steps left out: how many within
     the tolerance on both end to end and decode, on end to end, and the worst miss."""
@@ -124,12 +129,15 @@ def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return abs(float(r["e2e_error"])) <= TOLERANCE and (
             dec in (None, "") or abs(float(dec)) <= TOLERANCE)
 
-    rest = [r for r in rows if not _truthy(r.get("calibration_step"))]
+    rest = [r for r in rows if not _truthy(r.get("calibration_step")) and _complete(r)]
     worst = max(rest, key=lambda r: max(abs(float(r["e2e_error"])),
                                         abs(_f(r.get("decode_error")) or 0.0)), default=None)
     return {"steps": len(rest), "both": sum(hit(r) for r in rest),
             "e2e": sum(abs(float(r["e2e_error"])) <= TOLERANCE for r in rest),
             "worst": worst, "runs": len({r["run"] for r in rows}),
+            "incomplete": [r for r in rows if not _complete(r)],
+            "row_sources": sorted({str(r["row_factor_source"]) for r in rows
+                                   if r.get("row_factor_source")}),
             "calibrations": sorted({r["calibrated_on"] for r in rows})}
 
 
@@ -138,11 +146,21 @@ def model_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return "No model table yet."
     m = model_summary(rows)
-    text = (f"The model takes two numbers measured on the card (effective bandwidth from a "
-            f"1-stream decode, compute from a held 1-stream prefill) and simulates the "
-            f"engine's scheduler over each protocol's requests. Calibrated on "
+    text = ("The model takes two numbers measured on the card (effective bandwidth from a "
+            "1-stream decode, compute from a held 1-stream prefill) and simulates the "
+            "engine's scheduler over each protocol's requests")
+    if m["row_sources"]:
+        text += (", a decode step of as many rows as a one-wave decode ladder measured "
+                 "costing the measured time over the model's there (from "
+                 + "; ".join(sorted({src.split(" (")[0] for src in m["row_sources"]}))
+                 + ")")
+    text += (f". Calibrated on "
             f"{len(m['calibrations'])} runs and set against {m['steps']} steps of "
-            f"{m['runs']} runs (calibration steps left out), it predicts {m['both']} within "
+            f"{m['runs']} runs (calibration and term-source steps left out"
+            + (f"; {len(m['incomplete'])} failed "
+               f"{'step' if len(m['incomplete']) == 1 else 'steps'} not compared"
+               if m["incomplete"] else "")
+            + f"), it predicts {m['both']} within "
             f"{TOLERANCE:.0%} on both end to end and decode aggregate and {m['e2e']} on end "
             "to end")
     w = m["worst"]
@@ -171,7 +189,7 @@ def miss_terms(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]]:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         term = r.get("miss_term")
-        if not term or _truthy(r.get("calibration_step")):
+        if not term or _truthy(r.get("calibration_step")) or not _complete(r):
             continue
         key = re.sub(r"\s*\([^()]*on TPOT\)$", "", str(term).split(":")[0]).strip()
         groups.setdefault(key, []).append(r)

@@ -1,0 +1,114 @@
+"""Verify mode: measure a sample of a protocol's steps, predict the rest (glue).
+
+For a protocol on an engine + card that already has a calibration (:func:`claimcheck.report.
+predict.choose`), :func:`plan` predicts every step, picks the ``n`` steps
+:func:`~claimcheck.report.predict.verify_plan` samples (its calibration steps are measured
+already, in the runs that calibrate it) and returns the protocol cut down to those steps
+(one repeat each) with a record of every prediction, written into the run's provenance
+before anything is measured. :func:`compare` sets a finished verify run's measured steps
+against those predictions, with the GPU seconds the run took against the whole protocol's
+predicted load. All numbers through :mod:`claimcheck.core.definitions` on the timeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.core.errors import InputError
+from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.report import predict
+from claimcheck.report import steps as run_steps
+
+PREDICTED_KEYS = ("predicted_e2e_tok_s", "predicted_decode_tok_s",
+                  "predicted_median_tpot_ms", "predicted_median_ttft_s", "predicted_load_s")
+
+
+def plan(runs: list[run_steps.RunData], card: str, engine: str, proto: Any, n: int,
+         engines: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """(the protocol cut to its ``n`` sampled steps, one repeat each; the verify record:
+    the sampled indices, every step's prediction and the calibration used). Raises
+    InputError when nothing is left to measure."""
+    pred = predict.predict_protocol(runs, card, engine, proto, engines)
+    vp = predict.verify_plan(pred, n, [proto])
+    picked = vp["sampled_steps"]
+    if not picked:
+        raise InputError("--verify", f"protocol {proto.name}: no step left to sample on "
+                         f"{engine} (every step is a calibration step or does not fit)")
+    cut = dataclasses.replace(proto, steps=tuple(proto.steps[i] for i in picked), repeats=1)
+    record = {
+        "of_protocol": proto.name, "sampled": n, "sampled_steps": picked,
+        "predicted_steps": vp["predicted_steps"],
+        "calibration_protocol_steps": vp["calibration_protocol_steps"],
+        "calibration": {k: v for k, v in pred["calibration"].items()
+                        if k.endswith("_source") or k in ("bandwidth_gb_s", "tflops",
+                                                           "request_overhead_s")},
+        "engine_run": pred["engine_run"],
+        "protocol_predicted_load_s": pred["predicted_load_s"],
+        "verify_predicted_load_s": vp["verify_load_s"] - sum(
+            c["predicted_load_s"] for c in vp["calibration_steps"]),
+        "steps": [{"index": r["index"], "streams": r["streams"], "requests": r["requests"],
+                   "input_len": r["input_len"], "output_len": r["output_len"],
+                   **{k: r.get(k) for k in PREDICTED_KEYS}} for r in pred["steps"]],
+    }
+    return cut, record
+
+
+def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """A verify run's measured steps against the predictions in its provenance (key
+    ``verify``), and its GPU seconds against the whole protocol's predicted load."""
+    rec = run.provenance.get("verify")
+    if not rec:
+        raise InputError(str(run.path / "provenance.json"), "not a verify run (no 'verify' "
+                         "record)", key="verify")
+    by_index = {s["index"]: s for s in rec["steps"]}
+    rows = []
+    for s in run.steps:
+        idx = rec["sampled_steps"][int(s.record["step"])]
+        p = by_index[idx]
+        tl = s.timeline
+        held = d.timeline_is_held_prefill(tl)
+        m_e2e = d.e2e_aggregate_tok_s(tl)
+        m_dec = None if held else d.decode_aggregate_tok_s(tl)
+        row = {"index": idx, "streams": tl.streams, "requests": len(tl.requests),
+               "status": s.record.get("status") or "complete",
+               "predicted_e2e_tok_s": p["predicted_e2e_tok_s"], "measured_e2e_tok_s": m_e2e,
+               "predicted_decode_tok_s": p["predicted_decode_tok_s"],
+               "measured_decode_tok_s": m_dec}
+        row["e2e_error"] = (p["predicted_e2e_tok_s"] / m_e2e - 1
+                            if p["predicted_e2e_tok_s"] and m_e2e else None)
+        row["decode_error"] = (p["predicted_decode_tok_s"] / m_dec - 1
+                               if p["predicted_decode_tok_s"] and m_dec else None)
+        row["within"] = (row["status"] == "complete" and row["e2e_error"] is not None
+                         and abs(row["e2e_error"]) <= tolerance
+                         and (row["decode_error"] is None
+                              or abs(row["decode_error"]) <= tolerance))
+        rows.append(row)
+    spent = float(run.provenance.get("duration_s") or 0.0)
+    return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,
+            "within": sum(r["within"] for r in rows), "tolerance": tolerance,
+            "predicted_only": [by_index[i] for i in rec["predicted_steps"]],
+            "gpu_s": spent, "protocol_predicted_load_s": rec["protocol_predicted_load_s"]}
+
+
+def render(c: dict[str, Any]) -> list[str]:
+    """Plain-text lines of :func:`compare` (one unit per line's numbers)."""
+    out = [f"verify {c['run']} ({c['of_protocol']}): {c['within']} of {len(c['measured'])} "
+           f"measured step(s) within {c['tolerance']:.0%} of the prediction made before "
+           "measuring"]
+    for r in c["measured"]:
+        dec = (f"; decode aggregate predicted {r['predicted_decode_tok_s']:,.1f} tok/s, "
+               f"measured {r['measured_decode_tok_s']:,.1f} tok/s ({r['decode_error']:+.1%})"
+               if r["decode_error"] is not None else "")
+        e2e = (f"{r['e2e_error']:+.1%}" if r["e2e_error"] is not None else "n/a")
+        out.append(f"  step {r['index']}: {r['streams']} streams, {r['requests']} requests, "
+                   f"{r['status']}: end to end predicted {r['predicted_e2e_tok_s']:,.1f} "
+                   f"tok/s (sum over streams), measured {r['measured_e2e_tok_s']:,.1f} tok/s "
+                   f"({e2e}){dec}")
+    for p in c["predicted_only"]:
+        out.append(f"  step {p['index']}: {p['streams']} streams, predicted only: end to end "
+                   f"{p['predicted_e2e_tok_s']:,.1f} tok/s (sum over streams)")
+    out.append(f"GPU time: this run {c['gpu_s']:,.0f} s (engine start not counted); the whole "
+               f"protocol, predicted: {c['protocol_predicted_load_s']:,.0f} s of load")
+    return out
