@@ -359,3 +359,27 @@ def test_a_rejected_request_keeps_the_server_message(dense):
     out = probe_failure(server, get_engine("tiny-dense", ENGINES), Step(1, 1, 2000, 16))
     assert out["status"] == 400, out
     assert "1024" in out["body"] and "2000" in out["body"] or "context" in out["body"], out
+
+
+def test_verify_mode_predicts_first_then_measures_the_sample(dense, tmp_path):
+    """measure --verify 1: the engine's single-stream run calibrates the model; the ladder is
+    predicted before anything is measured (the predictions sit in provenance), only the
+    sampled step runs, and measured is printed against predicted with the GPU seconds."""
+    state, _ = dense
+    runs = tmp_path / "runs"
+    cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+       "--engines-file", ENGINES, "--protocol", "single-stream", "--profile", "ci",
+       "--runs-dir", str(runs))
+    r = cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
+           "--engines-file", ENGINES, "--protocol", "ladder", "--profile", "ci",
+           "--verify", "1", "--runs-dir", str(runs))
+    ladder = next(p for p in runs.iterdir() if p.name.endswith("-ladder"))
+    prov = json.loads((ladder / "provenance.json").read_text())
+    v = prov["verify"]
+    # the ci ladder's 1-stream step has the calibration's shape: only the last is sampled
+    assert v["of_protocol"] == "ladder" and v["sampled_steps"] == [1]
+    assert [s["streams"] for s in prov["steps"]] == [prov["protocol_config"]["steps"][0]
+                                                      ["streams"]]
+    assert all(s["predicted_e2e_tok_s"] > 0 for s in v["steps"])
+    assert "measured step(s) within 5% of the prediction made before measuring" in r.stderr
+    assert "CPU time: this run" in r.stderr  # a CPU engine's run says so

@@ -206,6 +206,15 @@ def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_fo
     return (), None
 
 
+def _has_datasheet(card: str) -> bool:
+    """Whether the card registry knows ``card`` (a CPU engine's runs name none)."""
+    try:
+        get_card(card)
+    except InputError:
+        return False
+    return True
+
+
 def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
@@ -255,6 +264,14 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                    + ("in the run(s) given" if explicit
                       else f"of weight format {weight_format} on {card}"))
+        if not _has_datasheet(card):  # e.g. cpu: the longest prefill there is, said
+            short_pf = [(r, s) for r, s in dec if _median_prompt(s) > 0]
+            if short_pf:
+                r, s = min(short_pf, key=lambda p: (-_median_prompt(p[1]), _earliest(*p)))
+                cp = Pick(r, s, f"compute: {missing} and no datasheet rate for card {card}: "
+                          f"the longest one-stream prefill there is ({_median_prompt(s):,.0f}"
+                          "-token prompts; short, so a lower bound of the card's compute)")
+                missing = ""
     rows: tuple[Pick, ...] = ()
     rows_base = None
     if with_rows and not explicit:

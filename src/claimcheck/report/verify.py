@@ -89,7 +89,8 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
     return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,
             "within": sum(r["within"] for r in rows), "tolerance": tolerance,
             "predicted_only": [by_index[i] for i in rec["predicted_steps"]],
-            "gpu_s": spent, "protocol_predicted_load_s": rec["protocol_predicted_load_s"]}
+            "gpu_s": spent, "protocol_predicted_load_s": rec["protocol_predicted_load_s"],
+            "device": "CPU" if run.provenance.get("card") == "cpu" else "GPU"}
 
 
 def render(c: dict[str, Any]) -> list[str]:
@@ -109,6 +110,6 @@ def render(c: dict[str, Any]) -> list[str]:
     for p in c["predicted_only"]:
         out.append(f"  step {p['index']}: {p['streams']} streams, predicted only: end to end "
                    f"{p['predicted_e2e_tok_s']:,.1f} tok/s (sum over streams)")
-    out.append(f"GPU time: this run {c['gpu_s']:,.0f} s (engine start not counted); the whole "
+    out.append(f"{c.get('device', 'GPU')} time: this run {c['gpu_s']:,.0f} s (engine start not counted); the whole "
                f"protocol, predicted: {c['protocol_predicted_load_s']:,.0f} s of load")
     return out
