@@ -300,3 +300,22 @@ def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones(
     assert "median 0.76× the model; furthest `b` (900 tok/s summed over 64 streams" in text
     assert "1 where the model is memory-bound" in text and "`c` (100 tok/s" in text
     assert "`d`" not in text and "`e`" not in text
+
+
+def test_body_shows_one_row_per_level_and_names_failed_steps():
+    """decode-rows reports every repeat (3 per level): the body shows the median repeat of
+    each level, said; the appendix keeps all. A failed step is named under its table."""
+    from claimcheck.report.update import body_steps, failed_steps_line
+    rows = load_run(RUNS / "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows")
+    shown = body_steps(rows)
+    assert [(s["streams"], n) for s, n in shown] == [(16, 3), (24, 3), (32, 3), (40, 3),
+                                                     (48, 3)]
+    for s, _ in shown:  # the median of its level's three end-to-end aggregates
+        level = sorted(x["e2e_output_tok_s"] for x in rows.steps if x["step"] == s["step"])
+        assert s["e2e_output_tok_s"] == level[1]
+    failed = load_run(RUNS / "h200-20261201-bf16-dummy-256-single-stream")
+    line = failed_steps_line([failed, rows])
+    assert line.startswith("Not in the table: h200-20261201-bf16-dummy-256-single-stream "
+                           "step 4 (1 stream, 4 requests of 15,000 tokens) failed: 2 of 4 ")
+    assert "marked failed" in line and "decode-rows" not in line
+    assert failed_steps_line([rows]) == ""

@@ -21,7 +21,7 @@ from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
-from claimcheck.report.record import Run, reported_steps, step_context
+from claimcheck.report.record import Run, median_step, reported_steps, step_context
 from claimcheck.report.tables import measured_over
 
 
@@ -525,15 +525,39 @@ def body_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int]
               + [f"{metric_name(cols[0])} ÷ plain roofline (η = 1)"])
     out = []
     for run in runs:
-        for s in reported_steps(run):
+        for s, n in body_steps(run):
             m = {**rows.get((run.name, s["step"], s["repeat"]), {}), **s}
             share = roofline_share(run, m, metrics[0])
-            out.append([run_label(run), _streams_cell(run, m)]
+            streams = _streams_cell(run, m) + (f" (median of {n} repeats)" if n > 1 else "")
+            out.append([run_label(run), streams]
                        + [_body_cell(run, m, c) for c in cols]
                        + [md.num(share, "{:.0%}") if share is not None else
                           ("n/a (queued)" if is_queued(run, m) else "n/a")])
     assert len(header) <= BODY_COLUMNS
     return md.table(header, out)
+
+
+def body_steps(run: Run) -> list[tuple[dict[str, Any], int]]:
+    """The run's reported steps as the body shows them: one per level, the repeat whose
+    end-to-end aggregate is the median where a level reports several (every repeat is in
+    the appendix), with how many repeats it stands for."""
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for s in reported_steps(run):
+        by_level.setdefault(s["step"], []).append(s)
+    return [(median_step(v), len(v)) for _, v in sorted(by_level.items())]
+
+
+def failed_steps_line(runs: list[Run]) -> str:
+    """The steps a body table leaves out because they did not complete, each with its
+    reason (nothing measured is dropped silently)."""
+    bad = [(r, s) for r in runs for s in r.steps if s["status"] != "complete"]
+    if not bad:
+        return ""
+    return "Not in the table: " + "; ".join(
+        f"{r.name} step {s['step'] + 1} ({plural(s['streams'], 'stream')}, "
+        f"{s.get('requests')} requests of {s.get('input_len') or 0:,} tokens) "
+        f"{s['status']}: {s.get('reason') or 'no reason recorded'} (the run is kept as "
+        f"recorded, marked {r.provenance.status})" for r, s in bad) + "."
 
 
 def headline_sentence(proto: Protocol, run: Run, rows: dict[tuple[str, int, int], dict]
@@ -586,6 +610,9 @@ def protocol_body(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, i
         para.append(f"It answers with {in_prose(col)}: " + "; ".join(heads) + ".")
     para.append(replay_tally(proto, verdicts))
     out = [f"### {proto.name}", "", " ".join(para), "", body_table(proto, runs, rows), ""]
+    bad = failed_steps_line(runs)
+    if bad:
+        out += [bad, ""]
     out += [f"![{r.name}]({figures[f'measured-{r.name}']})" for r in runs
             if f"measured-{r.name}" in figures]
     return "\n".join(out) + "\n"
