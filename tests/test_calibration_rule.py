@@ -159,3 +159,26 @@ def test_decode_row_factors_are_measured_over_modelled_tpot_and_mark_their_steps
     assert f[16] == pytest.approx(1.0, abs=0.01) and f[24] == pytest.approx(1.17, abs=0.02)
     out = predict.predict_run(runs[0], predict.choose_for(runs[0], runs))
     assert all(r["calibration_step"] for r in out["steps"])  # every step is a term source
+
+
+WAVES = "h200-20261201-bf16-dummy-256-wave-admission"
+
+
+def test_admission_interval_comes_from_the_flagged_waves_send_times():
+    runs = _runs(WAVES, BEND, FP8, SINGLE)
+    src = predict.admission_sources(runs, "h200", "bf16-dummy-256")
+    assert len(src) == 12 and "engine bf16-dummy-256" in src[0].why  # 4 levels x 3
+    # an engine without such a run takes the card's (the interval is the client's)
+    other = predict.admission_sources(runs, "h200", "fp8-hyperqwen-dummy")
+    assert len(other) == 12 and "engine fp8-hyperqwen-dummy has none" in other[0].why
+    assert predict.admission_sources(runs, "rtx3090", "bf16-dummy-256") == ()
+    choice = predict.choose_for(runs[0], runs)
+    cal = predict.calibration(choice, "bf16")
+    # the median over the 12 waves of (last send - first send) / (requests - 1)
+    from claimcheck.core import model as m
+    gaps = sorted(m.send_interval_s([r.start_s for r in p.step.timeline.requests])
+                  for p in src)
+    assert cal.admission_interval_s == pytest.approx((gaps[5] + gaps[6]) / 2)
+    assert 0.0001 < cal.admission_interval_s < 0.001  # sub-millisecond on this host
+    # only send times are used: the waves' speeds stay a test, never a calibration step
+    assert not any((WAVES, p.step.record["dir"]) in choice.steps() for p in src)

@@ -272,3 +272,21 @@ def test_a_row_factor_scales_decode_only_steps_by_hand():
     assert sim.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
     two = m.simulate(shape(), cal, prompts=[4, 4], outputs=[3, 3], streams=2)
     assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.020, 0.030))
+
+
+def test_send_interval_by_hand():
+    assert m.send_interval_s([10.0, 10.004, 10.002]) == pytest.approx(0.002)  # 4 ms / 2
+    assert m.send_interval_s([3.0]) is None and m.send_interval_s([]) is None
+
+
+def test_a_wave_reaches_the_scheduler_one_interval_apart_by_hand():
+    # two requests sent together, 1 ms apart at the scheduler: the first prefills alone
+    # (4 tokens, 10 ms), the second joins at the next step. Without the interval both
+    # prefill in the first step.
+    cal = m.Calibration(1e12, 1e18, 0.0, "t", "t", admission_interval_s=0.001)
+    sim = m.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=2)
+    a, b = sim.timeline.requests
+    assert a.token_times_s == pytest.approx((0.010, 0.020))
+    assert b.token_times_s == pytest.approx((0.020, 0.030)) and b.ttft_s == pytest.approx(0.020)
+    together = m.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
+    assert [r.ttft_s for r in together.timeline.requests] == pytest.approx([0.010, 0.010])

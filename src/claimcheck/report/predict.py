@@ -99,13 +99,16 @@ class Choice:
     """Why no compute step was chosen (then the datasheet fallback is used)."""
     rows: tuple[Pick, ...] = ()
     """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
+    admission: tuple[Pick, ...] = ()
+    """The admission term's source steps (:func:`admission_sources`)."""
     rows_base: Choice | None = None
     """The calibration of the rows' own engine when it is not this one (the factors are
     that engine's measured step over its own model)."""
 
     def steps(self) -> set[tuple[str, str]]:
-        """(run name, step dir) of every step the calibration used, the decode-row term's
-        sources included."""
+        """(run name, step dir) of every step whose measured speed the calibration used,
+        the decode-row term's sources included (the admission term's take only their send
+        times, so their speeds remain a test of the model)."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
         return {(p.run.name, p.step.record["dir"]) for p in picks + list(self.rows)}
 
@@ -113,7 +116,8 @@ class Choice:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
                 "compute": self.compute.as_dict() if self.compute else None,
                 "compute_missing": self.compute_missing,
-                "rows": [p.as_dict() for p in self.rows]}
+                "rows": [p.as_dict() for p in self.rows],
+                "admission": [p.as_dict() for p in self.admission]}
 
 
 def _scope(runs: list[run_steps.RunData], card: str, engine: str, fmt: Any,
@@ -164,24 +168,47 @@ def _compute_rank(r: run_steps.RunData, s: run_steps.StepData) -> int:
 ROW_TERM = "decode_rows"
 """The ``model_term`` value (config/protocols.yaml) of protocols whose one-wave decode steps
 are the decode-row term's source."""
+ADMISSION_TERM = "admission"
+"""The ``model_term`` value of protocols whose one-wave steps give the send interval."""
 
 
-@lru_cache(maxsize=1)
-def row_term_protocols() -> frozenset[str]:
-    """Names of the protocols in config/protocols.yaml that say ``model_term: decode_rows``
-    (a committed run's snapshot may predate the field, so the current file decides)."""
+@lru_cache(maxsize=4)
+def term_protocols(term: str) -> frozenset[str]:
+    """Names of the protocols in config/protocols.yaml that say ``model_term: TERM`` (a
+    committed run's snapshot may predate the field, so the current file decides)."""
     from claimcheck.core.protocols import load_protocols
-    return frozenset(n for n, p in load_protocols().items() if p.model_term == ROW_TERM)
+    return frozenset(n for n, p in load_protocols().items() if p.model_term == term)
+
+
+def _one_wave(r: run_steps.RunData, s: run_steps.StepData, term: str) -> bool:
+    """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
+    ``term``'s source."""
+    tl = s.timeline
+    name = (r.provenance.get("protocol_config") or {}).get("name")
+    return (name in term_protocols(term) and 2 <= tl.streams == len(tl.requests)
+            and tl.streams <= run_steps.engine_shape(r)[0].max_num_seqs)
 
 
 def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
-    """A one-wave decode step (requests = streams, 2 to the engine's slots, tokens out after
-    the first) of a protocol that is the decode-row term's source."""
-    tl = s.timeline
-    name = (r.provenance.get("protocol_config") or {}).get("name")
-    return (name in row_term_protocols() and 2 <= tl.streams == len(tl.requests)
-            and tl.streams <= run_steps.engine_shape(r)[0].max_num_seqs
-            and decode_intervals(s) > 0 and not d.timeline_is_held_prefill(tl))
+    """A one-wave decode step (tokens out after the first) of a decode-row source."""
+    return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
+            and not d.timeline_is_held_prefill(s.timeline))
+
+
+def admission_sources(runs: list[run_steps.RunData], card: str, engine: str
+                      ) -> tuple[Pick, ...]:
+    """The admission term's source steps: one-wave steps of the engine's own runs on the
+    card, else of every run on the card (the interval is the load client's, on its host)."""
+    on_card = [r for r in runs if _key(r)[0] == card]
+    for pool, where in (([r for r in on_card if _key(r)[1] == engine], f"engine {engine}"),
+                        (on_card, f"any engine (engine {engine} has none)")):
+        pairs = [(r, s) for r in pool for s in r.steps if _one_wave(r, s, ADMISSION_TERM)]
+        if pairs:
+            why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
+                   "interval between a wave's sends")
+            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              _earliest(*p)))
+    return ()
 
 
 def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any
@@ -274,13 +301,15 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
                 missing = ""
     rows: tuple[Pick, ...] = ()
     rows_base = None
+    admission: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
         if rows and who != engine:
             rows_base = choose(pool, card, str(who), weight_format, with_rows=False)
+        admission = admission_sources(pool, card, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
-                  rows_base=rows_base)
+                  rows_base=rows_base, admission=admission)
 
 
 def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
@@ -293,7 +322,8 @@ _CAL_CACHE: dict[tuple[Any, ...], m.Calibration] = {}
 
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
-    picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows]
+    picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
+             *choice.admission]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks),
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
@@ -307,11 +337,20 @@ def calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
     if key in _CAL_CACHE:
         return _CAL_CACHE[key]
     cal = base_calibration(choice, compute_dtype)
+    if choice.admission:
+        gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
+                for p in choice.admission]
+        gap = statistics.median(g for g in gaps if g is not None)
+        cal = replace(cal, admission_interval_s=gap, admission_source=(
+            f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "
+            f"interval between a wave's sends, {gap * 1e3:.3f} ms (last send - first send "
+            "over requests - 1)"))
     if choice.rows:
         src_cal = cal
         if choice.rows_base is not None:
             _, info = run_steps.engine_shape(choice.rows[0].run)
-            src_cal = base_calibration(choice.rows_base, info["compute_dtype"])
+            src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"]),
+                              admission_interval_s=cal.admission_interval_s)
         by_rows: dict[int, list[float]] = {}
         for p in choice.rows:
             tl = p.step.timeline
@@ -514,7 +553,9 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
                 "compute_source": cal["compute_source"],
                 "overhead_source": cal["overhead_source"],
                 "row_factors": "; ".join(f"{n}:{f:.4f}" for n, f in cal["row_factors"]),
-                "row_factor_source": cal["row_factor_source"]}
+                "row_factor_source": cal["row_factor_source"],
+                "admission_interval_ms": cal["admission_interval_s"] * 1e3,
+                "admission_source": cal["admission_source"]}
         for k, p in picks.items():
             base[f"{k}_step"] = p.label if p else ""
             base[f"{k}_why"] = p.why if p else choice.compute_missing

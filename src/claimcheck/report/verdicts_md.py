@@ -138,6 +138,8 @@ def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "incomplete": [r for r in rows if not _complete(r)],
             "row_sources": sorted({str(r["row_factor_source"]) for r in rows
                                    if r.get("row_factor_source")}),
+            "admission_sources": sorted({str(r["admission_source"]) for r in rows
+                                         if r.get("admission_source")}),
             "calibrations": sorted({r["calibrated_on"] for r in rows})}
 
 
@@ -154,6 +156,10 @@ def model_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
                  "costing the measured time over the model's there (from "
                  + "; ".join(sorted({src.split(" (")[0] for src in m["row_sources"]}))
                  + ")")
+    if m["admission_sources"]:
+        text += (", and a wave's requests reaching the scheduler one measured send interval "
+                 "apart (from " + "; ".join(sorted({src.split(" (")[0] for src in
+                                                    m["admission_sources"]})) + ")")
     text += (f". Calibrated on "
             f"{len(m['calibrations'])} runs and set against {m['steps']} steps of "
             f"{m['runs']} runs (calibration and term-source steps left out"

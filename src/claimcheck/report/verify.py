@@ -110,6 +110,7 @@ def render(c: dict[str, Any]) -> list[str]:
     for p in c["predicted_only"]:
         out.append(f"  step {p['index']}: {p['streams']} streams, predicted only: end to end "
                    f"{p['predicted_e2e_tok_s']:,.1f} tok/s (sum over streams)")
-    out.append(f"{c.get('device', 'GPU')} time: this run {c['gpu_s']:,.0f} s (engine start not counted); the whole "
-               f"protocol, predicted: {c['protocol_predicted_load_s']:,.0f} s of load")
+    out.append(f"{c.get('device', 'GPU')} time: this run {c['gpu_s']:,.0f} s (engine start "
+               f"not counted); the whole protocol, predicted: "
+               f"{c['protocol_predicted_load_s']:,.0f} s of load")
     return out
