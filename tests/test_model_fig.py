@@ -39,3 +39,13 @@ def test_figure_is_drawn_and_saved(tmp_path):
     # notice naming it, not a failed rule
     fig = model_fig.figure(ROWS, "f")
     assert fig.axes[0].texts[0].get_text().startswith("f: no calibrated model: none of its runs")
+
+
+def test_a_failed_step_is_neither_counted_nor_drawn():
+    failed = {**_row("b", 16, 0.01, 0.01), "step_status": "failed"}
+    assert model_fig.hits(ROWS + [failed]) == (2, 3, 4)  # as without it
+    fig = model_fig.figure(ROWS + [failed], "e")
+    assert "(1 failed step not drawn)" in fig._suptitle.get_text()
+    drawn = sum(len(c.get_offsets()) for c in fig.axes[0].collections[:-1])
+    assert drawn == sum(len(c.get_offsets()) for c in
+                        model_fig.figure(ROWS, "e").axes[0].collections[:-1])

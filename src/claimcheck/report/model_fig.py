@@ -32,8 +32,10 @@ def _calib(r: Mapping[str, Any]) -> bool:
 def hits(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE
          ) -> tuple[int, int, int]:
     """(steps within ``tolerance`` on both end to end and decode aggregate, within it on end
-    to end, steps) over the rows that are not calibration steps."""
-    rest = [r for r in rows if not _calib(r)]
+    to end, steps) over the rows that are neither calibration (or term-source) steps nor
+    failed steps."""
+    rest = [r for r in rows if not _calib(r)
+            and str(r.get("step_status") or "complete") == "complete"]
     def ok(v: Any) -> bool:
         return v is None or abs(v) <= tolerance
     both = sum(ok(_f(r["e2e_error"])) and ok(_f(r["decode_error"])) for r in rest)
@@ -47,6 +49,8 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     if not rows:  # every run of it lacked a usable calibration on its card (named in the log)
         return fs.notice(f"{engine}: no calibrated model: none of its runs has a usable "
                          "calibration on its card (the model table's log names each run)")
+    failed = [r for r in rows if str(r.get("step_status") or "complete") != "complete"]
+    rows = [r for r in rows if r not in failed]  # a failed step is never compared
     protocols = sorted({r["protocol"] for r in rows})
     colour = fs.colours(protocols)
     fig, (ax, ax_err) = fs.new(11.5, 4.8, ncols=2)
@@ -78,7 +82,7 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     handles = [plt.Line2D([], [], ls="", marker="s", color=colour[p], label=p)
                for p in protocols]
     handles += [plt.Line2D([], [], ls="", marker="s", color=fs.MUTED,
-                           label="calibration step (fitted, tests nothing)"),
+                           label="calibration or term-source step (fitted, tests nothing)"),
                 plt.Line2D([], [], ls="", marker="o", color=fs.INK, label="end to end"),
                 plt.Line2D([], [], ls="", marker="D", mfc="none", color=fs.INK,
                            label="decode aggregate"),
@@ -89,9 +93,11 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     dummy = "dummy weights, " if first.get("weights") == "dummy" else ""
     card = first.get("card") or "?"
     fig.suptitle(f"{engine} on {card} ({dummy}one card): the calibrated step model against "
-                 f"every committed step\n{both} of {n} non-calibration steps within "
+                 f"every committed step\n{both} of {n} complete non-calibration steps within "
                  f"{TOLERANCE:.0%} on both end to end and decode aggregate, {e2e} of {n} on "
-                 "end to end", x=0.0, y=1.04, ha="left", fontsize=10)
+                 "end to end" + (f" ({len(failed)} failed step{'s' if len(failed) != 1 else ''}"
+                                 " not drawn)" if failed else ""),
+                 x=0.0, y=1.04, ha="left", fontsize=10)
     cals = sorted({(r["bandwidth_step"], r["compute_step"] or r["compute_source"],
                     r["overhead_step"]) for r in rows})
     cal_text = "; ".join(f"bandwidth {b}, compute {c}, overhead {o}" for b, c, o in cals)
