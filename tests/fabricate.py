@@ -26,11 +26,13 @@ def copy_run(tmp_path: Path, name: str, new_name: str | None = None) -> Path:
 
 
 def plain_copy(src: Path, dst: Path) -> Path:
-    """Copy run directory ``src`` to ``dst`` with every bench.json.xz decoded to bench.json."""
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(runfiles.BENCH_COMPACT))
-    for packed in src.glob(f"steps/*/{runfiles.BENCH_COMPACT}"):
-        out = dst / packed.relative_to(src).with_name(runfiles.BENCH)
-        out.write_bytes(runfiles.bench_bytes(packed.parent))
+    """Copy run directory ``src`` to ``dst`` with every compact bench result (bench.cols,
+    bench.json.xz) decoded to bench.json."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*runfiles.AT_REST))
+    for name in runfiles.AT_REST:
+        for packed in src.glob(f"steps/*/{name}"):
+            out = dst / packed.relative_to(src).with_name(runfiles.BENCH)
+            out.write_bytes(runfiles.bench_bytes(packed.parent))
     return dst
 
 

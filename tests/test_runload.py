@@ -46,7 +46,7 @@ def test_run_record_reads_each_run_file_once(monkeypatch, tmp_path):
     monkeypatch.undo()
     step_files = {f"steps/{d}/{f}" for d in ("00-c1-r1", "01-c8-r1", "02-c16-r1",
                                              "03-c32-r1", "04-c64-r1")
-                  for f in ("step.json", "bench.json.xz")}
+                  for f in ("step.json", "bench.cols")}
     expected = {"provenance.json", "steps.json", "server.log", "server-start.log",
                 "telemetry.csv"} | step_files
     assert set(opened) == expected
@@ -102,7 +102,7 @@ def test_roofline_model_and_preset_use_the_same_engine_inputs(run_dir: Path):
 def test_the_loaded_run_is_typed_and_carries_timelines():
     lr = runload.load_run(LADDER)
     assert [s.record.streams for s in lr.steps] == [1, 8, 16, 32, 64]
-    assert all(s.timeline is not None and s.bench_path.name == "bench.json.xz"
+    assert all(s.timeline is not None and s.bench_path.name == "bench.cols"
                for s in lr.steps)
     assert lr.steps[1].timeline.output_tokens == lr.steps[1].bench["total_output_tokens"]
     assert lr.weights_gib == 50.22 and lr.power_samples()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from claimcheck.core import definitions as d
+from claimcheck.core import runfiles
 from claimcheck.core.timeline import (
     from_bench,
     intervals_with_at_least,
@@ -18,7 +19,7 @@ from claimcheck.core.timeline import (
 from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
-BENCHES = sorted(p.parent for p in RUNS.glob("h200-*/steps/*/bench.json*"))
+BENCHES = sorted(p for p in RUNS.glob("h200-*/steps/*") if runfiles.bench_path(p) is not None)
 
 
 def test_spread_first_chunk_one_token_rest_even():

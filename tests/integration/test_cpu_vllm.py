@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from claimcheck.core import runfiles
 from claimcheck.core.paths import ROOT
 from claimcheck.measure.bench import load_bench, per_request
 from claimcheck.measure.loadclient import one_request, request_body
@@ -248,7 +249,7 @@ def test_engine_killed_mid_protocol(tmp_path):
     prov = json.loads((ladder / "provenance.json").read_text())
     assert prov["status"] == "failed" and prov["failure"]
     assert prov["steps"][0]["status"] == "complete"  # results before the kill are kept
-    assert (ladder / "steps" / prov["steps"][0]["dir"] / "bench.json.xz").exists()  # compact
+    assert runfiles.bench_path(ladder / "steps" / prov["steps"][0]["dir"]).name in runfiles.AT_REST
     assert prov["steps"][1]["status"] == "failed"
     assert (ladder / "server.log").read_text()  # the log tail is kept
     batch = json.loads((next(runs.glob("*hyperqwen-batch")) / "provenance.json").read_text())

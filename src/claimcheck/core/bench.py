@@ -15,7 +15,7 @@ from claimcheck.core.io import read_bytes
 
 def load_bench(path: str | Path) -> dict[str, Any]:
     """A step's bench result from its step directory or its ``bench.json`` path; a step
-    kept compact (``bench.json.xz``) is read from there."""
+    kept compact (``bench.cols``, ``bench.json.xz``) is read from there."""
     p = Path(path)
     if p.is_dir():
         return json.loads(runfiles.bench_bytes(p))

@@ -19,12 +19,19 @@ from typing import Any
 
 from claimcheck.core.errors import InputError
 
-COMPRESSED = {".xz": lzma.decompress, ".gz": gzip.decompress}
-"""File name suffix -> decoder of a file stored compressed at rest (runs' bench results)."""
+
+def _decode_cols(packed: bytes) -> bytes:
+    from claimcheck.core.runfiles import decode_cols  # runfiles reads through this module
+    return decode_cols(packed)
+
+
+COMPRESSED = {".xz": lzma.decompress, ".gz": gzip.decompress, ".cols": _decode_cols}
+"""File name suffix -> decoder of a file stored compressed at rest (runs' bench results;
+``.cols``: :mod:`claimcheck.core.runfiles`' columnar form)."""
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """The bytes of ``path``, decompressed when its name ends in ``.xz`` or ``.gz``;
+    """The bytes of ``path``, decoded when its name ends in ``.xz``, ``.gz`` or ``.cols``;
     :class:`InputError` naming the file when it is missing or not a valid archive."""
     p = Path(path)
     try:
@@ -40,7 +47,7 @@ def read_bytes(path: str | Path) -> bytes:
         return raw
     try:
         return decode(raw)
-    except (lzma.LZMAError, OSError, EOFError) as e:
+    except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
         raise InputError(str(p), f"not a valid {p.suffix} archive ({e})") from None
 
 

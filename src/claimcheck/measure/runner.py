@@ -7,8 +7,9 @@ One run directory per (card, date, engine, protocol) run, never overwritten:
         server-start.log       the server's log up to /health (weights GiB, KV pool ...)
         server.log             the server's log during this run
         telemetry.csv          NVML at 1 Hz (absent when there is no NVML; said in provenance)
-        steps/NN-cS-rR/        one `vllm bench serve` call: bench.json.xz (the result,
-                               xz-compressed at rest), client.log, step.json
+        steps/NN-cS-rR/        one `vllm bench serve` call: bench.cols (the result,
+                               columnar and xz-compressed at rest; bench.json.xz where
+                               that is not exact: core.runfiles), client.log, step.json
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
         problems.append(f"{client} exited with code {rc}")
     if result_path.exists():
         res = load_bench(result_path)
-        compact_bench(sdir)  # kept at rest as bench.json.xz (core.runfiles)
+        compact_bench(sdir)  # kept at rest as bench.cols or bench.json.xz (core.runfiles)
         failed = res.get("failed") or 0
         rec["completed"] = res.get("completed")
         rec["failed_requests"] = failed
