@@ -87,7 +87,7 @@ def test_step_lengths_default_to_the_protocol_and_can_be_set_per_step():
     p = get_protocol("single-stream")
     assert [(s.input_len, s.output_len) for s in p.steps] == [(128, 512), (7681, 511),
                                                                (7681, 2), (12000, 2)]
-    assert [s.context_tokens for s in p.steps] == [640, 8192, 7683, 15002]
+    assert [s.context_tokens for s in p.steps] == [640, 8192, 7683, 12002]
     argv = client_argv(p, p.steps[1], vllm=["vllm"], base_url="http://h", model="m",
                        tokenizer="t", seed=1, result_dir="/r")
     assert argv[argv.index("--random-input-len") + 1] == "7681"
