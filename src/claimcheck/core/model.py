@@ -174,6 +174,21 @@ class StepCost:
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
+def _decode_run(shape: EngineShape, running: list[_Req], waiting: deque[_Req],
+                t: float) -> int:
+    """How many steps from time ``t`` only decode the running requests (one token each,
+    nothing admitted), ending with the step in which the first of them finishes; 0 when
+    the next step is not such a step, or when an arrival could be admitted before then
+    (those steps go through the step loop, which handles every case)."""
+    if not running or len(running) > shape.max_num_batched_tokens:
+        return 0
+    if any(r.prefilled < r.prompt or not r.times for r in running):
+        return 0
+    if waiting and len(running) < shape.max_num_seqs:
+        return 0  # an arrival may be admitted at some step: priced one by one
+    return min(r.output - len(r.times) for r in running)
+
+
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
               sampled: int) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
@@ -183,7 +198,13 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     :func:`~claimcheck.core.roofline.compute_time_s`) at B = the scheduled requests, L =
     their mean context and r = positions per request, plus the head for sampled positions.
     """
-    b = len(contexts)
+    return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled)
+
+
+def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
+                  tokens: int, sampled: int) -> StepCost:
+    """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
+    contexts (tokens), which is all it depends on."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
     head_s = sampled * shape.flops_head_per_token / cal.flops_s
@@ -192,7 +213,7 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     r = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=bw,
                     flops_per_row=shape.flops_body_per_token, peak_flops_s=cal.flops_s,
                     state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
-                    context_tokens=sum(contexts) / b, rows=tokens / b)
+                    context_tokens=context_sum / b, rows=tokens / b)
     state_s = b * 2 * shape.state_bytes / bw
     return StepCost(weights_s=weights_s, state_s=state_s,
                     kv_s=rl.memory_time_s(r, b) - weights_s - state_s,
@@ -320,6 +341,36 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
         if not running and waiting[0].arrival > t:
             spent["idle"] += waiting[0].arrival - t
             t = waiting[0].arrival
+        n_ff = _decode_run(shape, running, waiting, t)
+        if n_ff:  # steps that only decode the same requests: priced once per step
+            b = len(running)
+            ctx = sum(r.prefilled + len(r.times) for r in running)
+            factor = row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+            seg: list[float] = []
+            for _ in range(n_ff):
+                ctx += b
+                cost = step_cost_sum(shape, cal, b, ctx, b, b)
+                step_s = cost.time_s * factor if cal.row_factors else cost.time_s
+                t += step_s
+                seg.append(t)
+                spent[cost.bound] += step_s
+                if cost.bound == "memory":
+                    parts["weights"] += cost.weights_s
+                    parts["state"] += cost.state_s
+                    parts["kv"] += cost.kv_s
+            steps += n_ff
+            for r in running:
+                r.times.extend(seg)
+            last = [r for r in running if len(r.times) >= r.output]
+            for r in last:  # in running order, as the step loop finishes them
+                running.remove(r)
+                done.append(r)
+                if pending:
+                    i = pending.popleft()
+                    wave_n = wave_n + 1 if wave_t == t else 0
+                    wave_t = t
+                    waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov + wave_n * gap))
+            continue
         budget = shape.max_num_batched_tokens
         sched: list[tuple[_Req, int]] = []  # (request, new positions)
         block = shape.mamba_align_block_tokens
