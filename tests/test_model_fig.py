@@ -39,3 +39,15 @@ def test_figure_is_drawn_and_saved(tmp_path):
     # notice naming it, not a failed rule
     fig = model_fig.figure(ROWS, "f")
     assert fig.axes[0].texts[0].get_text().startswith("f: no calibrated model: none of its runs")
+
+
+def test_batch_writes_every_engine_from_one_read(tmp_path):
+    from claimcheck.report.batch import model_figures
+    from claimcheck.report.tables import write_csv
+
+    csv = tmp_path / "model.csv"
+    write_csv([{**r, "engine": e} for e in ("e", "f") for r in ROWS], csv)
+    written = list(model_figures(csv, ["e", "f"], str(tmp_path / "model-{engine}")))
+    assert written == [str(tmp_path / "model-e.png"), str(tmp_path / "model-f.png")]
+    for w in written:
+        assert (tmp_path / w).with_suffix(".svg").exists()
