@@ -49,3 +49,15 @@ def test_a_failed_step_is_neither_counted_nor_drawn():
     drawn = sum(len(c.get_offsets()) for c in fig.axes[0].collections[:-1])
     assert drawn == sum(len(c.get_offsets()) for c in
                         model_fig.figure(ROWS, "e").axes[0].collections[:-1])
+
+
+def test_batch_writes_every_engine_from_one_read(tmp_path):
+    from claimcheck.report.batch import model_figures
+    from claimcheck.report.tables import write_csv
+
+    csv = tmp_path / "model.csv"
+    write_csv([{**r, "engine": e} for e in ("e", "f") for r in ROWS], csv)
+    written = list(model_figures(csv, ["e", "f"], str(tmp_path / "model-{engine}")))
+    assert written == [str(tmp_path / "model-e.png"), str(tmp_path / "model-f.png")]
+    for w in written:
+        assert (tmp_path / w).with_suffix(".svg").exists()

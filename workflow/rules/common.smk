@@ -72,7 +72,7 @@ def _one_of(names):
 wildcard_constraints:
     run=_one_of(RUNS),
     name=_one_of(ROOFLINES),
-    target=_one_of(["claim_map", "update"] + [f"roofline-{n}" for n in ROOFLINES]),
+    target=_one_of(["claim_map", "update", "rooflines"]),
 
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
@@ -97,11 +97,6 @@ _SEEDS = seeds_dir()
 SEED_FILES = sorted(str(p) for p in _SEEDS.rglob("*") if p.is_file()) if _SEEDS else []
 
 
-def roofline_preset(name):
-    """The config entry of one roofline figure."""
-    return next(r for r in config["rooflines"] if r["name"] == name)
-
-
 def run_files(run):
     """Every file of one run directory (the record reads them all), provenance.json always
     named so that a run without it fails the DAG."""
@@ -116,12 +111,11 @@ def all_run_files(wildcards=None):
     return sorted({f for run in RUNS for f in run_files(run)})
 
 
-def preset_inputs(wildcards):
-    """Files a roofline preset reads beyond the registries: a weights_run's start log."""
-    r = roofline_preset(wildcards.name)
-    if r.get("weights_run"):
-        return [str(RUNS_DIR / r["weights_run"] / "server-start.log")]
-    return []
+def preset_inputs(wildcards=None):
+    """Files the roofline presets read beyond the registries: their weights_runs' start
+    logs."""
+    return sorted({str(RUNS_DIR / r["weights_run"] / "server-start.log")
+                   for r in config["rooflines"] if r.get("weights_run")})
 
 
 RUN_RECORDS = expand("data/derived/runs/{run}.json", run=RUNS)
@@ -153,12 +147,12 @@ def notebook_params(wildcards):
                 "figures_links": update_figure_links(), "out_md": "figures/update.md",
                 "appendix_md": "figures/update-appendix.md",
                 "verdict_figure": "verdicts.png"}
-    name = t.removeprefix("roofline-")
-    return {**common, "preset": roofline_preset(name),
+    # "rooflines": every preset in one notebook execution, out_base holding {name}
+    return {**common, "presets": config["rooflines"],
             "model_config": config["model_config"], "model_name": config["model_name"],
             "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
             "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
-            "out_base": f"figures/roofline-{name}"}
+            "out_base": "figures/roofline-{name}"}
 
 
 # Outputs of runs that no longer exist: removed before a run of the workflow.

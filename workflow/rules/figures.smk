@@ -25,26 +25,28 @@ rule claim_map:
         "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
-rule roofline:
+# Every roofline preset in one notebook execution (one kernel; issue 18 item 5).
+# `papermill notebooks/roofline.ipynb` with one `preset` still draws one.
+rule rooflines:
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/roofline.ipynb",
-        params="data/derived/params/roofline-{name}.yaml",
+        params="data/derived/params/rooflines.yaml",
         claims="data/derived/claims.json",
         records=RUN_RECORDS,
         cards=config["cards"],
         ceilings=config["ceilings"],
         weights=config["weights"],
         model=config["model_config"],
-        preset=preset_inputs,
+        preset=preset_inputs(),
     output:
-        png="figures/roofline-{name}.png",
-        svg="figures/roofline-{name}.svg",
-        nb="data/derived/notebooks/roofline-{name}.ipynb",
+        png=expand("figures/roofline-{name}.png", name=ROOFLINES),
+        svg=expand("figures/roofline-{name}.svg", name=ROOFLINES),
+        nb="data/derived/notebooks/rooflines.ipynb",
     log:
-        "logs/roofline-{name}.log",
+        "logs/rooflines.log",
     benchmark:
-        "logs/benchmarks/roofline-{name}.tsv"
+        "logs/benchmarks/rooflines.tsv"
     conda:
         PIPELINE_ENV
     shell:

@@ -1,9 +1,9 @@
-"""Snakemake script: one engine's model figure (PNG + SVG) from model.csv."""
+"""Snakemake script: every engine's model figure (PNG + SVG) from model.csv, in one process."""
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.model_fig import write
+    from claimcheck.report.batch import model_figures
 
-    paths = write(snakemake.input.model_csv, snakemake.wildcards.engine,  # noqa: F821
-                  snakemake.params.out_base)  # noqa: F821
-    log.write("".join(f"{p}\n" for p in paths))
+    p = snakemake.params  # noqa: F821
+    for line in model_figures(snakemake.input.model_csv, p.engines, p.out_base):  # noqa: F821
+        log.write(line + "\n")

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from claimcheck.core.timeline import (
     Timeline,
     count_in,
@@ -202,12 +204,21 @@ def fastest_window(tl: Timeline, window_s: float = 1.0) -> tuple[float, int]:
     The best window always starts at a token's arrival, so only those starts are tried.
     """
     times = tl.token_times()
-    best_t, best_n = times[0], 0
-    for i, t in enumerate(times):
-        n = bisect.bisect_left(times, t + window_s, lo=i) - i
-        if n > best_n:
-            best_t, best_n = t, n
-    return best_t, best_n
+    return window_with_most(times, window_s)
+
+
+def window_with_most(times: Sequence[float], window_s: float) -> tuple[float, int]:
+    """(start, count) of the first window [t, t + window_s) starting at a time of the sorted
+    ``times`` (s) that holds the most of them; (times[0], 0) when none holds any."""
+    arr = np.asarray(times, dtype=np.float64)
+    idx = np.arange(arr.size)
+    # Index of the first time >= t + window_s, never before t's own index.
+    ends = np.maximum(np.searchsorted(arr, arr + window_s, side="left"), idx)
+    counts = ends - idx
+    best = int(np.argmax(counts)) if arr.size else 0
+    if not arr.size or counts[best] <= 0:
+        return times[0], 0
+    return times[best], int(counts[best])
 
 
 def fastest_second_tok_s(tl: Timeline, window_s: float = 1.0) -> float:

@@ -62,3 +62,15 @@ def measured_figures(runs: list[str], record_in: str, claims_json: str, model_co
         figures.write_md(md, out_md.format(run=name))
         figures.save(fig, out_base.format(run=name))
         yield f"{name}: {out_base.format(run=name)}.png"
+
+
+def model_figures(model_csv: str | Path, engines: list[str], out_base: str) -> Iterator[str]:
+    """Each engine's model figure (PNG + SVG at ``out_base`` holding ``{engine}``) from one
+    read of ``model_csv``: :func:`claimcheck.report.model_fig.write_rows`, as for one engine.
+    Yields the PNG written for each engine."""
+    from claimcheck.core.io import read_csv
+    from claimcheck.report import model_fig
+
+    rows = read_csv(model_csv)
+    for engine in engines:
+        yield str(model_fig.write_rows(rows, engine, out_base.format(engine=engine))[0])

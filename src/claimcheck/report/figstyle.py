@@ -7,6 +7,7 @@ the same inputs give the same bytes.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -70,10 +71,36 @@ def new(width_in: float = 7.0, height_in: float = 4.2, ncols: int = 1):
     return fig, axes
 
 
+# Average DejaVu Sans character width as a fraction of the font size: sets how many
+# characters of small text fit across a figure (wrapping by count, not by drawn extent).
+CHAR_WIDTH_EM = 0.6
+SOURCE_FONT_PT = 6.5
+
+
+def wrap(text: str, width_in: float, font_pt: float) -> str:
+    """``text`` broken into lines that fit ``width_in`` inches at ``font_pt`` points (by
+    character count; existing line breaks kept). Cheaper than matplotlib's ``wrap=True``,
+    which measures every candidate line at every draw."""
+    n = max(20, int(width_in * 72 / (font_pt * CHAR_WIDTH_EM)))
+    return "\n".join("\n".join(textwrap.wrap(line, n)) or line for line in text.split("\n"))
+
+
 def source_line(fig, text: str) -> None:
-    """The small grey 'Source: ...' line under every figure."""
-    fig.text(0.0, -0.02, f"Source: {text}", fontsize=6.5, color=MUTED, ha="left", va="top",
-             wrap=True)
+    """The small grey 'Source: ...' line under every figure, wrapped to the figure's width."""
+    fig.text(0.0, -0.02, wrap(f"Source: {text}", fig.get_figwidth(), SOURCE_FONT_PT),
+             fontsize=SOURCE_FONT_PT, color=MUTED, ha="left", va="top")
+
+
+def tight_bbox(fig):
+    """The figure's tight bounding box (inches, padded as ``savefig`` pads it), laid out once
+    at the PNG's dpi so that both formats are saved from it without a second layout pass."""
+    dpi = fig.dpi
+    fig.set_dpi(plt.rcParams["savefig.dpi"])
+    try:
+        box = fig.get_tightbbox(fig.canvas.get_renderer())
+    finally:
+        fig.set_dpi(dpi)
+    return box.padded(plt.rcParams["savefig.pad_inches"])
 
 
 def save(fig, base: str | Path) -> list[Path]:
@@ -81,8 +108,9 @@ def save(fig, base: str | Path) -> list[Path]:
     base = Path(base)
     base.parent.mkdir(parents=True, exist_ok=True)
     png, svg = base.with_suffix(".png"), base.with_suffix(".svg")
-    fig.savefig(png, metadata={"Software": None})
-    fig.savefig(svg, metadata={"Date": None, "Creator": None})
+    box = tight_bbox(fig)
+    fig.savefig(png, metadata={"Software": None}, bbox_inches=box)
+    fig.savefig(svg, metadata={"Date": None, "Creator": None}, bbox_inches=box)
     plt.close(fig)
     return [png, svg]
 
@@ -91,5 +119,5 @@ def notice(text: str, width_in: float = 7.0):
     """A figure holding only ``text``: what a run that measured nothing draws instead."""
     fig, ax = new(width_in, 1.4)
     ax.axis("off")
-    ax.text(0.0, 0.5, text, fontsize=8, va="center", wrap=True)
+    ax.text(0.0, 0.5, wrap(text, width_in, 8), fontsize=8, va="center")
     return fig
