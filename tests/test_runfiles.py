@@ -223,3 +223,32 @@ def test_derived_tables_unchanged_by_compaction(run: Path, tmp_path):
     metrics_csv(run, tmp_path / "compact.csv")
     metrics_csv(plain, tmp_path / "plain.csv")
     assert (tmp_path / "compact.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+
+
+def _strict(x, y) -> bool:
+    """Equal with the same types and key order all the way down."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, dict):
+        return list(x) == list(y) and all(_strict(x[k], y[k]) for k in x)
+    if isinstance(x, list):
+        return len(x) == len(y) and all(_strict(a, b) for a, b in zip(x, y, strict=True))
+    return x == y
+
+
+def test_bench_data_is_what_parsing_the_exact_bytes_gives_for_every_step():
+    steps = sorted({p.parent for p in RUNS.glob("*/steps/*/bench.*")})
+    assert len(steps) == len(_manifest())
+    for s in steps:
+        assert _strict(runfiles.bench_data(s), json.loads(runfiles.bench_bytes(s))), s
+
+
+def test_bench_data_refuses_nan_as_read_json_does(tmp_path):
+    raw = json.dumps({"ttfts": [0.1, float("nan")], "itls": [[0.2]]}).encode()
+    (tmp_path / "bench.json").write_bytes(raw)
+    with pytest.raises(InputError, match="not valid JSON"):
+        runfiles.bench_data(tmp_path)
+    assert runfiles.compact_bench(tmp_path).name == "bench.cols"
+    with pytest.raises(InputError, match="NaN or infinity"):
+        runfiles.bench_data(tmp_path)
+    assert b"NaN" in runfiles.bench_bytes(tmp_path)  # the exact bytes are still given back

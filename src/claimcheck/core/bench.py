@@ -18,9 +18,9 @@ def load_bench(path: str | Path) -> dict[str, Any]:
     kept compact (``bench.cols``, ``bench.json.xz``) is read from there."""
     p = Path(path)
     if p.is_dir():
-        return json.loads(runfiles.bench_bytes(p))
+        return runfiles.bench_data(p)
     if not p.exists() and p.name == runfiles.BENCH:
-        return json.loads(runfiles.bench_bytes(p.parent))
+        return runfiles.bench_data(p.parent)
     return json.loads(read_bytes(p))
 
 

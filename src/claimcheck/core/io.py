@@ -69,13 +69,26 @@ def _no_constant(name: str) -> Any:
 
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; a decode error names the file and line. NaN/Infinity are refused."""
-    text = read_text(path)
+    return read_json_text(read_text(path), str(path))
+
+
+def read_json_bytes(raw: bytes, source: str) -> Any:
+    """:func:`read_json` of bytes already read from ``source`` (UTF-8)."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(source, f"not UTF-8 text (byte {e.start})") from None
+    return read_json_text(text, source)
+
+
+def read_json_text(text: str, source: str) -> Any:
+    """Parse JSON text read from ``source``; errors name it and the line."""
     try:
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
-        raise InputError(str(path), f"not valid JSON ({e.msg})", line=e.lineno) from None
+        raise InputError(source, f"not valid JSON ({e.msg})", line=e.lineno) from None
     except ValueError as e:
-        raise InputError(str(path), f"not valid JSON ({e})") from None
+        raise InputError(source, f"not valid JSON ({e})") from None
 
 
 @functools.cache

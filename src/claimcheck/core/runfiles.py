@@ -142,6 +142,22 @@ def encode_cols(raw: bytes) -> bytes | None:
 def decode_cols(packed: bytes) -> bytes:
     """The exact bench.json bytes a ``bench.cols`` container holds; ValueError (or
     lzma.LZMAError) saying what is wrong when it is not one."""
+    d, indent = _cols_data(packed)
+    return json.dumps(d, indent=indent).encode()
+
+
+def decode_cols_data(packed: bytes) -> dict[str, Any]:
+    """What ``json.loads`` of :func:`decode_cols`'s bytes gives, built directly from the
+    columns (no float written out and parsed back); errors as :func:`decode_cols`, and a
+    ValueError for a NaN or infinite value, which :func:`claimcheck.core.io.read_json`
+    refuses too."""
+    d, _ = _cols_data(packed, finite=True)
+    return d
+
+
+def _cols_data(packed: bytes, finite: bool = False) -> tuple[dict[str, Any], int | None]:
+    """(the bench dict, its JSON indent) of a ``bench.cols`` container; ``finite``: a NaN
+    or infinite column value is a ValueError."""
     data = lzma.decompress(packed)
     if not data.startswith(MAGIC):
         raise ValueError("not a bench.cols container (no magic line)")
@@ -159,7 +175,11 @@ def decode_cols(packed: bytes) -> bytes:
             word, e = c.get("word"), c["exp"]
             a = _unshuffle(body[off:off + size], n, "<i8" if word or e is not None else "<f8")
             off += size
-            vals = (a if e is None else np.ldexp(a.astype("<f8"), -e)).tolist()
+            a = a if e is None else np.ldexp(a.astype("<f8"), -e)
+            if finite and not word and not np.isfinite(a).all():
+                raise ValueError(f"column {c['key']!r} holds NaN or infinity (not a JSON "
+                                 "number)")
+            vals = a.tolist()
             if c["lens"] is not None:
                 at = np.cumsum([0, *c["lens"]]).tolist()
                 if at[-1] != n:
@@ -170,7 +190,8 @@ def decode_cols(packed: bytes) -> bytes:
             d[c["key"]] = vals
         if off != len(body):
             raise ValueError(f"{len(body) - off} bytes after the last column")
-        return json.dumps(d, indent=head["indent"]).encode()
+        indent = head["indent"]
+        return d, (None if indent == "none" else indent)
     except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"bench.cols header is malformed ({e!r})") from None
 
@@ -192,6 +213,23 @@ def bench_bytes(step_dir: str | Path) -> bytes:
     if p is None:
         return read_bytes(Path(step_dir) / BENCH)  # InputError: no such file
     return read_bytes(p)
+
+
+def bench_data(step_dir: str | Path) -> dict[str, Any]:
+    """A step's bench result as ``json.loads`` of :func:`bench_bytes` gives it (a
+    ``bench.cols`` decoded straight to the dict); InputError naming the file when it is
+    missing or not valid."""
+    p = bench_path(step_dir)
+    if p is None or p.name != BENCH_COLS:
+        raw = bench_bytes(step_dir)
+        where = p or Path(step_dir) / BENCH
+    else:
+        try:
+            return decode_cols_data(p.read_bytes())
+        except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
+            raise InputError(str(p), f"not a valid .cols archive ({e})") from None
+    from claimcheck.core.io import read_json_bytes
+    return read_json_bytes(raw, str(where))
 
 
 def _decode(name: str, packed: bytes) -> bytes:

@@ -115,7 +115,7 @@ def _step(p: Path, rec: StepRecord, raw: dict[str, Any]) -> RunStep:
     if bpath is None:
         return RunStep(rec, raw, sj, None, None,
                        skip=f"{rec.dir}: no bench.json (step {rec.status})")
-    bench = read_json(bpath)
+    bench = runfiles.bench_data(d)
     if not isinstance(bench, dict):
         raise InputError(str(bpath), "not a vllm bench serve result (an object)")
     if not any(bench.get("output_lens") or []):
