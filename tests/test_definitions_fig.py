@@ -12,13 +12,14 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs" / \
     "h200-20261129-bf16-dummy-hyperqwen-batch"
 
 
-def test_definitions_figure_png_svg_and_byte_stable(tmp_path):
+def test_definitions_figure_png_only_and_byte_stable(tmp_path):
     data = steps.load(RUN)
     # the most streams, last repeat: step 0 repeat 2
     assert data.steps[definitions_fig.default_step(data)].record["repeat"] == 2
     a = definitions_fig.write(data, tmp_path / "a" / "defs")
     b = definitions_fig.write(RUN, tmp_path / "b" / "defs")
-    assert [p.suffix for p in a] == [".png", ".svg"]
+    assert [p.suffix for p in a] == [".png"]  # a per-run figure: PNG only
+    assert not (tmp_path / "a" / "defs.svg").exists()
     for pa, pb in zip(a, b, strict=True):
         assert pa.stat().st_size > 10_000
         assert pa.read_bytes() == pb.read_bytes()

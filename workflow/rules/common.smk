@@ -160,6 +160,7 @@ PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "figures/measured-{run}.svg", "data/derived/measured/{run}.md",
                    "data/derived/metrics/{run}.csv", "figures/definitions-{run}.png",
                    "figures/definitions-{run}.svg"]
+# (the per-run .svg names stay listed: a render from before 2026-12-01 wrote them)
 
 
 onstart:

@@ -78,7 +78,6 @@ rule run_products:
         records=RUN_RECORDS,
         metrics=expand("data/derived/metrics/{run}.csv", run=RUNS),
         png=expand("figures/definitions-{run}.png", run=RUNS),
-        svg=expand("figures/definitions-{run}.svg", run=RUNS),
         model="data/derived/model.csv",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],

@@ -63,7 +63,6 @@ rule measured_figures:
         model=config["model_config"],
     output:
         png=expand("figures/measured-{run}.png", run=RUNS),
-        svg=expand("figures/measured-{run}.svg", run=RUNS),
         md=expand("data/derived/measured/{run}.md", run=RUNS),
     params:
         runs=RUNS,

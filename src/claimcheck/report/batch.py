@@ -60,7 +60,7 @@ def measured_figures(runs: list[str], record_in: str, claims_json: str, model_co
     for name in runs:
         fig, md = figures.measured_run(record_in.format(run=name), claims_json, model_config)
         figures.write_md(md, out_md.format(run=name))
-        figures.save(fig, out_base.format(run=name))
+        figures.save(fig, out_base.format(run=name), per_run=True)
         yield f"{name}: {out_base.format(run=name)}.png"
 
 

@@ -194,9 +194,10 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
 
 def write(run: str | Path | run_steps.RunData, out_base: str | Path,
           step_index: int | None = None) -> list[Path]:
-    """Draw the definitions figure of a run directory (or loaded run); write PNG and SVG.
+    """Draw the definitions figure of a run directory (or loaded run); write its PNG
+    (a per-run figure: :data:`~claimcheck.report.figstyle.RUN_FORMATS`).
 
-    ``out_base`` is the path without suffix; returns the two paths written.
+    ``out_base`` is the path without suffix; returns the paths written.
     """
     data = run if isinstance(run, run_steps.RunData) else run_steps.load(run)
     status = data.provenance.get("status")
@@ -204,5 +205,6 @@ def write(run: str | Path | run_steps.RunData, out_base: str | Path,
         raise ValueError(f"{data.path}: no step has a bench.json")
     if not data.steps:  # an interrupted or failed run before its first result: say so
         return fs.save(fs.notice(f"{data.path.name}: run {status}, no step measured\n"
-                                 f"{data.provenance.get('failure')}"), out_base)
-    return fs.save(figure(data, step_index), out_base)
+                                 f"{data.provenance.get('failure')}"), out_base,
+                       fs.RUN_FORMATS)
+    return fs.save(figure(data, step_index), out_base, fs.RUN_FORMATS)

@@ -48,9 +48,12 @@ def records(run_records: list[str] | None) -> list[Path]:
     return [at_root(p) for p in run_records]
 
 
-def save(fig: Any, out_base: str) -> str:
-    """Save a figure as PNG and SVG at ``out_base`` (no extension); the PNG's path."""
-    return str(figstyle.save(fig, at_root(out_base))[0])
+def save(fig: Any, out_base: str, per_run: bool = False) -> str:
+    """Save a figure at ``out_base`` (no extension): PNG and SVG, or PNG only for a
+    per-run figure (``per_run``, :data:`~claimcheck.report.figstyle.RUN_FORMATS`); the
+    PNG's path."""
+    formats = figstyle.RUN_FORMATS if per_run else figstyle.ARTICLE_FORMATS
+    return str(figstyle.save(fig, at_root(out_base), formats)[0])
 
 
 def write_md(md: str, out_md: str) -> None:
