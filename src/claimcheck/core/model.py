@@ -76,12 +76,14 @@ Terms the model does not have, each named where a step misses by more than 5%:
   (about 1.5-2 ms per 100-token sequence). Tried: a constant 1.5 ms per prefilling
   sequence per step puts those steps within 5% but changes no other committed step's
   error, so it would be fitted and tested on the same four steps; it stays out.
-- decode at 8K context (not measured): the one-wave 64-stream admit-then-decode steps
-  (7,681-token prompts; BF16 +5.5% end to end, FP8 +5.2%, TPOT 6.9% slow on FP8) and the
-  FP8 8-stream long-prompts step (decode +6.9%, TPOT 7.7% slow) read KV at 8K tokens of
-  context per stream, where the attention kernel's reading is slower than the one-stream
-  bandwidth calibration; no committed protocol isolates decode rows at long context (a
-  decode-rows ladder with 7,681-token prompts would).
+- long prompts in one wave (not measured): BF16 admit-then-decode at 8 and 64 streams
+  (7,681-token prompts, one wave) read +5.2% and +5.5% on end to end with TPOT within 3%:
+  the wave's prefill, its prompts split across steps (the split-prefill term below); FP8
+  admit-then-decode at 64 (+5.2% end to end, TPOT 6.9% slow: prefill chunks sharing decode
+  steps) and FP8 long-prompts at 8 streams (decode +6.9%, TPOT 7.7% slow, KV read at 8K
+  tokens of context per stream, slower than the one-stream bandwidth calibration). No
+  committed protocol isolates decode rows at long context (a decode-rows ladder with
+  7,681-token prompts would).
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
   alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
