@@ -20,6 +20,14 @@ predicted, so a new run can never silently recalibrate the others:
   most requests; never a short prompt's TTFT when a better measurement exists. None: the
   card's datasheet rate at the engine's compute dtype, said as a fallback.
 
+Two measured terms come by the same kind of rule (:func:`row_sources`,
+:func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
+that say ``model_term: decode_rows`` (the engine's own runs on the card, else its weight
+format's), and the admission interval from the send times of one-wave steps of protocols
+that say ``model_term: admission`` (the engine's, else any run on the card: it is the load
+client's). A card the registry does not know (a CPU engine's ``cpu``) takes compute from
+its longest one-stream prefill, said as a lower bound.
+
 Ties go to the run started first, then the name and step: an equal measurement committed
 later does not take over. Engine shape (weights, state, KV, token budget) comes from the
 predicted run's own record, or for a protocol no one has run from the engine's first run.
@@ -224,8 +232,8 @@ def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_fo
                  if _is_row_source(r, s)]
         if pairs:
             rows = sorted({p[1].timeline.streams for p in pairs})
-            why = (f"decode rows: one-wave decode step of {len(pairs)} at {len(rows)} row "
-                   f"counts ({', '.join(map(str, rows))}) of engine {who} on {card}"
+            why = (f"decode rows: {len(pairs)} one-wave decode step(s) at {len(rows)} row "
+                   f"count(s) ({', '.join(map(str, rows))}) of engine {who} on {card}"
                    + ("" if who == engine else f" (engine {engine} has none; same weight "
                       f"format {weight_format})"))
             return (tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
