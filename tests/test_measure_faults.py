@@ -205,7 +205,7 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
                          timeout=120)
     assert rec.returncode == 0, rec.stderr
     assert json.loads((tmp / "run.json").read_text())["provenance"]["status"] == "interrupted"
-    png, _ = definitions_fig.write(run, tmp / "definitions")
+    (png,) = definitions_fig.write(run, tmp / "definitions")  # per-run: PNG only
     assert png.stat().st_size > 1000
     if sig == signal.SIGTERM:  # the measured-run figure says it too (papermill's cell)
         claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp / "claims.csv",
