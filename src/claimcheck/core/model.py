@@ -333,6 +333,18 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
         i = pending.popleft()
         waiting.append(_Req(i, prompts[i], outputs[i], 0.0, ov + k * gap))
     wave_t, wave_n = 0.0, 0  # requests sent at one moment arrive one gap apart
+
+    def finish(r: _Req) -> None:
+        """``r`` is done at ``t``: its client sends the next request, if any."""
+        nonlocal wave_t, wave_n
+        running.remove(r)
+        done.append(r)
+        if pending:
+            i = pending.popleft()
+            wave_n = wave_n + 1 if wave_t == t else 0
+            wave_t = t
+            waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov + wave_n * gap))
+
     running: list[_Req] = []
     done: list[_Req] = []
     t = 0.0
@@ -363,15 +375,8 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
             steps += n_ff
             for r in running:
                 r.times.extend(seg)
-            last = [r for r in running if len(r.times) >= r.output]
-            for r in last:  # in running order, as the step loop finishes them
-                running.remove(r)
-                done.append(r)
-                if pending:
-                    i = pending.popleft()
-                    wave_n = wave_n + 1 if wave_t == t else 0
-                    wave_t = t
-                    waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov + wave_n * gap))
+            for r in [r for r in running if len(r.times) >= r.output]:
+                finish(r)  # in running order, as the step loop finishes them
             continue
         budget = shape.max_num_batched_tokens
         sched: list[tuple[_Req, int]] = []  # (request, new positions)
@@ -419,13 +424,7 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
             else:
                 r.times.append(t)
             if len(r.times) >= r.output:
-                running.remove(r)
-                done.append(r)
-                if pending:
-                    i = pending.popleft()
-                    wave_n = wave_n + 1 if wave_t == t else 0
-                    wave_t = t
-                    waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov + wave_n * gap))
+                finish(r)
     reqs = tuple(
         RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent, prompt_tokens=r.prompt,
                         token_times_s=tuple(r.times), chunks=len(r.times))
