@@ -48,7 +48,7 @@ Measured on the H200 on 2026-12-01 (dummy weights):
   14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
   kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
   1.17 / 1.12 / 1.07 / 1.01). Tested on the FP8 32-stream steps of other protocols
-  (ninfer-32, the serving gate, hyperqwen-batch), which read 12-15% high without it.
+  (ninfer-32, the serving gate), which read 12-13% high without it.
 - BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
   against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
   model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
