@@ -189,8 +189,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     root = Path(a.runs) if a.runs else RUNS
     if not root.is_dir():
         raise InputError("--runs", f"{root} is not a folder")
-    runs = [run_steps.load(p) for p in sorted(root.iterdir())
-            if (p / "provenance.json").is_file()]
+    runs = run_steps.load_folder(root)
     out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol],
                                    load_engines())
     if a.verify is not None:

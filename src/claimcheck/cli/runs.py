@@ -192,8 +192,7 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
     where = Path(a.calibration_runs or a.runs_dir)
     if not where.is_dir():
         raise InputError("--calibration-runs", f"{where}: no such folder")
-    runs = [run_steps.load(p) for p in sorted(where.iterdir())
-            if p.is_dir() and (p / "provenance.json").is_file()]
+    runs = run_steps.load_folder(where)
     engines = load_engines(a.engines_file)
     cut, records = [], {}
     for p in protos:

@@ -54,12 +54,15 @@ def read_bytes(path: str | Path) -> bytes:
 def read_text(path: str | Path) -> str:
     """The text of ``path`` (UTF-8, BOM allowed; ``.xz``/``.gz`` decompressed first);
     :class:`InputError` naming the file otherwise."""
-    p = Path(path)
-    raw = read_bytes(p)
+    return decode_text(read_bytes(path), str(path))
+
+
+def decode_text(raw: bytes, source: str) -> str:
+    """``raw`` as UTF-8 text (BOM allowed); :class:`InputError` naming ``source``."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(str(p), f"not UTF-8 text (byte {e.start}: {raw[e.start]:#04x}); "
+        raise InputError(source, f"not UTF-8 text (byte {e.start}: {raw[e.start]:#04x}); "
                          "save it as UTF-8") from None
 
 
@@ -74,11 +77,7 @@ def read_json(path: str | Path) -> Any:
 
 def read_json_bytes(raw: bytes, source: str) -> Any:
     """:func:`read_json` of bytes already read from ``source`` (UTF-8)."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(source, f"not UTF-8 text (byte {e.start})") from None
-    return read_json_text(text, source)
+    return read_json_text(decode_text(raw, source), source)
 
 
 def read_json_text(text: str, source: str) -> Any:

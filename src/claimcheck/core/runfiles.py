@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_bytes
+from claimcheck.core.io import read_bytes, read_json_bytes
 
 BENCH = "bench.json"
 """The name the client writes (and runs recorded before compaction keep)."""
@@ -228,7 +228,6 @@ def bench_data(step_dir: str | Path) -> dict[str, Any]:
             return decode_cols_data(p.read_bytes())
         except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
             raise InputError(str(p), f"not a valid .cols archive ({e})") from None
-    from claimcheck.core.io import read_json_bytes
     return read_json_bytes(raw, str(where))
 
 

@@ -326,9 +326,6 @@ def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choi
     return choose(runs, card, engine, fmt)
 
 
-_CAL_CACHE: dict[tuple[Any, ...], m.Calibration] = {}
-
-
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
              *choice.admission]
@@ -337,13 +334,16 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
 
 
-def calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
+def calibration(choice: Choice, compute_dtype: str,
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> m.Calibration:
     """:func:`base_calibration` with the decode-row factors of ``choice.rows``: at each
     measured row count, the median over its source steps of measured median TPOT / the
-    model's (simulated with the rows' own engine shape and calibration, no factors)."""
+    model's (simulated with the rows' own engine shape and calibration, no factors).
+    ``cache``: calibrations already worked out over the same loaded runs (one table's
+    runs share a few), keyed by the steps chosen."""
     key = _choice_key(choice, compute_dtype)
-    if key in _CAL_CACHE:
-        return _CAL_CACHE[key]
+    if cache is not None and key in cache:
+        return cache[key]
     cal = base_calibration(choice, compute_dtype)
     if choice.admission:
         gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
@@ -373,7 +373,8 @@ def calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
                + "; linear between, 1 outside")
         cal = replace(cal, row_factors=pts, row_factor_source=src)
-    _CAL_CACHE[key] = cal
+    if cache is not None:
+        cache[key] = cal
     return cal
 
 
@@ -439,11 +440,12 @@ def _row(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: 
              "engine_steps": sim.engine_steps, **m.shares(sim)}, sim)
 
 
-def predict_run(target: run_steps.RunData, choice: Choice) -> dict[str, Any]:
+def predict_run(target: run_steps.RunData, choice: Choice,
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> dict[str, Any]:
     """Predicted and measured end to end and decode aggregate for every step of ``target``,
     with the calibration ``choice`` (steps it used are marked ``calibration_step``)."""
     shape, info = run_steps.engine_shape(target)
-    cal = calibration(choice, info["compute_dtype"])
+    cal = calibration(choice, info["compute_dtype"], cache)
     used = choice.steps()
     rows = []
     for s in target.steps:
@@ -537,10 +539,11 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
     calibrated is left out, named with why in ``unmodelled`` (and on stderr)."""
     import sys
     rows = []
+    cache: dict[tuple[Any, ...], m.Calibration] = {}
     for target in runs:
         try:
             choice = choose_for(target, runs)
-            out = predict_run(target, choice)
+            out = predict_run(target, choice, cache)
         except InputError as e:
             why = f"{target.name} not modelled: {e}"
             print(f"claimcheck: model: {why}", file=sys.stderr)

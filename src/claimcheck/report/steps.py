@@ -93,6 +93,12 @@ def load(path: str | Path, run: record.Run | None = None) -> RunData:
                    skipped=tuple(skipped), files=lr)
 
 
+def load_folder(root: str | Path) -> list[RunData]:
+    """Every run under ``root`` (a folder holding a provenance.json), sorted by name: the
+    runs a calibration is chosen among."""
+    return [load(p) for p in sorted(Path(root).iterdir()) if (p / "provenance.json").is_file()]
+
+
 def step_metrics(s: StepData) -> dict[str, Any]:
     """Every definition of one step, aggregate and per stream, with streams and requests."""
     tl = s.timeline
