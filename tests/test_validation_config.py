@@ -61,3 +61,13 @@ def test_unique_copy_still_loads(tmp_path):
     p = tmp_path / "protocols.yaml"
     p.write_text(PROTOCOLS.read_text())
     assert {"hyperqwen-batch", "ladder"} <= set(load_validated(p, "protocols")["protocols"])
+
+
+def test_an_unknown_model_term_is_refused_naming_its_line(tmp_path):
+    text = PROTOCOLS.read_text()
+    bad = text.replace("    model_term: decode_rows\n", "    model_term: decode-rowz\n", 1)
+    p = tmp_path / "protocols.yaml"
+    p.write_text(bad)
+    n = line_of(bad, "model_term: decode-rowz")
+    line = one_line_error(measure(p))
+    assert f"{p}:{n}:" in line and "model_term" in line and "'decode-rowz'" in line

@@ -76,3 +76,20 @@ def test_measure_verify_without_calibration_is_refused_before_anything_starts(
                  str(ROOT / "envs/cpu/engines.yaml"), "--protocol", "ladder", "--verify",
                  "0"]) == 2
     assert "must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_a_verify_record_that_does_not_fit_the_run_is_refused(tmp_path, committed):
+    _, rec = vf.plan(committed, "h200", "fp8-hyperqwen-dummy-16k",
+                     load_protocols()["decode-rows"], 2, load_engines())
+    run = copy_run(tmp_path, ROWS)  # 5 steps, but the record samples 2
+    edit_json(run / "provenance.json", lambda p: p.update(verify=rec))
+    with pytest.raises(InputError, match=r"provenance.json: verify: its verify record samples "
+                                         r"2 step\(s\), but the run has a step 2"):
+        vf.compare(run_steps.load(run))
+
+
+def test_measure_verify_with_a_missing_calibration_folder(tmp_path, capsys):
+    assert main(["measure", "--card", "cpu", "--engine", "tiny-dense", "--engines-file",
+                 str(ROOT / "envs/cpu/engines.yaml"), "--protocol", "ladder", "--verify", "1",
+                 "--calibration-runs", str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: no such folder" in capsys.readouterr().err

@@ -65,13 +65,19 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
     by_index = {s["index"]: s for s in rec["steps"]}
     rows = []
     for s in run.steps:
-        idx = rec["sampled_steps"][int(s.record["step"])]
+        k = int(s.record["step"])
+        if not 0 <= k < len(rec["sampled_steps"]):
+            raise InputError(str(run.path / "provenance.json"), f"its verify record samples "
+                             f"{len(rec['sampled_steps'])} step(s), but the run has a step "
+                             f"{k}: not the run that record was made for", key="verify")
+        idx = rec["sampled_steps"][k]
         p = by_index[idx]
         tl = s.timeline
         held = d.timeline_is_held_prefill(tl)
         m_e2e = d.e2e_aggregate_tok_s(tl)
         m_dec = None if held else d.decode_aggregate_tok_s(tl)
         row = {"index": idx, "streams": tl.streams, "requests": len(tl.requests),
+               "context_tokens": p["input_len"] + p["output_len"],
                "status": s.record.get("status") or "complete",
                "predicted_e2e_tok_s": p["predicted_e2e_tok_s"], "measured_e2e_tok_s": m_e2e,
                "predicted_decode_tok_s": p["predicted_decode_tok_s"],
@@ -98,18 +104,27 @@ def render(c: dict[str, Any]) -> list[str]:
     out = [f"verify {c['run']} ({c['of_protocol']}): {c['within']} of {len(c['measured'])} "
            f"measured step(s) within {c['tolerance']:.0%} of the prediction made before "
            "measuring"]
+    def speed(v: float | None, n: int) -> str:
+        """An aggregate with its per-stream share."""
+        return "n/a" if v is None else f"{v:,.1f} tok/s ({v / n:,.1f} per stream)"
     for r in c["measured"]:
-        dec = (f"; decode aggregate predicted {r['predicted_decode_tok_s']:,.1f} tok/s, "
-               f"measured {r['measured_decode_tok_s']:,.1f} tok/s ({r['decode_error']:+.1%})"
+        n = r["streams"]
+        dec = (f"; decode aggregate (first tokens and the time before them left out) predicted "
+               f"{speed(r['predicted_decode_tok_s'], n)}, measured "
+               f"{speed(r['measured_decode_tok_s'], n)} ({r['decode_error']:+.1%})"
                if r["decode_error"] is not None else "")
         e2e = (f"{r['e2e_error']:+.1%}" if r["e2e_error"] is not None else "n/a")
-        out.append(f"  step {r['index']}: {r['streams']} streams, {r['requests']} requests, "
-                   f"{r['status']}: end to end predicted {r['predicted_e2e_tok_s']:,.1f} "
-                   f"tok/s (sum over streams), measured {r['measured_e2e_tok_s']:,.1f} tok/s "
-                   f"({e2e}){dec}")
+        out.append(f"  step {r['index']}: {n} independent streams, {r['requests']} requests, up "
+                   f"to {r['context_tokens']:,} tokens of context per stream, {r['status']}: "
+                   f"end to end (summed over the streams, prefill included) predicted "
+                   f"{speed(r['predicted_e2e_tok_s'], n)}, measured "
+                   f"{speed(r['measured_e2e_tok_s'], n)} ({e2e}){dec}")
     for p in c["predicted_only"]:
-        out.append(f"  step {p['index']}: {p['streams']} streams, predicted only: end to end "
-                   f"{p['predicted_e2e_tok_s']:,.1f} tok/s (sum over streams)")
+        n = p["streams"]
+        out.append(f"  step {p['index']}: {n} independent streams, up to "
+                   f"{p['input_len'] + p['output_len']:,} tokens of context per stream, "
+                   f"predicted only: end to end (summed over the streams, prefill included) "
+                   f"{speed(p['predicted_e2e_tok_s'], n)}")
     out.append(f"{c.get('device', 'GPU')} time: this run {c['gpu_s']:,.0f} s (engine start "
                f"not counted); the whole protocol, predicted: "
                f"{c['protocol_predicted_load_s']:,.0f} s of load")
