@@ -64,10 +64,8 @@ def test_unique_copy_still_loads(tmp_path):
 
 
 def test_an_unknown_model_term_is_refused_naming_its_line(tmp_path):
-    text = PROTOCOLS.read_text()
-    bad = text.replace("    model_term: decode_rows\n", "    model_term: decode-rowz\n", 1)
     p = tmp_path / "protocols.yaml"
-    p.write_text(bad)
-    n = line_of(bad, "model_term: decode-rowz")
+    p.write_text(PROTOCOLS.read_text().replace("model_term: decode_rows", "model_term: x9", 1))
     line = one_line_error(measure(p))
-    assert f"{p}:{n}:" in line and "model_term" in line and "'decode-rowz'" in line
+    assert f"{p}:{line_of(p.read_text(), 'model_term: x9')}:" in line
+    assert "model_term" in line and "'x9'" in line
