@@ -170,3 +170,37 @@ def test_loadclient_refuses_requests_that_clients_cannot_share(tmp_path):
     assert r.returncode == 2
     assert "--requests (4) must be a positive multiple of --streams (3)" in r.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_fit_refuses_synthetic_prompts_vllm_refuses_as_text_before_tokenizing(tmp_path):
+    """The 15,000-token step that lost 2 of 4 requests to HTTP 400 on bf16-dummy-256
+    (max_model_len 16,384, 2 tokens out, run h200-20261201-bf16-dummy-256-single-stream):
+    vLLM 0.26.0 refuses prompt text over (16,384 - 2) x 7 = 114,674 characters, 7 being
+    len("w248319"); 15,000 words of 7 characters and 14,999 spaces are 119,999."""
+    from claimcheck.measure.tokenizer import build_synthetic_tokenizer, synthetic_vocab_size
+    from tokenizers import Tokenizer
+
+    e = get_engine("bf16-dummy-256")
+    vocab = synthetic_vocab_size(e)
+    assert vocab == 248320
+    failed = dataclasses.replace(get_protocol("single-stream"),
+                                 steps=(Step(1, 4, 15000, 2),))
+    with pytest.raises(InputError) as ex:
+        check_fit(failed, e.max_model_len, e.max_num_seqs, e.name, "x", vocab)
+    msg = str(ex.value)
+    assert "15000 synthetic tokens can take 119999 characters" in msg
+    assert "= 114674 before tokenizing" in msg and "engines.bf16-dummy-256" in msg
+    # The same text really is that long: 15,000 consecutive ids from 150,000 decoded by the
+    # synthetic tokenizer itself (the random dataset's prompts are consecutive ids).
+    tok = Tokenizer.from_file(str(build_synthetic_tokenizer(vocab, tmp_path) / "tokenizer.json"))
+    assert len(tok.decode(list(range(150000, 165000)))) == 119999 > 114674
+    assert len(tok.decode(list(range(10000, 25000)))) == 104999  # 5-digit ids pass
+    # The protocol's step as it is now, and the context ladder, fit both 16k engines.
+    check_fit(get_protocol("single-stream"), e.max_model_len, e.max_num_seqs, e.name, "x",
+              vocab)
+    for name in ("bf16-dummy-16k", "fp8-hyperqwen-dummy-16k"):
+        e16 = get_engine(name)
+        check_fit(get_protocol("context-ladder"), e16.max_model_len, e16.max_num_seqs,
+                  e16.name, "x", synthetic_vocab_size(e16))
+    # A checkpoint's own tokenizer is not the synthetic one: no character check.
+    assert synthetic_vocab_size(get_engine("w4a16-hyperqwen")) is None

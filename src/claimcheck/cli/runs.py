@@ -23,6 +23,7 @@ from claimcheck.measure.runner import (
     start_engine,
     tokenizer_for,
 )
+from claimcheck.measure.tokenizer import synthetic_vocab_size
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -233,7 +234,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
         protos, verify = verify_plans(a, protos)
     for proto in protos:  # every protocol must fit the engine before anything starts
         check_fit(proto, engine.max_model_len, engine.max_num_seqs, engine.name,
-                  str(a.engines_file or "config/engines.yaml"))
+                  str(a.engines_file or "config/engines.yaml"), synthetic_vocab_size(engine))
     if a.port == 0:
         a.port = free_port()
     server: srv.Server | None = None

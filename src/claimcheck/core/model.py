@@ -87,7 +87,9 @@ Terms the model does not have, each named where a step misses by more than 5%:
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
   alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
-  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384); its two
+  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384, refused by
+  vLLM's character check of the prompt text before tokenizing, which the fit check in
+  :func:`claimcheck.core.protocols.check_fit` now applies beforehand); its two
   answered requests read a median TTFT of 1.349 s against 1.244 s simulated (+8.4%), but a
   failed step is never compared. The step is now 12,000 tokens, for the next session.
 """

@@ -141,13 +141,32 @@ def check_protocol(p: Protocol, src: str) -> None:
                              f"and {p.repeats} repeats", key=f"protocols.{p.name}.gate")
 
 
+def synthetic_prompt_chars(input_len: int, vocab_size: int) -> int:
+    """The most characters a random prompt of ``input_len`` tokens can take as text with the
+    synthetic tokenizer (words ``w0 .. w{V-1}``, one space between words): every word as
+    long as the longest, ``len("w{V-1}")``, plus the spaces."""
+    return input_len * (len(f"w{vocab_size - 1}") + 1) - 1
+
+
+def synthetic_text_limit(max_model_len: int, output_len: int, vocab_size: int) -> int:
+    """Characters of prompt text vLLM accepts before tokenizing it: (max_model_len - the
+    request's max_tokens) x the tokenizer's longest token in characters, which is
+    ``len("w{V-1}")`` for the synthetic tokenizer. vLLM 0.26.0 answers a longer text with
+    HTTP 400 whatever its token count (``_text_len_check`` in vllm/renderers/params.py)."""
+    return (max_model_len - output_len) * len(f"w{vocab_size - 1}")
+
+
 def check_fit(p: Protocol, max_model_len: int | None, max_num_seqs: int | None,
-              engine: str, src: str) -> None:
+              engine: str, src: str, synthetic_vocab: int | None = None) -> None:
     """Refuse a protocol that does not fit the engine, naming both numbers.
 
     Every request must fit ``max_model_len`` (prompt + output + FIT_MARGIN_TOKENS), and no
     step may ask for more streams than the engine's ``max_num_seqs`` unless the protocol
     says queueing is part of it (``queue_ok``, e.g. a serving gate's reference level).
+    With the synthetic tokenizer of ``synthetic_vocab`` words (dummy weights), a random
+    prompt's text must also pass vLLM's character pre-check (:func:`synthetic_text_limit`):
+    the 15,000-token step that lost 2 of 4 requests to HTTP 400 on a 16,384-token engine
+    (2026-12-01) can take 119,999 characters against 114,674 accepted.
     """
     for i, s in enumerate(p.steps):
         need = s.context_tokens + FIT_MARGIN_TOKENS
@@ -156,6 +175,18 @@ def check_fit(p: Protocol, max_model_len: int | None, max_num_seqs: int | None,
                              f"{s.output_len} + {FIT_MARGIN_TOKENS} = {need} tokens per "
                              f"request, engine {engine!r} has max_model_len {max_model_len}",
                              key=f"engines.{engine}.max_model_len")
+        if max_model_len is not None and synthetic_vocab is not None:
+            chars = synthetic_prompt_chars(s.input_len, synthetic_vocab)
+            limit = synthetic_text_limit(max_model_len, s.output_len, synthetic_vocab)
+            if chars > limit:
+                raise InputError(src, f"protocol {p.name!r} step {i}: a random prompt of "
+                                 f"{s.input_len} synthetic tokens can take {chars} characters "
+                                 f"and vLLM refuses (HTTP 400) prompt text over (max_model_len "
+                                 f"{max_model_len} - {s.output_len} output) x "
+                                 f"{len(f'w{synthetic_vocab - 1}')} characters per token = "
+                                 f"{limit} before tokenizing; engine {engine!r} needs "
+                                 "a shorter prompt or a larger max_model_len",
+                                 key=f"engines.{engine}.max_model_len")
         if max_num_seqs is not None and s.streams > max_num_seqs and not p.queue_ok:
             raise InputError(src, f"protocol {p.name!r} step {i} runs {s.streams} streams, "
                              f"engine {engine!r} has max_num_seqs {max_num_seqs} (set "

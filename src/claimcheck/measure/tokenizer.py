@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 
 def build_synthetic_tokenizer(vocab_size: int, out_dir: str | Path) -> Path:
@@ -36,3 +37,14 @@ def build_synthetic_tokenizer(vocab_size: int, out_dir: str | Path) -> Path:
     stamp.write_text(json.dumps({"kind": "synthetic WordLevel w0..w{V-1}",
                                  "vocab_size": vocab_size, "sha256": digest}))
     return out
+
+
+def synthetic_vocab_size(engine: Any, root: Path | None = None) -> int | None:
+    """Words of the synthetic tokenizer an engine is served with (its model's
+    ``vocab_size``), or None when the engine uses its checkpoint's tokenizer."""
+    if getattr(engine, "tokenizer", None) != "synthetic":
+        return None
+    from claimcheck.core.geometry import load_config
+    from claimcheck.core.paths import ROOT
+    cfg = load_config(engine.config_json(root or ROOT))
+    return int((cfg.get("text_config") or cfg)["vocab_size"])
