@@ -290,3 +290,27 @@ def test_a_wave_reaches_the_scheduler_one_interval_apart_by_hand():
     assert b.token_times_s == pytest.approx((0.020, 0.030)) and b.ttft_s == pytest.approx(0.020)
     together = m.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
     assert [r.ttft_s for r in together.timeline.requests] == pytest.approx([0.010, 0.010])
+
+
+def test_kv_bandwidth_from_decode_by_hand():
+    """FP8 admit-then-decode at 64 streams (2026-11-29): all streams decoding at 2,638 tok/s,
+    a 24.26 ms step at 7,681 + 256 tokens of mean context. Weights 27.135 GB and 64 x 2 x
+    78.45 MB of FP16 state at 2,557.6 GB/s take 14.536 ms; 64 x 32,768 B x 7,937 tokens =
+    16.645 GB of FP8 KV in the remaining 9.724 ms is 1,711.8 GB/s."""
+    from claimcheck.core.model import Calibration, EngineShape, kv_bandwidth_from_decode
+
+    shape = EngineShape(weight_bytes=27.135e9, state_bytes=78.446592e6,
+                        kv_bytes_per_token=32768.0, flops_body_per_token=1.0,
+                        flops_head_per_token=0.0, max_num_batched_tokens=8192,
+                        max_num_seqs=64)
+    cal = Calibration(bandwidth_bytes_s=2.5576e12, flops_s=7.7e14, request_overhead_s=0.08,
+                      bandwidth_source="", compute_source="")
+    rest = (27.135e9 + 64 * 2 * 78.446592e6) / 2.5576e12
+    assert rest == pytest.approx(14.536e-3, rel=1e-4)
+    bw = kv_bandwidth_from_decode(shape, cal, 64, 7937, 24.26e-3)
+    assert bw == pytest.approx(64 * 32768 * 7937 / (24.26e-3 - rest), rel=1e-12)
+    assert bw / 1e9 == pytest.approx(1711.8, abs=0.5)
+    # A row factor of 1.1 charges the weights and state 10% more, leaving less for KV.
+    assert kv_bandwidth_from_decode(shape, cal, 64, 7937, 24.26e-3, 1.1) > bw
+    with pytest.raises(ValueError, match="leaves no time"):
+        kv_bandwidth_from_decode(shape, cal, 64, 7937, 14e-3)

@@ -84,6 +84,14 @@ Terms the model does not have, each named where a step misses by more than 5%:
   tokens of context per stream, slower than the one-stream bandwidth calibration). No
   committed protocol isolates decode rows at long context (a decode-rows ladder with
   7,681-token prompts would).
+- KV read at long context (measured, not yet a term): in the all-streams-decoding windows
+  of admit-then-decode (one wave of 7,681-token prompts, 8-64 streams, 2026-11-29), the
+  BF16 engine's decode step is within 1% of the model at 8 and 16 streams and 4-5% faster
+  at 32 and 64 (BF16 KV read at 3.0-4.2 TB/s by :func:`kv_bandwidth_from_decode`, against
+  the 3.36 TB/s of weights), while the FP8 engine's (FP8 KV cache) is 4-15% slower, its KV
+  read at 1.59-1.71 TB/s at every stream count against 2.56 TB/s of weights. The
+  context-ladder protocol (1K-12K tokens of prompt at 8, 24, 48 streams, not yet run) is
+  meant to measure this per context before it enters the step.
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
   alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
@@ -251,6 +259,23 @@ def bandwidth_from_decode(shape: EngineShape, tpot_s: float, context_tokens: flo
         raise ValueError(f"TPOT must be > 0 s, got {tpot_s}")
     return (shape.weight_bytes + 2 * shape.state_bytes
             + shape.kv_bytes_per_token * context_tokens) / tpot_s
+
+
+def kv_bandwidth_from_decode(shape: EngineShape, cal: Calibration, rows: int,
+                             context_tokens: float, step_s: float,
+                             factor: float = 1.0) -> float:
+    """Effective bytes/s at which a decode step of ``rows`` streams reads its KV cache: the
+    step's KV bytes (rows x kappa x mean context) over what is left of the measured step
+    time ``step_s`` once the weights and state are read at ``cal``'s bandwidth (times the
+    decode-row ``factor`` at that row count). The source of a KV-read term: one-wave
+    decode windows with every stream decoding, at long context (not yet in the model's
+    step; see the module doc)."""
+    rest_s = factor * (shape.weight_bytes + rows * 2 * shape.state_bytes) / cal.bandwidth_bytes_s
+    kv_bytes = rows * shape.kv_bytes_per_token * context_tokens
+    if step_s <= rest_s or kv_bytes <= 0:
+        raise ValueError(f"a {step_s * 1e3:.3f} ms step leaves no time for {kv_bytes / 1e9:.2f}"
+                         f" GB of KV after {rest_s * 1e3:.3f} ms of weights and state")
+    return kv_bytes / (step_s - rest_s)
 
 
 def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: float) -> float:
