@@ -182,3 +182,51 @@ def test_admission_interval_comes_from_the_flagged_waves_send_times():
     assert 0.0001 < cal.admission_interval_s < 0.001  # sub-millisecond on this host
     # only send times are used: the waves' speeds stay a test, never a calibration step
     assert not any((WAVES, p.step.record["dir"]) in choice.steps() for p in src)
+
+
+ATD_FP8 = "h200-20261129-fp8-hyperqwen-dummy-16k-admit-then-decode"  # 8-64 x 7,681, one wave
+SINGLE_FP8 = "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream"
+
+
+def test_kv_window_by_hand():
+    """Two requests sent together: A's first token at 1.0 s then 0.1 s apart, B's first at
+    1.3 s. Both decode on (1.3, 1.5]: A's tokens at 1.4 and 1.5 (2) and B's at 1.4 and 1.5
+    (2) arrive in it, 4 tokens in 0.2 s = 20 tok/s, a 0.1 s step for 2 streams. Midpoint
+    1.4 s: A has 5 tokens (1.0-1.4), B 2 (1.3, 1.4); prompts 100 and 300: mean context
+    (105 + 302) / 2 = 203.5."""
+    from claimcheck.core.timeline import RequestTimeline, Timeline
+
+    a = RequestTimeline(start_s=0.0, ttft_s=1.0, prompt_tokens=100,
+                        token_times_s=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5), chunks=6)
+    b = RequestTimeline(start_s=0.0, ttft_s=1.3, prompt_tokens=300,
+                        token_times_s=(1.3, 1.4, 1.5, 1.6), chunks=4)
+    step_s, ctx = predict.kv_window(Timeline(streams=2, requests=(a, b)))
+    assert step_s == pytest.approx(0.1)
+    assert ctx == pytest.approx(203.5)
+
+
+def test_kv_read_sources_are_the_flagged_waves_of_the_engine_itself():
+    runs = _runs(ATD_FP8, SINGLE_FP8, WAVES)
+    src = predict.kv_sources(runs, "h200", "fp8-hyperqwen-dummy-16k")
+    assert sorted(p.step.timeline.streams for p in src) == [8, 16, 32, 64]
+    assert "engine fp8-hyperqwen-dummy-16k" in src[0].why
+    # no other engine's KV rate is borrowed (it is its KV dtype's kernel at its context)
+    assert predict.kv_sources(runs, "h200", "bf16-dummy-256") == ()
+    choice = predict.choose_for(runs[0], runs)
+    cal = predict.calibration(choice, "fp8")
+    # FP8 KV is read well below the weights' rate (here calibrated on single-stream alone,
+    # no decode-row factors: 2,589 GB/s), the median of the four steps' own rates
+    shape, _ = run_steps.engine_shape(src[0].run)
+    rates = sorted(m_kv(shape, cal, p) for p in src)
+    assert cal.kv_bandwidth_bytes_s == pytest.approx((rates[1] + rates[2]) / 2)
+    assert 1.2e12 < cal.kv_bandwidth_bytes_s < 0.75 * cal.bandwidth_bytes_s
+    assert "4 one-wave steps at 8, 16, 32, 64 streams" in cal.kv_source
+    # the sources' speeds are used, so they are calibration steps, not tests
+    assert all((ATD_FP8, p.step.record["dir"]) in choice.steps() for p in src)
+
+
+def m_kv(shape, cal, pick):
+    """One source step's KV-read rate, from its own window (no row factors here)."""
+    from claimcheck.core import model as m
+    step_s, ctx = predict.kv_window(pick.step.timeline)
+    return m.kv_bandwidth_from_decode(shape, cal, pick.step.timeline.streams, ctx, step_s)

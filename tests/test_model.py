@@ -310,7 +310,16 @@ def test_kv_bandwidth_from_decode_by_hand():
     bw = kv_bandwidth_from_decode(shape, cal, 64, 7937, 24.26e-3)
     assert bw == pytest.approx(64 * 32768 * 7937 / (24.26e-3 - rest), rel=1e-12)
     assert bw / 1e9 == pytest.approx(1711.8, abs=0.5)
-    # A row factor of 1.1 charges the weights and state 10% more, leaving less for KV.
-    assert kv_bandwidth_from_decode(shape, cal, 64, 7937, 24.26e-3, 1.1) > bw
+    # A row factor of 1.1 is 10% of the whole step: 24.26 / 1.1 = 22.055 ms of model step,
+    # 7.519 ms of it KV, 2,213.8 GB/s.
+    assert kv_bandwidth_from_decode(shape, cal, 64, 7937, 24.26e-3, 1.1) == pytest.approx(
+        64 * 32768 * 7937 / (24.26e-3 / 1.1 - rest), rel=1e-12)
+    # Priced back into a decode step, the term gives the measured step again.
+    from dataclasses import replace
+
+    from claimcheck.core.model import step_cost_sum
+    shape2 = replace(shape, flops_body_per_token=1e3)  # keep the step memory-bound
+    cost = step_cost_sum(shape2, replace(cal, kv_bandwidth_bytes_s=bw), 64, 64 * 7937, 64, 64)
+    assert cost.memory_s == pytest.approx(24.26e-3, rel=1e-3)
     with pytest.raises(ValueError, match="leaves no time"):
         kv_bandwidth_from_decode(shape, cal, 64, 7937, 14e-3)

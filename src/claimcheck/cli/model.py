@@ -6,10 +6,24 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from claimcheck.cli.common import emit, fmt
 from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
+
+
+def term_lines(c: dict[str, Any]) -> list[str]:
+    """One line per measured term of a calibration (``Calibration.as_dict()``), with its
+    source: decode-row factors, the admission interval, the KV-read rate."""
+    out = []
+    if c.get("row_factor_source"):
+        out.append(f"  decode rows: {c['row_factor_source']}")
+    if c.get("admission_source"):
+        out.append(f"  admission: {c['admission_source']}")
+    if c.get("kv_source"):
+        out.append(f"  KV read: {c['kv_source']}")
+    return out
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -123,6 +137,7 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
              f"{c['overhead_source']}",
+             *term_lines(c),
              *(f"  {k} step: {v['run']} step {v['step']} repeat {v['repeat']}, {v['why']}"
                for k, v in out["choice"].items() if isinstance(v, dict)),
              *([f"  compute step: none ({out['choice']['compute_missing']})"]
@@ -204,6 +219,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
              f"{c['overhead_source']}",
+             *term_lines(c),
              *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
                if isinstance(v, dict)),
              f"  assumed: {out['assumptions']}",

@@ -67,6 +67,18 @@ staggered, and a replacement's prefill lands in the others' decode window. Teste
 decode aggregate read 5-8% high without it and is within 5% with it. Only the send times of
 those steps are used, so their speeds stay a test of the model.
 
+A third measured term is the KV read: a step reads its KV cache at its own rate
+(``Calibration.kv_bandwidth_bytes_s``), the median over the engine's own one-wave steps of
+protocols with ``model_term: kv_read`` of :func:`kv_bandwidth_from_decode` in the spans
+where every stream decodes (their step time, mean context and decode-row factor). From
+admit-then-decode (one wave of 7,681-token prompts at 8-64 streams, 2026-11-29): FP8 KV
+(fp8-hyperqwen-dummy-16k) at 1.67 TB/s, against 2.56 TB/s for its weights; BF16 KV
+(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s. Tested on the steps that are not its
+source: FP8 long-prompts at 8 streams goes from +6.9% to +4.4% on decode; BF16 long-prompts
+moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lying in the
+prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
+second source once run.
+
 Terms the model does not have, each named where a step misses by more than 5%:
 
 - prefill of many short sequences (measured, stays out): with admission in, the
@@ -84,14 +96,6 @@ Terms the model does not have, each named where a step misses by more than 5%:
   tokens of context per stream, slower than the one-stream bandwidth calibration). No
   committed protocol isolates decode rows at long context (a decode-rows ladder with
   7,681-token prompts would).
-- KV read at long context (measured, not yet a term): in the all-streams-decoding windows
-  of admit-then-decode (one wave of 7,681-token prompts, 8-64 streams, 2026-11-29), the
-  BF16 engine's decode step is within 1% of the model at 8 and 16 streams and 4-5% faster
-  at 32 and 64 (BF16 KV read at 3.0-4.2 TB/s by :func:`kv_bandwidth_from_decode`, against
-  the 3.36 TB/s of weights), while the FP8 engine's (FP8 KV cache) is 4-15% slower, its KV
-  read at 1.59-1.71 TB/s at every stream count against 2.56 TB/s of weights. The
-  context-ladder protocol (1K-12K tokens of prompt at 8, 24, 48 streams, not yet run) is
-  meant to measure this per context before it enters the step.
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
   alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
@@ -156,6 +160,10 @@ class Calibration:
     """Seconds between the arrivals of requests sent at the same moment (a wave): the i-th
     of them reaches the scheduler i x this after the first (:func:`send_interval_s`)."""
     admission_source: str = ""
+    kv_bandwidth_bytes_s: float | None = None
+    """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
+    not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
+    kv_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -227,8 +235,10 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
                     state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
                     context_tokens=context_sum / b, rows=tokens / b)
     state_s = b * 2 * shape.state_bytes / bw
-    return StepCost(weights_s=weights_s, state_s=state_s,
-                    kv_s=rl.memory_time_s(r, b) - weights_s - state_s,
+    kv_s = rl.memory_time_s(r, b) - weights_s - state_s  # KV bytes at the weights' rate
+    if cal.kv_bandwidth_bytes_s:
+        kv_s *= bw / cal.kv_bandwidth_bytes_s
+    return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
                     compute_s=rl.compute_time_s(r, b) + head_s)
 
 
@@ -266,12 +276,13 @@ def kv_bandwidth_from_decode(shape: EngineShape, cal: Calibration, rows: int,
                              factor: float = 1.0) -> float:
     """Effective bytes/s at which a decode step of ``rows`` streams reads its KV cache: the
     step's KV bytes (rows x kappa x mean context) over what is left of the measured step
-    time ``step_s`` once the weights and state are read at ``cal``'s bandwidth (times the
-    decode-row ``factor`` at that row count). The source of a KV-read term: one-wave
-    decode windows with every stream decoding, at long context (not yet in the model's
-    step; see the module doc)."""
-    rest_s = factor * (shape.weight_bytes + rows * 2 * shape.state_bytes) / cal.bandwidth_bytes_s
+    time ``step_s``, over the decode-row ``factor`` at that row count (which multiplies the
+    whole decode step, :func:`row_factor`), once the weights and state are read at
+    ``cal``'s bandwidth. The source of the KV-read term (``Calibration.
+    kv_bandwidth_bytes_s``): one-wave decode windows with every stream decoding."""
+    rest_s = (shape.weight_bytes + rows * 2 * shape.state_bytes) / cal.bandwidth_bytes_s
     kv_bytes = rows * shape.kv_bytes_per_token * context_tokens
+    step_s = step_s / factor
     if step_s <= rest_s or kv_bytes <= 0:
         raise ValueError(f"a {step_s * 1e3:.3f} ms step leaves no time for {kv_bytes / 1e9:.2f}"
                          f" GB of KV after {rest_s * 1e3:.3f} ms of weights and state")

@@ -109,23 +109,27 @@ class Choice:
     """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
     admission: tuple[Pick, ...] = ()
     """The admission term's source steps (:func:`admission_sources`)."""
+    kv: tuple[Pick, ...] = ()
+    """The KV-read term's source steps (:func:`kv_sources`)."""
     rows_base: Choice | None = None
     """The calibration of the rows' own engine when it is not this one (the factors are
     that engine's measured step over its own model)."""
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
-        the decode-row term's sources included (the admission term's take only their send
-        times, so their speeds remain a test of the model)."""
+        the decode-row and KV-read terms' sources included (the admission term's take only
+        their send times, so their speeds remain a test of the model)."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
-        return {(p.run.name, p.step.record["dir"]) for p in picks + list(self.rows)}
+        return {(p.run.name, p.step.record["dir"])
+                for p in picks + list(self.rows) + list(self.kv)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
                 "compute": self.compute.as_dict() if self.compute else None,
                 "compute_missing": self.compute_missing,
                 "rows": [p.as_dict() for p in self.rows],
-                "admission": [p.as_dict() for p in self.admission]}
+                "admission": [p.as_dict() for p in self.admission],
+                "kv": [p.as_dict() for p in self.kv]}
 
 
 def _scope(runs: list[run_steps.RunData], card: str, engine: str, fmt: Any,
@@ -178,6 +182,9 @@ ROW_TERM = "decode_rows"
 are the decode-row term's source."""
 ADMISSION_TERM = "admission"
 """The ``model_term`` value of protocols whose one-wave steps give the send interval."""
+KV_TERM = "kv_read"
+"""The ``model_term`` value of protocols whose one-wave steps, read while every stream
+decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_decode`)."""
 
 
 @lru_cache(maxsize=4)
@@ -201,6 +208,23 @@ def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
     return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
             and not d.timeline_is_held_prefill(s.timeline))
+
+
+def _is_kv_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+    """A one-wave step of a KV-read source with a span in which every stream decodes."""
+    return (_one_wave(r, s, KV_TERM) and decode_intervals(s) > 0
+            and not d.timeline_is_held_prefill(s.timeline)
+            and bool(d.all_decoding_spans(s.timeline)))
+
+
+def kv_sources(runs: list[run_steps.RunData], card: str, engine: str) -> tuple[Pick, ...]:
+    """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
+    (the rate is its KV dtype's attention kernel at its context; no other engine's)."""
+    pairs = [(r, s) for r in runs if _key(r)[:2] == (card, engine) for s in r.steps
+             if _is_kv_source(r, s)]
+    why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
+           "every stream decodes")
+    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
 def admission_sources(runs: list[run_steps.RunData], card: str, engine: str
@@ -310,14 +334,16 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
     rows: tuple[Pick, ...] = ()
     rows_base = None
     admission: tuple[Pick, ...] = ()
+    kv: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
         if rows and who != engine:
             rows_base = choose(pool, card, str(who), weight_format, with_rows=False)
         admission = admission_sources(pool, card, engine)
+        kv = kv_sources(pool, card, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
-                  rows_base=rows_base, admission=admission)
+                  rows_base=rows_base, admission=admission, kv=kv)
 
 
 def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
@@ -328,7 +354,7 @@ def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choi
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
-             *choice.admission]
+             *choice.admission, *choice.kv]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks),
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
@@ -373,9 +399,46 @@ def calibration(choice: Choice, compute_dtype: str,
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
                + "; linear between, 1 outside")
         cal = replace(cal, row_factors=pts, row_factor_source=src)
+    if choice.kv:
+        cal = kv_calibration(cal, choice.kv)
     if cache is not None:
         cache[key] = cal
     return cal
+
+
+def kv_window(tl: Any) -> tuple[float, float]:
+    """(step s, mean context tokens) of a step's spans with every stream decoding: streams
+    over the all-streams-decoding rate, and each request's prompt plus the tokens it had at
+    the middle of those spans (their length-weighted midpoint)."""
+    spans = d.all_decoding_spans(tl)
+    length = sum(b - a for a, b in spans)
+    mid = sum((a + b) / 2 * (b - a) for a, b in spans) / length
+    rate = d.all_streams_decoding_tok_s(tl)
+    ctx = statistics.fmean(r.prompt_tokens + sum(t <= mid for t in r.token_times_s)
+                           for r in tl.requests)
+    return tl.streams / rate, ctx
+
+
+def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the KV-read rate: the median over ``picks`` of
+    :func:`claimcheck.core.model.kv_bandwidth_from_decode` at each step's streams, its
+    all-streams-decoding step time and mean context (:func:`kv_window`), over ``cal``'s
+    decode-row factor at those rows."""
+    rates = []
+    for p in picks:
+        shape, _ = run_steps.engine_shape(p.run)
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
+    rate = statistics.median(rates)
+    streams = sorted({p.step.timeline.streams for p in picks})
+    src = (f"{picks[0].run.name} ({len(picks)} one-wave steps at "
+           f"{', '.join(map(str, streams))} streams, every stream decoding): KV read at "
+           f"{rate / 1e9:,.0f} GB/s, the median of {min(rates) / 1e9:,.0f}-"
+           f"{max(rates) / 1e9:,.0f} GB/s (weights and state at "
+           f"{cal.bandwidth_bytes_s / 1e9:,.0f} GB/s)")
+    return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
 
 
 def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
@@ -566,7 +629,10 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
                 "row_factors": "; ".join(f"{n}:{f:.4f}" for n, f in cal["row_factors"]),
                 "row_factor_source": cal["row_factor_source"],
                 "admission_interval_ms": cal["admission_interval_s"] * 1e3,
-                "admission_source": cal["admission_source"]}
+                "admission_source": cal["admission_source"],
+                "kv_bandwidth_gb_s": (cal["kv_bandwidth_bytes_s"] / 1e9
+                                      if cal["kv_bandwidth_bytes_s"] else None),
+                "kv_source": cal["kv_source"]}
         for k, p in picks.items():
             base[f"{k}_step"] = p.label if p else ""
             base[f"{k}_why"] = p.why if p else choice.compute_missing
