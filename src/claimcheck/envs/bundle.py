@@ -25,7 +25,8 @@ _ENTRY = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)\s*(\\)?\s*$")
 _HASH = re.compile(r"^\s+--hash=sha256:([0-9a-f]{64})\s*(\\)?\s*$")
 _VIA = re.compile(r"^\s+#\s+via(?:\s+(.*))?$")
 _VIA_MORE = re.compile(r"^\s+#\s{3}(\S.*)$")
-_IMAGE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==(\S+))?\s+#\s*(seen|assumed|listed):\s*(.+)$")
+_IMAGE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==(\S+))?"
+                    r"\s+#\s*(seen|assumed|listed):\s*(.+)$")
 ROOT = "-r req.in"
 
 
@@ -275,11 +276,18 @@ def part_bytes(checkout_bytes: int, rules: Rules) -> int:
     return mib * MIB
 
 
-def tar_bytes(member_sizes: list[int]) -> int:
-    """Bytes of an uncompressed ustar stream of regular files of these sizes (names under
-    100 characters): a 512-byte header and the data padded to 512 each, two zero blocks,
-    padded to a 10,240-byte record."""
-    body = sum(TAR_BLOCK + math.ceil(s / TAR_BLOCK) * TAR_BLOCK for s in member_sizes)
+def tar_bytes(members: list[tuple[str, int]]) -> int:
+    """Bytes of an uncompressed pax tar stream (tarfile's default) of regular files given as
+    (ASCII name, size): a 512-byte header and the data padded to 512 each; a name over 100
+    characters adds a pax header of two blocks (its record fits in one); two zero blocks
+    end it, padded to a 10,240-byte record."""
+    body = 0
+    for name, size in members:
+        if len(name) > 100:
+            if len(name) > 400 or not name.isascii():
+                raise ValueError(f"tar_bytes: {name!r} needs a longer pax record")
+            body += 2 * TAR_BLOCK
+        body += TAR_BLOCK + math.ceil(size / TAR_BLOCK) * TAR_BLOCK
     return math.ceil((body + 2 * TAR_BLOCK) / TAR_RECORD) * TAR_RECORD
 
 
@@ -288,7 +296,8 @@ def part_count(total_bytes: int, part: int) -> int:
     return math.ceil(total_bytes / part)
 
 
-def install_action(name: str, version: str, image_version: str | None, shadow: bool) -> tuple[str, str]:
+def install_action(name: str, version: str, image_version: str | None,
+                   shadow: bool) -> tuple[str, str]:
     """On the host: ("install" | "skip" | "refuse", why) for one carried wheel, given the
     version the image has installed (None: not installed) and whether the plan shadows it."""
     if image_version is None:
