@@ -63,20 +63,22 @@ def test_033_plan_shadows_torch_and_the_cuda_wheels_that_moved():
     # whose 0.33.0 version differs from torch 2.11.0's pin (the image's, assumed).
     assert {(d.name, d.version, d.image_version) for d in plan.by_action("shadow")} == {
         ("torch", "2.14.0", "2.11.0+cu130"), ("triton", "3.8.0", "3.6.0"),
-        ("cuda-bindings", "13.5.0", "13.4.4"), ("cuda-toolkit", "13.0.3.0", "13.0.2"),
+        ("cuda-toolkit", "13.0.3.0", "13.0.2"),
         ("nvidia-cublas", "13.1.1.3", "13.1.0.3"),
         ("nvidia-cudnn-cu13", "9.24.0.43", "9.19.0.56"),
         ("nvidia-cusparselt-cu13", "0.8.1", "0.8.0"),
         ("nvidia-nccl-cu13", "2.30.7", "2.28.9"),
         ("nvidia-nvjitlink", "13.5.37", "13.0.88")}
     names = {d.name for d in plan.wheels}
-    assert len(names) == 100
+    assert len(names) == 99
     # same version as the image's (assumed) torch 2.11 pin: not carried
     assert {"nvidia-cufft", "nvidia-curand", "nvidia-nvshmem-cu13"}.isdisjoint(names)
     assert {"vllm", "flashinfer-python", "xgrammar", "apache-tvm-ffi", "nccl4py",
             "instanttensor", "oss-harmony"} <= names
-    # the image's transformers 5.17.0 is kept (not shadowed), and said so
+    # the image's transformers 5.17.0 (vLLM 0.33.0 asks >=5.16.1,<5.21.0) and cuda-bindings
+    # (torch asks a range) are kept, not shadowed, and said so
     kept = {d.name: d for d in plan.by_action("image-kept")}
+    assert kept["cuda-bindings"].image_version == "13.4.4"
     assert kept["transformers"].image_version == "5.17.0"
     assert "5.20.2" in kept["transformers"].reason
 
