@@ -1,8 +1,13 @@
 #!/bin/bash
 # The exact commands this project ran on the offline H200 (see envs/offline/README.md).
 # Runs in the repository root of the copied working tree on the GPU host.
-#   device.sh receive PART      copy one bundle part (carried in $BUNDLE, default
-#                               .offline/bundle/) to /tmp/parts
+#   ($VLLM: the engine version, 0.26.0 or 0.33.0, default 0.26.0; its bundle is made here
+#   by `snakemake --cores 1 .offline/bundle/vllm-$VLLM` and carried a part per call)
+#   device.sh image             before any part: the plan against this host's packages
+#                               (what the install would refuse; image-cuda.txt lines whose
+#                               version differs here)
+#   device.sh receive PART      copy one bundle part and SUMS (carried in $BUNDLE, default
+#                               .offline/bundle/vllm-$VLLM/) to /tmp/parts
 #   device.sh install           check, reassemble and install the bundle into /tmp/site
 #   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
 #   device.sh measure ENGINE PROTOCOL...   wait for /health, run protocols, tar runs to $OUT
@@ -16,13 +21,16 @@ export CLAIMCHECK_DERIVED=/tmp/cc-derived
 STATE=/tmp/cc-server RUNS=/tmp/cc-runs
 cc() { python3 -m claimcheck.cli "$@"; }
 case "${1:?}" in
+  image)
+    PYTHONPATH=$PWD/src python3 -m claimcheck.envs.offline check-image \
+      "envs/vllm-${VLLM:-0.26.0}.lock" /tmp/site ;;
   receive)
-    b=${BUNDLE:-.offline/bundle}
+    b=${BUNDLE:-.offline/bundle/vllm-${VLLM:-0.26.0}}
     mkdir -p /tmp/parts && cp "$b/$2" /tmp/parts/
     [ -f "$b/SUMS" ] && cp "$b/SUMS" /tmp/parts/
     ls -la /tmp/parts ;;
   install)
-    bash envs/offline/install-bundle.sh /tmp/parts /tmp/parts/SUMS /tmp/site ;;
+    bash envs/offline/install-bundle.sh /tmp/parts /tmp/site ;;
   serve)
     cc serve --engine "$2" --state "$STATE" --no-wait ;;
   measure)

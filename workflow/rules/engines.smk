@@ -19,3 +19,24 @@ rule engine_env:
         " && {params.venv}/bin/pip install --no-deps -e ."
         " && {params.venv}/bin/python -c 'import vllm, torch; print(vllm.__version__, torch.__version__)'"
         ") > {log} 2>&1"
+
+
+# The offline bundle of one lock file for a GPU host with no package index: the wheels its
+# image lacks (planned from envs/offline/image-cuda.txt and bundle-rules.toml), each checked
+# against the lock's sha256, in parts that fit one transfer beside the checkout. Writes
+# part000.., SUMS and bundle.json (sizes, calls); install there with envs/offline/device.sh.
+rule offline_bundle:
+    input:
+        lock="envs/vllm-{version}.lock",
+        image="envs/offline/image-cuda.txt",
+        rules="envs/offline/bundle-rules.toml",
+    output:
+        directory(".offline/bundle/vllm-{version}"),
+    params:
+        wheels=".offline/wheels/vllm-{version}",
+    log:
+        "logs/offline_bundle-{version}.log",
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/offline_bundle.py"

@@ -1,0 +1,1 @@
+"""Engines built from their lock files (offline bundles)."""
