@@ -177,8 +177,9 @@ def test_fit_refuses_synthetic_prompts_vllm_refuses_as_text_before_tokenizing(tm
     (max_model_len 16,384, 2 tokens out, run h200-20261201-bf16-dummy-256-single-stream):
     vLLM 0.26.0 refuses prompt text over (16,384 - 2) x 7 = 114,674 characters, 7 being
     len("w248319"); 15,000 words of 7 characters and 14,999 spaces are 119,999."""
-    from claimcheck.measure.tokenizer import build_synthetic_tokenizer, synthetic_vocab_size
     from tokenizers import Tokenizer
+
+    from claimcheck.measure.tokenizer import build_synthetic_tokenizer, synthetic_vocab_size
 
     e = get_engine("bf16-dummy-256")
     vocab = synthetic_vocab_size(e)
