@@ -10,24 +10,26 @@ protocol on that card (:class:`Reproduction`). A replay on another card is conte
 verdict (:func:`replay_sentence`). Rules, in order:
 
 1. *not comparable*: not a decode rate the roofline bounds (prefill, SSE chunks counted as
-   tokens), or no roofline (unknown card or weight bytes).
-2. *reproduced here* / *not reproduced here*: the claim's card was measured here by the
-   protocol that replays it; the claim lies within ``tolerance`` of the measured value (for a
-   figure whose definition is not stated, of the range of every definition measured).
-3. Above the plain roofline (beyond ``tolerance``; an "at most" figure too, being a peak
-   the source reports reaching):
-   *definition inflates* when the claim's definition reads N% above end to end on our
-   timelines for that workload shape and end to end (claim / (1 + N%)) fits under it; else
-   *needs speculation*: tau tokens kept per stream per step, naming the drafter if stated.
-   A drafter explains a figure only here, above what no drafter allows.
-4. With a source model: *consistent with its source* within ``tolerance``; else *above* /
-   *below its source's model*, by how much and which term binds (memory below the bend,
-   compute past it); a figure above it whose definition inflates by enough is *definition
-   inflates*. A figure that sets its source's eta is tested against the model calibrated on
-   another run of the same source; when it is the source's only calibration figure it
-   agrees by construction (*consistent with its source*, said so), so the same workload
-   and numbers get the same kind whichever of them happens to calibrate.
-5. *within the physics*: at or below the plain roofline, at what fraction; the source
+   tokens).
+2. *reproduced* / *not reproduced by a seed's run*: a seed's own run of the claim's workload
+   and metric definition (:class:`SeedReproduction`) decides first: reproduced when the claim
+   lies in its range, under it, or within the tolerance over it, the tolerance being at
+   least the spread between the seed's own runs; the reason says what differs.
+3. *not comparable* without a roofline (unknown card or weight bytes); *reproduced here* /
+   *not reproduced here*: the claim's card was measured here by the protocol that replays it.
+4. Above the plain roofline (beyond ``tolerance``; an "at most" figure too, being a peak
+   the source reports reaching): *definition inflates* when the claim's definition reads N%
+   above end to end on our timelines and end to end fits under it; else *needs a drafter*:
+   tau tokens kept per stream per step, naming the drafter if stated.
+5. With a source model, a band (:func:`claimcheck.core.sourcemodel.band`) from the
+   no-overlap floor (at the lower end of the compute range) to the overlap ceiling (at the
+   upper end): *in the bend region of its source's model* inside it, at X% of the ceiling;
+   *short of its source's model* only beyond ``tolerance`` under the floor; *above its
+   source's model* only beyond it over the ceiling (or *definition inflates*); outside a
+   compute range the reason says which end binds. The figure that alone sets its source's
+   eta *sets its source's model* (the model cannot test it); one with another run of its
+   source to calibrate on is tested on that.
+6. *within the physics*: at or below the plain roofline, at what fraction; the source
    publishes no calibration figure (eta = 1).
 
 Tolerance (:data:`TOLERANCE`, 5%): the step model, given two numbers measured on a card,
