@@ -18,6 +18,20 @@ article's roofline (:mod:`claimcheck.core.roofline`, reached through
 
 A source with no such figure has no model: its claims are set against the plain roofline
 (eta = 1). Speeds are tok/s, aggregate = summed over the streams sharing it.
+
+The model is a band, not a point (:func:`band`): its *ceiling* B tau / max(t_mem, t_comp)
+is the step when memory traffic and arithmetic overlap perfectly, its *floor*
+B tau / (t_mem + t_comp) the step when they do not overlap at all. A real engine bends
+between the two (the article's own 3090 ladder bends earlier and more smoothly than the
+max() corner), so a figure between them is in the bend region, only a figure under the
+floor is short of the model and only one over the ceiling is above it
+(:func:`band_side`). Where no compute ceiling was measured at the claim's power limit, the
+band spans a compute range (:func:`compute_range`): from a ceiling measured on that card at
+another limit to the datasheet rate, the floor at the lower end and the ceiling at the upper.
+
+A seed's own reproduction of a claim (:func:`reproductions_of`) is matched on the same
+system, card, streams, workload (prompt and output tokens) and metric definition, and
+never across a stated weight format or drafter; :func:`differences` says what differs.
 """
 
 from __future__ import annotations
@@ -111,6 +125,16 @@ class SourceModel:
     """Plain words: which published figure set eta, and where compute came from."""
     is_calibration: bool = False
     """True when the claim is the figure that sets eta (so the model cannot test it)."""
+    floor_tok_s: float | None = None
+    """The no-overlap floor B tau / (t_mem + t_comp), aggregate tok/s, at the lower end of
+    the compute range; None when not worked out (then the ceiling is the whole band)."""
+    ceiling_low_tok_s: float | None = None
+    """The overlap ceiling at the lower end of the compute range (equal to ``tok_s`` when
+    compute was measured at the claim's power limit)."""
+    binding_term_low: str = ""
+    """The ceiling's binding term at the lower end of the compute range."""
+    compute_range: str = ""
+    """Plain words for the compute used: one measured rate, or the range and its ends."""
 
 
 def within(ratio: float, tolerance: float) -> bool:
@@ -149,3 +173,126 @@ def binding_text(term: str, bend: float | None) -> str:
     if bend is None or bend == float("inf"):
         return "memory-bound (no bend)"
     return f"memory-bound: below the bend at {bend:.1f} streams"
+
+
+def band(streams: float, memory_s: float, compute_s: float, tau: float = 1.0
+         ) -> tuple[float, float]:
+    """(ceiling, floor) in aggregate tok/s at ``streams`` from the step's two terms (s):
+    the overlap ceiling B tau / max(t_mem, t_comp) and the no-overlap floor
+    B tau / (t_mem + t_comp)."""
+    if not (memory_s > 0 and compute_s >= 0 and streams > 0):
+        raise ValueError(f"band needs t_mem > 0, t_comp >= 0 and streams > 0, got "
+                         f"{memory_s!r}, {compute_s!r}, {streams!r}")
+    return streams * tau / max(memory_s, compute_s), streams * tau / (memory_s + compute_s)
+
+
+def band_side(value: float, ceiling: float, floor: float, tolerance: float,
+              bound: str = "") -> str:
+    """"above", "inside" or "below": ``value`` (tok/s) against a band. Above only when
+    beyond ``tolerance`` over the ceiling, below only when beyond it under the floor (each
+    as :func:`compare` judges it, bounds as bounds); anything else is inside."""
+    if compare(value, ceiling, tolerance, bound) == "above":
+        return "above"
+    if compare(value, floor, tolerance, bound) == "below":
+        return "below"
+    return "inside"
+
+
+def compute_range(card: str, dtype: str, power_limit_w: float | None,
+                  ceilings: Sequence[Any], datasheet_tflops: float, datasheet_source: str
+                  ) -> list[tuple[float, str]]:
+    """The compute rates (TFLOP/s, where each comes from) a claim's band spans, lowest
+    first. One rate when a ceiling was measured on ``card`` for ``dtype`` at the claim's
+    power limit (or at any limit: a ceiling row without one); else every ceiling measured
+    on that card for that dtype at another limit, and the datasheet rate, lowest to
+    highest (just the datasheet when none was measured). ``ceilings`` hold ``card``,
+    ``dtype``, ``power_limit_w``, ``tflops``, ``id`` and ``source``."""
+    mine = [c for c in ceilings if c.card == card and c.dtype == dtype]
+    exact = [c for c in mine if c.power_limit_w is None or c.power_limit_w == power_limit_w]
+    if exact:
+        c = sorted(exact, key=lambda c: (c.power_limit_w is None, c.id))[0]
+        return [(c.tflops, f"ceiling {c.id} ({c.dtype}, {c.source})")]
+    other = [(c.tflops, f"ceiling {c.id} measured at {c.power_limit_w:g} W ({c.dtype}, "
+              f"{c.source})") for c in mine]
+    rates = sorted(other + [(datasheet_tflops, datasheet_source)], key=lambda x: x[0])
+    return [rates[0], rates[-1]] if len(rates) > 1 else rates
+
+
+REPRODUCTION_WORKLOAD = ("system", "card", "prompt_tokens", "output_tokens")
+"""Registry columns a seed's reproduction must share with the claim (the same system, on the
+same card, with the same prompt and output tokens; unstated on both sides counts as the
+same)."""
+
+NO_CONFLICT = ("quantization", "spec_method")
+"""Columns that must not conflict where the seed states both: a reproduction of another
+weight format or another drafter setting is another configuration."""
+
+DIFFERS = (("power_limit_w", "power limit", "{:g} W"), ("engine_version", "engine", "{}"),
+           ("checkpoint", "checkpoint", "{}"), ("quantization", "weights", "{}"),
+           ("spec_method", "drafter", "{}"), ("context_tokens", "context", "{:,.0f} tokens"))
+"""What :func:`differences` compares between a claim and its reproduction (column, words,
+format)."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    empty = (None, "")
+    if a in empty or b in empty:
+        return a in empty and b in empty
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def reproductions_of(claim: Mapping[str, Any], claim_stated: Mapping[str, Any],
+                     rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
+                     ) -> list[Mapping[str, Any]]:
+    """The registry rows that are a seed's reproduction of ``claim``'s workload and metric
+    definition: kind "reproduction", the same :data:`REPRODUCTION_WORKLOAD` columns and
+    streams sharing the figure, the same metric (or either side's unstated, "unspecified"),
+    and no stated :data:`NO_CONFLICT` column in conflict. ``rows`` are (row, stated) pairs;
+    a claim that is itself a reproduction or control has none."""
+    if claim.get("kind") != "claim":
+        return []
+    out = []
+    for row, stated in rows:
+        if row.get("kind") != "reproduction":
+            continue
+        if not all(_same(claim.get(k), row.get(k)) for k in REPRODUCTION_WORKLOAD):
+            continue
+        if not _same(claim.get("streams_running") or claim.get("streams"),
+                     row.get("streams_running") or row.get("streams")):
+            continue
+        metrics = {claim.get("metric"), row.get("metric")}
+        if len(metrics) > 1 and "unspecified" not in metrics:
+            continue
+        if any(claim_stated.get(k) not in (None, "") and stated.get(k) not in (None, "")
+               and not _same(claim_stated.get(k), stated.get(k)) for k in NO_CONFLICT):
+            continue
+        out.append(row)
+    return out
+
+
+def differences(claim: Mapping[str, Any], claim_stated: Mapping[str, Any],
+                repro: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
+    """Plain words for what differs between a claim and its reproduction rows ((row,
+    stated) pairs): each :data:`DIFFERS` column whose values differ ("power limit 250 W
+    against 390 W"; a value the registry assumed is marked so, one not stated says so),
+    and the metric when one side's is not stated."""
+    def show(stated: Mapping[str, Any], row: Mapping[str, Any], col: str, fmt: str) -> str:
+        v = row.get(col)
+        if v in (None, ""):
+            return "not stated"
+        text = fmt.format(v)
+        return text if stated.get(col) not in (None, "") else f"{text} (assumed)"
+
+    out = []
+    for col, words, fmt in DIFFERS:
+        if all(_same(claim.get(col), r.get(col)) for r, _ in repro):
+            continue
+        theirs = sorted({show(st, r, col, fmt) for r, st in repro})
+        out.append(f"{words} {show(claim_stated, claim, col, fmt)} against {', '.join(theirs)}")
+    metrics = sorted({str(r.get("metric")) for r, _ in repro})
+    if metrics != [str(claim.get("metric"))]:
+        out.append(f"metric {claim.get('metric')} against {', '.join(metrics)}")
+    return out

@@ -10,24 +10,26 @@ protocol on that card (:class:`Reproduction`). A replay on another card is conte
 verdict (:func:`replay_sentence`). Rules, in order:
 
 1. *not comparable*: not a decode rate the roofline bounds (prefill, SSE chunks counted as
-   tokens), or no roofline (unknown card or weight bytes).
-2. *reproduced here* / *not reproduced here*: the claim's card was measured here by the
-   protocol that replays it; the claim lies within ``tolerance`` of the measured value (for a
-   figure whose definition is not stated, of the range of every definition measured).
-3. Above the plain roofline (beyond ``tolerance``; an "at most" figure too, being a peak
-   the source reports reaching):
-   *definition inflates* when the claim's definition reads N% above end to end on our
-   timelines for that workload shape and end to end (claim / (1 + N%)) fits under it; else
-   *needs speculation*: tau tokens kept per stream per step, naming the drafter if stated.
-   A drafter explains a figure only here, above what no drafter allows.
-4. With a source model: *consistent with its source* within ``tolerance``; else *above* /
-   *below its source's model*, by how much and which term binds (memory below the bend,
-   compute past it); a figure above it whose definition inflates by enough is *definition
-   inflates*. A figure that sets its source's eta is tested against the model calibrated on
-   another run of the same source; when it is the source's only calibration figure it
-   agrees by construction (*consistent with its source*, said so), so the same workload
-   and numbers get the same kind whichever of them happens to calibrate.
-5. *within the physics*: at or below the plain roofline, at what fraction; the source
+   tokens).
+2. *reproduced* / *not reproduced by a seed's run*: a seed's own run of the claim's workload
+   and metric definition (:class:`SeedReproduction`) decides first: reproduced when the claim
+   lies in its range, under it, or within the tolerance over it, the tolerance being at
+   least the spread between the seed's own runs; the reason says what differs.
+3. *not comparable* without a roofline (unknown card or weight bytes); *reproduced here* /
+   *not reproduced here*: the claim's card was measured here by the protocol that replays it.
+4. Above the plain roofline (beyond ``tolerance``; an "at most" figure too, being a peak
+   the source reports reaching): *definition inflates* when the claim's definition reads N%
+   above end to end on our timelines and end to end fits under it; else *needs a drafter*:
+   tau tokens kept per stream per step, naming the drafter if stated.
+5. With a source model, a band (:func:`claimcheck.core.sourcemodel.band`) from the
+   no-overlap floor (at the lower end of the compute range) to the overlap ceiling (at the
+   upper end): *in the bend region of its source's model* inside it, at X% of the ceiling;
+   *short of its source's model* only beyond ``tolerance`` under the floor; *above its
+   source's model* only beyond it over the ceiling (or *definition inflates*); outside a
+   compute range the reason says which end binds. The figure that alone sets its source's
+   eta *sets its source's model* (the model cannot test it); one with another run of its
+   source to calibrate on is tested on that.
+6. *within the physics*: at or below the plain roofline, at what fraction; the source
    publishes no calibration figure (eta = 1).
 
 Tolerance (:data:`TOLERANCE`, 5%): the step model, given two numbers measured on a card,
@@ -50,19 +52,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.sourcemodel import SourceModel, binding_text, compare, pct, within
+from claimcheck.core.sourcemodel import SourceModel, band_side, binding_text, compare, pct, within
 
 WITHIN = "within the physics"
-CONSISTENT = "consistent with its source"
+CALIBRATES = "sets its source's model"
+BAND = "in the bend region of its source's model"
 ABOVE_SOURCE = "above its source's model"
-BELOW_SOURCE = "below its source's model"
+SHORT = "short of its source's model"
 DEFINITION_INFLATES = "definition inflates"
-NEEDS_SPECULATION = "needs speculation"
+NEEDS_SPECULATION = "needs a drafter"
 NOT_COMPARABLE = "not comparable"
+SEED_REPRODUCED = "reproduced by a seed's run"
+SEED_NOT_REPRODUCED = "not reproduced by a seed's run"
 REPRODUCED = "reproduced here"
 NOT_REPRODUCED = "not reproduced here"
-KINDS = (WITHIN, CONSISTENT, ABOVE_SOURCE, BELOW_SOURCE, DEFINITION_INFLATES,
-         NEEDS_SPECULATION, NOT_COMPARABLE, REPRODUCED, NOT_REPRODUCED)
+CONSISTENT = BAND
+"""Old name (issue 17's "consistent with its source"), kept for callers: the band's kind."""
+BELOW_SOURCE = SHORT
+"""Old name (issue 17's "below its source's model"), kept for callers: under the floor."""
+KINDS = (SEED_REPRODUCED, SEED_NOT_REPRODUCED, NEEDS_SPECULATION, DEFINITION_INFLATES,
+         ABOVE_SOURCE, BAND, CALIBRATES, SHORT, WITHIN, NOT_COMPARABLE, REPRODUCED,
+         NOT_REPRODUCED)
 
 TOLERANCE = 0.05
 """Default tolerance (see the module docstring for why 5%)."""
@@ -97,6 +107,26 @@ class Reproduction:
 
 
 @dataclass(frozen=True)
+class SeedReproduction:
+    """A seed's own reproduction of the claim's workload and metric definition (registry
+    rows of kind "reproduction", :func:`claimcheck.core.sourcemodel.reproductions_of`):
+    ``low``/``high`` bracket its figures (aggregate tok/s) over ``runs``; ``differs`` says
+    what is not the same (power limit, engine, checkpoint, ...)."""
+
+    seed: str
+    low_tok_s: float
+    high_tok_s: float
+    runs: tuple[str, ...]
+    ids: tuple[str, ...]
+    differs: tuple[str, ...] = ()
+
+    @property
+    def spread(self) -> float:
+        """The spread between the seed's own runs of the workload: high / low - 1."""
+        return self.high_tok_s / self.low_tok_s - 1.0 if len(self.runs) > 1 else 0.0
+
+
+@dataclass(frozen=True)
 class Verdict:
     kind: str
     reason: str
@@ -121,17 +151,87 @@ def _bound_text(bound: str) -> str:
     return {"at_least": "at least ", "at_most": "at most "}.get(bound, "")
 
 
+def _seed_text(rep: SeedReproduction) -> str:
+    """"seed 000's runs a, b (5 runs): 1,076.0 to 1,179.0 tok/s"."""
+    span = (f"{rep.low_tok_s:,.1f}" if rep.low_tok_s == rep.high_tok_s
+            else f"{rep.low_tok_s:,.1f} to {rep.high_tok_s:,.1f}")
+    runs = (f"run {rep.runs[0]}" if len(rep.runs) == 1
+            else f"{len(rep.runs)} runs ({', '.join(rep.runs)})")
+    return f"seed {rep.seed}'s {runs}: {span} tok/s"
+
+
+def seed_verdict(fig: str, agg: float, rep: SeedReproduction, tolerance: float,
+                 extra: str = "") -> Verdict:
+    """Rule 2: a seed's reproduction of the claim's workload and definition decides. The
+    claim is reproduced when it lies in the reproduction's range, under it (the run cleared
+    it), or within the tolerance over it, the tolerance being at least the spread between
+    the seed's own runs; else not reproduced, with the numbers."""
+    tol = max(tolerance, rep.spread)
+    nums = {"seed_reproduction_low_tok_s": rep.low_tok_s,
+            "seed_reproduction_high_tok_s": rep.high_tok_s,
+            "seed_reproduction_ids": ";".join(rep.ids),
+            "seed_reproduction_runs": ";".join(rep.runs),
+            "seed_reproduction_tolerance": tol,
+            "claim_over_reproduction": agg / rep.high_tok_s if agg > rep.high_tok_s
+            else agg / rep.low_tok_s if agg < rep.low_tok_s else 1.0}
+    differs = ("; what differs: " + "; ".join(rep.differs)) if rep.differs else \
+        "; nothing recorded differs"
+    tol_txt = (f"{tol:.1%}, the spread between those runs" if rep.spread > tolerance
+               else f"{tol:.0%}")
+    where = _seed_text(rep)
+    if agg < rep.low_tok_s:
+        how = f"every one of those runs clears it ({pct(agg / rep.low_tok_s)} under the lowest)"
+    elif agg <= rep.high_tok_s:
+        how = "it lies inside that range"
+    elif within(agg / rep.high_tok_s, tol):
+        how = f"it lies {pct(agg / rep.high_tok_s)} over the highest, within {tol_txt}"
+    else:
+        return Verdict(SEED_NOT_REPRODUCED, f"{fig} is not reproduced by {where}: it lies "
+                       f"{pct(agg / rep.high_tok_s)} over the highest, beyond {tol_txt}"
+                       f"{differs}.{extra}", nums)
+    return Verdict(SEED_REPRODUCED, f"{fig} is reproduced by {where}; {how}{differs}.{extra}",
+                   nums)
+
+
+def _band_words(src: SourceModel) -> str:
+    """The source's band in words: ceiling, floor, the binding term and the compute."""
+    ceil = float(src.tok_s)  # type: ignore[arg-type]
+    floor = src.floor_tok_s
+    text = f"its source's ceiling {ceil:,.1f} tok/s (memory and compute overlapped"
+    if floor is not None:
+        text += f"; no-overlap floor {floor:,.1f} tok/s"
+    text += f"; {binding_text(src.binding_term, src.bend_streams)}"
+    if src.ceiling_low_tok_s is not None and src.ceiling_low_tok_s != src.tok_s:
+        text += (f"; {src.ceiling_low_tok_s:,.1f} tok/s at the lower end of the compute "
+                 f"range, {src.binding_term_low}-bound there")
+    return text + f"; {src.calibration})"
+
+
+def _which_end(src: SourceModel, side: str) -> str:
+    """Which end of the compute range binds a figure outside the band (a compute range has
+    two ends; a measured rate, one)."""
+    if not src.compute_range or " to " not in src.compute_range:
+        return ""
+    if side == "above":
+        return (f"; over the ceiling even at the upper end of the compute range "
+                f"({src.compute_range}), {src.binding_term}-bound there")
+    return (f"; under the floor even at the lower end of the compute range "
+            f"({src.compute_range})")
+
+
 def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | None = None,
             inflation: float | None = None, inflation_source: str = "",
             reproduction: Reproduction | None = None,
-            tolerance: float = TOLERANCE) -> Verdict:
+            tolerance: float = TOLERANCE,
+            seed_reproduction: SeedReproduction | None = None) -> Verdict:
     """The verdict for one claim.
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
     ``per_stream_tok_s``, ``streams``, ``streams_running``, ``spec_method``,
     ``assumed_fields``, optional ``bound`` and ``aggregate_note``: a sentence saying where a
     derived aggregate came from); ``inflation`` is the measured ratio of the claim's
-    definition to end to end for its workload shape (None when not measured).
+    definition to end to end for its workload shape (None when not measured);
+    ``seed_reproduction`` a seed's own reproduction of its workload and definition.
     """
     agg = float(claim["aggregate_tok_s"])
     running = claim.get("streams_running") or claim["streams"]
@@ -149,7 +249,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         "claim_over_roofline": agg / roof if roof else None,
         "tau_needed": agg / roof if roof else None,
         "source_model_tok_s": src.tok_s if src else None,
+        "source_floor_tok_s": src.floor_tok_s if src else None,
+        "source_ceiling_low_tok_s": src.ceiling_low_tok_s if src else None,
         "claim_over_source": agg / src.tok_s if src and src.tok_s else None,
+        "claim_over_floor": agg / src.floor_tok_s if src and src.floor_tok_s else None,
+        "compute_range": source.compute_range if source else "",
         "calibrated_on": ";".join(source.calibrated_on) if source else "",
         "calibration": source.calibration if source else "",
         "binding_term": (src.binding_term if src else ceiling.bound) if roof else "",
@@ -161,6 +265,14 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     if claim["metric"] in NOT_A_DECODE_RATE:
         return Verdict(NOT_COMPARABLE, f"the metric ({label}) is not a decode rate; the "
                        "decode roofline does not bound it." + assumed, nums)
+    if seed_reproduction is not None:
+        extra = ""
+        if roof and compare(agg, roof, tolerance) == "above":
+            extra = (f" It is {agg / roof:.2f}x its card's plain roofline {roof:,.1f} tok/s, "
+                     f"so a drafter is needed: "
+                     f"{drafter if drafter else 'no drafter is stated'}.")
+        out = seed_verdict(fig, agg, seed_reproduction, tolerance, extra + note + assumed)
+        return Verdict(out.kind, out.reason, {**nums, **out.numbers})
     if roof is None:
         return Verdict(NOT_COMPARABLE, f"no roofline: {ceiling.note}." + assumed, nums)
     if reproduction is not None:
@@ -190,39 +302,39 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                        f"({ceiling.bound} bound): it needs {tau_txt}, which only a drafter "
                        f"gives; {why}." + note + assumed, nums)
     if src is not None and src.is_calibration:
-        return Verdict(CONSISTENT, f"{fig} sets its source's model: it is the only one-stream, "
-                       f"no-drafter figure its source publishes ({src.calibration}), so it "
-                       "agrees with that model by construction; "
+        return Verdict(CALIBRATES, f"{fig} sets its source's model: it is the only "
+                       f"one-stream, no-drafter figure its source publishes "
+                       f"({src.calibration}), so the model cannot test it; "
                        f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
     if src is not None:
-        model = float(src.tok_s)  # type: ignore[arg-type]
-        r = agg / model
-        where = (f"its source's model {model:,.1f} tok/s "
-                 f"({binding_text(src.binding_term, src.bend_streams)}; {src.calibration})")
-        side = compare(agg, model, tolerance, bound)
-        if side == "consistent":
-            extra = f"; the {drafter} is not needed to explain it" if drafter else ""
-            if bound and abs(r - 1) > tolerance:  # a bound met, not a figure matched
-                return Verdict(CONSISTENT, f"{fig}: {where} meets the bound{extra}."
-                               + note + assumed, nums)
-            return Verdict(CONSISTENT, f"{fig} is {pct(r)} from {where}, within "
-                           f"{tolerance:.0%}{extra}." + note + assumed, nums)
+        ceil = float(src.tok_s)  # type: ignore[arg-type]
+        floor = src.floor_tok_s if src.floor_tok_s is not None else ceil
+        where = _band_words(src)
+        side = band_side(agg, ceil, floor, tolerance, bound)
+        not_needed = f"; the {drafter} is not needed to explain it" if drafter else ""
+        if side == "inside":
+            at = f"at {agg / ceil:.1%} of {where}"
+            if bound and not (floor <= agg <= ceil):  # a bound met, not a figure matched
+                at = f"a bound its source's band meets ({agg / ceil:.1%} of {where})"
+            return Verdict(BAND, f"{fig} is in the bend region of its source's model, {at}"
+                           f"{not_needed}." + note + assumed, nums)
         if side == "above":
-            if _deflated_fits(agg, model, inflation, tolerance):
+            if _deflated_fits(agg, ceil, inflation, tolerance):
                 nums["inflation"] = inflation
                 return Verdict(DEFINITION_INFLATES, _inflates_text(
-                    f"{fig} is {pct(r)} from {where}", label, inflation, inflation_source,
-                    agg) + note + assumed, nums)
-            extra = (f"; the {drafter} could explain it ({r:.2f} tokens kept per stream per "
-                     "step over the model)" if drafter else "")
-            return Verdict(ABOVE_SOURCE, f"{fig} is {pct(r)} from {where}, beyond "
-                           f"{tolerance:.0%}{extra}; {agg / roof:.1%} of {plain_txt}."
-                           + note + assumed, nums)
-        extra = f"; the {drafter} is not needed to explain it" if drafter else ""
+                    f"{fig} is {pct(agg / ceil)} from {where}", label, inflation,
+                    inflation_source, agg) + note + assumed, nums)
+            extra = (f"; the {drafter} could explain it ({agg / ceil:.2f} tokens kept per "
+                     "stream per step over the ceiling)" if drafter else "")
+            return Verdict(ABOVE_SOURCE, f"{fig} is {pct(agg / ceil)} over {where}, beyond "
+                           f"{tolerance:.0%}{_which_end(src, 'above')}{extra}; "
+                           f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
+        extra = not_needed
         if claim.get("metric_phase") == "end_to_end":
             extra += "; end to end includes prefill and ramp, which the decode model leaves out"
-        return Verdict(BELOW_SOURCE, f"{fig} is {pct(r)} from {where}, beyond "
-                       f"{tolerance:.0%}{extra}." + note + assumed, nums)
+        return Verdict(SHORT, f"{fig} is {agg / floor:.1%} of its source's no-overlap floor "
+                       f"{floor:,.1f} tok/s, beyond {tolerance:.0%} under it: short of "
+                       f"{where}{_which_end(src, 'below')}{extra}." + note + assumed, nums)
     why = ("its source publishes no one-stream, no-drafter figure to calibrate on, so eta = 1 "
            "(the plain roofline)")
     extra = f"; the {drafter} is not needed to explain it" if drafter else ""

@@ -18,7 +18,7 @@ from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.inputs import compute_ceiling, load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.report import steps as run_steps
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
@@ -300,6 +300,30 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
                                    "; ".join(x[2] for x in own))
 
 
+def _seed_reproduction(c: Any, claims: list[Any]) -> Any:
+    """A seed's own reproduction of claim ``c`` among the registry's ``claims``
+    (:func:`claimcheck.core.sourcemodel.reproductions_of`), as a
+    :class:`claimcheck.core.verdicts.SeedReproduction` of the seed with the most matching
+    runs (the lowest seed number on a tie); None when no seed reproduced it."""
+    from claimcheck.core import sourcemodel as sm
+    from claimcheck.core import verdicts as v
+    of_row = {id(o.row): o for o in claims}
+    found = [of_row[id(r)] for r in
+             sm.reproductions_of(c.row, c.stated, [(o.row, o.stated) for o in claims])]
+    if not found:
+        return None
+    by_seed: dict[str, list[Any]] = {}
+    for o in found:
+        by_seed.setdefault(str(o["seed"]), []).append(o)
+    seed, rs = min(by_seed.items(), key=lambda kv: (-len({o["run"] for o in kv[1]}), kv[0]))
+    values = [o.aggregate_tok_s for o in rs]
+    return v.SeedReproduction(
+        seed=f"{int(seed):03d}" if seed.isdigit() else seed, low_tok_s=min(values),
+        high_tok_s=max(values), runs=tuple(dict.fromkeys(o["run"] for o in rs)),
+        ids=tuple(o["id"] for o in rs),
+        differs=tuple(sm.differences(c.row, c.stated, [(o.row, o.stated) for o in rs])))
+
+
 def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                  weights_csv: str | Path, config_json: str | Path,
                  protocols_yaml: str | Path, records: list[str | Path],
@@ -336,9 +360,10 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         for cid in p.source_claims:
             protos_of.setdefault(cid, []).append(name)
 
-    def roof(c: Any, eta: float = 1.0) -> dict[str, Any]:
+    def roof(c: Any, eta: float = 1.0, tflops: float | None = None) -> dict[str, Any]:
         shared = replace(c, row={**c.row, "streams": c.streams_sharing})
-        return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows)
+        return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
+                              tflops=tflops)
 
     plain = {c["id"]: roof(c) for c in claims}
     key = {c["id"]: sm.source_key(c.row, QUANT_FORMAT.get((c["quantization"] or "").lower()))
@@ -355,6 +380,13 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     calib = {k: sm.pick_calibration(fs) for k, fs in figures.items()}
     by_id = {c["id"]: c for c in claims}
 
+    def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
+        """The compute rates the claim's band spans (one when measured at its power)."""
+        card = cards[c["card"]]
+        ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
+        return sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
+                                list(ceilings.values()), ds_tf, ds_src)
+
     rows = []
     for c in claims:
         t = c.tidy()
@@ -366,27 +398,34 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]])
             cal = alt or cal
             own = alt is None
-        compute = (f"compute {p['roofline_tflops']:g} TFLOP/s from {p['roofline_compute']}"
-                   if p.get("roofline_tflops") else "")
+        rates = rates_of(c, p) if p["roofline_tok_s"] else []
+        compute = ("compute " + " to ".join(f"{tf:g} TFLOP/s ({src})" for tf, src in rates)
+                   if rates else "")
         source = None
         if cal is not None and p["roofline_tok_s"]:
             eta = sm.eta_from(cal.aggregate_tok_s, cal.plain_tok_s)  # type: ignore[arg-type]
-            model = roof(c, eta)
+            hi, lo = roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0])
+            _, floor = sm.band(c.streams_sharing, lo["roofline_memory_ms"] / 1e3,
+                               lo["roofline_compute_ms"] / 1e3)
             source = sm.SourceModel(
-                tok_s=model["roofline_tok_s"], eta=eta, binding_term=model["roofline_bound"],
-                bend_streams=model["roofline_bend_streams"], calibrated_on=(cal.id,),
+                tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
+                bend_streams=hi["roofline_bend_streams"], calibrated_on=(cal.id,),
                 calibration=(f"eta {eta:.3f} = {cal.id}'s {cal.aggregate_tok_s:,.1f} tok/s "
                              f"({METRICS[by_id[cal.id]['metric']].label}, 1 stream, "
                              + (f"{cal.context_tokens:,.0f} tokens of context"
                                 if by_id[cal.id]["context_tokens"] else "context not stated")
                              + f") / its plain roofline {cal.plain_tok_s:,.1f} tok/s; "
                              f"{compute}"),
-                is_calibration=own)
+                is_calibration=own, floor_tok_s=floor,
+                ceiling_low_tok_s=lo["roofline_tok_s"], binding_term_low=lo["roofline_bound"],
+                compute_range=compute if len(rates) > 1 else "")
         elif p["roofline_tok_s"]:
             source = sm.SourceModel(
                 tok_s=None, bend_streams=p.get("roofline_bend_streams"),
                 calibration=("no one-stream, no-drafter figure from this source: plain "
-                             f"roofline (eta = 1); {compute}"))
+                             f"roofline (eta = 1); {compute}"),
+                compute_range=compute if len(rates) > 1 else "")
+        seed_rep = _seed_reproduction(c, claims)
         seed_agg = _seed_aggregate(c, claims)
         if seed_agg is not None:
             derived = c.aggregate_tok_s
@@ -402,7 +441,10 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         infl, infl_src = _inflation(steps, col, c.streams_sharing) if col else (None, "")
         protos = protos_of.get(c["id"], [])
         replays, repro = protocol_replays(c, protos, steps, col)
-        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol)
+        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol, seed_rep)
+        plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
+                               p["roofline_compute_ms"] / 1e3)[1]
+                       if p["roofline_tok_s"] else None)
         given_row = {k: c.stated.get(k) for k in c.row}
         metric = {"scope": METRICS[c["metric"]].scope, "phase": METRICS[c["metric"]].phase,
                   "definition": METRICS[c["metric"]].definition}
@@ -413,7 +455,8 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                      "value": c["value"], "streams": c["streams"],
                      "streams_running": c["streams_running"],
                      "assumed_fields": t["assumed_fields"], "verdict": res.kind,
-                     "reason": res.reason, **res.numbers, "protocol": ";".join(protos),
+                     "reason": res.reason, **res.numbers,
+                     "roofline_floor_tok_s": plain_floor, "protocol": ";".join(protos),
                      "replay_context": v.replay_sentence(
                          replays, res.numbers.get("claim_over_roofline"), c["card"]),
                      "replay_runs": ";".join(r["run"] for r in replays),

@@ -359,16 +359,28 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
 
 def verdict_figure(verdicts_json: str) -> Any:
     """The verdict figure: each claim's ratio to its card's plain roofline and to its
-    source-calibrated prediction (verdicts-table columns claim_over_roofline and
-    claim_over_source; the second may be absent), marked by verdict kind."""
+    source-calibrated model's ceiling (verdicts-table columns claim_over_roofline and
+    claim_over_source; the second may be absent), marked by verdict kind, each drawn on its
+    band: from the no-overlap floor (``roofline_floor_tok_s``, ``source_floor_tok_s``) over
+    the ceiling, to 1."""
     rows = read_json(at_root(verdicts_json))
+
+    def over(a: Any, b: Any) -> float | None:
+        a, b = _ratio(a), _ratio(b)
+        return a / b if a and b else None
+
     pts = [{"verdict": r["verdict"],
             "claim_over_roofline": _ratio(r.get("claim_over_roofline")),
-            "claim_over_source": _ratio(r.get("claim_over_source"))} for r in rows]
+            "claim_over_source": _ratio(r.get("claim_over_source")),
+            "floor_over_roofline": over(r.get("roofline_floor_tok_s"), r.get("roofline_tok_s")),
+            "floor_over_source": over(r.get("source_floor_tok_s"),
+                                      r.get("source_model_tok_s"))} for r in rows]
     return plots.verdict_figure(pts, verdicts_md.kinds_in_order(rows), source=(
         f"{verdicts_json} (one verdict per registry claim; claims from data/raw/claims.csv, "
         "shared/seeds/000-002); plain roofline at each claim's own card, weights, streams "
-        "and context; source models calibrated on each source's own published figures"))
+        "and context; source models calibrated on each source's own published figures; "
+        "grey bar: the band from the no-overlap floor (memory + compute) to the overlap "
+        "ceiling (max of the two)"))
 
 
 def _ratio(x: Any) -> float | None:

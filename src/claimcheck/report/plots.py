@@ -376,26 +376,34 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
     """Each published figure's ratio to its own card's plain roofline (left) and to the
     prediction of a model calibrated on its own source (right), one row per verdict kind,
     log scale, 1 marked. ``rows``: dicts with ``verdict``, ``claim_over_roofline`` and
-    (where the verdicts table has it) ``claim_over_source``, as floats or None."""
-    fig, (a1, a2) = fs.new(9.6, 0.9 + 0.42 * max(len(kinds), 3), ncols=2)
+    (where the verdicts table has it) ``claim_over_source``, as floats or None; with
+    ``floor_over_roofline`` / ``floor_over_source`` (the no-overlap floor over the ceiling)
+    each point sits on a grey bar from its floor to its ceiling (1): the band its physics
+    allows."""
+    fig, (a1, a2) = fs.new(13.0, 1.2 + 0.42 * max(len(kinds), 3), ncols=2)
     colour = fs.colours(kinds)
     marker = {k: fs.MARKERS[i % len(fs.MARKERS)] for i, k in enumerate(kinds)}
     have_source = any(r.get("claim_over_source") for r in rows)
-    for ax, key, label in ((a1, "claim_over_roofline", "claim ÷ plain roofline of its card "
-                            "(η = 1; ratio, log scale)"),
-                           (a2, "claim_over_source", "claim ÷ its source-calibrated model's "
-                            "prediction (ratio, log scale)")):
-        pts = [(r[key], kinds.index(r["verdict"])) for r in rows
+    for ax, key, fkey, label in (
+            (a1, "claim_over_roofline", "floor_over_roofline", "claim ÷ plain roofline "
+             "ceiling of its card (η = 1; ratio, log scale)"),
+            (a2, "claim_over_source", "floor_over_source", "claim ÷ its source-calibrated "
+             "model's ceiling (ratio, log scale)")):
+        pts = [(r[key], kinds.index(r["verdict"]), r.get(fkey)) for r in rows
                if r.get(key) and r["verdict"] in kinds]
         rng = np.random.default_rng(0)  # fixed jitter: the same rows give the same figure
-        for x, y in sorted(pts):
+        for x, y, floor in sorted(pts, key=lambda p: (p[0], p[1])):
             k = kinds[y]
-            ax.scatter([x], [len(kinds) - 1 - y + rng.uniform(-0.22, 0.22)], s=18,
+            yy = len(kinds) - 1 - y + rng.uniform(-0.22, 0.22)
+            if floor:
+                ax.plot([floor, 1.0], [yy, yy], color=fs.MUTED, alpha=0.3, lw=3.0,
+                        solid_capstyle="butt", zorder=2)
+            ax.scatter([x], [yy], s=18,
                        marker=marker[k], facecolors="none", edgecolors=colour[k],
                        linewidths=0.9, zorder=3)
         ax.axvline(1.0, color=fs.INK, lw=0.8, zorder=1)
         ax.set_xscale("log")
-        xs = [x for x, _ in pts] or [1.0]
+        xs = [x for x, _, _ in pts] + [f for _, _, f in pts if f] or [1.0]
         lo, hi = min(min(xs), 0.8) / 1.3, max(max(xs), 1.25) * 1.3
         ax.set_xlim(lo, hi)
         ticks = [t for t in RATIO_TICKS if lo <= t <= hi]
@@ -415,9 +423,8 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
     a2.set_title("Against its own source's model" + ("" if have_source else " (none yet)"),
                  loc="left")
     a2.tick_params(labelleft=True)
-    fig.suptitle("Each published throughput figure against its card's physics, by verdict "
-                 "(count of figures with that ratio in brackets)", x=0.0, ha="left",
-                 fontsize=10)
+    fig.suptitle("Each published figure on its band (grey: no-overlap floor to overlap "
+                 "ceiling), by verdict (count in brackets)", x=0.0, ha="left", fontsize=10)
     fig.tight_layout()
     fs.source_line(fig, source)
     return fig

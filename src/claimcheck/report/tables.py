@@ -41,7 +41,8 @@ def _finite(x: float) -> float | None:
 
 def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                    ceilings: dict[str, Ceiling], eta: float = 1.0,
-                   weight_rows: dict[str, WeightRow] | None = None) -> dict[str, Any]:
+                   weight_rows: dict[str, WeightRow] | None = None,
+                   tflops: float | None = None) -> dict[str, Any]:
     """The roofline at a claim's own configuration (card, weights, streams, context), by
     :func:`claimcheck.core.inputs.roofline_for`.
 
@@ -50,7 +51,10 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     KV). Returns ``roofline_tok_s`` (aggregate, eta as given, tau = 1),
     ``claim_over_roofline`` and ``tau_needed`` (tokens kept per stream per step the claim
     implies). Claims whose metric is prefill, whose card is unknown or whose weights have
-    no byte count get a ``roofline_note`` instead.
+    no byte count get a ``roofline_note`` instead. ``roofline_memory_ms`` and
+    ``roofline_compute_ms`` are the step's two terms at the claim's streams (the band's
+    inputs, :func:`claimcheck.core.sourcemodel.band`); ``tflops`` replaces the ceiling the
+    card and power limit pick (a compute range's other end).
     """
     m = METRICS[c["metric"]]
     out: dict[str, Any] = {"id": c["id"], "roofline_tok_s": None,
@@ -74,7 +78,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     model, src = roofline_for(
         geom, cards[c["card"]], weights=weights, ceilings=ceilings,
         weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
-        power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0)
+        power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
+        tflops=tflops)
     b = c["streams"]
     p = rl.point(model, b)
     out.update(roofline_tok_s=p.aggregate_tok_s, roofline_bound=p.bound,
@@ -84,6 +89,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                                  else f"{fmt} format x weights per token"),
                roofline_state_dtype=src["state_dtype"], roofline_kv_dtype=src["kv_dtype"],
                roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
+               roofline_compute_dtype=src["compute_dtype"],
+               roofline_memory_ms=p.memory_ms, roofline_compute_ms=p.compute_ms,
                roofline_bend_streams=_finite(rl.bend_streams(model)))
     return out
 
