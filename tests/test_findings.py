@@ -12,10 +12,12 @@ GB = 1e9
 # two engines: W = 50 GB, S = 0.1 GB per stream, kappa = 1e5 B/token (bf16);
 # W = 25 GB, S = 0.05 GB, kappa = 5e4 (fp8)
 ENGINES = pd.DataFrame([
-    {"run": "a", "weight_format": "bf16", "kv_dtype": "bf16", "state_dtype": "fp32",
+    {"run": "a", "kind": "bench", "weight_format": "bf16", "kv_dtype": "bf16",
+     "state_dtype": "fp32",
      "weight_bytes": 50 * GB, "state_bytes": 0.1 * GB, "kv_bytes_per_token": 1e5,
      "speculative": False, "ignore_eos": True, "prefix_caching": False},
-    {"run": "b", "weight_format": "fp8", "kv_dtype": "fp8", "state_dtype": "fp16",
+    {"run": "b", "kind": "bench", "weight_format": "fp8", "kv_dtype": "fp8",
+     "state_dtype": "fp16",
      "weight_bytes": 25 * GB, "state_bytes": 0.05 * GB, "kv_bytes_per_token": 5e4,
      "speculative": False, "ignore_eos": False, "prefix_caching": True}])
 

@@ -70,7 +70,7 @@ def span(xs: Iterable[float], fmt: Callable[[float], str] = pct) -> str:
 
 # ------------------------------------------------------------------ the step frame
 
-ENGINE_COLUMNS = ("weight_format", "kv_dtype", "state_dtype", "weight_bytes", "state_bytes",
+ENGINE_COLUMNS = ("kind", "weight_format", "kv_dtype", "state_dtype", "weight_bytes", "state_bytes",
                   "kv_bytes_per_token", "speculative", "ignore_eos", "prefix_caching")
 
 
@@ -89,9 +89,16 @@ def engine_rows(runs: Iterable[Any]) -> pd.DataFrame:
                     "state_bytes": ei.state_bytes_per_stream if ei else None,
                     "kv_bytes_per_token": ei.kv_bytes_per_token if ei else None,
                     "speculative": "speculative" in extra,
-                    "ignore_eos": bool(r.protocol.ignore_eos),
+                    "ignore_eos": bool(r.protocol.ignore_eos), "kind": r.protocol.kind,
                     "prefix_caching": bool(ec.prefix_caching)})
     return pd.DataFrame(out, columns=["run", *ENGINE_COLUMNS])
+
+
+NEEDED = ("run", "status", "reported", "streams", "requests", "max_num_seqs", "input_len",
+          "output_len", "context_tokens_per_stream", "all_streams_decoding_tok_s",
+          "aggregate_mean_tpot_tok_s", "roofline_tok_s", "roofline_bound", "e2e_output_tok_s",
+          "tokens_per_joule", "telemetry_mean_power_w", "total_output_tokens", "vllm",
+          "weights_label")
 
 
 def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
@@ -101,6 +108,10 @@ def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
     prefill), ``share`` (decode over the bandwidth line), ``step_ms`` (streams x 1000 /
     decode) and the GB each step moves (``weights_gb``, ``state_gb`` read and written,
     ``kv_gb``)."""
+    steps = steps.copy()
+    for col in NEEDED:  # a table without timeline columns reads them as not measured
+        if col not in steps:
+            steps[col] = None
     f = steps.merge(engines, on="run", how="left")
     f = f[(f["status"] == "complete") & f["reported"].astype(bool)].copy()
     seqs = f["max_num_seqs"].fillna(f["streams"])
@@ -108,7 +119,7 @@ def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
     f["queued"] = f["streams"] > running
     f["waves"] = (f["requests"] / running).apply(math.ceil)
     ok = (~f["queued"]) & (f["output_len"] > 2) & f["all_streams_decoding_tok_s"].notna()
-    f["decode"] = f["all_streams_decoding_tok_s"].where(ok)
+    f["decode"] = pd.to_numeric(f["all_streams_decoding_tok_s"].where(ok))
     f["share"] = f["decode"] / f["roofline_tok_s"]
     f["step_ms"] = 1000 * f["streams"] / f["decode"]
     f["weights_gb"] = f["weight_bytes"] / GB
@@ -305,9 +316,11 @@ def long_prompts(f: pd.DataFrame) -> Finding:
 
 
 def second_wave(f: pd.DataFrame) -> Finding:
-    """What more waves cost: end to end of a step sending several waves against a
-    one-wave step of the same format, streams and output, prompts within 30%."""
+    """What more waves cost: end to end of a step sending several waves of independent
+    requests (protocol kind ``bench``) against a one-wave step of the same format, streams
+    and output, prompts within 30%."""
     cond = f"every matched pair differs by at most {SMALL_COST:.0%} end to end"
+    f = f[f["kind"] == "bench"]  # independent requests: a closed loop has no waves
     one = f[(f["waves"] == 1) & ~f["queued"] & (f["output_len"] > 2)]
     many = f[(f["waves"] > 1) & ~f["queued"] & (f["output_len"] > 2) & (f["streams"] > 1)]
     pairs = []
@@ -402,8 +415,16 @@ FINDINGS: tuple[Callable[[pd.DataFrame], Finding], ...] = (
 
 
 def all_findings(f: pd.DataFrame) -> list[Finding]:
-    """Every finding of the step frame, in the body's order."""
-    return [fn(f) for fn in FINDINGS]
+    """Every finding of the step frame, in the body's order; a finding the steps are too
+    few to compute fails, saying so (never a traceback in the render)."""
+    out = []
+    for fn in FINDINGS:
+        try:
+            out.append(fn(f))
+        except (ValueError, KeyError, IndexError, ZeroDivisionError) as e:
+            key = fn.__name__.replace("_", " ")
+            out.append(_fail(key, "its steps exist", f"too few steps to compute it ({e})"))
+    return out
 
 
 def report(found: list[Finding]) -> list[str]:
