@@ -105,7 +105,8 @@ rule update:
     conda:
         PIPELINE_ENV
     shell:
-        "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        # --log-output: the findings left out (and why) reach logs/update.log
+        "papermill --log-output -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # Each published figure against its card's plain roofline and its source's model.

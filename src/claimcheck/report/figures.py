@@ -5,6 +5,7 @@ it; the notebook saves the figure with :func:`claimcheck.report.figstyle.save`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -318,10 +319,12 @@ def update_section(run_records: list[str] | None, claims_json: str, card: str,
     runs, steps = read_run_records(records(run_records))
     nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
                 if c.default_power_w} if cards_csv else None)
-    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    defined = load_protocols(at_root(protocols_yaml)) if protocols_yaml else {}
+    protocols = sorted(defined) if protocols_yaml else None
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
-                         figures or {}, protocols, model_name, geom, nominal)
+                         figures or {}, protocols, model_name, geom, nominal,
+                         descriptions={k: p.description for k, p in defined.items()})
 
 
 def update_documents(run_records: list[str] | None, claims_json: str, card: str,
@@ -340,8 +343,11 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     model_rows = read_csv(at_root(model_csv)) if model_csv else []
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    log: list[str] = []
     body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
-                       appendix_link, model_name, geom, verdict_figure, protocols)
+                       appendix_link, model_name, geom, verdict_figure, protocols, log=log)
+    for line in log:  # the render's log: each finding left out, and why
+        print(line, file=sys.stderr)
     appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
                 "every step of every run, each protocol's blocks in full, each run's "
                 "provenance, the definitions figures, the model table and every verdict "

@@ -14,11 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
+from claimcheck.report import findings as F
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
 from claimcheck.report.record import Run, median_step, reported_steps, step_context
@@ -304,13 +307,14 @@ def _step_rows(steps: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[s
 def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any]],
                      claims: list[dict[str, Any]], figures: dict[str, str],
                      level: str = "###", others: list[Run] | None = None,
-                     nominal_w: dict[str, float] | None = None) -> str:
+                     nominal_w: dict[str, float] | None = None,
+                     description: str | None = None) -> str:
     """The section of one protocol: what it runs, its table, the blocks its data asks for
     (gate, all-streams decode, lanes, closed loop, one stream; see
     :mod:`claimcheck.report.sections`), each run's figure. ``others``: every run of the
     card (for same-shape comparisons); ``nominal_w``: card -> rated board power, W."""
     rows = _step_rows(steps)
-    out = [f"{level} Protocol `{proto.name}`", "", proto.description, "",
+    out = [f"{level} Protocol `{proto.name}`", "", description or proto.description, "",
            workload_sentence(proto), "",
            protocol_table(proto, runs, rows, claims,
                           str(runs[0].path / "provenance.json")), ""]
@@ -337,7 +341,8 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
                   card: str, figures: dict[str, str],
                   protocols: list[str] | None = None, model: str | None = None,
                   geometry: Geometry | None = None,
-                  nominal_w: dict[str, float] | None = None) -> str:
+                  nominal_w: dict[str, float] | None = None,
+                  descriptions: dict[str, str] | None = None) -> str:
     """The whole Update section for the runs of one card: a section per protocol that has
     runs (in name order), the protocols named in ``protocols`` that have none, one sentence
     per replayed claim, provenance and figure links. ``model`` and ``geometry`` describe the
@@ -352,11 +357,14 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
             "the weight GiB the engine reported, the engine's state and KV dtypes, the "
             "protocol's context per stream and the card's datasheet bandwidth at η = 1.", ""]
     by_proto: dict[str, list[Run]] = {}
-    for r in sorted(runs, key=lambda r: (r.protocol.name, r.name)):
+    rank = body_order(runs, steps)
+    for r in sorted(runs, key=lambda r: (rank.get(r.protocol.name, len(rank)),
+                                         r.protocol.name, r.name)):
         by_proto.setdefault(r.protocol.name, []).append(r)
-    for rs in by_proto.values():
+    for name, rs in by_proto.items():
         out.append(protocol_section(rs[-1].protocol, rs, steps, claims, figures,
-                                    others=runs, nominal_w=nominal_w))
+                                    others=runs, nominal_w=nominal_w,
+                                    description=(descriptions or {}).get(name)))
     not_run = [p for p in protocols or [] if p not in by_proto]
     if not_run:
         out += ["### Not run yet", "",
@@ -667,51 +675,265 @@ def dummy_note(runs: list[Run], model: str | None, geometry: Geometry | None) ->
             "of the published checkpoints.", ""]
 
 
+def body_order(runs: list[Run], steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Protocol name -> its place in the body: the order in which the findings first read
+    a run of it (the appendix follows the body's order)."""
+    names = {r.name for r in runs}
+    proto = {r.name: r.protocol.name for r in runs}
+    found = F.all_findings(F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                                        F.engine_rows(runs)))
+    order: dict[str, int] = {}
+    for x in found:
+        for row in x.rows:
+            for run in str(row.get("runs") or row.get("run") or "").split(", "):
+                if run in proto:
+                    order.setdefault(proto[run], len(order))
+    return order
+
+
+def engine_words(run: Run) -> str:
+    """An engine in words: weights, KV and state dtypes, slots and prefix caching, from the
+    run's provenance and engine inputs (never the engine's config name)."""
+    ec, ei = run.provenance.engine_config, run.engine_inputs
+    fmt = ec.weight_format.upper()
+    how = " (vLLM's online quantization of the BF16 weights)" if ec.quantization else ""
+    kv = (ei.kv_dtype if ei else ec.kv_cache_dtype).upper()
+    state = (ei.state_dtype if ei else str(ec.mamba_ssm_cache_dtype)).upper()
+    return (f"{fmt} weights{how} with a {kv} KV cache and {state} recurrent state, "
+            f"{ec.max_num_seqs} slots"
+            + (", prefix caching on" if ec.prefix_caching else ""))
+
+
+def stack_paragraph(runs: list[Run]) -> str:
+    """The stack in a few sentences: card and power limit, engine version, each engine in
+    words, and the weights."""
+    def joined(xs: Iterable[str]) -> str:
+        xs = sorted(set(xs))
+        return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+    p = [r.provenance for r in runs]
+    limits = joined(f"{x.gpu.power_limit_enforced_w:.0f} W" for x in p
+                    if x.gpu.power_limit_enforced_w)
+    draw = [x.telemetry.mean_power_w for x in p if x.telemetry.mean_power_w]
+    engines: dict[str, list[str]] = {}
+    for r in runs:
+        engines.setdefault(engine_words(r), []).append(r.name)
+    return (f"Every run is on one {joined(x.gpu.name or x.card for x in p)} at its "
+            f"{limits} power limit (mean draw over a run {min(draw):.0f} to {max(draw):.0f} "
+            f"W), driver {joined(x.driver_version or '?' for x in p)}, with vLLM "
+            f"{joined(x.sw('vllm') for x in p)} and torch {joined(x.sw('torch') for x in p)}. "
+            f"The engines served {len(engines)} configurations: "
+            + "; ".join(sorted(engines)) + ". No run drafts tokens.")
+
+
+def findings_paragraph(found: list[Any]) -> str:
+    """The findings that hold, one sentence each, as one paragraph."""
+    return " ".join(x.sentence for x in found if x.holds)
+
+
+def _ps(v: float | None, n: float) -> str:
+    """'summed (per stream)' with per stream = summed / n."""
+    return "n/a (not measured)" if v is None or v != v else f"{v:,.1f} ({v / n:,.1f})"
+
+
+def _caption(what: str, rows: list[dict[str, Any]], divisor: str) -> str:
+    runs = sorted({r for x in rows for r in str(x.get("runs") or x.get("run", "")).split(", ")
+                   if r})
+    return (f"*{what} One row per level: the median of each column over the repeats and "
+            f"runs of that level. {divisor} Runs: {', '.join(runs)} (dummy weights).*")
+
+
+POWERS = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+
+
+def share_table(x: Any) -> str:
+    """Decode against the bandwidth line per format, context and streams."""
+    rows = [r for r in x.rows if r["streams"] in POWERS]
+    d = F.main_context(pd.DataFrame(x.rows))
+    main = {(r["weight_format"], r["context_tokens_per_stream"]) for r in d.to_dict("records")}
+    longest = max(r["context_tokens_per_stream"] for r in x.rows)
+    rows = [r for r in rows if (r["weight_format"], r["context_tokens_per_stream"]) in main
+            or r["context_tokens_per_stream"] == longest]
+    rows.sort(key=lambda r: (r["weight_format"], r["context_tokens_per_stream"], r["streams"]))
+    body = [[F.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
+             f"{r['context_tokens_per_stream']:,.0f}", _ps(r["decode"], r["streams"]),
+             f"{r['roofline_tok_s']:,.0f}", f"{r['share']:.0%}"] for r in rows]
+    return (md.table(["Weights", "Streams", "Context per stream, tokens",
+                      "All streams decoding, tok/s summed (per stream)",
+                      "Bandwidth line, tok/s", "η"], body) + "\n\n"
+            + _caption("Decode while every stream decodes, against the bandwidth line, at "
+                       "powers of two streams.", rows,
+                       "Per stream = the sum over the streams decoding at once (all of them)."))
+
+
+def bytes_table(x: Any) -> str:
+    """The bytes one step moves and the step measured, per level of the step finding."""
+    rows = [r for r in x.rows if r["streams"] in POWERS]
+    body = [[f"{r['streams']:,.0f}", f"{r['weights_gb']:.1f}", f"{r['state_gb']:.1f}",
+             f"{r['kv_gb']:.1f}", f"{r['step_ms']:.1f}", f"{r['share']:.0%}"] for r in rows]
+    return (md.table(["Streams", "Weights, GB", "State read and written, GB", "KV, GB",
+                      "Step, ms (streams × 1000 / all streams decoding)", "η"], body)
+            + "\n\n" + _caption(f"What one {F.fmt_name(rows[0]['weight_format'])} step "
+                                  f"moves at {rows[0]['context_tokens_per_stream']:,.0f} "
+                                  "tokens of context per stream (from the geometry) and how "
+                                  "long it takes.", rows,
+                                  "The step divides the streams decoding at once by their "
+                                  "summed decode speed."))
+
+
+def long_table(x: Any) -> str:
+    """Long prompts with a second wave: all streams decoding, mean TPOT, end to end."""
+    rows = sorted(x.rows, key=lambda r: (r["weight_format"], r["streams"]))
+    body = [[F.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
+             _ps(r["decode"], r["streams"]),
+             _ps(r["aggregate_mean_tpot_tok_s"], r["streams"]),
+             _ps(r["e2e_output_tok_s"], r["streams"]), f"{r['share']:.0%}"] for r in rows]
+    return (md.table(["Weights", "Streams", "All streams decoding, tok/s summed (per stream)",
+                      "Streams × 1000 / mean TPOT (per stream)",
+                      "End to end (per stream)", "η, all streams decoding"], body)
+            + "\n\n" + _caption(f"{rows[0]['input_len']:,.0f} tokens in and "
+                                  f"{rows[0]['output_len']:,.0f} out, {rows[0]['waves']:.0f} "
+                                  "requests per stream (a later wave's prefills land on the "
+                                  "decode of the one before); end to end includes prefill, "
+                                  "ramp and tail.", rows,
+                                  "Every per-stream figure divides by the streams of the "
+                                  "row."))
+
+
+def wave_table(x: Any) -> str:
+    """One wave against several, end to end."""
+    rows = sorted(x.rows, key=lambda r: (r["long"], r["weight_format"], r["streams"]))
+    body = [[F.fmt_name(r["weight_format"]), f"{r['input_len']:,.0f}", f"{r['streams']:,.0f}",
+             _ps(r["one"], r["streams"]), _ps(r["many"], r["streams"]) +
+             f", {r['waves']:.0f} waves", f"{r['change']:+.1%}"] for r in rows]
+    return (md.table(["Weights", "Prompt, tokens", "Streams", "One wave, end to end, tok/s "
+                      "(per stream)", "Several waves, end to end", "Change"], body)
+            + "\n\n*End to end = all output tokens / wall time, prefill, ramp and tail in; "
+            "one row per level, the median over repeats and runs of each side. Per stream "
+            "= end to end / the streams of the row. The one-wave side is each level's "
+            "one-wave steps with prompts within 30% of the other side's (dummy weights).*")
+
+
+def model_sentences(rows: list[dict[str, Any]]) -> str:
+    """The model in three sentences, from the model table."""
+    from claimcheck.report import verdicts_md
+    if not rows:
+        return "No model table yet."
+    m = verdicts_md.model_summary(rows)
+    w = m["worst"]
+    worst = ""
+    if w is not None:
+        err = max((float(w["e2e_error"]), float(w.get("decode_error") or 0.0)), key=abs)
+        worst = f" Its largest miss is {err:+.1%}, at {w['streams']} streams."
+    engines = sorted({str(r["engine"]) for r in rows if r.get("engine")})
+    links = ", ".join(f"[{i + 1}](model-{e}.png)" for i, e in enumerate(engines))
+    return ("A step model takes two numbers measured on the card, the bandwidth of a "
+            "one-stream decode and the compute of a held one-stream prefill, and replays "
+            "each protocol's requests through the engine's scheduler. Against "
+            f"{m['steps']} steps it did not calibrate on, it lands within 5% of "
+            f"{m['both']} on both end to end and decode and of {m['e2e']} on end to end "
+            f"(figures {links})." + worst)
+
+
+def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
+    """The published figures against their own cards, in one paragraph."""
+    from claimcheck.report import verdicts_md
+    if not verdicts:
+        return "No verdicts yet."
+    counts = Counter(v["verdict"] for v in verdicts)
+    head = (f"Set against the plain roofline of its own card and, where its source gave a "
+            f"figure to calibrate on, against that source's own model, the "
+            f"{len(verdicts)} published figures come out "
+            + ", ".join(f"{counts[k]} {k}" for k in verdicts_md.kinds_in_order(verdicts))
+            + ". No run here drafts tokens, so none of the H200 rows bears on the figures "
+            "that need speculation.")
+    return " ".join([head, verdicts_md.source_misses(verdicts),
+                     verdicts_md.above_roofline(verdicts, 3)])
+
+
+def body_title(found: list[Any], runs: list[Run]) -> str:
+    """A title that states the main finding (the bandwidth-share finding's numbers)."""
+    share = next((x for x in found if x.key == "bandwidth share" and x.holds), None)
+    card = runs[0].provenance.gpu.name or runs[0].provenance.card
+    days = sorted({r.provenance.started_utc[:10] for r in runs})
+    if share is None:
+        return f"## Update, {days[-1]}: the published protocols on one {card}"
+    fm = sorted({k.split("_")[0] for k in share.numbers},
+                key=lambda k: -share.numbers[f"{k}_max"])
+    parts = []
+    for i, k in enumerate(fm):
+        n = [r["streams"] for r in share.rows if r["weight_format"] == k]
+        parts.append(f"{F.fmt_name(k)} decodes at {share.numbers[f'{k}_min']:.0%}–"
+                     f"{share.numbers[f'{k}_max']:.0%} of {'its' if i == 0 else 'its own'} "
+                     f"bandwidth line from {min(n):,.0f} to {max(n):,.0f} streams")
+    return (f"## Update, {days[-1]}: on one {card} (dummy weights), "
+            + " and ".join(parts))
+
+
 def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
                 figures: dict[str, str], verdicts: list[dict[str, Any]],
                 model_rows: list[dict[str, Any]], appendix: str,
                 model: str | None = None, geometry: Geometry | None = None,
                 verdict_figure: str | None = None,
-                protocols: list[str] | None = None) -> str:
-    """figures/update.md: the body an article can print. The findings on the published
-    figures, one short section per protocol (its paragraph, its one table, its figures),
-    the protocols in ``protocols`` not run yet, the model and the provenance each in a
-    paragraph; ``appendix`` links the rest."""
-    from claimcheck.report import verdicts_md
+                protocols: list[str] | None = None,
+                log: list[str] | None = None) -> str:
+    """figures/update.md: the body an article can print, in the article's own form: a
+    title stating the main finding, the dummy-weights box, the stack, the findings (each a
+    sentence with its numbers, computed and checked by :mod:`claimcheck.report.findings`),
+    at most five narrow tables each followed by what it shows, the published figures in
+    one paragraph, the model in three sentences, provenance in two lines. ``log`` gets one
+    line per finding left out."""
     runs = [r for r in runs if r.provenance.card == card]
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
-    rows = _step_rows(steps)
-    by_proto: dict[str, list[Run]] = {}
-    for r in sorted(runs, key=lambda r: (r.protocol.name, r.name)):
-        by_proto.setdefault(r.protocol.name, []).append(r)
-    out = [update_title(runs, card), "", *dummy_note(runs, model, geometry),
-           "What follows is what the published throughput figures say once each is set "
-           "against its own card, and what each published protocol gives when replayed "
-           f"here. Every step of every run, each protocol's blocks in full, every verdict "
-           f"with its numbers, the model table and each run's provenance are in "
-           f"[the appendix]({appendix}); the tidy tables are in `data/derived/`.", "",
-           "### What the published figures say", "",
-           verdicts_md.render_findings(verdicts, verdict_figure)]
-    if "claim_map" in figures:
-        out += [f"![Every published figure, streams against aggregate]({figures['claim_map']})",
-                ""]
-    roofs = sorted(k for k in figures if k.startswith("roofline-"))
-    if roofs:
-        out += ["Rooflines drawn with the claims made on each card: "
-                + ", ".join(f"[{k.removeprefix('roofline-')}]({figures[k]})" for k in roofs)
-                + ".", ""]
-    out += ["### The protocols, replayed", "",
-            "Each table: one row per reported step; aggregates in tok/s summed over the "
-            "streams with one stream's speed in brackets; the last column is the "
-            "protocol's headline figure over the plain roofline at the step's streams and "
-            "context (η = 1, weights as the engine reported them).", ""]
-    for rs in by_proto.values():
-        out.append(protocol_body(rs[-1].protocol, rs, rows, verdicts, figures))
-    not_run = [p for p in protocols or [] if p not in by_proto]
-    if not_run:
-        out += ["Not run on this card yet: " + ", ".join(f"`{p}`" for p in not_run) + ".",
-                ""]
-    out += ["### The model", "", verdicts_md.model_paragraph(model_rows), "",
-            "### Provenance", "", provenance_paragraph(runs), ""]
+    names = {r.name for r in runs}
+    frame = F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                         F.engine_rows(runs))
+    found = F.all_findings(frame)
+    if log is not None:
+        log += F.report(found)
+    by = {x.key: x for x in found if x.holds}
+    out = [body_title(found, runs), "", *dummy_note(runs, model, geometry),
+           stack_paragraph(runs), "",
+           "Two words recur below. The *bandwidth line* of a step (its plain roofline) is "
+           "the tokens per second the card's datasheet bandwidth allows at that step's "
+           "streams and context if each step moves the weights once, each stream's "
+           "recurrent state twice (read and written) and its KV cache once, and every "
+           "stream keeps one token per step; *η* is the share of that line a step "
+           "reaches.", "", "### What the runs found", "", findings_paragraph(found), ""]
+    if "h200" in figures:
+        out += [f"![BF16 and FP8 decode against their bandwidth lines]({figures['h200']})", ""]
+    if "bandwidth share" in by:
+        out += [share_table(by["bandwidth share"]), "",
+                "Each format holds about one share of its line from one stream to its most, "
+                "at short and at 8K context; FP8 holds a lower share than BF16 at every "
+                "level, which is why it buys less than its bytes.", ""]
+    if "step growth" in by:
+        out += [bytes_table(by["step growth"]), "",
+                "The step follows its bytes to where the state read and written nears the "
+                "weights, and η falls a little past it.", ""]
+    if "long prompts" in by:
+        out += [long_table(by["long prompts"]), ""]
+        if "long" in figures:
+            out += [f"![Long prompts: all streams decoding against mean TPOT]"
+                    f"({figures['long']})", ""]
+        out += ["All streams decoding sits at the same η as short prompts; the mean TPOT "
+                "and end to end fall as the prefills of the second wave take steps.", ""]
+    if "second wave" in by:
+        out += [wave_table(by["second wave"]), "",
+                "More waves of the same requests leave the end-to-end speed where one wave "
+                "puts it.", ""]
+    out += ["### The published figures, each against its own card", "",
+            published_paragraph(verdicts), ""]
+    if verdict_figure:
+        out += [f"![Each published figure against its card's plain roofline and its "
+                f"source's model]({verdict_figure})", ""]
+    p = [r.provenance for r in runs]
+    out += ["### The model", "", model_sentences(model_rows), "",
+            "### Provenance", "",
+            f"{len(runs)} runs, {min(x.started_utc[:10] for x in p)} to "
+            f"{max(x.started_utc[:10] for x in p)}, each with its exact commands, server log "
+            "and 1-Hz telemetry under `data/raw/runs/`.  ",
+            f"Every step, every protocol, every verdict and the model table are in "
+            f"[the appendix]({appendix}); the tidy tables are in `data/derived/`.", ""]
     return "\n".join(out)

@@ -1,0 +1,122 @@
+"""The findings layer on hand-made step tables: numbers worked out by hand, and a finding
+whose condition fails is left out and named."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from claimcheck.report import findings as F
+
+GB = 1e9
+# two engines: W = 50 GB, S = 0.1 GB per stream, kappa = 1e5 B/token (bf16);
+# W = 25 GB, S = 0.05 GB, kappa = 5e4 (fp8)
+ENGINES = pd.DataFrame([
+    {"run": "a", "kind": "bench", "weight_format": "bf16", "kv_dtype": "bf16",
+     "state_dtype": "fp32",
+     "weight_bytes": 50 * GB, "state_bytes": 0.1 * GB, "kv_bytes_per_token": 1e5,
+     "speculative": False, "ignore_eos": True, "prefix_caching": False},
+    {"run": "b", "kind": "bench", "weight_format": "fp8", "kv_dtype": "fp8",
+     "state_dtype": "fp16",
+     "weight_bytes": 25 * GB, "state_bytes": 0.05 * GB, "kv_bytes_per_token": 5e4,
+     "speculative": False, "ignore_eos": False, "prefix_caching": True}])
+
+
+def step(run, streams, decode, roof, ctx=1000, requests=None, e2e=None, input_len=100,
+         **kw):
+    out = 1000 - input_len if ctx == 1000 else ctx - input_len
+    return {"run": run, "status": "complete", "reported": True, "streams": streams,
+            "requests": requests or streams, "max_num_seqs": 256, "input_len": input_len,
+            "output_len": out, "context_tokens_per_stream": ctx,
+            "all_streams_decoding_tok_s": decode, "roofline_tok_s": roof,
+            "aggregate_mean_tpot_tok_s": kw.get("mean", decode), "roofline_bound": "memory",
+            "e2e_output_tok_s": e2e or 0.9 * decode, "tokens_per_joule": kw.get("tpj", 1.0),
+            "telemetry_mean_power_w": 500.0, "vllm": "0.26.0", "weights_label": "dummy weights",
+            "total_output_tokens": (requests or streams) * out}
+
+
+def frame(rows):
+    return F.step_frame(pd.DataFrame(rows), ENGINES)
+
+
+ROWS = [step("a", 1, 70, 100), step("a", 8, 520, 800), step("a", 8, 500, 700, ctx=8000,
+                                                            input_len=7000),
+        step("b", 1, 100, 200), step("b", 8, 800, 1600), step("b", 8, 700, 1300, ctx=8000,
+                                                               input_len=7000)]
+
+
+def test_share_of_the_line_per_format():
+    x = F.bandwidth_share(frame(ROWS))
+    # bf16: 70/100, 520/800 = 0.65, 500/700 = 0.714; fp8: 0.5, 0.5, 700/1300 = 0.538
+    assert x.holds
+    assert x.numbers["bf16_min"] == pytest.approx(0.65)
+    assert x.numbers["fp8_max"] == pytest.approx(700 / 1300)
+    assert x.sentence.startswith("BF16 decodes at 65%–71% of its bandwidth line from 1 to 8 "
+                                 "streams, at 1,000 to 8,000 tokens of context per stream; "
+                                 "FP8 decodes at 50%–54%")
+
+
+def test_a_failing_condition_is_left_out_and_named():
+    # fp8 at 8 streams above bf16's lowest share: the bands overlap
+    rows = ROWS[:4] + [step("b", 8, 1100, 1600), ROWS[5]]
+    x = F.bandwidth_share(frame(rows))
+    assert not x.holds and "overlap" in x.why
+    log = F.report([x])
+    assert log == [f"finding 'bandwidth share' not printed: {x.condition} does not hold "
+                   f"({x.why})"]
+
+
+def test_fp8_buys_against_its_byte_ratio():
+    x = F.fp8_buys(frame(ROWS))
+    # 1 stream, 1000 ctx: bytes bf16 50 + 0.2 + 0.1 = 50.3, fp8 25 + 0.1 + 0.05 = 25.15
+    assert x.holds and x.numbers["levels"] == 3
+    assert x.numbers["bytes_min"] == pytest.approx(2.0)
+    # gains 100/70 = 1.43, 800/520 = 1.54, 700/500 = 1.40
+    assert x.numbers["gain_max"] == pytest.approx(800 / 520)
+    assert "1.40×–1.54× as fast as BF16" in x.sentence and "2.00× fewer bytes" in x.sentence
+
+
+def test_step_growth_names_the_state_crossover():
+    rows = [step("a", 1, 70, 100), step("a", 64, 64 * 50, 64 * 71.4),
+            step("a", 128, 128 * 33, 128 * 50)]
+    x = F.step_growth(frame(rows))
+    # step ms: 1000 / 70 = 14.3; 1000 * 64 / 3200 = 20.0; 1000 * 128 / 4224 = 30.3
+    # shares 0.70, 0.70, 0.66; bytes at 1: 50.3 GB, at 128: 50 + 25.6 + 12.8 = 88.4
+    assert x.holds, x.why
+    assert x.numbers["growth"] == pytest.approx((128000 / 4224) / (1000 / 70))
+    assert x.numbers["bytes_growth"] == pytest.approx(88.4 / 50.3)
+    assert x.numbers["cross_bf16"] == pytest.approx(250)  # 50 GB / (2 x 0.1 GB)
+    assert "to 20.0 ms at 64 (η 70% and 70%)" in x.sentence
+    # the same run with the last level back on its line: eta does not fall, left out
+    flat = F.step_growth(frame(rows[:2] + [step("a", 128, 128 * 35, 128 * 50)]))
+    assert not flat.holds and "does not fall" in flat.why
+    assert "25.6 GB of recurrent state read and written and 12.8 GB of KV" in x.sentence
+
+
+def test_long_prompts_and_second_wave():
+    rows = [step("a", 8, 520, 800, e2e=480),   # short, one wave: share 0.65
+            step("a", 8, 500, 800, requests=16, e2e=490),   # short, two waves
+            step("a", 8, 530, 800, ctx=8000, input_len=7000, requests=16, mean=265, e2e=300),
+            step("a", 8, 540, 800, ctx=8000, input_len=7000, e2e=297)]
+    f = frame(rows)
+    x = F.long_prompts(f)
+    # all decoding 530 / mean-TPOT 265 = 2.0x; share 530 / 800 = 0.66 against the short
+    # prompts' median of 0.65 and 0.625 = 0.64
+    assert x.holds and x.numbers["over_mean_max"] == pytest.approx(2.0)
+    assert "BF16 66% against 64%" in x.sentence
+    w = F.second_wave(f)
+    # short: 490 / 480 - 1 = +2.1%; long: 300 / 297 - 1 = +1.0%
+    assert w.holds and w.numbers["change_max"] == pytest.approx(490 / 480 - 1)
+    assert "+2.1% with short prompts" in w.sentence and "+1.0% with long" in w.sentence
+
+
+def test_energy_and_what_cannot_be_said():
+    rows = [step("a", 1, 70, 100, tpj=0.1), step("a", 8, 520, 800, tpj=0.9)]
+    e = F.energy(frame(rows))
+    assert e.holds and "BF16 0.10 at 1 stream (500 W mean draw) and 0.90 at 8" in e.sentence
+    c = F.cannot_say(frame(ROWS))
+    # run b does not ignore EOS: its 3 steps, 1 + 8 + 8 = 17 requests, all at the cap
+    assert c.holds and "17 requests free to stop early" in c.sentence
+    short = ROWS[:3] + [{**r, "total_output_tokens": r["total_output_tokens"] - 1}
+                        for r in ROWS[3:]]
+    assert not F.cannot_say(frame(short)).holds
