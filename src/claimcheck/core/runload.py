@@ -112,11 +112,14 @@ def step_output_len(proto: Protocol, index: int) -> int | None:
     return getattr(st, "output_len", None) or proto.output_len
 
 
-def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol) -> RunStep:
+def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
+          manifest: dict[str, runfiles.ManifestEntry] | None) -> RunStep:
     """One step read and checked (:func:`claimcheck.core.runchecks.check_bench`): every
     reader of a run (the pipeline, ``metrics``, ``model``, ``predict``, ``measure
     --verify``) gets the same refusals. A complete step without its result is refused; a
-    failed one is kept with ``skip`` saying why."""
+    failed one is kept with ``skip`` saying why. With the runs folder's ``manifest``, the
+    bytes the step's file gives back must be those it records (a compact file it does not
+    list is refused: nothing says what it should hold)."""
     d = p / "steps" / rec.dir
     sj_path = d / "step.json"
     sj = read_json(sj_path) if sj_path.is_file() else None
@@ -130,7 +133,13 @@ def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol) -> Run
                              f"marks the step {rec.status} ({gone})")
         return RunStep(rec, raw, sj, None, None,
                        skip=f"{rec.dir}: no bench.json (step {rec.status})")
-    bench = runfiles.bench_data(d)
+    entry = None
+    if manifest is not None:
+        entry = manifest.get(runfiles.manifest_rel(d))
+        if entry is None and bpath.name != runfiles.BENCH:
+            raise InputError(str(bpath), f"not listed in {p.parent / runfiles.BENCH_MANIFEST}"
+                             ": nothing records the bytes it should give back")
+    bench = runfiles.bench_data(d, entry, str(p.parent / runfiles.BENCH_MANIFEST))
     if not isinstance(bench, dict):
         raise InputError(str(bpath), "not a vllm bench serve result (an object)")
     runchecks.check_bench(bench, requests=rec.requests, step_ok=rec.ok, source=str(bpath),
@@ -189,7 +198,10 @@ def load_run(path: str | Path) -> LoadedRun:
     start = p / "server-start.log"
     start_text = read_text(start) if start.exists() else ""
     raws = prov.raw.get("steps") or [{} for _ in prov.steps]
-    steps = tuple(_step(p, rec, raw, proto) for rec, raw in zip(prov.steps, raws, strict=True))
+    mpath = p.parent / runfiles.BENCH_MANIFEST
+    manifest = runfiles.read_manifest(mpath) if mpath.is_file() else None
+    steps = tuple(_step(p, rec, raw, proto, manifest)
+                  for rec, raw in zip(prov.steps, raws, strict=True))
     runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
                         weights_gib=serverlog.weights_gib(start_text),
                         provenance_source=str(p / "provenance.json"),
