@@ -9,41 +9,72 @@ import time
 
 import pytest
 
-from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, load_engines, multicast_refusal
+from claimcheck.core.engines import (
+    FUSION_OFF,
+    MULTICAST_OFF,
+    env_refusal,
+    load_engines,
+    multicast_refusal,
+)
 from claimcheck.core.errors import InputError
 from claimcheck.measure import server as srv
 
-BASE = ["--gdn-prefill-backend", "triton"]
+BASE = ["m", "--gdn-prefill-backend", "triton"]
+ENV = dict(MULTICAST_OFF)
+NEEDS = ("runs the engine on more than one GPU, which needs pass_config.fuse_allreduce_rms "
+         "false in the compilation config vLLM keeps (its last --compilation-config): add "
+         "extra_args ['--compilation-config', '{\"pass_config\":{\"fuse_allreduce_rms\":"
+         "false}}'] after any other; vLLM's default all-reduce + RMSNorm fusion may create an "
+         "NVLink multicast object")
 
 
 def test_tp1_needs_no_switch_and_tp2_needs_the_fusion_off():
-    assert multicast_refusal(1, BASE, {}) is None
-    why = multicast_refusal(2, BASE, {})
-    assert why == ("tensor_parallel_size 2 needs extra_args ['--compilation-config', "
-                   "'{\"pass_config\":{\"fuse_allreduce_rms\":false}}']: vLLM's default "
-                   "all-reduce + RMSNorm fusion may create an NVLink multicast object")
-    assert multicast_refusal(2, [*BASE, "--compilation-config", FUSION_OFF], {}) is None
-    assert multicast_refusal(2, [*BASE, "-O", FUSION_OFF], {}) is None
-    assert multicast_refusal(2, [f"--compilation-config={FUSION_OFF}"], {}) is None
+    assert multicast_refusal(BASE, ENV) is None
+    assert multicast_refusal([*BASE, "--tensor-parallel-size", "2"], ENV) == \
+        f"'--tensor-parallel-size 2' {NEEDS}"
+    tp2 = [*BASE, "--tensor-parallel-size", "2"]
+    assert multicast_refusal([*tp2, "--compilation-config", FUSION_OFF], ENV) is None
+    assert multicast_refusal([*tp2, "-cc", FUSION_OFF], ENV) is None
+    assert multicast_refusal([*tp2, f"--compilation-config={FUSION_OFF}"], ENV) is None
+    assert multicast_refusal([*tp2, f"--compilation_config={FUSION_OFF}"], ENV) is None
 
 
 def test_fusion_left_on_or_unreadable_is_refused_with_what_was_given():
+    tp2 = [*BASE, "-tp", "2"]
     on = '{"pass_config":{"fuse_allreduce_rms":true}}'
-    assert multicast_refusal(2, ["--compilation-config", on], {}).endswith(f"(given: {on})")
-    assert "(given: {not json)" in multicast_refusal(2, ["--compilation-config", "{not json"],
-                                                     {})
+    assert multicast_refusal([*tp2, "--compilation-config", on], ENV) == (
+        f"'-tp 2' {NEEDS} (vLLM would keep '--compilation-config {on}')")
+    assert multicast_refusal([*tp2, "--compilation-config", "{not json"], ENV) == (
+        "the vllm serve command cannot be read for certain: '--compilation-config {not "
+        "json': not JSON (Expecting property name enclosed in double quotes at character 1)")
     # another pass switched off is not this one
     other = '{"pass_config":{"enable_fusion":false}}'
-    assert "needs extra_args" in multicast_refusal(4, ["--compilation-config", other], {})
+    assert multicast_refusal([*tp2, "--compilation-config", other], ENV).startswith(
+        f"'-tp 2' {NEEDS}")
+    # false given as a string or a number is not certainly false
+    assert NEEDS in multicast_refusal(
+        [*tp2, "-cc", '{"pass_config":{"fuse_allreduce_rms":0}}'], ENV)
 
 
 def test_mnnvl_and_multicast_env_are_refused_at_any_tensor_parallel_size():
-    assert multicast_refusal(1, ["--all2all-backend", "MNNVL"], {}) == (
+    assert multicast_refusal([*BASE, "--all2all-backend", "MNNVL"], ENV) == (
         "'MNNVL' names the mnnvl all-reduce backend, which uses NVLink multicast")
-    assert "mnnvl" in multicast_refusal(1, BASE, {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "mnnvl"})
-    assert multicast_refusal(1, BASE, {"NCCL_NVLS_ENABLE": "1"}) == (
+    assert multicast_refusal(BASE, {**ENV, "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "mnnvl"}) == (
+        "env VLLM_FLASHINFER_ALLREDUCE_BACKEND='mnnvl' names the mnnvl all-reduce backend, "
+        "which uses NVLink multicast")
+    assert env_refusal({"NCCL_NVLS_ENABLE": "1"}) == (
         "env NCCL_NVLS_ENABLE='1' turns NVLink multicast back on (it must stay '0')")
-    assert multicast_refusal(1, BASE, {"NCCL_NVLS_ENABLE": "0"}) is None
+    assert env_refusal({"NCCL_NVLS_ENABLE": "0"}) is None
+
+
+@pytest.mark.parametrize("missing", sorted(MULTICAST_OFF))
+def test_a_multi_gpu_server_without_each_multicast_variable_is_refused(missing):
+    env = {k: v for k, v in ENV.items() if k != missing}
+    args = [*BASE, "-tp", "2", "-cc", FUSION_OFF]
+    assert multicast_refusal(args, env) == (
+        f"'-tp 2' runs the engine on more than one GPU, which needs {missing}="
+        f"{MULTICAST_OFF[missing]} in the server's environment (it has None)")
+    assert multicast_refusal(args, ENV) is None
 
 
 def test_committed_engines_pass_and_the_tp2_engine_has_the_fusion_off():
@@ -61,7 +92,7 @@ def test_an_engines_file_without_the_switch_is_refused_naming_the_engine(tmp_pat
                  "    served_model_name: s\n    tensor_parallel_size: 2\n", encoding="utf-8")
     with pytest.raises(InputError) as e:
         load_engines(p)
-    assert str(e.value).startswith(f"{p}: engines.two: tensor_parallel_size 2 needs extra_args")
+    assert str(e.value) == f"{p}: engines.two: '--tensor-parallel-size 2' {NEEDS}"
 
 
 def test_every_started_server_gets_multicast_off_whatever_its_engine_env(tmp_path):

@@ -25,7 +25,7 @@ def _manifest() -> list[tuple[str, int, str]]:
     rows = []
     for line in (RUNS / runfiles.BENCH_MANIFEST).read_text().splitlines():
         if line and not line.startswith("#"):
-            sha, size, rel = line.split("  ")
+            sha, size, rel = line.split("  ")[:3]
             rows.append((sha, int(size), rel))
     return rows
 

@@ -78,7 +78,7 @@ def test_complete_run_and_no_overwrite(env):
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert "no GPU telemetry" in r.stderr or "NVML" in r.stderr  # said, not raised
-    runs = sorted((tmp / "runs").iterdir())
+    runs = sorted(p for p in (tmp / "runs").iterdir() if p.is_dir())  # and the manifest
     assert len(runs) == 1
     p = provenance(runs[0])
     assert p["status"] == "complete" and p["weights"] == "dummy"
@@ -89,7 +89,7 @@ def test_complete_run_and_no_overwrite(env):
     first = runs[0].name
     r2 = measure(tmp, e, "ladder")
     assert r2.returncode == 0, r2.stderr
-    names = sorted(d.name for d in (tmp / "runs").iterdir())
+    names = sorted(d.name for d in (tmp / "runs").iterdir() if d.is_dir())
     assert names == [first, first + "-2"]
     assert provenance(tmp / "runs" / first)["steps"] == p["steps"]  # first run untouched
 
@@ -124,7 +124,7 @@ def test_engine_dies_mid_run_keeps_results_and_next_protocol_runs(env):
     r = measure(tmp, e, "ladder", "hyperqwen-batch", mode="die_after_requests:2")
     assert r.returncode == 4, r.stderr
     runs = {d.name.rsplit("-", 1)[-1] if "ladder" in d.name else "batch": d
-            for d in (tmp / "runs").iterdir()}
+            for d in (tmp / "runs").iterdir() if d.is_dir()}
     ladder = next(d for d in (tmp / "runs").iterdir() if d.name.endswith("ladder"))
     p = provenance(ladder)
     assert p["status"] == "failed"

@@ -114,7 +114,7 @@ def test_dense_protocols_through_the_runner(dense, tmp_path):
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
        "--engines-file", ENGINES, "--protocol", "hyperqwen-batch", "--protocol", "ladder",
        "--profile", "ci", "--runs-dir", str(runs))
-    dirs = sorted(runs.iterdir())
+    dirs = sorted(p for p in runs.iterdir() if p.is_dir())
     assert [d.name.split("-tiny-dense-")[1] for d in dirs] == ["hyperqwen-batch", "ladder"]
     for d in dirs:
         verify_run(d)
@@ -127,7 +127,7 @@ def test_dense_protocols_through_the_runner(dense, tmp_path):
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
        "--engines-file", ENGINES, "--protocol", "ladder", "--profile", "ci",
        "--runs-dir", str(runs))
-    assert sorted(d.name for d in runs.iterdir())[-1] == dirs[1].name + "-2"
+    assert sorted(d.name for d in runs.iterdir() if d.is_dir())[-1] == dirs[1].name + "-2"
     assert (dirs[1] / "provenance.json").read_text() == before
 
 
@@ -167,7 +167,7 @@ def test_bench_counts_usage_under_multi_token_chunks(dense, tmp_path):
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
        "--engines-file", ENGINES, "--protocol", "ladder", "--profile", "ci",
        "--runs-dir", str(tmp_path))
-    d = next(tmp_path.iterdir())
+    d = next(p for p in tmp_path.iterdir() if p.is_dir())
     rec = json.loads((d / "provenance.json").read_text())["steps"][-1]
     rows = per_request(load_bench(d / "steps" / rec["dir"] / "bench.json"))
     assert all(r["output_tokens"] == 16 for r in rows)  # ci profile output_len
@@ -193,7 +193,7 @@ def test_a_planted_break_in_the_runner_is_caught(dense, tmp_path):
         env={**ENV, "PYTHONPATH": str(pkg), "CLAIMCHECK_ROOT": str(ROOT)}, cwd=tmp_path,
         timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    d = next(runs.iterdir())
+    d = next(p for p in runs.iterdir() if p.is_dir())
     assert json.loads((d / "provenance.json").read_text())["status"] == "complete"
     with pytest.raises(AssertionError):
         verify_run(d)
@@ -276,7 +276,7 @@ def test_hybrid_model(tmp_path):
     cc("measure", "--card", "cpu", "--engine", "tiny-hybrid", "--engines-file", ENGINES,
        "--protocol", "ladder", "--profile", "ci", "--runs-dir", str(runs), "--state",
        str(tmp_path / "state"), "--port", str(free_port()), "--health-timeout", "400")
-    d = next(runs.iterdir())
+    d = next(p for p in runs.iterdir() if p.is_dir())
     run = load_run(d)
     assert run.provenance.status == "complete"
     assert all(s["completed"] == s["requests"] for s in run.steps)
@@ -296,7 +296,7 @@ def test_closed_loop_and_lanes_count_usage(dense, tmp_path):
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
        "--engines-file", ENGINES, "--protocol", "closed-loop", "--protocol", "lanes",
        "--profile", "ci", "--runs-dir", str(runs))
-    loop_dir, lanes_dir = sorted(runs.iterdir())
+    loop_dir, lanes_dir = sorted(p for p in runs.iterdir() if p.is_dir())
     loop = json.loads((loop_dir / "provenance.json").read_text())
     assert loop["status"] == "complete" and [s["streams"] for s in loop["steps"]] == [1, 2, 4]
     for rec in loop["steps"]:
@@ -333,7 +333,7 @@ def test_one_client_process_runs_vllm_bench(dense, tmp_path):
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
        "--engines-file", ENGINES, "--protocol", "serving-gate", "--profile", "ci",
        "--one-client-process", "--runs-dir", str(runs))
-    d = next(runs.iterdir())
+    d = next(p for p in runs.iterdir() if p.is_dir())
     prov = json.loads((d / "provenance.json").read_text())
     assert prov["status"] == "complete" and len(prov["steps"]) == 3 * 3
     for rec in prov["steps"]:

@@ -204,9 +204,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
     root = Path(a.runs) if a.runs else RUNS
     if not root.is_dir():
         raise InputError("--runs", f"{root} is not a folder")
+    engines = load_engines()  # each engine's exact command checked before any run is read
     runs = run_steps.load_folder(root)
-    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol],
-                                   load_engines())
+    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
     if a.verify is not None:
         out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
     out = {k: v for k, v in out.items() if not k.startswith("_")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,13 @@ def print_verify(run_dir: Path) -> None:
 def cmd_measure(a: argparse.Namespace) -> int:
     # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
     engine = get_engine(a.engine, a.engines_file)
+    if a.step_timeout is not None and not (math.isfinite(a.step_timeout)
+                                           and a.step_timeout > 0):
+        raise InputError("--step-timeout", f"seconds per step must be a finite number > 0, "
+                         f"got {a.step_timeout:g}")
+    if Path(a.runs_dir).exists() and not Path(a.runs_dir).is_dir():
+        raise InputError("--runs-dir", f"{a.runs_dir} is a file, not a folder for run "
+                         "directories")
     gpus = parse_gpus(a.gpus)
     a.card = measure_card(a.card, telemetry.gpu_facts(gpus) if a.card != "cpu" else {},
                           engine.tensor_parallel_size)

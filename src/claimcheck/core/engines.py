@@ -1,16 +1,19 @@
 """Engine configurations (``config/engines.yaml``) as data: what each engine serves, in which
-dtypes, with which limits. The ``vllm serve`` command they make is
-:mod:`claimcheck.measure.engines`."""
+dtypes, with which limits. The exact ``vllm serve`` command each makes
+(:func:`server_argv`) and the multicast guard on it (:func:`check_engine`) are here too, so
+that every reader of an engine checks what vLLM would run."""
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.core.vllmargv import UnreadableArgv, read_serve_args
 from claimcheck.core.yamlcfg import load_validated
 
 
@@ -69,61 +72,158 @@ all-reduce + RMSNorm fusion there by default, and its MNNVL workspace may call
 ``cuMulticastCreate``."""
 
 
-def _compilation_config(args: Sequence[str]) -> str | None:
-    """The value given to ``--compilation-config`` (``-O``) in ``args``, or None."""
-    for i, a in enumerate(args):
-        for flag in ("--compilation-config", "-O"):
-            if a == flag and i + 1 < len(args):
-                return args[i + 1]
-            if a.startswith(flag + "="):
-                return a[len(flag) + 1:]
-    return None
+def server_argv(e: Engine, *, vllm: list[str], host: str, port: int,
+                tokenizer_dir: str | None, root: Path = ROOT) -> list[str]:
+    """The exact ``vllm serve`` argv for an engine config. Binds ``host`` only."""
+    argv = [*vllm, "serve", e.model_path(root), "--host", host, "--port", str(port),
+            "--served-model-name", e.served_model_name]
+    if e.dummy:
+        argv += ["--load-format", "dummy"]
+    else:
+        argv += ["--revision", e.hub_repo_revision[1]]  # type: ignore[index]
+    if tokenizer_dir:
+        argv += ["--tokenizer", tokenizer_dir]
+    opts: list[tuple[str, Any]] = [
+        ("--dtype", None if e.dtype == "auto" else e.dtype),
+        ("--quantization", e.quantization),
+        ("--kv-cache-dtype", None if e.kv_cache_dtype == "auto" else e.kv_cache_dtype),
+        ("--mamba-ssm-cache-dtype",
+         None if e.mamba_ssm_cache_dtype == "auto" else e.mamba_ssm_cache_dtype),
+        ("--max-num-seqs", e.max_num_seqs),
+        ("--max-model-len", e.max_model_len),
+        ("--gpu-memory-utilization", e.gpu_memory_utilization),
+        ("--tensor-parallel-size",
+         e.tensor_parallel_size if e.tensor_parallel_size > 1 else None),
+    ]
+    for flag, val in opts:
+        if val is not None:
+            argv += [flag, str(val)]
+    if e.prefix_caching is True:
+        argv.append("--enable-prefix-caching")
+    elif e.prefix_caching is False:
+        argv.append("--no-enable-prefix-caching")
+    if e.enforce_eager:
+        argv.append("--enforce-eager")
+    return argv + list(e.extra_args)
 
 
-def multicast_refusal(tensor_parallel_size: int, extra_args: Sequence[str],
-                      env: Mapping[str, str]) -> str | None:
-    """Why an engine configuration could use NVLink multicast, or None when it cannot (pure).
+ENGINE_ENV_PREFIXES = ("VLLM_", "NCCL_", "NVSHMEM_", "TORCH_", "FLASHINFER_", "TRTLLM_",
+                       "CUDA_", "MNNVL")
+"""Environment variables of the server's whole environment read for ``mnnvl`` (those vLLM,
+NCCL, NVSHMEM, torch and FlashInfer read); an engine's own ``env`` is read whole."""
 
-    Any engine: no ``mnnvl`` anywhere in its arguments or environment, and no environment
-    that turns :data:`MULTICAST_OFF` back on. TP > 1: ``--compilation-config`` with
-    ``pass_config.fuse_allreduce_rms`` false (:data:`FUSION_OFF`)."""
-    for text in (*extra_args, *env.values()):
-        if "mnnvl" in str(text).lower():
-            return f"{text!r} names the mnnvl all-reduce backend, which uses NVLink multicast"
+
+def server_env(engine_env: Mapping[str, str],
+               base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a started server gets: ``base`` (default this process's), the
+    engine's ``env``, then :data:`MULTICAST_OFF` over both."""
+    return {**(os.environ if base is None else base), **engine_env, **MULTICAST_OFF}
+
+
+def env_refusal(engine_env: Mapping[str, str]) -> str | None:
+    """Why an engine's own ``env`` asks for NVLink multicast, or None (pure): a value
+    against :data:`MULTICAST_OFF` (which :func:`server_env` would override, but an engine
+    file that asks for it is wrong)."""
+    for k, v in engine_env.items():
+        if "mnnvl" in f"{k}={v}".lower():
+            return (f"env {k}={v!r} names the mnnvl all-reduce backend, which uses NVLink "
+                    "multicast")
     for k, v in MULTICAST_OFF.items():
-        if k in env and str(env[k]) != v:
-            return f"env {k}={env[k]!r} turns NVLink multicast back on (it must stay {v!r})"
-    if tensor_parallel_size <= 1:
-        return None
-    raw = _compilation_config(extra_args)
-    try:
-        cfg = json.loads(raw) if raw is not None else None
-    except json.JSONDecodeError:
-        cfg = None
-    fused = (cfg.get("pass_config") or {}).get("fuse_allreduce_rms", True) \
-        if isinstance(cfg, dict) else True
-    if fused is not False:
-        return (f"tensor_parallel_size {tensor_parallel_size} needs extra_args "
-                f"['--compilation-config', '{FUSION_OFF}']: vLLM's default all-reduce + "
-                "RMSNorm fusion may create an NVLink multicast object"
-                + ("" if raw is None else f" (given: {raw})"))
+        if k in engine_env and str(engine_env[k]) != v:
+            return f"env {k}={engine_env[k]!r} turns NVLink multicast back on (it must stay {v!r})"
     return None
+
+
+def multicast_refusal(args: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why the ``vllm serve`` arguments ``args`` (those after ``serve``) run with ``env``
+    (the server's whole environment) could use NVLink multicast, or None (pure).
+
+    Read as vLLM reads them (:func:`claimcheck.core.vllmargv.read_serve_args`: last
+    occurrence wins, ``=`` and short forms); a guarded option that cannot be read for
+    certain is refused. Any engine: no ``mnnvl`` in an argument or in a variable of
+    :data:`ENGINE_ENV_PREFIXES`.
+    An engine over more than one GPU (any parallel size above 1): the compilation config
+    vLLM keeps has ``pass_config.fuse_allreduce_rms`` false, and ``env`` holds
+    :data:`MULTICAST_OFF`."""
+    for a in args:
+        if "mnnvl" in str(a).lower():
+            return f"{a!r} names the mnnvl all-reduce backend, which uses NVLink multicast"
+    for k, v in env.items():
+        if k.startswith(ENGINE_ENV_PREFIXES) and "mnnvl" in f"{k}={v}".lower():
+            return (f"env {k}={v!r} names the mnnvl all-reduce backend, which uses NVLink "
+                    "multicast")
+    try:
+        view = read_serve_args(args)
+    except UnreadableArgv as e:
+        return f"the vllm serve command cannot be read for certain: {e}"
+    multi = view.multi_gpu()
+    if not multi:
+        return None
+    spans = ", ".join(repr(w) for w in multi)
+    comp = view.compilation_config
+    fused = True
+    if comp is not None:
+        pc = comp[0].get("pass_config")
+        fused = pc.get("fuse_allreduce_rms", True) if isinstance(pc, dict) else True
+    if fused is not False:
+        return (f"{spans} runs the engine on more than one GPU, which needs "
+                "pass_config.fuse_allreduce_rms false in the compilation config vLLM keeps "
+                f"(its last --compilation-config): add extra_args ['--compilation-config', "
+                f"'{FUSION_OFF}'] after any other; vLLM's default all-reduce + RMSNorm "
+                "fusion may create an NVLink multicast object"
+                + ("" if comp is None else f" (vLLM would keep {comp[1]!r})"))
+    for k, v in MULTICAST_OFF.items():
+        if env.get(k) != v:
+            return (f"{spans} runs the engine on more than one GPU, which needs {k}={v} in "
+                    f"the server's environment (it has {env.get(k)!r})")
+    return None
+
+
+def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None) -> str | None:
+    """Why an engine may not be served, measured or predicted, or None: its own ``env``
+    (:func:`env_refusal`), then the exact ``vllm serve`` command it makes and the
+    environment a server gets (:func:`multicast_refusal`), then a tensor-parallel size in
+    that command other than its ``tensor_parallel_size`` (its runs would record another
+    layout than they ran)."""
+    why = env_refusal(e.env)
+    if why:
+        return why
+    args = server_argv(e, vllm=["vllm"], host="127.0.0.1", port=8000, tokenizer_dir=None)[2:]
+    why = multicast_refusal(args, server_env(e.env, base_env))
+    if why:
+        return why
+    view = read_serve_args(args)
+    tp = view.size("tensor_parallel_size")
+    if tp != e.tensor_parallel_size:
+        words = view.sizes["tensor_parallel_size"][1]
+        return (f"extra_args {words!r} sets the tensor-parallel size to {tp} but "
+                f"tensor_parallel_size is {e.tensor_parallel_size}: its runs would record a "
+                "layout they did not run; set tensor_parallel_size and drop the option from "
+                "extra_args")
+    return None
+
+
+def check_engine(e: Engine, source: str) -> Engine:
+    """``e``, or :class:`InputError` naming ``source`` and the engine with
+    :func:`engine_refusal`'s reason. The one check ``serve``, ``measure``, ``predict`` and
+    :func:`load_engines` apply."""
+    why = engine_refusal(e)
+    if why:
+        raise InputError(source, why, key=f"engines.{e.name}")
+    return e
 
 
 def load_engines(path: str | Path | None = None) -> dict[str, Engine]:
     """Every engine of ``path`` (default config/engines.yaml), validated; an engine that could
-    use NVLink multicast (:func:`multicast_refusal`) is refused naming it."""
+    use NVLink multicast or whose command sets another layout (:func:`check_engine`) is
+    refused naming it."""
     p = Path(path) if path else CONFIG / "engines.yaml"
     data = load_validated(p, "engines")
     out = {}
     for name, d in data["engines"].items():
         d = dict(d)
         d["extra_args"] = tuple(d.get("extra_args", ()))
-        why = multicast_refusal(int(d.get("tensor_parallel_size") or 1), d["extra_args"],
-                                d.get("env") or {})
-        if why:
-            raise InputError(str(p), why, key=f"engines.{name}")
-        out[name] = Engine(name=name, **d)
+        out[name] = check_engine(Engine(name=name, **d), str(p))
     return out
 
 

@@ -25,11 +25,13 @@ synthetic word ~2.3 instead of ~2.8); decoding all of them takes 3.0 s of CPU in
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import lzma
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,9 @@ BENCH_COMPACT = "bench.json.xz"
 AT_REST = (BENCH_COLS, BENCH_COMPACT)
 """The compact names, in the order they are looked for."""
 BENCH_MANIFEST = "bench-sha256.txt"
-"""In the runs folder: ``sha256  size  run/steps/dir/bench.json`` of each original."""
+"""In the runs folder: ``sha256  size  run/steps/dir/bench.json  [container-sha256]`` of
+each original (:func:`read_manifest`); every reader of a run checks its steps against it
+(:func:`bench_data`)."""
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
 MAGIC = b"claimcheck bench.cols 1\n"
 """First line of a decompressed ``bench.cols``."""
@@ -155,6 +159,10 @@ def decode_cols_data(packed: bytes) -> dict[str, Any]:
     return d
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"the header holds {name}, not a JSON number")
+
+
 def _cols_data(packed: bytes, finite: bool = False) -> tuple[dict[str, Any], int | None]:
     """(the bench dict, its JSON indent) of a ``bench.cols`` container; ``finite``: a NaN
     or infinite column value is a ValueError."""
@@ -165,7 +173,8 @@ def _cols_data(packed: bytes, finite: bool = False) -> tuple[dict[str, Any], int
     if end < 0:
         raise ValueError("bench.cols header line is cut off")
     try:
-        head = json.loads(data[len(MAGIC):end])
+        head = json.loads(data[len(MAGIC):end],
+                          parse_constant=_no_constant if finite else None)
         d, off, body = head["rest"], 0, data[end + 1:]
         for c in head["columns"]:
             n, size = int(c["n"]), 8 * int(c["n"])
@@ -215,20 +224,119 @@ def bench_bytes(step_dir: str | Path) -> bytes:
     return read_bytes(p)
 
 
-def bench_data(step_dir: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One line of :data:`BENCH_MANIFEST`: the SHA-256 (hex) and size (bytes) of the
+    bench.json the client wrote, and the SHA-256 of the compact file that was checked to
+    give those bytes back when it was written (None: not recorded)."""
+
+    sha256: str
+    size: int
+    container_sha256: str | None = None
+
+    def line(self, rel: str) -> str:
+        return "  ".join([self.sha256, str(self.size), rel,
+                          *([self.container_sha256] if self.container_sha256 else [])])
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+MANIFEST_HEAD = (
+    "# SHA-256, size in bytes and path of each step's bench.json as the client wrote it, and\n"
+    "# (4th field, where recorded) the SHA-256 of the compact file checked to give those\n"
+    "# bytes back when it was written (bench.json.xz, since 2026-12-01 bench.cols: see\n"
+    "# src/claimcheck/core/runfiles.py). Every reader of a run checks its steps against it.\n")
+
+
+def read_manifest(path: str | Path) -> dict[str, ManifestEntry]:
+    """The entries of a manifest by path (``run/steps/dir/bench.json``); InputError naming
+    the file and line of a malformed one."""
+    p = Path(path)
+    out: dict[str, ManifestEntry] = {}
+    for n, line in enumerate(read_bytes(p).decode(errors="replace").splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        f = line.split("  ")
+        if len(f) not in (3, 4) or not _HEX64.fullmatch(f[0]) or not f[1].isdigit() or (
+                len(f) == 4 and not _HEX64.fullmatch(f[3])):
+            raise InputError(str(p), "not 'SHA256  SIZE  RUN/steps/DIR/bench.json  "
+                             "[CONTAINER-SHA256]'", line=n)
+        if f[2] in out:
+            raise InputError(str(p), f"{f[2]} is listed twice", line=n)
+        out[f[2]] = ManifestEntry(f[0], int(f[1]), f[3] if len(f) == 4 else None)
+    return out
+
+
+def manifest_rel(step_dir: str | Path) -> str:
+    """A step's manifest path: ``run/steps/dir/bench.json``."""
+    d = Path(step_dir)
+    return f"{d.parent.parent.name}/steps/{d.name}/{BENCH}"
+
+
+def write_manifest(path: str | Path, entries: dict[str, ManifestEntry]) -> None:
+    """The whole manifest, its lines in the order of ``entries``, written atomically."""
+    p = Path(path)
+    text = MANIFEST_HEAD + "".join(e.line(r) + "\n" for r, e in entries.items())
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def record_manifest(path: str | Path, rel: str, entry: ManifestEntry) -> None:
+    """Add (or complete) ``rel``'s line in the manifest at ``path`` (made when missing). A
+    line already there for other bytes is never overwritten: InputError naming both."""
+    p = Path(path)
+    fd = os.open(p.parent, os.O_RDONLY)  # the folder locked: several runners on one host
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        entries = read_manifest(p) if p.is_file() else {}
+        old = entries.get(rel)
+        if old == entry:
+            return
+        if old is not None and (old.sha256, old.size) != (entry.sha256, entry.size):
+            raise InputError(str(p), f"already records {rel} as {old.size} bytes, SHA-256 "
+                             f"{old.sha256}; the step's new result ({entry.size} bytes, "
+                             f"{entry.sha256}) is not written over it")
+        entries[rel] = entry
+        write_manifest(p, entries)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _check_entry(raw: bytes, entry: ManifestEntry, where: Path, manifest: str) -> None:
+    sha = sha256_hex(raw)
+    if len(raw) != entry.size or sha != entry.sha256:
+        raise InputError(str(where), f"gives back {len(raw)} bytes, SHA-256 {sha[:16]}..., "
+                         f"but {manifest} records {entry.size} bytes, SHA-256 "
+                         f"{entry.sha256[:16]}...: changed since it was recorded")
+
+
+def bench_data(step_dir: str | Path, entry: ManifestEntry | None = None,
+               manifest: str = BENCH_MANIFEST) -> dict[str, Any]:
     """A step's bench result as ``json.loads`` of :func:`bench_bytes` gives it (a
     ``bench.cols`` decoded straight to the dict); InputError naming the file when it is
-    missing or not valid."""
+    missing or not valid.
+
+    With ``entry`` (its line of the manifest, named ``manifest`` in errors) the bytes the
+    file gives back must have the recorded size and SHA-256, else InputError naming the
+    file. A ``bench.cols`` whose own SHA-256 is the one recorded with the entry was checked
+    to give those bytes back when it was written, so it is not rebuilt as JSON to hash
+    (that would cost ~2.6 s of CPU for the 112 committed steps, more than decoding them)."""
     p = bench_path(step_dir)
     if p is None or p.name != BENCH_COLS:
         raw = bench_bytes(step_dir)
         where = p or Path(step_dir) / BENCH
-    else:
-        try:
-            return decode_cols_data(p.read_bytes())
-        except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
-            raise InputError(str(p), f"not a valid .cols archive ({e})") from None
-    return read_json_bytes(raw, str(where))
+        if entry is not None:
+            _check_entry(raw, entry, where, manifest)
+        return read_json_bytes(raw, str(where))
+    try:
+        packed = p.read_bytes()
+        if entry is None or entry.container_sha256 == sha256_hex(packed):
+            return decode_cols_data(packed)
+        d, indent = _cols_data(packed, finite=True)
+    except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
+        raise InputError(str(p), f"not a valid .cols archive ({e})") from None
+    _check_entry(json.dumps(d, indent=indent).encode(), entry, p, manifest)
+    return d
 
 
 def _decode(name: str, packed: bytes) -> bytes:
@@ -247,18 +355,25 @@ def _write(d: Path, name: str, packed: bytes, raw: bytes) -> Path:
     return out
 
 
-def compact_bench(step_dir: str | Path) -> Path:
+def compact_bench(step_dir: str | Path, manifest: str | Path | None = None) -> Path:
     """Store a step's plain bench.json compact (bench.cols when it gives back the exact
     bytes, else bench.json.xz) and remove the plain file; the compact path. Already
-    compact: kept as it is."""
+    compact: kept as it is. With ``manifest`` (the runs folder's :data:`BENCH_MANIFEST`),
+    the original's SHA-256 and size and the compact file's SHA-256 are recorded there
+    (:func:`record_manifest`) before the plain file goes."""
     d = Path(step_dir)
     plain = d / BENCH
     if not plain.is_file():
         return bench_path(d) or d / BENCH_COLS
     raw = plain.read_bytes()
     packed = encode_cols(raw)
-    out = (_write(d, BENCH_COLS, packed, raw) if packed is not None
-           else _write(d, BENCH_COMPACT, lzma.compress(raw, preset=XZ_PRESET), raw))
+    name = BENCH_COLS if packed is not None else BENCH_COMPACT
+    if packed is None:
+        packed = lzma.compress(raw, preset=XZ_PRESET)
+    if manifest is not None:  # first: a line it may not write leaves the step as it was
+        record_manifest(manifest, manifest_rel(d),
+                        ManifestEntry(sha256_hex(raw), len(raw), sha256_hex(packed)))
+    out = _write(d, name, packed, raw)
     plain.unlink()
     return out
 
@@ -288,18 +403,43 @@ def recompact_bench(step_dir: str | Path, sha256: str) -> Path:
 
 def recompact_runs(runs: str | Path) -> dict[str, int]:
     """Migration: every step listed in ``runs``' manifest kept compact is re-stored as
-    bench.cols where exact (each checked against its manifest SHA-256 first);
-    the count of steps per name kept. Run: ``python3 -c "from claimcheck.core.runfiles
-    import recompact_runs; print(recompact_runs('data/raw/runs'))"``."""
+    bench.cols where exact (each checked against its manifest SHA-256 and size first), and
+    its line completed with the SHA-256 of the file it is kept in; the count of steps per
+    name kept. Run: ``python3 -c "from claimcheck.core.runfiles import recompact_runs;
+    print(recompact_runs('data/raw/runs'))"``."""
     root, kept = Path(runs), {}
     manifest = root / BENCH_MANIFEST
-    for line in read_bytes(manifest).decode().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        sha, _size, rel = line.split("  ")
-        name = recompact_bench((root / rel).parent, sha).name
-        kept[name] = kept.get(name, 0) + 1
+    entries = read_manifest(manifest)
+    for rel, e in entries.items():
+        out = recompact_bench((root / rel).parent, e.sha256)
+        if len(read_bytes(out)) != e.size:
+            raise InputError(str(out), f"gives back another size than the manifest's {e.size}")
+        if out.name != BENCH:
+            entries[rel] = ManifestEntry(e.sha256, e.size, sha256_hex(out.read_bytes()))
+        kept[out.name] = kept.get(out.name, 0) + 1
+    write_manifest(manifest, entries)
     return kept
+
+
+def complete_manifest(runs: str | Path) -> int:
+    """Migration: each line of ``runs``' manifest whose step is kept compact gets the
+    SHA-256 of that file, after checking the bytes it gives back against the line (size
+    and SHA-256); InputError naming the file when they differ. The lines completed. Run:
+    ``python3 -c "from claimcheck.core.runfiles import complete_manifest;
+    print(complete_manifest('data/raw/runs'))"``."""
+    root = Path(runs)
+    manifest = root / BENCH_MANIFEST
+    entries, done = read_manifest(manifest), 0
+    for rel, e in entries.items():
+        p = bench_path((root / rel).parent)
+        if p is None:
+            raise InputError(str(root / rel), f"listed in {manifest} but not on disk")
+        _check_entry(read_bytes(p), e, p, str(manifest))
+        if p.name != BENCH:
+            entries[rel] = ManifestEntry(e.sha256, e.size, sha256_hex(p.read_bytes()))
+            done += 1
+    write_manifest(manifest, entries)
+    return done
 
 
 def sha256_hex(data: bytes) -> str:

@@ -105,7 +105,21 @@ def protocol_from_record(d: dict[str, Any]) -> Protocol:
     return Protocol(**kw)
 
 
-def _step(p: Path, rec: StepRecord, raw: dict[str, Any]) -> RunStep:
+def step_output_len(proto: Protocol, index: int) -> int | None:
+    """The output tokens each request of step ``index`` asked for (the step's own length
+    where it has one, else the protocol's; as :func:`claimcheck.report.record.step_context`)."""
+    st = proto.steps[index] if 0 <= index < len(proto.steps) else None
+    return getattr(st, "output_len", None) or proto.output_len
+
+
+def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
+          manifest: dict[str, runfiles.ManifestEntry] | None) -> RunStep:
+    """One step read and checked (:func:`claimcheck.core.runchecks.check_bench`): every
+    reader of a run (the pipeline, ``metrics``, ``model``, ``predict``, ``measure
+    --verify``) gets the same refusals. A complete step without its result is refused; a
+    failed one is kept with ``skip`` saying why. With the runs folder's ``manifest``, the
+    bytes the step's file gives back must be those it records (a compact file it does not
+    list is refused: nothing says what it should hold)."""
     d = p / "steps" / rec.dir
     sj_path = d / "step.json"
     sj = read_json(sj_path) if sj_path.is_file() else None
@@ -113,11 +127,23 @@ def _step(p: Path, rec: StepRecord, raw: dict[str, Any]) -> RunStep:
         validate_step(sj, str(sj_path))
     bpath = runfiles.bench_path(d)
     if bpath is None:
+        if rec.ok:
+            gone = "its directory is gone" if not d.is_dir() else "its directory has none"
+            raise InputError(str(d / runfiles.BENCH), f"no such file, but provenance.json "
+                             f"marks the step {rec.status} ({gone})")
         return RunStep(rec, raw, sj, None, None,
                        skip=f"{rec.dir}: no bench.json (step {rec.status})")
-    bench = runfiles.bench_data(d)
+    entry = None
+    if manifest is not None:
+        entry = manifest.get(runfiles.manifest_rel(d))
+        if entry is None and bpath.name != runfiles.BENCH:
+            raise InputError(str(bpath), f"not listed in {p.parent / runfiles.BENCH_MANIFEST}"
+                             ": nothing records the bytes it should give back")
+    bench = runfiles.bench_data(d, entry, str(p.parent / runfiles.BENCH_MANIFEST))
     if not isinstance(bench, dict):
         raise InputError(str(bpath), "not a vllm bench serve result (an object)")
+    runchecks.check_bench(bench, requests=rec.requests, step_ok=rec.ok, source=str(bpath),
+                          output_len=step_output_len(proto, rec.step))
     if not any(bench.get("output_lens") or []):
         return RunStep(rec, raw, sj, bench, bpath,
                        skip=f"{rec.dir}: no request produced tokens")
@@ -172,7 +198,10 @@ def load_run(path: str | Path) -> LoadedRun:
     start = p / "server-start.log"
     start_text = read_text(start) if start.exists() else ""
     raws = prov.raw.get("steps") or [{} for _ in prov.steps]
-    steps = tuple(_step(p, rec, raw) for rec, raw in zip(prov.steps, raws, strict=True))
+    mpath = p.parent / runfiles.BENCH_MANIFEST
+    manifest = runfiles.read_manifest(mpath) if mpath.is_file() else None
+    steps = tuple(_step(p, rec, raw, proto, manifest)
+                  for rec, raw in zip(prov.steps, raws, strict=True))
     runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
                         weights_gib=serverlog.weights_gib(start_text),
                         provenance_source=str(p / "provenance.json"),

@@ -30,7 +30,7 @@ from claimcheck.core import runchecks
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
-from claimcheck.core.runfiles import compact_bench
+from claimcheck.core.runfiles import BENCH_MANIFEST, compact_bench
 from claimcheck.core.runrecord import validate_provenance, validate_steps
 from claimcheck.measure import clientproc, energy, telemetry
 from claimcheck.measure import provenance as prov
@@ -286,7 +286,9 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
         problems.append(f"{client} exited with code {rc}")
     if result_path.exists():
         res = load_bench(result_path)
-        compact_bench(sdir)  # kept at rest as bench.cols or bench.json.xz (core.runfiles)
+        # kept at rest as bench.cols or bench.json.xz, its bytes recorded in the runs
+        # folder's manifest (core.runfiles), which every reader checks it against
+        compact_bench(sdir, sdir.parents[2] / BENCH_MANIFEST)
         failed = res.get("failed") or 0
         rec["completed"] = res.get("completed")
         rec["failed_requests"] = failed

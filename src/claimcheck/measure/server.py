@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.engines import MULTICAST_OFF
+from claimcheck.core.engines import MULTICAST_OFF, multicast_refusal
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json
+from claimcheck.core.vllmargv import serve_args
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
               "(add --no-wait to return before it is healthy)")
@@ -180,11 +181,20 @@ class Server:
 
 def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
           base_url: str, engine: str | None = None) -> Server:
-    """Start ``argv`` in a new process session, stdout and stderr to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    """Start ``argv`` in a new process session, stdout and stderr to ``log_path``.
+
+    A ``vllm serve`` argv is first read as vLLM reads it, with the environment the server
+    gets, and refused (:class:`InputError`, nothing started, no log made) when it could use
+    NVLink multicast (:func:`claimcheck.core.engines.multicast_refusal`)."""
     marker = secrets.token_hex(16)
     env = {**(env or {}), **MULTICAST_OFF}  # NVLink multicast off in every engine we start
     full_env = {**os.environ, **env, LAUNCH_ENV: marker}
+    args = serve_args(argv)
+    why = multicast_refusal(args, full_env) if args is not None else None
+    if why:
+        raise InputError("the vllm serve command", f"refusing to start: {why}",
+                         key=f"engines.{engine}" if engine else None)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
@@ -215,13 +225,7 @@ def proc_identity(pid: int) -> dict[str, Any] | None:
 def is_vllm_serve(argv: list[str]) -> bool:
     """Whether ``argv`` runs ``vllm serve``: the ``vllm`` script (``vllm serve`` or
     ``python .../vllm serve``) or ``python -m vllm.entrypoints.cli.main serve``."""
-    for i, a in enumerate(argv[:-1]):
-        if Path(a).name == "vllm" and argv[i + 1] == "serve":
-            return True
-        if (a == "-m" and argv[i + 1].startswith("vllm.") and i + 2 < len(argv)
-                and argv[i + 2] == "serve"):
-            return True
-    return False
+    return serve_args(argv) is not None
 
 
 def proc_env_value(pid: int, key: str) -> str | None:
