@@ -148,7 +148,8 @@ def notebook_params(wildcards):
                 "appendix_md": "figures/update-appendix.md",
                 "verdict_figure": "verdicts.png"}
     # "rooflines": every preset in one notebook execution, out_base holding {name}
-    return {**common, "presets": config["rooflines"],
+    return {**common, "presets": config["rooflines"], "presets_source": "config/config.yaml",
+            "presets_key": "rooflines",
             "model_config": config["model_config"], "model_name": config["model_name"],
             "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
             "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
