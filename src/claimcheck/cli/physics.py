@@ -67,6 +67,31 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
+CARDS_FILE_COMMANDS = ("roofline", "predict", "measure")
+"""The commands that take ``--cards-file`` (a user cards file merged over the registry)."""
+
+
+def add_cards_file(p: argparse.ArgumentParser) -> None:
+    """The ``--cards-file`` option of a command that names a card."""
+    p.add_argument("--cards-file", metavar="CSV",
+                   help="a cards file of your own merged over data/raw/cards.csv (its "
+                   "columns: README 'Measuring on your card'); it adds cards, never "
+                   "replaces the registry's")
+
+
+def use_cards_file(a: argparse.Namespace) -> None:
+    """Validate ``--cards-file`` row by row (one line naming file, line and column) and
+    name it in ``$CLAIMCHECK_CARDS_FILE``, so that every registry read of this command
+    (and of the processes it starts) merges it."""
+    from claimcheck.core.cards import load_cards, use_user_cards
+
+    path = getattr(a, "cards_file", None)
+    if not path:
+        return
+    load_cards(user_path=path)
+    use_user_cards(path)
+
+
 def check_dtypes(a: argparse.Namespace, g: Any) -> None:
     """--kv-dtype/--state-dtype known, and the KV format's scale groups fit the head_dim."""
     _choice(a, "kv_dtype", KV_FORMATS)
@@ -203,7 +228,7 @@ def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
     from claimcheck.core.inputs import fit_reason, past_wall_reason
     from claimcheck.core.inputs import memory_wall as wall_of
 
-    card = get_card(a.card, getattr(a, "cards_file", None))
+    card = get_card(a.card)
     try:
         wall = wall_of(m, card, free_bytes=None if a.free_gib is None else a.free_gib * GIB,
                        free_source="--free-gib", memory_share=a.gpu_memory_utilization)

@@ -149,12 +149,15 @@ def claim_map(claims_json: str, run_records: list[str] | None,
 def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: str,
                     cards_csv: str, ceilings_csv: str, weights_csv: str, runs_dir: str,
                     claims_json: str, run_records: list[str] | None,
-                    source: str = "preset", key: str = "preset") -> tuple[Any, str]:
+                    source: str = "preset", key: str = "preset",
+                    user_cards_csv: str | None = None) -> tuple[Any, str]:
     """One roofline preset: curves per eta, bend, memory wall, the claims on its card
     without speculation and this project's measured points on its card. A preset that
     cannot be is refused naming ``source`` and ``key`` (:func:`preset_roofline`)."""
     geom = geometry_from_file(at_root(model_config))
-    card = get_card(preset["card"], at_root(cards_csv))
+    user = at_root(user_cards_csv) if user_cards_csv else user_cards_csv
+    card = get_card(preset["card"], at_root(cards_csv), user)
+    card_file = user_cards_csv if user and card.registry == str(user) else cards_csv
     base, src = preset_roofline(preset, geom, card, load_ceilings(at_root(ceilings_csv)),
                                 load_weight_rows(at_root(weights_csv)), at_root(runs_dir),
                                 source=source, key=key)
@@ -181,7 +184,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
         curves, bends, wall, on_card, measured=measured_points(same, card.card),
         title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
               f"{src['kv_dtype']} KV, {context_words(ctx)}",
-        source=(f"model geometry from {model_config}; card from {cards_csv} "
+        source=(f"model geometry from {model_config}; card from {card_file} "
                 f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
                 f"({src['tflops_source']}); claims without speculation from the claims "
                 "registry (their own protocols); the roofline of shared/seeds/000; "
