@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimcheck.core.errors import InputError
@@ -36,7 +36,7 @@ class Card:
     nvml_name: str | None = None
     link: str | None = None
     link_bw_gb_s: float | None = None
-    registry: str = ""
+    registry: str = field(default="", compare=False)
     """The cards file this card came from (the registry or a user cards file)."""
 
     @property
