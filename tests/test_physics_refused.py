@@ -42,28 +42,48 @@ def test_context_above_max_position_embeddings(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+RESERVE = ("rtx3090's 24 GiB x 0.9 (the engine's gpu_memory_utilization; the rest is its "
+           "reserve) less the weights")
+
+
 def test_streams_past_the_memory_wall(tmp_path):
-    # 24 GiB - 16 GB (14.90 GiB) = 9.10 GiB; FP32 state 144 MiB per stream at context 0:
-    # 9.10 GiB / 144 MiB = 64.7 -> 64 streams
+    # 24 GiB x 0.9 (vLLM's default share) = 21.60 GiB - 16 GB (14.90 GiB) = 6.70 GiB; FP32
+    # state 144 MiB per stream at context 0: 6.70 GiB / 144 MiB = 47.6 -> 47 streams
     line = one_line_error(roofline(tmp_path, *R3090, "--streams", "1,1000000000"))
-    assert line.endswith("--streams: 1,000,000,000 streams is past the memory wall: 64 "
-                         "streams of 144.0 MiB each (state and KV at --context 0) fit in 9.10 "
-                         "GiB (rtx3090's 24 GiB less the weights); give --allow-past-wall to "
-                         "compute them anyway")
-    r = roofline(tmp_path, *R3090, "--streams", "1,64,65", "--allow-past-wall", "--json")
+    assert line.endswith("--streams: 1,000,000,000 streams is past the memory wall: 47 "
+                         "streams of 144.0 MiB each (state and KV at 0 tokens of context) fit "
+                         f"in 6.70 GiB ({RESERVE}); give --allow-past-wall to compute them "
+                         "anyway")
+    r = roofline(tmp_path, *R3090, "--streams", "1,47,48", "--allow-past-wall", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["memory_wall_streams"] == 64
+    assert out["memory_wall_streams"] == 47
     assert [p["past_memory_wall"] for p in out["points"]] == [False, False, True]
-    text = roofline(tmp_path, *R3090, "--streams", "65", "--allow-past-wall").stdout
+    text = roofline(tmp_path, *R3090, "--streams", "48", "--allow-past-wall").stdout
     assert "(past the memory wall)" in text
-    assert "memory wall: 64 streams in 9.10 GiB (rtx3090's 24 GiB less the weights)" in text
+    assert f"memory wall: 47 streams in 6.70 GiB ({RESERVE})" in text
+    # the whole card for streams (no reserve): 24 GiB - 14.90 GiB = 9.10 GiB -> 64 streams
+    out = json.loads(roofline(tmp_path, *R3090, "--gpu-memory-utilization", "1", "--streams",
+                              "64", "--json").stdout)
+    assert out["memory_wall_streams"] == 64
+    assert out["memory_wall_source"] == "rtx3090's 24 GiB less the weights"
     # with --free-gib the wall is in that memory: 6.2 GiB / (72 MiB + 640 x 32 KiB) = 69
     line = one_line_error(roofline(tmp_path, *R3090, "--state-dtype", "fp16", "--kv-dtype",
                                    "fp8", "--context", "640", "--free-gib", "6.2",
                                    "--streams", "70"))
     assert "--streams: 70 streams is past the memory wall: 69 streams of 92.0 MiB" in line
     assert "fit in 6.20 GiB (--free-gib)" in line
+
+
+def test_weights_that_leave_no_room_beside_the_reserve(tmp_path):
+    # 21 GB = 19.56 GiB fits the 24 GiB card with one stream, but 24 x 0.9 = 21.60 GiB less
+    # 19.56 GiB = 2.04 GiB ... at 0.82 the share is 19.68 GiB: 0.12 GiB < 144 MiB
+    line = one_line_error(roofline(tmp_path, "--card", "rtx3090", "--weights-gb", "21",
+                                   "--gpu-memory-utilization", "0.82", "--streams", "1"))
+    assert line.endswith("--weights-gb: 19.56 GiB of weights leave 0.12 GiB for streams in "
+                         "rtx3090's 24 GiB x 0.82 (the engine's gpu_memory_utilization; the "
+                         "rest is its reserve), less than one stream's 144.0 MiB of state and "
+                         "KV (rtx3090: cards.csv memory_gib)")
 
 
 def test_streams_too_many_for_floating_point(tmp_path):
@@ -76,8 +96,9 @@ def test_streams_too_many_for_floating_point(tmp_path):
 def test_unreachable_target(tmp_path):
     # compute-bound at 64 streams with 63 TFLOP/s: no tau beats P / F = 63e12 / 51.24e9
     # = 1,229.4 tok/s (more kept tokens need as many more verified rows)
+    # (64 streams fit the whole card, no reserve: the wall above)
     line = one_line_error(roofline(tmp_path, *R3090, "--tflops", "63", "--streams", "64",
-                                   "--target", "1300"))
+                                   "--gpu-memory-utilization", "1", "--target", "1300"))
     assert line.endswith("--target: 1,300 tok/s at 64 streams is unreachable: no number of "
                          "tokens kept per stream per step gives it, the compute plateau being "
                          "1,229.4 tok/s aggregate")

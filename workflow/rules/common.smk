@@ -6,13 +6,16 @@ import re
 import sys
 from pathlib import Path
 
-from claimcheck.core.cards import load_cards
+from claimcheck.core.cards import load_cards, use_user_cards
 from claimcheck.core.claims import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
 
-CARDS = load_cards(config["cards"])  # card names come from the card registry only
+# card names come from the card registry and the user cards file merged over it (named in
+# the environment, so that every rule script and notebook kernel merges it too)
+use_user_cards(config.get("user_cards"))
+CARDS = load_cards(config["cards"], config.get("user_cards") or "")
 
 
 def _check_card(name, key):
@@ -115,7 +118,8 @@ def preset_inputs(wildcards=None):
     """Files the roofline presets read beyond the registries: their weights_runs' start
     logs."""
     return sorted({str(RUNS_DIR / r["weights_run"] / "server-start.log")
-                   for r in config["rooflines"] if r.get("weights_run")})
+                   for r in config["rooflines"] if r.get("weights_run")}
+                  | ({config["user_cards"]} if config.get("user_cards") else set()))
 
 
 RUN_RECORDS = expand("data/derived/runs/{run}.json", run=RUNS)
@@ -148,9 +152,11 @@ def notebook_params(wildcards):
                 "appendix_md": "figures/update-appendix.md",
                 "verdict_figure": "verdicts.png"}
     # "rooflines": every preset in one notebook execution, out_base holding {name}
-    return {**common, "presets": config["rooflines"],
+    return {**common, "presets": config["rooflines"], "presets_source": "config/config.yaml",
+            "presets_key": "rooflines",
             "model_config": config["model_config"], "model_name": config["model_name"],
-            "cards_csv": config["cards"], "ceilings_csv": config["ceilings"],
+            "cards_csv": config["cards"], "user_cards_csv": config.get("user_cards") or "",
+            "ceilings_csv": config["ceilings"],
             "weights_csv": config["weights"], "runs_dir": config["runs_dir"],
             "out_base": "figures/roofline-{name}"}
 
@@ -205,4 +211,5 @@ def touch_changed_content(paths, store=CONTENT_HASHES):
 touch_changed_content(
     PACKAGE_SOURCES + all_run_files() + [str(p) for p in Path("notebooks").glob("*.ipynb")]
     + [config[k] for k in ("claims", "cards", "ceilings", "weights", "model_config")]
-    + [EXCLUDED, "config/protocols.yaml"])
+    + [EXCLUDED, "config/protocols.yaml"]
+    + ([config["user_cards"]] if config.get("user_cards") else []))

@@ -1,5 +1,15 @@
 # Derived data: rebuilt from data/raw, never committed. The figures read these (tidy
-# claims JSON, one run-record JSON per run), never data/raw/runs directly.
+# claims JSON, one run-record JSON per run), never data/raw/runs directly (the roofline
+# presets read the start log and provenance of a weights_run).
+
+# Every roofline preset through the one physics check of every road (the CLI's, the
+# notebook's) before any DAG is built: one that cannot be is refused naming the key.
+from claimcheck.report.presets import check_presets
+
+check_presets(config["rooflines"], source="config/config.yaml",
+              model_config=config["model_config"], cards=CARDS,
+              ceilings_csv=config["ceilings"], weights_csv=config["weights"],
+              runs_dir=config["runs_dir"])
 
 
 rule registry_check:

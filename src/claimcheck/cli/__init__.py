@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
         cmd = sub.choices[action.dest]
         cmd.set_defaults(func=here["cmd_" + action.dest])
         cmd.description = cmd.description or action.help
+    for name in physics.CARDS_FILE_COMMANDS:  # a card of one's own (README)
+        physics.add_cards_file(sub.choices[name])
     return p
 
 
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     sys.stdout = _NamedStdout(real_stdout)  # type: ignore[assignment]
     try:
+        physics.use_cards_file(a)  # validated, then seen by every load_cards of the run
         rc = a.func(a)
         sys.stdout.flush()
         return rc

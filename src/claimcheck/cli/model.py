@@ -206,14 +206,23 @@ def cmd_predict(a: argparse.Namespace) -> int:
         raise InputError("--runs", f"{root} is not a folder")
     engines = load_engines()  # each engine's exact command checked before any run is read
     runs = run_steps.load_folder(root)
-    out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
+    from claimcheck.report import newcard
+    if newcard.has_runs(runs, a.card):
+        out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
+    else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
+        out = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol], protos,
+                                       engines, getattr(a, "cards_file", None))
     if a.verify is not None:
         out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
     out = {k: v for k, v in out.items() if not k.startswith("_")}
     c = out["calibration"]
     dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
-    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from the "
-             f"committed runs on that card; engine shape from {out['engine_run']}",
+    b = out.get("borrowed")
+    whence = ("the committed runs on that card" if not b else "its datasheet, no run on it: "
+              f"eta and the engine terms borrowed from {b['from_engine']} on "
+              f"{b['from_card']} (assumed)")
+    lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from "
+             f"{whence}; engine shape from {out['engine_run']}",
              f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from "
              f"{c['bandwidth_source']}",
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
@@ -246,6 +255,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
             + (f"  {r['note']}" if r["note"] else ""))
     lines.append(f"predicted load for the whole protocol ({out['steps'][0]['repeats']} "
                  f"repeat(s) per step): {out['predicted_load_s']:,.0f} s")
+    if "borrowed" in out:
+        lines += newcard.lines(out)
     v = out.get("verify")
     if v:
         lines.append(f"verify mode, {v['sampled']} sampled step(s): measure the calibration "

@@ -54,13 +54,42 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--context", type=float, default=0.0, help="tokens of context per stream")
     r.add_argument("--tau", type=float, default=1.0, help="tokens kept per stream per step")
     r.add_argument("--rows", type=float, default=1.0, help="positions verified per stream")
-    r.add_argument("--free-gib", type=float, help="memory free for streams, GiB")
+    r.add_argument("--free-gib", type=float, help="memory free for streams, GiB (default: "
+                   "the card's memory x --gpu-memory-utilization less the weights)")
+    r.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                   help="share of the card's memory the engine takes, the rest its reserve "
+                   "(vLLM's default 0.9); sets the memory wall when --free-gib is not given")
     r.add_argument("--target", type=float, help="claimed aggregate tok/s: print tau needed")
     r.add_argument("--allow-past-wall", action="store_true",
                    help="compute stream counts past the memory wall (marked in the output)")
     r.add_argument("--streams", type=_streams, default=[1, 8, 64],
                    help="stream counts, comma-separated (default 1,8,64)")
     r.add_argument("--json", action="store_true", help="print JSON instead of the table")
+
+
+CARDS_FILE_COMMANDS = ("roofline", "predict", "measure")
+"""The commands that take ``--cards-file`` (a user cards file merged over the registry)."""
+
+
+def add_cards_file(p: argparse.ArgumentParser) -> None:
+    """The ``--cards-file`` option of a command that names a card."""
+    p.add_argument("--cards-file", metavar="CSV",
+                   help="a cards file of your own merged over data/raw/cards.csv (its "
+                   "columns: README 'Measuring on your card'); it adds cards, never "
+                   "replaces the registry's")
+
+
+def use_cards_file(a: argparse.Namespace) -> None:
+    """Validate ``--cards-file`` row by row (one line naming file, line and column) and
+    name it in ``$CLAIMCHECK_CARDS_FILE``, so that every registry read of this command
+    (and of the processes it starts) merges it."""
+    from claimcheck.core.cards import load_cards, use_user_cards
+
+    path = getattr(a, "cards_file", None)
+    if not path:
+        return
+    load_cards(user_path=path)
+    use_user_cards(path)
 
 
 def check_dtypes(a: argparse.Namespace, g: Any) -> None:
@@ -124,7 +153,7 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
     so that the roofline's own memory check refuses what does not fit."""
     from claimcheck.core.cards import load_ceilings
-    from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
+    from claimcheck.core.inputs import Weights, fit_reason, load_weight_rows, roofline_for
 
     g = geometry_from_file(a.config)
     card = get_card(a.card)
@@ -147,9 +176,7 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     except rl.RooflineInputError as e:
         opt = _weights_option(a) if e.field == "weight_bytes" else FIELD_OPTION.get(
             e.field, a.config)
-        mem = " (" + card.card + ": cards.csv memory_gib)" if e.field in (
-            "weight_bytes", "free_bytes") else ""
-        raise InputError(opt, f"{e}{mem}") from None
+        raise InputError(opt, fit_reason(e, card)) from None
 
 
 def _finite(a: argparse.Namespace, attr: str, *, low: float, low_ok: bool = False,
@@ -178,6 +205,7 @@ def _choice(a: argparse.Namespace, attr: str, known: Any) -> None:
 def check_roofline_args(a: argparse.Namespace) -> None:
     """Physical bounds of the roofline options, refused before any file is read."""
     _finite(a, "eta", low=0, high=1)
+    _finite(a, "gpu_memory_utilization", low=0, high=1)
     for attr in ("weights_gb", "weights_gib", "tflops", "free_gib", "target", "tau"):
         _finite(a, attr, low=0)
     _finite(a, "context", low=0, low_ok=True)
@@ -193,32 +221,29 @@ def check_roofline_args(a: argparse.Namespace) -> None:
 
 
 def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
-    """The most streams that fit beside the weights (:func:`claimcheck.core.roofline.
-    memory_wall`: in --free-gib, else in the card's memory less the weights, cards.csv
-    memory_gib); streams asked past it are refused unless --allow-past-wall. Empty when a
-    stream needs no memory (no wall)."""
-    per = m.stream_memory_bytes
-    wall = rl.memory_wall(m)
+    """The most streams that fit beside the weights, by the one wall of every road
+    (:func:`claimcheck.core.inputs.memory_wall`: in --free-gib, else in the card's memory x
+    --gpu-memory-utilization less the weights, cards.csv memory_gib); streams asked past it
+    are refused unless --allow-past-wall. Empty when a stream needs no memory (no wall)."""
+    from claimcheck.core.inputs import fit_reason, past_wall_reason
+    from claimcheck.core.inputs import memory_wall as wall_of
+
+    card = get_card(a.card)
+    try:
+        wall = wall_of(m, card, free_bytes=None if a.free_gib is None else a.free_gib * GIB,
+                       free_source="--free-gib", memory_share=a.gpu_memory_utilization)
+    except rl.RooflineInputError as e:
+        raise InputError(_weights_option(a), fit_reason(e, card)) from None
     if wall is None:
         if a.free_gib is not None:
             raise InputError("--free-gib", "a stream of this model needs no memory at "
                              f"--context {a.context:g} (no recurrent state, no KV): give "
                              "--context")
         return {}
-    streams, free = wall
-    if a.free_gib is not None:
-        source = "--free-gib"
-    else:
-        card = get_card(a.card)
-        source = f"{card.card}'s {card.memory_gib:g} GiB less the weights"
-    past = [b for b in a.streams if b > streams]
-    if past and not a.allow_past_wall:
-        raise InputError("--streams", f"{max(past):,} streams is past the memory wall: "
-                         f"{streams:,} streams of {per / MIB:,.1f} MiB each (state and KV at "
-                         f"--context {a.context:g}) fit in {free / GIB:.2f} GiB ({source}); "
-                         "give --allow-past-wall to compute them anyway")
-    return {"memory_wall_streams": streams, "memory_wall_free_gib": free / GIB,
-            "memory_wall_source": source}
+    why = past_wall_reason(wall, max(a.streams), a.context)
+    if why and not a.allow_past_wall:
+        raise InputError("--streams", f"{why}; give --allow-past-wall to compute them anyway")
+    return wall.as_dict()
 
 
 def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:

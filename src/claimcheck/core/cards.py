@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimcheck.core.errors import InputError
@@ -36,6 +36,8 @@ class Card:
     nvml_name: str | None = None
     link: str | None = None
     link_bw_gb_s: float | None = None
+    registry: str = field(default="", compare=False)
+    """The cards file this card came from (the registry or a user cards file)."""
 
     @property
     def link_bytes_s(self) -> float | None:
@@ -55,14 +57,73 @@ class Card:
                              f"known: {sorted(self.tensor_tflops)}") from None
 
 
-def load_cards(path: str | Path | None = None) -> dict[str, Card]:
-    """Read and validate the card registry; errors name the file, line and column.
+USER_CARDS_ENV = "CLAIMCHECK_CARDS_FILE"
+"""Environment variable naming a user cards file, merged over the registry by
+:func:`load_cards` wherever no file is named (set by ``--cards-file``, and by the pipeline
+from ``user_cards`` in config/config.yaml, so that every rule script and notebook sees it)."""
 
-    Numbers must be finite and > 0; UTF-8 with or without a byte-order mark.
-    """
-    p = Path(path) if path else RAW / "cards.csv"
+CARD_COLUMNS_DOC = {
+    "card": "registry name (lower case, no spaces), the name --card takes",
+    "name": "the card's full name",
+    "memory_gib": "memory in GiB (2^30 bytes) as nvidia-smi reports it",
+    "memory_bw_gb_s": "memory bandwidth, GB/s (10^9 bytes/s)",
+    "default_power_w": "default power limit, W",
+    "source_memory": "where memory_gib comes from (a datasheet; 'assumed: ...' if supplied)",
+    "source_bandwidth": "where memory_bw_gb_s comes from",
+    "source_tensor": "where the *_dense_tflops / int8_dense_tops rates come from",
+    "source_power": "where default_power_w comes from",
+}
+"""The required columns and what each holds (README "Measuring on your card")."""
+
+
+def use_user_cards(path: str | Path | None) -> None:
+    """Name the user cards file (None or empty: none) for every later :func:`load_cards`
+    of this process and of the processes it starts (``$CLAIMCHECK_CARDS_FILE``)."""
+    import os
+
+    if path:
+        os.environ[USER_CARDS_ENV] = str(path)
+    else:
+        os.environ.pop(USER_CARDS_ENV, None)
+
+
+def _user_path(user_path: str | Path | None) -> Path | None:
+    import os
+
+    if user_path is None:
+        user_path = os.environ.get(USER_CARDS_ENV) or None
+    return Path(user_path) if user_path else None
+
+
+def _check_row_lengths(p: Path) -> None:
+    """A row with fewer fields than the header is refused naming its line and the first
+    column it lacks (one line, before any value is read)."""
+    import csv
+    import io as _io
+
+    from claimcheck.core.io import read_text
+
+    reader = csv.reader(_io.StringIO(read_text(p), newline=""))
+    header = next(reader, [])
+    for row in reader:
+        if row and len(row) < len(header):
+            raise InputError(str(p), f"the row has {len(row)} fields, the header "
+                             f"{len(header)}: {header[len(row)]} and after are missing",
+                             line=reader.line_num, key=header[len(row)])
+
+
+def _read_cards(p: Path, user: bool) -> dict[str, Card]:
     cards: dict[str, Card] = {}
-    _, rows = read_csv_lines(p, CARD_REQUIRED)
+    if user:
+        _check_row_lengths(p)
+    header, rows = read_csv_lines(p, CARD_REQUIRED)
+    if user:
+        known = set(CARD_NUMERIC) | set(CARD_REQUIRED) | {"nvml_name", "link"}
+        extra = [c for c in header if c not in known and not c.startswith("source_")]
+        if extra:
+            raise InputError(str(p), f"unknown column(s) {extra}; known: "
+                             f"{', '.join(sorted(known))} and source_*", line=1,
+                             key=extra[0])
     for line, row in rows:
         for key in CARD_REQUIRED:
             if not (row.get(key) or "").strip():
@@ -72,6 +133,10 @@ def load_cards(path: str | Path | None = None) -> dict[str, Card]:
             val = (row.get(key) or "").strip()
             if val:
                 nums[key] = parse_number(val, str(p), line=line, key=key)
+        if user and not any(c in nums for c in TENSOR_COLUMN.values()):
+            raise InputError(str(p), "no dense tensor rate: give bf16_dense_tflops (or "
+                             f"another of {', '.join(TENSOR_COLUMN.values())})", line=line,
+                             key="bf16_dense_tflops")
         if row["card"] in cards:
             raise InputError(str(p), f"duplicate card {row['card']!r}", line=line,
                              key="card")
@@ -83,12 +148,48 @@ def load_cards(path: str | Path | None = None) -> dict[str, Card]:
             sources={k: row[k] for k in row if k.startswith("source_")},
             nvml_name=(row.get("nvml_name") or "").strip() or None,
             link=(row.get("link") or "").strip() or None,
-            link_bw_gb_s=nums.get("link_bw_gb_s"))
+            link_bw_gb_s=nums.get("link_bw_gb_s"), registry=str(p))
         if cards[row["card"]].link_bw_gb_s is not None and not (row.get("source_link")
                                                               or "").strip():
             raise InputError(str(p), "a link bandwidth needs its source", line=line,
                              key="source_link")
     return cards
+
+
+def load_cards(path: str | Path | None = None,
+               user_path: str | Path | None = None) -> dict[str, Card]:
+    """Read and validate the card registry, and a user cards file merged over it;
+    errors name the file, line and column.
+
+    Numbers must be finite and > 0; UTF-8 with or without a byte-order mark. The user
+    file (``user_path``, else the file named by ``$CLAIMCHECK_CARDS_FILE``) has the
+    registry's columns (:data:`CARD_REQUIRED` required, at least one dense tensor rate, no
+    unknown column); it adds cards and never replaces one of the registry's (a card of
+    that name is refused: give yours another name). Each card keeps the file it came from
+    (``registry``).
+    """
+    p = Path(path) if path else RAW / "cards.csv"
+    cards = _read_cards(p, user=False)
+    up = _user_path(user_path)
+    if up is None:
+        return cards
+    if not up.is_file():
+        raise InputError(str(up), "no such file (the user cards file: --cards-file, "
+                         f"user_cards in config/config.yaml or ${USER_CARDS_ENV})")
+    for name, card in _read_cards(up, user=True).items():
+        if name in cards:
+            line = _line_of(up, name)
+            raise InputError(str(up), f"card {name!r} is in {p} already: a user cards "
+                             "file adds cards, it never changes the registry's; give yours "
+                             "another name", line=line, key="card")
+        cards[name] = card
+    return cards
+
+
+def _line_of(p: Path, name: str) -> int | None:
+    """The line of card ``name`` in a cards file (for an error message)."""
+    _, rows = read_csv_lines(p)
+    return next((line for line, r in rows if r.get("card") == name), None)
 
 
 def card_for_nvml_name(nvml_name: str, cards: dict[str, Card], source: str = "NVML") -> str:
@@ -116,15 +217,19 @@ def detect_card(gpu_names: list[str], cards: dict[str, Card], source: str = "NVM
     return found.pop()
 
 
-def get_card(name: str, path: str | Path | None = None) -> Card:
-    """One card by registry name; unknown names are refused with the known ones."""
-    cards = load_cards(path)
+def get_card(name: str, path: str | Path | None = None,
+             user_path: str | Path | None = None) -> Card:
+    """One card by registry name (a user cards file merged, :func:`load_cards`); unknown
+    names are refused with the known ones."""
+    cards = load_cards(path, user_path)
     try:
         return cards[name]
     except KeyError:
-        raise InputError(str(path or RAW / "cards.csv"),
-                         f"unknown card {name!r}; known: {', '.join(sorted(cards))}",
-                         key="card") from None
+        up = _user_path(user_path)
+        where = str(path or RAW / "cards.csv") + (f" + {up}" if up else "")
+        raise InputError(where, f"unknown card {name!r}; known: {', '.join(sorted(cards))}"
+                         + ("" if up else " (a card of your own: --cards-file, README "
+                            "'Measuring on your card')"), key="card") from None
 
 
 @dataclass(frozen=True)

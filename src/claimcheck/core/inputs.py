@@ -22,7 +22,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry, check_context
 from claimcheck.core.io import read_csv
 from claimcheck.core.paths import RAW
-from claimcheck.core.units import GB, GIB
+from claimcheck.core.units import GB, GIB, MIB
 from claimcheck.core.weights import check_bytes_per_weight, weight_bytes
 
 # Weight sizes: the closed set of units (bytes per unit). GB and GiB are never mixed.
@@ -233,3 +233,75 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                         "link_source": card.sources.get("source_link", "cards.csv"),
                         "allreduce_bytes_per_row": m.allreduce_bytes_per_row})
     return m, sources
+
+
+# --- the one physics check: every road to a roofline (CLI, notebook, presets, claims) ---
+
+ENGINE_MEMORY_SHARE = 0.9
+"""vLLM's default ``--gpu-memory-utilization``: the share of the card's memory the engine
+takes; the rest (the engine's reserve) holds neither weights nor streams."""
+
+
+@dataclass(frozen=True)
+class Wall:
+    """The memory wall: the most streams that fit beside the weights (on each card), the
+    bytes free for them, the bytes one stream holds and where the free bytes came from."""
+
+    streams: int
+    free_bytes: float
+    per_stream_bytes: float
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"memory_wall_streams": self.streams,
+                "memory_wall_free_gib": self.free_bytes / GIB,
+                "memory_wall_source": self.source}
+
+
+def memory_wall(m: rl.Roofline, card: Card, *, free_bytes: float | None = None,
+                free_source: str = "free_gib",
+                memory_share: float = ENGINE_MEMORY_SHARE) -> Wall | None:
+    """The memory wall of roofline ``m`` on ``card``: in ``free_bytes`` when given (named
+    ``free_source``), else in the card's memory (cards.csv memory_gib) x ``memory_share``
+    (the engine's reserve left out) less the weights (1/cards of them per card). None when
+    a stream holds no memory (no wall). Weights that leave no room for one stream there are
+    refused (:class:`~claimcheck.core.roofline.RooflineInputError` on ``weight_bytes``)."""
+    per = m.stream_memory_bytes / m.cards
+    if per <= 0:
+        return None
+    if free_bytes is not None:
+        free, source = free_bytes, free_source
+    else:
+        if not 0 < memory_share <= 1:
+            raise ValueError(f"memory share must be in (0, 1], got {memory_share!r}")
+        mem = card.memory_gib * GIB
+        free = mem * memory_share - m.weight_bytes / m.cards
+        share = (f" x {memory_share:g} (the engine's gpu_memory_utilization; the rest is "
+                 "its reserve)" if memory_share < 1 else "")
+        where = f"{card.card}'s {card.memory_gib:g} GiB{share}"
+        source = f"{where} less the weights"
+        if free < per:
+            raise rl.RooflineInputError(
+                "weight_bytes", f"{m.weight_bytes / m.cards / GIB:.2f} GiB of weights leave "
+                f"{max(free, 0) / GIB:.2f} GiB for streams in {where}, less than one "
+                f"stream's {per / MIB:.1f} MiB of state and KV")
+    return Wall(streams=rl.memory_wall_streams(free, per, 0.0, 0.0), free_bytes=free,
+                per_stream_bytes=per, source=source)
+
+
+def past_wall_reason(wall: Wall, streams: int, context_tokens: float) -> str | None:
+    """The words that refuse ``streams`` past the memory wall (None when they fit): one
+    sentence every road prints, each adding how to draw them anyway."""
+    if streams <= wall.streams:
+        return None
+    return (f"{streams:,} streams is past the memory wall: {wall.streams:,} streams of "
+            f"{wall.per_stream_bytes / MIB:,.1f} MiB each (state and KV at "
+            f"{context_tokens:g} tokens of context) fit in {wall.free_bytes / GIB:.2f} GiB "
+            f"({wall.source})")
+
+
+def fit_reason(e: rl.RooflineInputError, card: Card) -> str:
+    """The words of a roofline memory refusal, with the registry column it read."""
+    mem = f" ({card.card}: cards.csv memory_gib)" if e.field in ("weight_bytes",
+                                                                 "free_bytes") else ""
+    return f"{e}{mem}"

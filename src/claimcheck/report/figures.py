@@ -149,22 +149,30 @@ def claim_map(claims_json: str, run_records: list[str] | None,
 
 def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: str,
                     cards_csv: str, ceilings_csv: str, weights_csv: str, runs_dir: str,
-                    claims_json: str, run_records: list[str] | None) -> tuple[Any, str]:
+                    claims_json: str, run_records: list[str] | None,
+                    source: str = "preset", key: str = "preset",
+                    user_cards_csv: str | None = None) -> tuple[Any, str]:
     """One roofline preset: curves per eta, bend, memory wall, the claims on its card
-    without speculation and this project's measured points on its card."""
+    without speculation and this project's measured points on its card. A preset that
+    cannot be is refused naming ``source`` and ``key`` (:func:`preset_roofline`)."""
     geom = geometry_from_file(at_root(model_config))
-    card = get_card(preset["card"], at_root(cards_csv))
+    user = at_root(user_cards_csv) if user_cards_csv else user_cards_csv
+    card = get_card(preset["card"], at_root(cards_csv), user)
+    card_file = user_cards_csv if user and card.registry == str(user) else cards_csv
     base, src = preset_roofline(preset, geom, card, load_ceilings(at_root(ceilings_csv)),
-                                load_weight_rows(at_root(weights_csv)), at_root(runs_dir))
+                                load_weight_rows(at_root(weights_csv)), at_root(runs_dir),
+                                source=source, key=key)
     streams = list(range(1, preset["max_streams"] + 1))
     curves, bends = {}, {}
     for e in preset["etas"]:
         m = base.with_(eta=e)
         curves[f"η = {e:g}"] = rl.curve(m, streams)
         bends[f"η = {e:g}"] = rl.bend_streams(m)
-    free = preset.get("free_gib")
-    wall = (rl.memory_wall_streams(free * GIB, base.state_bytes, base.kv_bytes_per_token,
-                                   base.context_tokens) if free else None)
+    w = src["memory_wall"]  # the one wall (core.inputs.memory_wall), checked already
+    wall = w.streams if w else None
+    wall_words = (f"memory wall: {w.streams:,} streams of {w.per_stream_bytes / MIB:,.1f} MiB "
+                  f"in {w.free_bytes / GIB:.2f} GiB ({w.source})" if w else
+                  "no memory wall (a stream holds no state or KV)")
     on_card = [r for r in read_claims_json(at_root(claims_json))
                if r["card"] == card.card and r["metric"] != "prefill"
                and (r["spec_method"] or "none") == "none"]
@@ -177,13 +185,13 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
         curves, bends, wall, on_card, measured=measured_points(same, card.card),
         title=f"{model_name} on {card.name}: {src['weights']}, {src['state_dtype']} state, "
               f"{src['kv_dtype']} KV, {context_words(ctx)}",
-        source=(f"model geometry from {model_config}; card from {cards_csv} "
+        source=(f"model geometry from {model_config}; card from {card_file} "
                 f"({card.sources['source_bandwidth']}); P = {src['tflops']:g} TFLOP/s "
                 f"({src['tflops_source']}); claims without speculation from the claims "
                 "registry (their own protocols); the roofline of shared/seeds/000; "
                 f"measured: {runs_dir} on this card with these weights, state and KV "
                 f"dtypes and {PRESET_CONTEXT_BAND[0]:g}-{PRESET_CONTEXT_BAND[1]:g}x this "
-                "context per stream (dummy weights where so recorded)"))
+                "context per stream (dummy weights where so recorded); " + wall_words))
     rows = [[label, str(b), f"{pts[b - 1].step_ms:.2f}", pts[b - 1].bound,
              f"{pts[b - 1].aggregate_tok_s:,.0f}", f"{pts[b - 1].per_stream_tok_s:.1f}"]
             for label, pts in curves.items() for b in TABLE_STREAMS if b <= len(pts)]
@@ -195,7 +203,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
           f"{context_words(ctx)}; 1 row verified per step.\n\n"
           + mdtext.table(["", "Streams", "Step, ms", "Bound", "Aggregate tok/s",
                       "Per stream tok/s"], rows, ["l", "r", "r", "l", "r", "r"])
-          + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; memory wall: {wall}; "
+          + f"\n\nBends: { {k: round(v, 1) for k, v in bends.items()} }; {wall_words}; "
           f"B=1 ceiling (weights only, eta = 1): {rl.ceiling_b1_tok_s(base):.1f} tok/s")
     return fig, md
 

@@ -18,8 +18,17 @@ from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry
-from claimcheck.core.inputs import WeightRow, Weights, roofline_for
+from claimcheck.core.inputs import (
+    ENGINE_MEMORY_SHARE,
+    WeightRow,
+    Weights,
+    fit_reason,
+    memory_wall,
+    past_wall_reason,
+    roofline_for,
+)
 from claimcheck.core.io import read_text
+from claimcheck.core.units import GIB
 from claimcheck.report.tables import engine_roofline
 
 
@@ -69,23 +78,98 @@ def run_engine_inputs(run_dir: str | Path) -> EngineInputs:
     return ei
 
 
-def preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
-                    ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
-                    runs_dir: str | Path) -> tuple[rl.Roofline, dict[str, Any]]:
-    """The roofline of a preset at eta = 1, and the source of each input. A preset drawn
-    from a recorded run (``weights_run``) takes that run's engine inputs (W without the input
-    embedding, conv state in S) at the preset's state and KV dtypes, as its steps do."""
+def _raw_preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
+                         ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
+                         runs_dir: str | Path, free_bytes: float | None
+                         ) -> tuple[rl.Roofline, dict[str, Any]]:
     if preset.get("weights_run"):
         ei = run_engine_inputs(Path(runs_dir) / preset["weights_run"])
         if preset.get("compute_dtype"):
             ei = dataclasses.replace(ei, compute_dtype=preset["compute_dtype"])
-        return engine_roofline(ei, geom, card, ceilings,
-                               context_tokens=preset["context"],
-                               state_dtype=preset["state_dtype"], kv_dtype=preset["kv_dtype"],
-                               ceiling=preset.get("ceiling"),
-                               source=f"engine log of {preset['weights_run']}")
+        m, src = engine_roofline(ei, geom, card, ceilings,
+                                 context_tokens=preset["context"],
+                                 state_dtype=preset["state_dtype"],
+                                 kv_dtype=preset["kv_dtype"], ceiling=preset.get("ceiling"),
+                                 source=f"engine log of {preset['weights_run']}")
+        # the engine's own W and S: the one memory check on them (as roofline_for does)
+        return dataclasses.replace(m, memory_bytes=card.memory_gib * GIB,
+                                   free_bytes=free_bytes), src
     return roofline_for(geom, card, weights=preset_weights(preset, runs_dir),
                         ceilings=ceilings, weight_rows=weight_rows,
                         compute_dtype=preset.get("compute_dtype"),
                         ceiling=preset.get("ceiling"), state_dtype=preset["state_dtype"],
-                        kv_dtype=preset["kv_dtype"], context_tokens=preset["context"])
+                        kv_dtype=preset["kv_dtype"], context_tokens=preset["context"],
+                        check_memory=True, free_bytes=free_bytes)
+
+
+def weights_key(preset: dict[str, Any]) -> str:
+    """The preset key that gave its weights."""
+    return next((k for k in ("weights", "weights_run", "weights_format") if preset.get(k)),
+                "weights")
+
+
+def preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
+                    ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
+                    runs_dir: str | Path, *, source: str = "preset",
+                    key: str = "preset") -> tuple[rl.Roofline, dict[str, Any]]:
+    """The roofline of a preset at eta = 1, and the source of each input, after the one
+    physics check of every road (:mod:`claimcheck.core.inputs`): weights of at least half
+    a byte per weight, a context within the model's max_position_embeddings, weights plus
+    one stream (and plus ``free_gib``) within the card's memory, and ``max_streams`` within
+    the memory wall unless ``allow_past_wall``. A refusal is an :class:`InputError` naming
+    ``source`` (the file) and ``key`` (the preset, e.g. ``rooflines[2]``) with the field,
+    in the words the CLI prints. The wall (in ``free_gib``, else the card's memory x
+    ``gpu_memory_utilization`` less the weights) is in the sources as ``memory_wall``.
+
+    A preset drawn from a recorded run (``weights_run``) takes that run's engine inputs (W
+    without the input embedding, conv state in S) at the preset's state and KV dtypes, as
+    its steps do."""
+    free = preset.get("free_gib")
+    free_bytes = None if free is None else free * GIB
+    fields = {"weight_bytes": weights_key(preset), "free_bytes": "free_gib",
+              "context_tokens": "context"}
+    try:
+        m, src = _raw_preset_roofline(preset, geom, card, ceilings, weight_rows, runs_dir,
+                                      free_bytes)
+        wall = memory_wall(m, card, free_bytes=free_bytes, free_source="free_gib",
+                           memory_share=preset.get("gpu_memory_utilization",
+                                                   ENGINE_MEMORY_SHARE))
+    except rl.RooflineInputError as e:
+        raise InputError(source, fit_reason(e, card),
+                         key=f"{key}.{fields.get(e.field, e.field)}") from None
+    except InputError as e:
+        if e.source == "context":
+            raise InputError(source, e.reason, key=f"{key}.context") from None
+        if e.source == "weights":
+            raise InputError(source, e.reason, key=f"{key}.{weights_key(preset)}") from None
+        raise
+    if wall is not None:
+        why = past_wall_reason(wall, preset["max_streams"], preset["context"])
+        if why and not preset.get("allow_past_wall"):
+            raise InputError(source, f"{why}; set allow_past_wall: true to draw them anyway",
+                             key=f"{key}.max_streams")
+    src["memory_wall"] = wall
+    return m, src
+
+
+def check_presets(presets: list[dict[str, Any]], *, source: str, model_config: str | Path,
+                  cards: dict[str, Card], ceilings_csv: str | Path,
+                  weights_csv: str | Path, runs_dir: str | Path,
+                  key: str = "rooflines") -> None:
+    """Every preset through the one physics check (:func:`preset_roofline`) before
+    anything renders: the first that cannot be is refused naming ``source`` and
+    ``key[i]``. Card names are checked first (unknown: refused with the known ones)."""
+    from claimcheck.core.cards import load_ceilings
+    from claimcheck.core.geometry import geometry_from_file
+    from claimcheck.core.inputs import load_weight_rows
+
+    check_unique_names(presets, source)
+    geom = geometry_from_file(model_config)
+    ceilings, rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
+    for i, p in enumerate(presets):
+        k = f"{key}[{i}]" if key else "preset"
+        if p["card"] not in cards:
+            raise InputError(source, f"unknown card {p['card']!r}; known: "
+                             f"{', '.join(sorted(cards))}", key=f"{k}.card")
+        preset_roofline(p, geom, cards[p["card"]], ceilings, rows, runs_dir, source=source,
+                        key=k)

@@ -15,7 +15,15 @@ from claimcheck.core.claims import Claim
 from claimcheck.core.engine_inputs import EngineInputs, state_bytes
 from claimcheck.core.frames import write_table
 from claimcheck.core.geometry import Geometry
-from claimcheck.core.inputs import COMPUTE_DTYPE, WeightRow, Weights, roofline_for
+from claimcheck.core.inputs import (
+    COMPUTE_DTYPE,
+    WeightRow,
+    Weights,
+    fit_reason,
+    memory_wall,
+    past_wall_reason,
+    roofline_for,
+)
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.units import GB, GIB
 from claimcheck.report.record import Run, reported_steps
@@ -75,12 +83,21 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     else:
         out["roofline_note"] = f"no byte count for weights '{c['quantization'] or '?'}'"
         return out
-    model, src = roofline_for(
-        geom, cards[c["card"]], weights=weights, ceilings=ceilings,
-        weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
-        power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
-        tflops=tflops)
+    card = cards[c["card"]]
+    try:  # the one physics check of every road (core.inputs): a claim that cannot fit
+        model, src = roofline_for(  # its card gets no roofline, said in the note
+            geom, card, weights=weights, ceilings=ceilings,
+            weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
+            power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
+            tflops=tflops, check_memory=True)
+        wall = memory_wall(model, card)
+    except rl.RooflineInputError as e:
+        out["roofline_note"] = fit_reason(e, card)
+        return out
     b = c["streams"]
+    out.update(memory_wall_streams=wall.streams if wall else None,
+               memory_check=(past_wall_reason(wall, b, c["context_tokens"] or 0) or "")
+               if wall else "")
     p = rl.point(model, b)
     out.update(roofline_tok_s=p.aggregate_tok_s, roofline_bound=p.bound,
                claim_over_roofline=c.aggregate_tok_s / p.aggregate_tok_s,

@@ -1,0 +1,70 @@
+"""Issue 30 item 3: a prediction for a card with no run. Held out on the committed runs: the
+two runs of engine fp8-hyperqwen-dummy (HyperQwen's batch protocol, measured on the H200)
+are removed, and the protocol is predicted on a card of one's own with the H200's datasheet
+and no run ("h200-twin"), borrowing eta and the engine terms from the FP8 engine that has
+runs (fp8-hyperqwen-dummy-16k on the H200). With the same datasheet the borrowed bandwidth
+is that engine's effective bandwidth exactly, so the prediction must fall near what the
+held-out runs measured (within 10%), every borrowed value marked assumed."""
+
+import pytest
+
+from claimcheck.core.cards import get_card, use_user_cards
+from claimcheck.core.paths import CONFIG, RUNS
+from claimcheck.measure.engines import load_engines
+from claimcheck.measure.protocols import load_protocols
+from claimcheck.report import newcard, predict
+from claimcheck.report import steps as run_steps
+
+HELD = "fp8-hyperqwen-dummy"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return run_steps.load_folder(RUNS)
+
+
+@pytest.fixture
+def twin(tmp_path):
+    text = (RUNS.parent / "cards.csv").read_text().splitlines()
+    h200 = next(line for line in text if line.startswith("h200,"))
+    p = tmp_path / "cards.csv"
+    p.write_text(text[0] + "\n" + h200.replace("h200,", "h200-twin,", 1)
+                 .replace(",NVIDIA H200,", ",NVIDIA H200 (twin),") + "\n")
+    use_user_cards(p)
+    yield p
+    use_user_cards(None)
+
+
+def test_held_out_engine_predicted_from_another(runs, twin):
+    protos, engines = load_protocols(CONFIG / "protocols.yaml"), load_engines()
+    proto = next(p for p in protos.values()
+                 if any(predict._key(r)[1] == HELD and r.provenance.get("protocol") == p.name
+                        for r in runs))
+    measured = predict.predict_protocol(runs, "h200", HELD, proto, engines)
+    held_out = [r for r in runs if predict._key(r)[1] != HELD]
+    assert not newcard.has_runs(held_out, "h200-twin")
+    out = newcard.predict_new_card(held_out, "h200-twin", HELD, proto, protos, engines,
+                                   str(twin))
+    assert (out["borrowed"]["from_card"], out["borrowed"]["from_engine"]) == (
+        "h200", "fp8-hyperqwen-dummy-16k")
+    values = out["borrowed"]["values"]
+    assert all(v["assumed"] for v in values.values())
+    src = predict.predict_protocol(held_out, "h200", "fp8-hyperqwen-dummy-16k", proto,
+                                   engines)["calibration"]
+    h200 = get_card("h200")
+    # eta by hand: effective over datasheet; on the twin it gives the same bandwidth back
+    assert values["eta"]["value"] == pytest.approx(src["bandwidth_gb_s"] / 4800)
+    assert out["calibration"]["bandwidth_gb_s"] == pytest.approx(src["bandwidth_gb_s"])
+    assert values["compute_efficiency"]["value"] == pytest.approx(
+        src["tflops"] / h200.tflops("fp8"))
+    for got, want in zip(out["steps"], measured["steps"], strict=True):
+        assert got["measured_e2e_tok_s"] is None  # nothing measured on the twin
+        assert got["predicted_e2e_tok_s"] == pytest.approx(want["measured_e2e_tok_s"],
+                                                           rel=0.10)
+    cal = out["calibrate"]
+    assert cal["command"].startswith(f"claimcheck measure --cards-file {twin} --card "
+                                     f"h200-twin --engine {HELD} --protocol ")
+    assert cal["gpu_minutes"] > 0 and cal["protocols"]
+    text = "\n".join(newcard.lines(out))
+    assert text.count("(assumed;") == len(values)
+    assert f"calibrate first: {cal['command']}" in text
