@@ -113,7 +113,8 @@ def test_long_prompts_and_second_wave():
 def test_energy_and_what_cannot_be_said():
     rows = [step("a", 1, 70, 100, tpj=0.1), step("a", 8, 520, 800, tpj=0.9)]
     e = F.energy(frame(rows))
-    assert e.holds and "BF16 0.10 at 1 stream (500 W mean draw) and 0.90 at 8" in e.sentence
+    assert e.holds and ("BF16 0.10 output tokens per joule at 1 stream (500 W mean draw) and 0.90 "
+                       "at 8 streams") in e.sentence
     c = F.cannot_say(frame(ROWS))
     # run b does not ignore EOS: its 3 steps, 1 + 8 + 8 = 17 requests, all at the cap
     assert c.holds and "17 requests free to stop early" in c.sentence

@@ -368,15 +368,16 @@ def energy(f: pd.DataFrame) -> Finding:
     for fm, g in main_context(d).groupby("weight_format"):
         lo, hi = g.loc[g["streams"].idxmin()], g.loc[g["streams"].idxmax()]
         rows += [lo.to_dict(), hi.to_dict()]
-        parts.append(f"{fmt_name(fm)} {lo['tokens_per_joule']:.2f} at "
-                     f"{lo['streams']:,.0f} stream{'s' if lo['streams'] != 1 else ''} "
+        parts.append(f"{fmt_name(fm)} {lo['tokens_per_joule']:.2f} output tokens per "
+                     f"joule at {lo['streams']:,.0f} "
+                     f"stream{'s' if lo['streams'] != 1 else ''} "
                      f"({lo['telemetry_mean_power_w']:.0f} W mean draw) and "
-                     f"{hi['tokens_per_joule']:.2f} at {hi['streams']:,.0f} "
+                     f"{hi['tokens_per_joule']:.2f} at {hi['streams']:,.0f} streams "
                      f"({hi['telemetry_mean_power_w']:.0f} W)")
         if not hi["tokens_per_joule"] > lo["tokens_per_joule"]:
             bad.append(f"{fm}: {hi['tokens_per_joule']:.2f} at most streams")
-    text = ("Per joule of measured board energy over each step's load window, the card "
-            "gives " + "; ".join(parts) + " output tokens")
+    text = ("Counting the measured board energy over each step's load window, the card "
+            "gives " + "; ".join(parts))
     return Finding("energy", text + ".", {}, cond, not bad, "; ".join(bad), rows)
 
 

@@ -8,6 +8,7 @@ and prefill) or end to end (which includes prefill, ramp and tail).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -721,7 +722,9 @@ def stack_paragraph(runs: list[Run]) -> str:
     return (f"Every run is on one {joined(x.gpu.name or x.card for x in p)} at its "
             f"{limits} power limit (mean draw over a run {min(draw):.0f} to {max(draw):.0f} "
             f"W), driver {joined(x.driver_version or '?' for x in p)}, with vLLM "
-            f"{joined(x.sw('vllm') for x in p)} and torch {joined(x.sw('torch') for x in p)}. "
+            f"{joined(x.sw('vllm') for x in p)} and torch "
+            f"{joined(str(x.sw('torch')).split('+')[0] for x in p)} (CUDA "
+            f"{joined(str(x.sw('torch_cuda_runtime')) for x in p)}). "
             f"The engines served {len(engines)} configurations: "
             + "; ".join(sorted(engines)) + ". No run drafts tokens.")
 
@@ -815,24 +818,55 @@ def wave_table(x: Any) -> str:
 
 
 def model_sentences(rows: list[dict[str, Any]]) -> str:
-    """The model in three sentences, from the model table."""
+    """The model in three sentences, from the model table: what it takes and which measured
+    terms it has (those the table names a source for), how many steps it lands within 5%
+    of, and its largest miss with the term that miss points at."""
     from claimcheck.report import verdicts_md
     if not rows:
         return "No model table yet."
     m = verdicts_md.model_summary(rows)
-    w = m["worst"]
-    worst = ""
-    if w is not None:
-        err = max((float(w["e2e_error"]), float(w.get("decode_error") or 0.0)), key=abs)
-        worst = f" Its largest miss is {err:+.1%}, at {w['streams']} streams."
+    terms = [words for col, words in (
+        ("row_factor_source", "a decode step's measured time at each row count of one-wave "
+                              "decode ladders"),
+        ("admission_source", "a wave's requests reaching the scheduler one measured send "
+                             "interval apart"),
+        ("kv_source", "the KV cache read at its own rate, measured while every stream of a "
+                      "one-wave long-prompt step decodes"))
+        if any(r.get(col) for r in rows)]
     engines = sorted({str(r["engine"]) for r in rows if r.get("engine")})
     links = ", ".join(f"[{i + 1}](model-{e}.png)" for i, e in enumerate(engines))
-    return ("A step model takes two numbers measured on the card, the bandwidth of a "
-            "one-stream decode and the compute of a held one-stream prefill, and replays "
-            "each protocol's requests through the engine's scheduler. Against "
-            f"{m['steps']} steps it did not calibrate on, it lands within 5% of "
-            f"{m['both']} on both end to end and decode and of {m['e2e']} on end to end "
-            f"(figures {links})." + worst)
+    text = ("A step model takes the card's bandwidth from a one-stream decode and its "
+            "compute from a held one-stream prefill"
+            + (", adds " + plain_list(terms) if terms else "")
+            + ", and replays each protocol's requests through the engine's scheduler. "
+            f"Against the {m['steps']} steps none of its inputs came from, it lands within "
+            f"5% of {m['both']} on both end to end and decode ({m['e2e']} on end to end "
+            f"alone; figures {links}).")
+    w = m["worst"]
+    if w is not None:
+        e2e, dec = float(w["e2e_error"]), _number(w.get("decode_error"))
+        which, err = ("end to end", e2e) if dec is None or abs(e2e) >= abs(dec) \
+            else ("decode", dec)
+        shape = (" prefill-only requests (2 tokens out)"
+                 if str(w.get("prefill_held")) in ("True", "true", "1") else "")
+        why = str(w.get("miss_term") or "")
+        text += (f" Its largest miss is {err:+.1%} on {which}, at {w['streams']} streams of"
+                 f"{shape or ' requests'}" + (f": {why}" if why else "") + ".")
+    return text
+
+
+def _number(x: Any) -> float | None:
+    """A table cell as a float; None for an empty or NaN cell."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def plain_list(xs: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
 def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
