@@ -180,7 +180,8 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
 
 
 def measured_figure(points: list[dict[str, Any]], title: str, source: str,
-                    headline: str, claims: list[dict[str, Any]] | None = None) -> Any:
+                    headline: str, claims: list[dict[str, Any]] | None = None,
+                    queued: list[dict[str, Any]] | None = None) -> Any:
     """One run's steps by the metric its protocol answers with, against the roofline.
 
     ``points``: per step ``streams``, ``headline`` (aggregate tok/s by the protocol's
@@ -188,8 +189,14 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     end aggregate, or None when the headline is end to end), ``roofline_tok_s`` and
     ``roofline_per_stream_tok_s`` (eta = 1). ``claims``: the published figures the protocol
     replays (``streams``, ``aggregate_tok_s``, ``per_stream_tok_s``, ``same``: by the
-    headline's own definition). Left: aggregate; right: per stream; both against streams,
-    or against context per stream (``context``) when every step runs the same streams."""
+    headline's own definition; ``card``: drawn with a marker of its card, named in the
+    legend). ``queued``: levels that asked for more streams than ran at once (``streams``,
+    ``running``, ``e2e``, ``roofline_tok_s`` at the streams running), drawn hollow by end
+    to end only. With three or more levels, one step each, a dashed line holds the
+    fewest streams' share of the line (η); a level leaving it by more than
+    :data:`ETA_HOLDS` has bent and is labelled with its η. Left: aggregate; right: per
+    stream; both against streams, or against context per stream (``context``) when every
+    step runs the same streams."""
     fig, (a1, a2) = fs.new(9.6, 3.9, ncols=2)
     by_context = len({r["streams"] for r in points}) == 1 and len(
         {r.get("context") for r in points}) > 1
@@ -204,27 +211,48 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     if any(r.get("e2e") for r in s):
         a1.plot(b, [r.get("e2e") for r in s], marker="s", ls="--" if "-" in style else "none",
                 color=fs.PALETTE[1], label="measured: end to end (prefill, ramp, tail in)")
-    if all(r.get("roofline_tok_s") for r in s):
+    roofed = all(r.get("roofline_tok_s") for r in s)
+    if roofed:
         a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2, marker="_",
                 ms=14, mew=1.6, ls="-" if "-" in style else "none",
                 label="plain roofline, η = 1 (weights as the engine reported)")
         a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
                 marker="_", ms=14, mew=1.6, ls="-" if "-" in style else "none",
                 label="plain roofline, η = 1")
-    for same, lab in ((True, "published, same definition (their own cards)"),
-                      (False, "published, other definitions (their own cards)")):
-        cs = [c for c in claims or [] if bool(c.get("same")) == same]
-        if not cs:
-            continue
-        kw = dict(marker="D", s=22, zorder=4, edgecolors=fs.PALETTE[2],
-                  facecolors=fs.PALETTE[2] if same else "white", linewidths=0.9)
-        cs = [c for c in cs if c.get(xk)]
-        a1.scatter([c[xk] for c in cs], [c["aggregate_tok_s"] for c in cs], label=lab, **kw)
-        a2.scatter([c[xk] for c in cs], [c["per_stream_tok_s"] for c in cs], **kw)
-    xs = sorted(set(b) | {c[xk] for c in claims or [] if c.get(xk)})
+    if roofed and "-" in style and len(s) >= 3 and not by_context:
+        eta0 = s[0]["headline"] / s[0]["roofline_tok_s"]
+        a1.plot(b, [eta0 * r["roofline_tok_s"] for r in s], color=fs.PALETTE[0], lw=0.9,
+                ls=(0, (4, 2)), alpha=0.7,
+                label=f"the line × η at {plural_streams(s[0]['streams'])} ({eta0:.0%}): "
+                      "where the step keeps its share")
+        for r in s:  # the levels that leave the fewest streams' share, with theirs
+            if abs(r["headline"] / r["roofline_tok_s"] - eta0) <= ETA_HOLDS:
+                continue
+            a1.annotate(f"η {r['headline'] / r['roofline_tok_s']:.0%}",
+                        (r[xk], r["headline"]), xytext=(-4, 5), textcoords="offset points",
+                        ha="right", va="bottom", fontsize=6, color=fs.PALETTE[0])
+    q = sorted(queued or [], key=lambda r: r["streams"])
+    if q:
+        running = q[0]["running"]
+        a1.plot([r["streams"] for r in q], [r["e2e"] for r in q], marker="s", ls="none",
+                mfc="white", color=fs.PALETTE[1],
+                label=f"queued: end to end ({running:,} streams run at once, the rest wait)")
+        qr = [(r["streams"], r["roofline_tok_s"]) for r in q if r.get("roofline_tok_s")]
+        if qr:
+            a1.plot(*zip(*qr, strict=True), color=fs.MUTED, lw=0, marker="_", ms=14,
+                    mew=1.6, alpha=0.6)
+        for ax in (a1, a2):
+            ax.axvline(running * 1.12, color=fs.PALETTE[1], lw=0.8, ls=":")
+        a1.annotate(f"queued past {running:,} (the server's\nmax-num-seqs; line at "
+                    f"{running:,} running)", (running * 1.12, 0.03),
+                    xycoords=("data", "axes fraction"), xytext=(3, 0),
+                    textcoords="offset points", fontsize=6, color=fs.PALETTE[1])
+    claim_markers(a1, a2, claims, xk)
+    xs = sorted(set(b) | {r["streams"] for r in q}
+                | {c[xk] for c in claims or [] if c.get(xk)})
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
-        ticks = sorted(set(b))  # the steps' own levels; claims between them unlabelled
+        ticks = sorted(set(b) | {r["streams"] for r in q})  # the steps' own levels
         ax.set_xticks(ticks, [f"{x:,}" for x in ticks])
         ax.minorticks_off()
         ax.set_xlim(min(xs) / 1.4, max(xs) * 1.4)
@@ -243,22 +271,43 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     return fig
 
 
+ETA_HOLDS = 0.02
+"""A level whose η is within this of the fewest streams' keeps its share (unlabelled)."""
+
+CARD_MARKERS = ("D", "v", "P", "X", "<", ">", "*")
+"""Markers of published figures, one per card in name order."""
+
+
+def card_words(card: str) -> str:
+    """A card registry name as a legend prints it (RTX3090, B200)."""
+    return card.upper()
+
+
+def claim_markers(a1: Any, a2: Any | None, claims: list[dict[str, Any]] | None,
+                  xk: str = "streams", key: str = "aggregate_tok_s") -> None:
+    """The published figures a protocol replays on other axes than their own card's: one
+    marker per card, filled when by the headline's own definition, hollow otherwise, each
+    (card, definition) named in the legend (the card in capitals)."""
+    cs = [c for c in claims or [] if c.get(xk)]
+    cards = sorted({c["card"] for c in cs})
+    for i, card in enumerate(cards):
+        for same in (True, False):
+            g = [c for c in cs if c["card"] == card and bool(c.get("same")) == same]
+            if not g:
+                continue
+            kw = dict(marker=CARD_MARKERS[i % len(CARD_MARKERS)], s=24, zorder=4,
+                      edgecolors=fs.PALETTE[2], linewidths=0.9,
+                      facecolors=fs.PALETTE[2] if same else "white")
+            lab = (f"published on {card_words(card)} (its own card), "
+                   + ("same definition" if same else "other definitions"))
+            a1.scatter([c[xk] for c in g], [c[key] for c in g], label=lab, **kw)
+            if a2 is not None:
+                a2.scatter([c[xk] for c in g], [c["per_stream_tok_s"] for c in g], **kw)
+
+
 def plural_streams(n: int) -> str:
     """'1 stream' or 'N streams'."""
     return "1 stream" if n == 1 else f"{n} streams"
-
-
-def _claim_points(ax, claims: list[dict[str, Any]] | None, key: str = "aggregate_tok_s"
-                  ) -> None:
-    """The published figures a protocol replays, filled when by the headline's own
-    definition, hollow otherwise; each kind in the legend only when drawn."""
-    for same, lab in ((True, "published, same definition (their own cards)"),
-                      (False, "published, other definitions (their own cards)")):
-        cs = [c for c in claims or [] if bool(c.get("same")) == same]
-        if cs:
-            ax.scatter([c["streams"] for c in cs], [c[key] for c in cs], marker="D", s=22,
-                       zorder=4, edgecolors=fs.PALETTE[2], linewidths=0.9,
-                       facecolors=fs.PALETTE[2] if same else "white", label=lab)
 
 
 def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title: str,
@@ -287,7 +336,7 @@ def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title
     if max_num_seqs:
         ax.axvline(max_num_seqs, color=fs.PALETTE[1], ls="--", lw=1.0,
                    label=f"server max-num-seqs = {max_num_seqs}")
-    _claim_points(ax, claims)
+    claim_markers(ax, None, claims)
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(v) for v in x])
     ax.minorticks_off()
@@ -555,4 +604,33 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     a2.legend(loc="lower left", fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)
+    return fig
+
+
+def wave_figure(series: list[dict[str, Any]], title: str, source: str) -> Any:
+    """Time to first token (ms) against the request's place in its wave (1 = sent first),
+    one colour per step, every repeat drawn. ``series``: ``label`` (the step in words),
+    ``repeat``, ``ttft_ms`` (in send order)."""
+    fig, ax = fs.new(7.4, 4.2)
+    labels = list(dict.fromkeys(s["label"] for s in series))
+    colour = fs.colours(labels)
+    for s in series:
+        x = range(1, len(s["ttft_ms"]) + 1)
+        first = s["repeat"] == min(t["repeat"] for t in series if t["label"] == s["label"])
+        ax.plot(x, s["ttft_ms"], marker="o", ms=2.2, lw=0.8, color=colour[s["label"]],
+                label=s["label"] if first else None)
+    n = sorted({len(t["ttft_ms"]) for t in series})
+    ticks = [1, *n]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlim(0, max(n) + 1)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("the request's place in its wave (1 = sent first; requests = streams)")
+    ax.set_ylabel("time to first token, ms")
+    reps = len({t["repeat"] for t in series})
+    ax.legend(title=f"one line per repeat ({reps} per step)", title_fontsize=6.5,
+              loc="upper left", fontsize=6.5)
+    ax.set_title("Each request's time to first token, in the order the wave was sent",
+                 loc="left")
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.source_line(fig, source)
     return fig
