@@ -130,6 +130,8 @@ def update_figure_links():
     links = {"claim_map": "claim_map.png"}
     links |= {f"roofline-{n}": f"roofline-{n}.png" for n in ROOFLINES}
     links |= {f"measured-{r}": f"measured-{r}.png" for r in RUNS}
+    # the body's figures of the Update card (CARD_FIGURES, rules/figures.smk)
+    links |= {k: f"{Path(v).name}.png" for k, v in CARD_FIGURES.items()}
     return links
 
 

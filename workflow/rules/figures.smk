@@ -79,6 +79,36 @@ rule measured_figures:
         "../scripts/measured_figures.py"
 
 
+# The two figures of the Update card's runs that the body links (update_figure_links):
+# decode against each format's bandwidth line, and what long prompts cost.
+CARD_FIGURES = {"h200": "figures/h200-decode", "long": "figures/h200-long-prompts"}
+
+
+rule card_figures:
+    input:
+        code=PACKAGE_SOURCES,
+        records=RUN_RECORDS,
+        model=config["model_config"],
+        cards=config["cards"],
+        ceilings=config["ceilings"],
+    output:
+        decode_png=CARD_FIGURES["h200"] + ".png",
+        decode_svg=CARD_FIGURES["h200"] + ".svg",
+        long_png=CARD_FIGURES["long"] + ".png",
+        long_svg=CARD_FIGURES["long"] + ".svg",
+    params:
+        card=config["update_card"],
+        model_name=config["model_name"],
+    log:
+        "logs/card_figures.log",
+    benchmark:
+        "logs/benchmarks/card_figures.tsv"
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/card_figures.py"
+
+
 rule update:
     input:
         code=PACKAGE_SOURCES,
@@ -91,6 +121,7 @@ rule update:
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
         figures=["figures/claim_map.png", "figures/verdicts.png"]
+        + [f"{base}.png" for base in CARD_FIGURES.values()]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
         + expand("figures/measured-{run}.png", run=RUNS)
         + expand("figures/definitions-{run}.png", run=RUNS),

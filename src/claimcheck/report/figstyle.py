@@ -132,3 +132,18 @@ def notice(text: str, width_in: float = 7.0):
     ax.axis("off")
     ax.text(0.0, 0.5, wrap(text, width_in, 8), fontsize=8, va="center")
     return fig
+
+
+CAPTION_FONT_PT = 7.0
+
+
+def caption_and_source(fig, caption: str, source: str) -> None:
+    """A caption (what the figure's words mean, in ink) over the grey source line, both
+    wrapped to the figure's width, under the axes."""
+    text = wrap(caption, fig.get_figwidth(), CAPTION_FONT_PT)
+    fig.text(0.0, -0.02, text, fontsize=CAPTION_FONT_PT, color=INK, ha="left", va="top")
+    lines = text.count("\n") + 1
+    # below the caption: its lines at 1.25 x the font size, in figure fractions
+    y = -0.02 - lines * CAPTION_FONT_PT * 1.25 / 72 / fig.get_figheight() - 0.01
+    fig.text(0.0, y, wrap(f"Source: {source}", fig.get_figwidth(), SOURCE_FONT_PT),
+             fontsize=SOURCE_FONT_PT, color=MUTED, ha="left", va="top")

@@ -22,6 +22,7 @@ from claimcheck.core.units import GIB, MIB
 from claimcheck.report import definitions_fig, figstyle, mdtext, plots, sections, verdicts_md
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
+from claimcheck.report.plots import plural_streams
 from claimcheck.report.presets import preset_roofline
 from claimcheck.report.update import (
     REPORT_METRICS,
@@ -32,6 +33,7 @@ from claimcheck.report.update import (
     render_body,
     render_run_md,
     render_update,
+    running_at_once,
 )
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
@@ -228,6 +230,9 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     if not kept and run.provenance.status != "complete":  # nothing measured to draw
         return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
                                f"{run.provenance.failure}"), md
+    done = [s for s in steps if s["reported"] and s["status"] == "complete"]
+    if not kept and done and all(is_held_prefill(s.get("output_len")) for s in done):
+        return wave_run_figure(run, done, claims), md  # no throughput answer: its TTFTs
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config, claims), md
     if "lanes_stats" in run.protocol.metrics and kept:
@@ -235,10 +240,16 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     metric = headline_metric(run.protocol)
     col = REPORT_METRICS[metric]
     e2e_key = "e2e_output_tok_s"  # the record's end-to-end aggregate
-    points = []
+    points, queued = [], []
     for s in kept:
         v = s.get(col.key)
-        if v is None or (col.streams_times_tpot and is_queued(run, s)):
+        if col.streams_times_tpot and is_queued(run, s):
+            # streams x 1000 / TPOT would divide by streams that never ran at once: the
+            # level is drawn by end to end only, against the line of the streams running
+            queued.append({"streams": s["streams"], "running": running_at_once(run, s),
+                           "e2e": s.get(e2e_key)})
+            continue
+        if v is None:
             continue
         agg = v if col.speed == "aggregate" else v * s["streams"]
         points.append({"streams": s["streams"], "context": s.get("context_tokens_per_stream"),
@@ -247,8 +258,11 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
                        "e2e": s.get(e2e_key) if col.key != e2e_key else None,
                        "roofline_tok_s": s.get("roofline_tok_s"),
                        "roofline_per_stream_tok_s": s.get("roofline_per_stream_tok_s")})
+    roof_at = {p["streams"]: p["roofline_tok_s"] for p in points}
+    for q in queued:
+        q["roofline_tok_s"] = roof_at.get(q["running"])
     fig = plots.measured_figure(
-        points, title=f"{run.name}: {run.label}", headline=in_prose(col),
+        points, queued=queued, title=f"{run.name}: {run.label}", headline=in_prose(col),
         claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
                 f"{run.provenance.weights_label}; roofline from {model_config} and "
@@ -267,6 +281,35 @@ def replayed_points(run: Any, claims: list[dict[str, Any]], metric: str
              "card": c["card"], "id": c["id"], "metric": c["metric"],
              "context": c.get("context_tokens") or None,
              "same": c["metric"] == metric} for c in claims if c["id"] in ids]
+
+
+def wave_run_figure(run: Any, done: list[dict[str, Any]],
+                    claims: list[dict[str, Any]] | None = None) -> Any:
+    """What a run whose every reported step asks at most two tokens per request measures:
+    each request's time to first token (ms) against its place in the wave (1 = sent first,
+    by send time), one series per step and repeat (bench.json timelines)."""
+    data = run_steps.load(at_root(run.path))
+    keep = {(s["step"], s["repeat"]) for s in done}
+    series = []
+    for sd in data.steps:
+        rec = sd.record
+        if (rec["step"], rec["repeat"]) not in keep or sd.timeline is None:
+            continue
+        reqs = sorted(sd.timeline.requests, key=lambda r: r.start_s)
+        series.append({"label": f"{plural_streams(rec['streams'])}, "
+                                f"{rec['input_len']:,}-token prompts",
+                       "repeat": rec["repeat"],
+                       "ttft_ms": [1000 * r.ttft_s for r in reqs]})
+    replayed = replayed_points(run, claims or [], headline_metric(run.protocol))
+    named = "; ".join(f"{c['id']} ({c['card']})" for c in replayed)
+    return plots.wave_figure(
+        series, title=f"{run.name}: {run.label}",
+        source=(f"{run.path}/steps/*/bench.json (each request's send time and first "
+                f"token); {run.provenance.weights_label}; every request asks "
+                f"{max(s['output_len'] for s in done)} tokens, so a step has no decode "
+                "to set against a roofline"
+                + (f"; the published figures this protocol replays are throughputs, not "
+                   f"times to first token, so none is drawn: {named}" if named else "")))
 
 
 def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
@@ -315,6 +358,23 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
                 f"{run.provenance.weights_label}; plain roofline at η = 1 at the step's "
                 "streams and context; published figures: the claims registry rows this "
                 "protocol replays, on their own cards"))
+
+
+def card_figures(run_records: list[str] | None, card: str, model_config: str,
+                 cards_csv: str, ceilings_csv: str, model_name: str, decode_base: str,
+                 long_base: str) -> list[str]:
+    """The two figures of one card's runs that the Update's body links (PNG + SVG each):
+    decode against each format's bandwidth line (``decode_base``, no extension) and what
+    long prompts cost (``long_base``); the paths written."""
+    from claimcheck.report import h200_fig
+    runs, steps = read_run_records(records(run_records))
+    cards = load_cards(at_root(cards_csv))
+    geom = geometry_from_file(at_root(model_config))
+    decode = h200_fig.decode_figure(runs, steps, card, geom, cards,
+                                    load_ceilings(at_root(ceilings_csv), cards), model_name)
+    long = h200_fig.long_figure(runs, steps, card, cards[card].name)
+    return [str(p) for fig, base in ((decode, decode_base), (long, long_base))
+            for p in figstyle.save(fig, at_root(base))]
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,

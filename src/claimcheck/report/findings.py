@@ -228,6 +228,15 @@ def fp8_buys(f: pd.DataFrame, fast: str = "fp8", base: str = "bf16") -> Finding:
     return Finding("what FP8 buys", text + ".", nums, cond, not bad, "; ".join(bad))
 
 
+def state_crossover(f: pd.DataFrame) -> dict[str, float]:
+    """Per weight format, the streams at which the recurrent state one step reads and
+    writes (2 x S per stream, bytes from the geometry) equals the weights it reads (W):
+    W / (2 S), streams (fractional). The first run of each format gives W and S."""
+    return {k: r["weight_bytes"] / (2 * r["state_bytes"])
+            for k, r in f.groupby("weight_format").first().iterrows()
+            if r["state_bytes"]}
+
+
 def step_growth(f: pd.DataFrame) -> Finding:
     """Where the step grows, for the format measured to the most streams at its shortest
     context: the step at its fewest, middle and most streams against the bytes each moves
@@ -248,9 +257,7 @@ def step_growth(f: pd.DataFrame) -> Finding:
     mid = follows.iloc[-1]
     total = lambda r: r["weights_gb"] + r["state_gb"] + r["kv_gb"]  # noqa: E731
     grow, bgrow = hi["step_ms"] / lo["step_ms"], total(hi) / total(lo)
-    cross = {k: r["weight_bytes"] / (2 * r["state_bytes"])
-             for k, r in f.groupby("weight_format").first().iterrows()
-             if r["state_bytes"]}
+    cross = state_crossover(f)
     bounds = set(f.loc[f["decode"].notna(), "roofline_bound"])
     text = (f"The {fmt_name(fm)} step follows its bytes from {lo['step_ms']:.1f} ms at "
             f"{lo['streams']:,.0f} stream{'s' if lo['streams'] != 1 else ''} to "

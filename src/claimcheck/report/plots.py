@@ -180,7 +180,8 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
 
 
 def measured_figure(points: list[dict[str, Any]], title: str, source: str,
-                    headline: str, claims: list[dict[str, Any]] | None = None) -> Any:
+                    headline: str, claims: list[dict[str, Any]] | None = None,
+                    queued: list[dict[str, Any]] | None = None) -> Any:
     """One run's steps by the metric its protocol answers with, against the roofline.
 
     ``points``: per step ``streams``, ``headline`` (aggregate tok/s by the protocol's
@@ -188,8 +189,14 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     end aggregate, or None when the headline is end to end), ``roofline_tok_s`` and
     ``roofline_per_stream_tok_s`` (eta = 1). ``claims``: the published figures the protocol
     replays (``streams``, ``aggregate_tok_s``, ``per_stream_tok_s``, ``same``: by the
-    headline's own definition). Left: aggregate; right: per stream; both against streams,
-    or against context per stream (``context``) when every step runs the same streams."""
+    headline's own definition; ``card``: drawn with a marker of its card, named in the
+    legend). ``queued``: levels that asked for more streams than ran at once (``streams``,
+    ``running``, ``e2e``, ``roofline_tok_s`` at the streams running), drawn hollow by end
+    to end only. With three or more levels, one step each, a dashed line holds the
+    fewest streams' share of the line (η); a level leaving it by more than
+    :data:`ETA_HOLDS` has bent and is labelled with its η. Left: aggregate; right: per
+    stream; both against streams, or against context per stream (``context``) when every
+    step runs the same streams."""
     fig, (a1, a2) = fs.new(9.6, 3.9, ncols=2)
     by_context = len({r["streams"] for r in points}) == 1 and len(
         {r.get("context") for r in points}) > 1
@@ -204,27 +211,48 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     if any(r.get("e2e") for r in s):
         a1.plot(b, [r.get("e2e") for r in s], marker="s", ls="--" if "-" in style else "none",
                 color=fs.PALETTE[1], label="measured: end to end (prefill, ramp, tail in)")
-    if all(r.get("roofline_tok_s") for r in s):
+    roofed = all(r.get("roofline_tok_s") for r in s)
+    if roofed:
         a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2, marker="_",
                 ms=14, mew=1.6, ls="-" if "-" in style else "none",
                 label="plain roofline, η = 1 (weights as the engine reported)")
         a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
                 marker="_", ms=14, mew=1.6, ls="-" if "-" in style else "none",
                 label="plain roofline, η = 1")
-    for same, lab in ((True, "published, same definition (their own cards)"),
-                      (False, "published, other definitions (their own cards)")):
-        cs = [c for c in claims or [] if bool(c.get("same")) == same]
-        if not cs:
-            continue
-        kw = dict(marker="D", s=22, zorder=4, edgecolors=fs.PALETTE[2],
-                  facecolors=fs.PALETTE[2] if same else "white", linewidths=0.9)
-        cs = [c for c in cs if c.get(xk)]
-        a1.scatter([c[xk] for c in cs], [c["aggregate_tok_s"] for c in cs], label=lab, **kw)
-        a2.scatter([c[xk] for c in cs], [c["per_stream_tok_s"] for c in cs], **kw)
-    xs = sorted(set(b) | {c[xk] for c in claims or [] if c.get(xk)})
+    if roofed and "-" in style and len(s) >= 3 and not by_context:
+        eta0 = s[0]["headline"] / s[0]["roofline_tok_s"]
+        a1.plot(b, [eta0 * r["roofline_tok_s"] for r in s], color=fs.PALETTE[0], lw=0.9,
+                ls=(0, (4, 2)), alpha=0.7,
+                label=f"the line × η at {plural_streams(s[0]['streams'])} ({eta0:.0%}): "
+                      "where the step keeps its share")
+        for r in s:  # the levels that leave the fewest streams' share, with theirs
+            if abs(r["headline"] / r["roofline_tok_s"] - eta0) <= ETA_HOLDS:
+                continue
+            a1.annotate(f"η {r['headline'] / r['roofline_tok_s']:.0%}",
+                        (r[xk], r["headline"]), xytext=(-4, 5), textcoords="offset points",
+                        ha="right", va="bottom", fontsize=6, color=fs.PALETTE[0])
+    q = sorted(queued or [], key=lambda r: r["streams"])
+    if q:
+        running = q[0]["running"]
+        a1.plot([r["streams"] for r in q], [r["e2e"] for r in q], marker="s", ls="none",
+                mfc="white", color=fs.PALETTE[1],
+                label=f"queued: end to end ({running:,} streams run at once, the rest wait)")
+        qr = [(r["streams"], r["roofline_tok_s"]) for r in q if r.get("roofline_tok_s")]
+        if qr:
+            a1.plot(*zip(*qr, strict=True), color=fs.MUTED, lw=0, marker="_", ms=14,
+                    mew=1.6, alpha=0.6)
+        for ax in (a1, a2):
+            ax.axvline(running * 1.12, color=fs.PALETTE[1], lw=0.8, ls=":")
+        a1.annotate(f"queued past {running:,} (the server's\nmax-num-seqs; line at "
+                    f"{running:,} running)", (running * 1.12, 0.03),
+                    xycoords=("data", "axes fraction"), xytext=(3, 0),
+                    textcoords="offset points", fontsize=6, color=fs.PALETTE[1])
+    claim_markers(a1, a2, claims, xk)
+    xs = sorted(set(b) | {r["streams"] for r in q}
+                | {c[xk] for c in claims or [] if c.get(xk)})
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
-        ticks = sorted(set(b))  # the steps' own levels; claims between them unlabelled
+        ticks = sorted(set(b) | {r["streams"] for r in q})  # the steps' own levels
         ax.set_xticks(ticks, [f"{x:,}" for x in ticks])
         ax.minorticks_off()
         ax.set_xlim(min(xs) / 1.4, max(xs) * 1.4)
@@ -243,22 +271,43 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     return fig
 
 
+ETA_HOLDS = 0.02
+"""A level whose η is within this of the fewest streams' keeps its share (unlabelled)."""
+
+CARD_MARKERS = ("D", "v", "P", "X", "<", ">", "*")
+"""Markers of published figures, one per card in name order."""
+
+
+def card_words(card: str) -> str:
+    """A card registry name as a legend prints it (RTX3090, B200)."""
+    return card.upper()
+
+
+def claim_markers(a1: Any, a2: Any | None, claims: list[dict[str, Any]] | None,
+                  xk: str = "streams", key: str = "aggregate_tok_s") -> None:
+    """The published figures a protocol replays on other axes than their own card's: one
+    marker per card, filled when by the headline's own definition, hollow otherwise, each
+    (card, definition) named in the legend (the card in capitals)."""
+    cs = [c for c in claims or [] if c.get(xk)]
+    cards = sorted({c["card"] for c in cs})
+    for i, card in enumerate(cards):
+        for same in (True, False):
+            g = [c for c in cs if c["card"] == card and bool(c.get("same")) == same]
+            if not g:
+                continue
+            kw = dict(marker=CARD_MARKERS[i % len(CARD_MARKERS)], s=24, zorder=4,
+                      edgecolors=fs.PALETTE[2], linewidths=0.9,
+                      facecolors=fs.PALETTE[2] if same else "white")
+            lab = (f"published on {card_words(card)} (its own card), "
+                   + ("same definition" if same else "other definitions"))
+            a1.scatter([c[xk] for c in g], [c[key] for c in g], label=lab, **kw)
+            if a2 is not None:
+                a2.scatter([c[xk] for c in g], [c["per_stream_tok_s"] for c in g], **kw)
+
+
 def plural_streams(n: int) -> str:
     """'1 stream' or 'N streams'."""
     return "1 stream" if n == 1 else f"{n} streams"
-
-
-def _claim_points(ax, claims: list[dict[str, Any]] | None, key: str = "aggregate_tok_s"
-                  ) -> None:
-    """The published figures a protocol replays, filled when by the headline's own
-    definition, hollow otherwise; each kind in the legend only when drawn."""
-    for same, lab in ((True, "published, same definition (their own cards)"),
-                      (False, "published, other definitions (their own cards)")):
-        cs = [c for c in claims or [] if bool(c.get("same")) == same]
-        if cs:
-            ax.scatter([c["streams"] for c in cs], [c[key] for c in cs], marker="D", s=22,
-                       zorder=4, edgecolors=fs.PALETTE[2], linewidths=0.9,
-                       facecolors=fs.PALETTE[2] if same else "white", label=lab)
 
 
 def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title: str,
@@ -287,7 +336,7 @@ def gate_figure(levels: list[Any], max_num_seqs: int | None, verdict: str, title
     if max_num_seqs:
         ax.axvline(max_num_seqs, color=fs.PALETTE[1], ls="--", lw=1.0,
                    label=f"server max-num-seqs = {max_num_seqs}")
-    _claim_points(ax, claims)
+    claim_markers(ax, None, claims)
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(v) for v in x])
     ax.minorticks_off()
@@ -426,5 +475,162 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
     fig.suptitle("Each published figure on its band (grey: no-overlap floor to overlap "
                  "ceiling), by verdict (count in brackets)", x=0.0, ha="left", fontsize=10)
     fig.tight_layout()
+    fs.source_line(fig, source)
+    return fig
+
+
+FORMAT_ORDER = ("bf16", "fp8")
+"""Weight formats in colour order (others after them, alphabetically)."""
+
+
+def format_colours(fmts: list[str]) -> dict[str, str]:
+    """One palette colour per weight format, BF16 and FP8 first, the same in every figure."""
+    known = [f for f in FORMAT_ORDER if f in fmts] + sorted(set(fmts) - set(FORMAT_ORDER))
+    order = list(FORMAT_ORDER) + [f for f in known if f not in FORMAT_ORDER]
+    return {f: fs.PALETTE[order.index(f)] for f in known}
+
+
+def _fmt(f: str) -> str:
+    from claimcheck.report.findings import fmt_name
+    return fmt_name(f)
+
+
+def _pow2_axis(ax, lo: float, hi: float) -> None:
+    ticks = [2 ** i for i in range(0, 12) if lo <= 2 ** i <= hi]
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlim(lo / 1.25, hi * 1.25)
+
+
+def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float],
+                        title: str, caption: str, source: str) -> Any:
+    """Decode against each format's bandwidth line, one panel per context per stream
+    (log-log): the line (η = 1, solid), the format's η band (shaded between its lowest and
+    highest η times the line), the measured levels (markers) and, where it falls on the
+    axis, the streams at which the format's state read and written passes its weights
+    (dotted, labelled). ``panels``: context -> :class:`claimcheck.report.h200_fig.FormatPanel`
+    rows; ``crossover``: format -> streams."""
+    ctxs = sorted(panels)
+    fig, axes = fs.new(4.6 * max(len(ctxs), 1), 4.4, ncols=max(len(ctxs), 1))
+    axes = list(np.atleast_1d(axes))
+    if not ctxs:
+        axes[0].axis("off")
+        axes[0].text(0, 0.5, "no step where every stream decodes at once", fontsize=8)
+    colour = format_colours(sorted({p.fmt for ps in panels.values() for p in ps}))
+    top = max((v for ps in panels.values() for p in ps for _, v in p.line), default=1.0)
+    bottom = min((v for ps in panels.values() for p in ps for _, v, _ in p.points),
+                 default=1.0)
+    for ax, ctx in zip(axes, ctxs, strict=False):
+        hi = max(n for p in panels[ctx] for n, _ in p.line)
+        for p in panels[ctx]:
+            col, name = colour[p.fmt], _fmt(p.fmt)
+            x = [n for n, _ in p.line]
+            y = np.array([v for _, v in p.line])
+            lo_eta, hi_eta = p.eta_band
+            ax.plot(x, y, color=col, lw=1.4, label=f"{name}: bandwidth line (η = 1)")
+            ax.fill_between(x, lo_eta * y, hi_eta * y, color=col, alpha=0.22, lw=0,
+                            label=f"{name}: η {lo_eta:.0%}–{hi_eta:.0%} of its line "
+                            "(dashed edges)")
+            ax.plot([n for n, _, _ in p.points], [v for _, v, _ in p.points], "o",
+                    color=col, ms=4.5, mec="white", mew=0.6, zorder=4,
+                    label=f"{name}: measured, all streams decoding")
+            ax.plot(x, lo_eta * y, color=col, lw=0.6, ls="--")
+            ax.plot(x, hi_eta * y, color=col, lw=0.6, ls="--")
+        marks = sorted((c, f) for f, c in crossover.items()
+                       if c <= hi and f in {p.fmt for p in panels[ctx]})
+        for c, f in marks:
+            ax.axvline(c, color=colour[f], lw=0.9, ls=":")
+        if marks:  # one label for all: the crossovers lie close together
+            ax.annotate("recurrent state read and written\n= weights at "
+                        + ", ".join(f"{c:,.0f} ({_fmt(f)})" for c, f in marks)
+                        + " streams", (marks[0][0], bottom / 1.4), xytext=(-3, 0),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=6.5,
+                        color=fs.INK)
+        _pow2_axis(ax, 1, hi)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom / 1.6, top * 1.5)
+        ax.set_xlabel("concurrent streams, all decoding (log scale)")
+        ax.set_title(f"{ctx:,} tokens of context per stream", loc="left")
+    axes[0].set_ylabel("decode, tok/s summed over the streams (log scale)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].legend(handles, labels, loc="upper left", fontsize=6.5)
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.caption_and_source(fig, caption, source)
+    return fig
+
+
+LONG_READINGS = (("decode", "all streams decoding", "o", "-"),
+                 ("aggregate_mean_tpot_tok_s", "streams × 1000 / mean TPOT", "s", "--"),
+                 ("e2e_output_tok_s", "end to end", "^", ":"))
+"""The long-prompt figure's three readings of the same steps: row key, words, marker,
+line style."""
+
+
+def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
+                        source: str) -> Any:
+    """Long prompts with a second wave: left, each format's three readings of the same
+    steps (tok/s summed) against streams; right, all streams decoding's η against short
+    prompts' η at the same streams and format. ``rows``: the long-prompt finding's levels
+    (``weight_format``, ``streams``, ``decode``, ``aggregate_mean_tpot_tok_s``,
+    ``e2e_output_tok_s``, ``share``, ``short_share``)."""
+    fig, (a1, a2) = fs.new(9.4, 4.0, ncols=2)
+    colour = format_colours(sorted({r["weight_format"] for r in rows}))
+    for fm, col in colour.items():
+        g = sorted((r for r in rows if r["weight_format"] == fm), key=lambda r: r["streams"])
+        x = [r["streams"] for r in g]
+        for key, words, marker, ls in LONG_READINGS:
+            a1.plot(x, [r[key] for r in g], marker=marker, ls=ls, color=col, ms=4.5,
+                    lw=1.2, label=f"{_fmt(fm)}: {words}")
+        a2.plot(x, [r["share"] for r in g], marker="o", ls="-", color=col, ms=4.5, lw=1.2,
+                label=f"{_fmt(fm)}, long prompts: all streams decoding")
+        sx = [(r["streams"], r["short_share"]) for r in g
+              if r.get("short_share") == r.get("short_share") and r.get("short_share")]
+        if sx:
+            a2.plot(*zip(*sx, strict=True), marker="o", ls="--", color=col, ms=5, lw=1.0,
+                    mfc="white", label=f"{_fmt(fm)}, short prompts, same streams")
+    xs = [r["streams"] for r in rows]
+    for ax in (a1, a2):
+        _pow2_axis(ax, min(xs), max(xs))
+        ax.set_xlabel("concurrent streams (independent requests)")
+    a1.set_ylim(bottom=0)
+    a1.set_ylabel("tok/s summed over the streams")
+    a1.set_title("Three readings of the same steps", loc="left")
+    a2.set_ylim(0, 1)
+    a2.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    a2.set_ylabel("η: all streams decoding ÷ bandwidth line")
+    a2.set_title("All streams decoding, long vs short prompts", loc="left")
+    a1.legend(loc="upper left", fontsize=6.5)
+    a2.legend(loc="lower left", fontsize=6.5)
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.caption_and_source(fig, caption, source)
+    return fig
+
+
+def wave_figure(series: list[dict[str, Any]], title: str, source: str) -> Any:
+    """Time to first token (ms) against the request's place in its wave (1 = sent first),
+    one colour per step, every repeat drawn. ``series``: ``label`` (the step in words),
+    ``repeat``, ``ttft_ms`` (in send order)."""
+    fig, ax = fs.new(7.4, 4.2)
+    labels = list(dict.fromkeys(s["label"] for s in series))
+    colour = fs.colours(labels)
+    for s in series:
+        x = range(1, len(s["ttft_ms"]) + 1)
+        first = s["repeat"] == min(t["repeat"] for t in series if t["label"] == s["label"])
+        ax.plot(x, s["ttft_ms"], marker="o", ms=2.2, lw=0.8, color=colour[s["label"]],
+                label=s["label"] if first else None)
+    n = sorted({len(t["ttft_ms"]) for t in series})
+    ticks = [1, *n]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlim(0, max(n) + 1)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("the request's place in its wave (1 = sent first; requests = streams)")
+    ax.set_ylabel("time to first token, ms")
+    reps = len({t["repeat"] for t in series})
+    ax.legend(title=f"one line per repeat ({reps} per step)", title_fontsize=6.5,
+              loc="upper left", fontsize=6.5)
+    ax.set_title("Each request's time to first token, in the order the wave was sent",
+                 loc="left")
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.source_line(fig, source)
     return fig

@@ -1,0 +1,177 @@
+"""The two figures of one card's runs that carry the Update's findings: decode against each
+weight format's bandwidth line (the main result) and what long prompts cost.
+
+Every measured number comes from :mod:`claimcheck.report.findings` (the step frame, the
+bandwidth-share and long-prompt findings' rows, the state crossover), the same numbers the
+findings paragraph and the body's tables print; every bandwidth line from
+:func:`claimcheck.report.tables.step_roofline`, the function that gave each step its
+``roofline_tok_s``. Units: tok/s, streams, tokens of context per stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from claimcheck.core.cards import Card, Ceiling
+from claimcheck.core.geometry import Geometry
+from claimcheck.report import findings as F
+from claimcheck.report import plots
+from claimcheck.report.record import Run
+from claimcheck.report.tables import step_roofline
+
+MAX_STREAMS = 256
+"""The decode figure's stream axis ends here (the bend runs' last level that all ran)."""
+
+
+@dataclass(frozen=True)
+class FormatPanel:
+    """One weight format at one context: the measured levels (streams, tok/s summed while
+    every stream decodes, share of the line), its bandwidth line (streams, tok/s at η = 1)
+    and its η band over all its levels (lowest and highest share)."""
+
+    fmt: str
+    points: list[tuple[float, float, float]]
+    line: list[tuple[int, float]]
+    eta_band: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class DecodePanels:
+    """The decode figure's data: per context per stream, one :class:`FormatPanel` per
+    format; the streams where each format's state read and written passes its weights; the
+    runs the levels come from."""
+
+    panels: dict[int, list[FormatPanel]]
+    crossover: dict[str, float]
+    runs: list[str] = field(default_factory=list)
+
+
+def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str
+               ) -> tuple[list[Run], pd.DataFrame]:
+    """One card's runs and the findings' step frame of their steps."""
+    runs = [r for r in runs if r.provenance.card == card]
+    names = {r.name for r in runs}
+    return runs, F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                              F.engine_rows(runs))
+
+
+def figure_contexts(d: pd.DataFrame) -> list[int]:
+    """The contexts the decode figure draws, as the body's first table chooses them: each
+    format's main context (:func:`claimcheck.report.findings.main_context`) and the
+    longest measured."""
+    main = set(F.main_context(d)["context_tokens_per_stream"])
+    return sorted(int(c) for c in main | {d["context_tokens_per_stream"].max()})
+
+
+def line_streams(top: float) -> list[int]:
+    """Stream counts for a line from 1 to the power of two at or above ``top``."""
+    end = 1
+    while end < top:
+        end *= 2
+    return list(range(1, min(end, MAX_STREAMS) + 1))
+
+
+def bandwidth_line(run: Run, context: int, streams: list[int], geom: Geometry, card: Card,
+                   ceilings: dict[str, Ceiling] | None = None) -> list[tuple[int, float]]:
+    """The plain roofline (η = 1) of ``run``'s engine at ``context`` tokens per stream, at
+    each of ``streams``: (streams, tok/s summed over them)."""
+    return [(n, step_roofline(run, {"streams": n, "context_tokens_per_stream": context},
+                              geom, card, ceilings)["roofline_tok_s"]) for n in streams]
+
+
+def decode_panels(runs: list[Run], steps: list[dict[str, Any]], card: str, geom: Geometry,
+                  cards: dict[str, Card], ceilings: dict[str, Ceiling] | None = None
+                  ) -> DecodePanels:
+    """The decode figure's data for one card (``card``: its registry name): the levels of
+    the bandwidth-share finding at the contexts of :func:`figure_contexts`, each format's
+    line drawn from one of its runs, its η band and the state crossover."""
+    runs, frame = card_frame(runs, steps, card)
+    share = F.bandwidth_share(frame)
+    if not share.rows:
+        return DecodePanels({}, {})
+    d = pd.DataFrame(share.rows)
+    by_name = {r.name: r for r in runs}
+    panels: dict[int, list[FormatPanel]] = {}
+    for ctx in figure_contexts(d):
+        at = d[d["context_tokens_per_stream"] == ctx]
+        top = at["streams"].max()
+        for fm, g in sorted(at.groupby("weight_format")):
+            run = by_name[sorted(g["runs"].iloc[0].split(", "))[0]]
+            everywhere = d[d["weight_format"] == fm]["share"]
+            panels.setdefault(ctx, []).append(FormatPanel(
+                fm, [(r.streams, r.decode, r.share) for r in g.sort_values("streams")
+                     .itertuples()],
+                bandwidth_line(run, ctx, line_streams(top), geom, cards[card], ceilings),
+                (float(everywhere.min()), float(everywhere.max()))))
+    drawn = d[d["context_tokens_per_stream"].isin(list(panels))]
+    used = sorted({n for r in drawn["runs"] for n in str(r).split(", ")})
+    return DecodePanels(panels, F.state_crossover(frame), used)
+
+
+def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom: Geometry,
+                  cards: dict[str, Card], ceilings: dict[str, Ceiling] | None = None,
+                  model_name: str = "the model", source: str = "") -> Any:
+    """The main result: measured decode of each weight format against its bandwidth line
+    and its η band, one panel per context, the state crossover marked."""
+    p = decode_panels(runs, steps, card, geom, cards, ceilings)
+    c = cards[card]
+    caption = (f"Bandwidth line (plain roofline, η = 1): the tok/s the {c.name}'s "
+               f"{c.memory_bw_gb_s:,.0f} GB/s datasheet bandwidth allows if each step moves "
+               "the weights once, each stream's recurrent state twice (read and written) "
+               "and its KV cache once, every stream keeping one token per step. η: the "
+               "share of that line a step reaches; the shaded band runs from each format's "
+               "lowest to its highest η over every level it was measured at, at any "
+               "context. Measured: tok/s summed while every stream decodes, the median of "
+               "each level over its repeats and runs. Dotted: the streams at which the "
+               "recurrent state read and written equals the weights (from the geometry).")
+    return plots.decode_lines_figure(
+        p.panels, p.crossover,
+        title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
+        caption=caption,
+        source=(f"{len(p.runs)} runs in data/raw/runs on the {c.name} (dummy weights: "
+                "random values, the real geometry), read through data/derived/runs/*.json; "
+                "lines from the model's config.json, each engine's own weights, state and "
+                "KV bytes and data/raw/cards.csv; levels at other contexts (in the η band, not "
+                "drawn) are in the appendix; runs drawn: " + ", ".join(p.runs) + source))
+
+
+def long_rows(runs: list[Run], steps: list[dict[str, Any]], card: str
+              ) -> list[dict[str, Any]]:
+    """The long-prompt finding's levels for one card (per format and streams: all streams
+    decoding, streams x 1000 / mean TPOT, end to end, tok/s summed; η of all streams
+    decoding and short prompts' η at the same streams)."""
+    _, frame = card_frame(runs, steps, card)
+    return F.long_prompts(frame).rows
+
+
+def long_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
+                card_name: str) -> Any:
+    """What long prompts cost: the long-prompt finding's three readings of the same steps
+    against streams, and all streams decoding's η against short prompts'."""
+    rows = long_rows(runs, steps, card)
+    if not rows:
+        from claimcheck.report import figstyle
+        return figstyle.notice(f"No multi-wave long-prompt step with every stream decoding "
+                               f"on the {card_name}: nothing to draw.")
+    r0 = rows[0]
+    used = sorted({n for r in rows for n in str(r["runs"]).split(", ")})
+    return plots.long_prompts_figure(
+        rows,
+        title=(f"Long prompts on one {card_name}: {r0['input_len']:,.0f} in, "
+               f"{r0['output_len']:,.0f} out (dummy weights)"),
+        caption=("All streams decoding: tok/s summed over the window in which every stream "
+                 "decodes (the last request's first token to the first request's last). "
+                 "Streams × 1000 / mean TPOT: the published reading of the same steps, whose "
+                 "mean TPOT takes in the steps a later request's prefill shares. End to end: "
+                 "all output tokens / wall time, prefill, ramp and tail in. "
+                 f"{r0['waves']:.0f} requests per stream, so a second wave's prefills land "
+                 "on the first wave's decode. η: the share of the bandwidth line (plain "
+                 "roofline, η = 1) a step reaches; short prompts: the median η of the "
+                 "short-prompt levels with every stream decoding at the same streams and "
+                 "format. Each point "
+                 "the median of its level over repeats and runs."),
+        source=("runs " + ", ".join(used) + " (dummy weights) in data/raw/runs, read "
+                "through data/derived/runs/*.json"))

@@ -1,0 +1,179 @@
+"""The figures an article could print: the H200 decode figure (BF16 and FP8 against their
+bandwidth lines), the long-prompt figure, the wave-admission figure (times to first token,
+not an empty throughput plot), the bend figure (queued levels, the departure from the line)
+and published points of other cards named by their card."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.paths import RAW, RUNS
+from claimcheck.core.runfiles import bench_data
+from claimcheck.report import figstyle, h200_fig, plots
+from claimcheck.report import findings as F
+from claimcheck.report.derive import with_timeline
+from claimcheck.report.figures import wave_run_figure
+from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.tables import run_rows
+
+WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    runs = [with_timeline(load_run(d)) for d in find_runs(RUNS)]
+    geom = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
+    cards, ceilings = load_cards(), load_ceilings(RAW / "ceilings.csv")
+    return runs, run_rows(runs, geom, cards, ceilings=ceilings), geom, cards, ceilings
+
+
+@pytest.fixture(scope="module")
+def panels(committed):
+    runs, rows, geom, cards, ceilings = committed
+    return h200_fig.decode_panels(runs, rows, "h200", geom, cards, ceilings)
+
+
+def panel(p, ctx, fmt):
+    return next(x for x in p.panels[ctx] if x.fmt == fmt)
+
+
+def test_decode_figure_draws_the_body_tables_numbers(committed, panels):
+    runs, rows, *_ = committed
+    assert sorted(panels.panels) == [640, 8192]  # the contexts of the body's first table
+    bf16 = panel(panels, 640, "bf16")
+    pts = {n: (v, s) for n, v, s in bf16.points}
+    assert set(pts) >= {1, 8, 16, 32, 64, 96, 128, 192, 256}
+    # the body's first table prints 5,647.6 tok/s and 65% at 256 streams, 640 tokens
+    assert pts[256][0] == pytest.approx(5647.6, abs=0.05)
+    assert round(pts[256][1], 2) == 0.65
+    # one road: the bandwidth-share finding's rows, the same levels
+    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    at = d[(d["weight_format"] == "fp8") & (d["context_tokens_per_stream"] == 8192)]
+    assert [(n, v) for n, v, _ in panel(panels, 8192, "fp8").points] == list(
+        zip(at["streams"], at["decode"], strict=True))
+    assert max(n for n, _ in bf16.line) == 256
+    assert max(n for n, _ in panel(panels, 8192, "bf16").line) == 64
+
+
+def test_bandwidth_line_is_bytes_over_datasheet_bandwidth(committed, panels):
+    runs, rows, *_ = committed
+    ei = next(r for r in runs if r.name == "h200-20261201-bf16-dummy-256-bend").engine_inputs
+    bytes_one = ei.weight_bytes + 2 * ei.state_bytes_per_stream + 640 * ei.kv_bytes_per_token
+    line = dict(panel(panels, 640, "bf16").line)
+    assert line[1] == pytest.approx(4800e9 / bytes_one, rel=1e-6)  # H200: 4,800 GB/s
+    assert line[1] == pytest.approx(92.79, abs=0.01)  # the body table's 93
+    # at every measured level, the line is the level's own roofline_tok_s
+    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    at = d[(d["weight_format"] == "bf16") & (d["context_tokens_per_stream"] == 640)]
+    for n, roof in zip(at["streams"], at["roofline_tok_s"], strict=True):
+        assert line[n] == pytest.approx(roof, rel=1e-9)
+
+
+def test_crossover_and_eta_band_are_the_findings(committed, panels):
+    runs, rows, *_ = committed
+    ei = next(r for r in runs if r.name == "h200-20261201-bf16-dummy-256-bend").engine_inputs
+    assert panels.crossover["bf16"] == pytest.approx(
+        ei.weight_bytes / (2 * ei.state_bytes_per_stream))
+    assert round(panels.crossover["bf16"]) == 167 and round(panels.crossover["fp8"]) == 173
+    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    n = F.bandwidth_share(frame).numbers
+    assert panel(panels, 640, "fp8").eta_band == (n["fp8_min"], n["fp8_max"])
+    assert [round(x, 2) for x in panel(panels, 8192, "bf16").eta_band] == [0.65, 0.74]
+
+
+def texts(fig):
+    return [t.get_text() for t in fig.texts] + [
+        t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_decode_figure_title_caption_and_same_bytes(committed, tmp_path):
+    runs, rows, geom, cards, ceilings = committed
+    make = lambda: h200_fig.decode_figure(runs, rows, "h200", geom, cards, ceilings,  # noqa: E731
+                                          "Qwen3.8-27B")
+    fig = make()
+    title = fig._suptitle.get_text()
+    assert len(title) < 80 and "dummy weights" in title and "BF16 and FP8" in title
+    words = " ".join(texts(fig))
+    assert "η: the share of that line a step reaches" in words
+    assert "state read and written\n= weights at 167 (BF16), 173 (FP8)" in words
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "BF16: η 65%–74% of its line (dashed edges)" in labels
+    a = figstyle.save(fig, tmp_path / "a")
+    b = figstyle.save(make(), tmp_path / "b")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
+def test_long_prompt_figure_draws_the_finding_rows(committed):
+    runs, rows, *_ = committed
+    lr = h200_fig.long_rows(runs, rows, "h200")
+    assert sorted((r["weight_format"], r["streams"]) for r in lr) == [
+        ("bf16", 8), ("bf16", 16), ("bf16", 32), ("fp8", 8), ("fp8", 16), ("fp8", 32)]
+    fig = h200_fig.long_figure(runs, rows, "h200", "NVIDIA H200")
+    assert len(fig._suptitle.get_text()) < 80 and "dummy weights" in fig._suptitle.get_text()
+    a1, a2 = fig.axes
+    lines = {ln.get_label(): ln for ln in a1.get_lines()}
+    assert len(lines) == 6  # three readings of two formats
+    bf = sorted((r for r in lr if r["weight_format"] == "bf16"), key=lambda r: r["streams"])
+    assert list(lines["BF16: all streams decoding"].get_ydata()) == [r["decode"] for r in bf]
+    assert list(lines["BF16: end to end"].get_ydata()) == [r["e2e_output_tok_s"] for r in bf]
+    # the body's long table: BF16 at 8 streams, 460.0 all decoding and 289.7 end to end
+    assert (round(bf[0]["decode"], 1), round(bf[0]["e2e_output_tok_s"], 1)) == (460.0, 289.7)
+    short = {ln.get_label(): ln for ln in a2.get_lines()}["BF16, short prompts, same streams"]
+    assert list(short.get_ydata()) == [r["short_share"] for r in bf]
+
+
+def test_wave_admission_draws_time_to_first_token_by_place(committed):
+    runs, rows, *_ = committed
+    run = next(r for r in runs if r.name == WAVE)
+    done = [s for s in rows if s["run"] == WAVE and s["reported"]
+            and s["status"] == "complete"]
+    assert done and all(s["output_len"] <= 2 for s in done)
+    fig = wave_run_figure(run, done)
+    (ax,) = fig.axes
+    assert ax.get_ylabel() == "time to first token, ms"
+    lines = ax.get_lines()
+    assert len(lines) == 12  # 4 steps x 3 repeats, none empty
+    # the first series: step 0 repeat 1, every TTFT of its bench.json in ms
+    bench = bench_data(RUNS / WAVE / "steps" / "00-c16-r1")
+    assert sorted(lines[0].get_ydata()) == pytest.approx(
+        sorted(1000 * t for t in bench["ttfts"]))
+    assert list(lines[0].get_xdata()) == list(range(1, 17))
+
+
+def test_bend_figure_draws_queued_levels_and_the_departure():
+    roof = {96: 5400.0, 128: 6400.0, 192: 7800.0, 256: 8700.0}
+    eta = {96: 0.70, 128: 0.71, 192: 0.65, 256: 0.62}
+    pts = [{"streams": n, "headline": eta[n] * r, "headline_per_stream": eta[n] * r / n,
+            "e2e": 0.9 * eta[n] * r, "roofline_tok_s": r, "roofline_per_stream_tok_s": r / n}
+           for n, r in roof.items()]
+    queued = [{"streams": 384, "running": 256, "e2e": 4640.0, "roofline_tok_s": 8700.0},
+              {"streams": 512, "running": 256, "e2e": 4980.0, "roofline_tok_s": 8700.0}]
+    fig = plots.measured_figure(pts, "bend", "src", "streams × 1000 / median TPOT",
+                                queued=queued)
+    a1 = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in a1.get_lines()}
+    q = lines["queued: end to end (256 streams run at once, the rest wait)"]
+    assert list(q.get_xdata()) == [384, 512] and list(q.get_ydata()) == [4640.0, 4980.0]
+    held = lines["the line × η at 96 streams (70%): where the step keeps its share"]
+    assert list(held.get_ydata()) == pytest.approx([0.70 * r for r in roof.values()])
+    # only the levels more than 2 points off 70% carry their η
+    assert sorted(t.get_text() for t in a1.texts if t.get_text().startswith("η")) == [
+        "η 62%", "η 65%"]
+
+
+def test_other_cards_published_points_name_their_card():
+    pts = [{"streams": n, "headline": 10.0 * n, "headline_per_stream": 10.0, "e2e": None,
+            "roofline_tok_s": 20.0 * n, "roofline_per_stream_tok_s": 20.0} for n in (1, 8)]
+    claims = [{"streams": 8, "aggregate_tok_s": 90.0, "per_stream_tok_s": 11.0,
+               "card": "b200", "same": True},
+              {"streams": 1, "aggregate_tok_s": 30.0, "per_stream_tok_s": 30.0,
+               "card": "rtx3090", "same": False}]
+    fig = plots.measured_figure(pts, "t", "src", "h", claims=claims)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "published on B200 (its own card), same definition" in labels
+    assert "published on RTX3090 (its own card), other definitions" in labels

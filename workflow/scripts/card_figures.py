@@ -1,0 +1,12 @@
+"""Snakemake script: the Update body's two figures of one card's runs (PNG + SVG each):
+decode against each weight format's bandwidth line, and what long prompts cost."""
+from rulelog import rule_log
+
+with rule_log(snakemake) as log:  # noqa: F821
+    from claimcheck.report.figures import card_figures
+
+    i, o, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+    for path in card_figures(list(i.records), p.card, i.model, i.cards, i.ceilings,
+                             p.model_name, o.decode_png.removesuffix(".png"),
+                             o.long_png.removesuffix(".png")):
+        log.write(path + "\n")
