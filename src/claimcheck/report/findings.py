@@ -306,12 +306,12 @@ def long_prompts(f: pd.DataFrame) -> Finding:
             f"prefills share the steps, decode while all streams decode reads "
             f"{span(lpl['over_mean'], x)} what streams × 1000 / mean TPOT of the same steps "
             f"reads ({lpl['streams'].min():,.0f} to {lpl['streams'].max():,.0f} streams), "
-            "and sits on its bandwidth line where short prompts do at the same streams ("
+            "and reaches the share of its bandwidth line that short prompts reach at the "
+            "same streams ("
             + "; ".join(f"{fmt_name(fm)} {span(g['share'])} against {span(g['short_share'])}"
                         for fm, g in matched.groupby("weight_format"))
-            + "): the "
-            "mean TPOT is lowered by the prefills, and decode itself stays on the short "
-            "prompts' line")
+            + "): the prefills lengthen the mean TPOT, and decode itself stays at the "
+            "short prompts' share")
     why = [f"{r.weight_format} {r.streams:.0f}: all decoding {r.over_mean:.2f}× mean TPOT"
            for r in lpl.itertuples() if r.over_mean <= 1]
     why += [f"{r.weight_format} {r.streams:.0f}: {r.share:.0%} against {r.short_share:.0%}"

@@ -700,7 +700,8 @@ def engine_words(run: Run) -> str:
     how = " (vLLM's online quantization of the BF16 weights)" if ec.quantization else ""
     kv = (ei.kv_dtype if ei else ec.kv_cache_dtype).upper()
     state = (ei.state_dtype if ei else str(ec.mamba_ssm_cache_dtype)).upper()
-    return (f"{fmt} weights{how} with a {kv} KV cache and {state} recurrent state, "
+    article = "an" if kv[:1] in "AEFHILMNORSX" else "a"  # as spoken: an FP8, a BF16
+    return (f"{fmt} weights{how} with {article} {kv} KV cache and {state} recurrent state, "
             f"{ec.max_num_seqs} slots"
             + (", prefix caching on" if ec.prefix_caching else ""))
 
