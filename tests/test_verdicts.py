@@ -96,11 +96,15 @@ def test_inside_the_band_is_the_bend_region_at_a_fraction_of_the_ceiling():
 
 def test_below_the_floor_is_short_of_its_source():
     # 4,000 / 4,444.4 = 90.0% of the floor, beyond 5% under it
-    out = v.verdict(claim(4000.0, streams=100, metric_phase="end_to_end"), ceiling(100),
-                    source(100))
+    out = v.verdict(claim(4000.0, streams=100, metric="decode_aggregate",
+                          metric_phase="decode"), ceiling(100), source(100))
     assert out.kind == v.SHORT == "short of its source's model"
     assert "90.0% of its source's no-overlap floor 4,444.4 tok/s" in out.reason
-    assert "end to end includes prefill" in out.reason  # an e2e figure says what it holds
+    # an end-to-end figure there, with no ratio to carry the decode model over: not
+    # comparable (issue 28 item 4), with the same numbers
+    e2e = v.verdict(claim(4000.0, streams=100, metric_phase="end_to_end"), ceiling(100),
+                    source(100))
+    assert e2e.kind == v.NOT_COMPARABLE and "90.0% of the no-overlap floor 4,444.4" in e2e.reason
 
 
 def test_above_the_ceiling_names_the_term():
@@ -433,3 +437,57 @@ def test_registry_per_request_row_never_contradicts_its_seed_figure(registry_row
     assert r["aggregate_tok_s"] == pytest.approx(3215.0)
     assert r["per_stream_tok_s"] == pytest.approx(50.0)
     assert "would read 2,400.0 tok/s against the seed's own 3,215.0" in r["reason"]
+
+
+# ------------------------------------------------------------ issue 28 item 4: definitions
+
+def test_an_end_to_end_twin_is_set_against_the_decode_model_scaled_by_its_run():
+    # 8 streams at eta 0.8: memory 12.5 ms, compute 8 x 0.1 = 0.8 ms -> ceiling 8 / 12.5 ms
+    # = 640 tok/s, floor 8 / 13.3 ms = 601.5. The run printed 470 end to end and 626.7
+    # decode: ratio 0.75, so the end-to-end band is 480 down to 451.1 and 470 sits at 97.9%
+    # of its ceiling, the same place its decode twin sits in the decode band.
+    src = source(8)
+    assert (src.tok_s, src.floor_tok_s) == (pytest.approx(640.0), pytest.approx(8 / 0.0133))
+    ratio = sm.e2e_over_decode(470.0, 626.7)
+    assert ratio == pytest.approx(0.74996, abs=1e-4)
+    e2e = v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src,
+                    e2e_ratio=0.75, e2e_ratio_source="the same run's 470 over its 626.7")
+    dec = v.verdict(claim(626.7, 8, metric="decode_aggregate", metric_phase="decode"),
+                    ceiling(8), src)
+    assert e2e.kind == dec.kind == v.BAND
+    assert "at 97.9% of its source's end-to-end ceiling 480.0 tok/s" in e2e.reason
+    assert "no-overlap floor 451.1 tok/s" in e2e.reason and "times end to end / decode 0.750" \
+        in e2e.reason
+    assert e2e.numbers["source_model_tok_s"] == pytest.approx(480.0)
+    assert e2e.numbers["source_decode_model_tok_s"] == pytest.approx(640.0)
+    assert "at 97.9% of its source's ceiling 640.0" in dec.reason
+
+
+def test_an_end_to_end_figure_without_a_ratio_is_not_comparable_under_the_floor():
+    # 470 / 601.5 = 78.1% of the decode floor: without a ratio it says nothing about the
+    # decode model (TTFT and ramp are in its denominator); above the ceiling it still is
+    src = source(8)
+    out = v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src)
+    assert out.kind == v.NOT_COMPARABLE
+    assert out.reason.startswith("470.0 tok/s summed over 8 streams is end to end, not "
+                                 "comparable to a decode-only model: it is 78.1% of the "
+                                 "no-overlap floor 601.5 tok/s")
+    # a model calibrated on an end-to-end figure is not decode-only: judged as it stands
+    from dataclasses import replace
+    e2e_src = replace(src, calibration_phase="end_to_end")
+    assert v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), e2e_src,
+                     e2e_ratio=0.75).kind == v.SHORT
+    with pytest.raises(ValueError, match="end to end / decode"):
+        sm.e2e_over_decode(700.0, 600.0)
+
+
+def test_registry_end_to_end_twins_read_as_their_decode_rows(registry_rows):
+    by = {r["id"]: r for r in registry_rows}
+    for n in (1, 8, 16, 32):
+        e2e, tpot = by[f"article-ladder-{n}-e2e"], by[f"article-ladder-{n}-tpot"]
+        assert e2e["verdict"] == tpot["verdict"]
+    r = by["article-ladder-8-e2e"]
+    assert r["e2e_ratio"] == pytest.approx(304.2 / 317.0)
+    assert "article-ladder-8-tpot" in r["e2e_ratio_source"]
+    # the long-prompt rows: 30.4 / 41.2 at one stream puts the e2e row where its TPOT is
+    assert by["article-long-1-e2e"]["verdict"] == by["article-long-1-tpot"]["verdict"] == v.BAND

@@ -135,6 +135,19 @@ class SourceModel:
     """The ceiling's binding term at the lower end of the compute range."""
     compute_range: str = ""
     """Plain words for the compute used: one measured rate, or the range and its ends."""
+    calibration_phase: str = ""
+    """The metric phase of the figure(s) that set eta ("decode", "end_to_end",
+    "unspecified"): a model calibrated on a decode figure is a decode-only model."""
+
+
+def e2e_over_decode(e2e_tok_s: float, decode_tok_s: float) -> float:
+    """End to end / decode for one run (both aggregate tok/s): the factor that carries a
+    decode-only model over to an end-to-end figure. Refused outside (0, 1.05]: end to end
+    counts the decode window and more, so it cannot read well above decode."""
+    if not (e2e_tok_s > 0 and decode_tok_s > 0 and e2e_tok_s / decode_tok_s <= 1.05):
+        raise ValueError(f"end to end / decode needs 0 < e2e ({e2e_tok_s!r} tok/s) <= "
+                         f"decode ({decode_tok_s!r} tok/s) within 5%")
+    return e2e_tok_s / decode_tok_s
 
 
 def within(ratio: float, tolerance: float) -> bool:

@@ -193,17 +193,24 @@ def seed_verdict(fig: str, agg: float, rep: SeedReproduction, tolerance: float,
                    nums)
 
 
-def _band_words(src: SourceModel) -> str:
-    """The source's band in words: ceiling, floor, the binding term and the compute."""
-    ceil = float(src.tok_s)  # type: ignore[arg-type]
-    floor = src.floor_tok_s
-    text = f"its source's ceiling {ceil:,.1f} tok/s (memory and compute overlapped"
+def _band_words(src: SourceModel, scale: float = 1.0, scale_text: str = "") -> str:
+    """The source's band in words: ceiling, floor, the binding term and the compute;
+    ``scale`` (with ``scale_text`` saying where it comes from) carries a decode-only band
+    over to an end-to-end figure."""
+    ceil = float(src.tok_s) * scale  # type: ignore[arg-type]
+    floor = src.floor_tok_s * scale if src.floor_tok_s is not None else None
+    what = "end-to-end ceiling" if scale != 1.0 else "ceiling"
+    text = f"its source's {what} {ceil:,.1f} tok/s (memory and compute overlapped"
     if floor is not None:
         text += f"; no-overlap floor {floor:,.1f} tok/s"
+    if scale != 1.0:
+        text += (f"; the decode model's {float(src.tok_s):,.1f} and "  # type: ignore[arg-type]
+                 f"{src.floor_tok_s or float(src.tok_s):,.1f} tok/s times end to end / "
+                 f"decode {scale:.3f}, {scale_text}")
     text += f"; {binding_text(src.binding_term, src.bend_streams)}"
     if src.ceiling_low_tok_s is not None and src.ceiling_low_tok_s != src.tok_s:
-        text += (f"; {src.ceiling_low_tok_s:,.1f} tok/s at the lower end of the compute "
-                 f"range, {src.binding_term_low}-bound there")
+        text += (f"; {src.ceiling_low_tok_s * scale:,.1f} tok/s at the lower end of the "
+                 f"compute range, {src.binding_term_low}-bound there")
     return text + f"; {src.calibration})"
 
 
@@ -223,7 +230,8 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             inflation: float | None = None, inflation_source: str = "",
             reproduction: Reproduction | None = None,
             tolerance: float = TOLERANCE,
-            seed_reproduction: SeedReproduction | None = None) -> Verdict:
+            seed_reproduction: SeedReproduction | None = None,
+            e2e_ratio: float | None = None, e2e_ratio_source: str = "") -> Verdict:
     """The verdict for one claim.
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
@@ -231,7 +239,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     ``assumed_fields``, optional ``bound`` and ``aggregate_note``: a sentence saying where a
     derived aggregate came from); ``inflation`` is the measured ratio of the claim's
     definition to end to end for its workload shape (None when not measured);
-    ``seed_reproduction`` a seed's own reproduction of its workload and definition.
+    ``seed_reproduction`` a seed's own reproduction of its workload and definition;
+    ``e2e_ratio`` end to end / decode for an end-to-end claim (the same run's figures as
+    its source printed them, else measured here for the workload shape; where from in
+    ``e2e_ratio_source``), which carries a decode-only source model over to it.
     """
     agg = float(claim["aggregate_tok_s"])
     running = claim.get("streams_running") or claim["streams"]
@@ -307,10 +318,27 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                        f"({src.calibration}), so the model cannot test it; "
                        f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
     if src is not None:
-        ceil = float(src.tok_s)  # type: ignore[arg-type]
-        floor = src.floor_tok_s if src.floor_tok_s is not None else ceil
-        where = _band_words(src)
+        e2e_vs_decode = (claim.get("metric_phase") == "end_to_end"
+                         and src.calibration_phase != "end_to_end")
+        scale = e2e_ratio if e2e_vs_decode and e2e_ratio else 1.0
+        ceil = float(src.tok_s) * scale  # type: ignore[arg-type]
+        floor = (src.floor_tok_s if src.floor_tok_s is not None else float(src.tok_s)
+                 ) * scale  # type: ignore[arg-type]
+        if scale != 1.0:
+            nums.update(e2e_ratio=scale, e2e_ratio_source=e2e_ratio_source,
+                        source_decode_model_tok_s=src.tok_s, source_model_tok_s=ceil,
+                        source_floor_tok_s=floor, claim_over_source=agg / ceil,
+                        claim_over_floor=agg / floor)
+        where = _band_words(src, scale, e2e_ratio_source)
         side = band_side(agg, ceil, floor, tolerance, bound)
+        if side == "below" and e2e_vs_decode and scale == 1.0:
+            return Verdict(NOT_COMPARABLE, f"{fig} is end to end, not comparable to a "
+                           f"decode-only model: it is {agg / floor:.1%} of the no-overlap floor "
+                           f"{floor:,.1f} tok/s of {where}, "
+                           "but end to end also counts prefill, TTFT and the ramp, and "
+                           "neither the source's same run nor a run measured here for this "
+                           "workload shape gives its end-to-end / decode ratio." + note
+                           + assumed, nums)
         not_needed = f"; the {drafter} is not needed to explain it" if drafter else ""
         if side == "inside":
             at = f"at {agg / ceil:.1%} of {where}"
@@ -330,8 +358,6 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                            f"{tolerance:.0%}{_which_end(src, 'above')}{extra}; "
                            f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
         extra = not_needed
-        if claim.get("metric_phase") == "end_to_end":
-            extra += "; end to end includes prefill and ramp, which the decode model leaves out"
         return Verdict(SHORT, f"{fig} is {agg / floor:.1%} of its source's no-overlap floor "
                        f"{floor:,.1f} tok/s, beyond {tolerance:.0%} under it: short of "
                        f"{where}{_which_end(src, 'below')}{extra}." + note + assumed, nums)

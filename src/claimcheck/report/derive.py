@@ -300,6 +300,47 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
                                    "; ".join(x[2] for x in own))
 
 
+def _e2e_ratio(c: Any, claims: list[Any], steps: list[dict[str, Any]]
+               ) -> tuple[float | None, str]:
+    """End to end / decode for an end-to-end claim ``c``: the same run's figures as its
+    source printed them (its first decode-phase sibling in registry order), else the
+    median over the measured steps of the same workload shape (prompt and output tokens
+    per request, both stated or assumed) at the nearest streams (log distance), else None.
+    Returns (ratio, where it comes from)."""
+    import math
+    import statistics
+
+    from claimcheck.core import sourcemodel as sm
+    from claimcheck.core.metrics import METRICS
+    if METRICS[c["metric"]].phase != "end_to_end":
+        return None, ""
+    for o in claims:
+        if o["run"] == c["run"] and o["id"] != c["id"] and \
+                METRICS[o["metric"]].phase == "decode":
+            try:
+                r = sm.e2e_over_decode(c.aggregate_tok_s, o.aggregate_tok_s)
+            except ValueError:
+                continue
+            return r, (f"the same run's {c.aggregate_tok_s:,.1f} end to end over its "
+                       f"{o.aggregate_tok_s:,.1f} {METRICS[o['metric']].label} ({o['id']}), "
+                       "as its source printed them")
+    if not (c["prompt_tokens"] and c["output_tokens"]):
+        return None, ""
+    ok = [s for s in steps if s.get("input_len") == c["prompt_tokens"]
+          and s.get("output_len") == c["output_tokens"] and s.get("e2e_aggregate_tok_s")
+          and s.get("decode_aggregate_tok_s") and s.get("streams")]
+    if not ok:
+        return None, ""
+    near = min(abs(math.log(s["streams"] / c.streams_sharing)) for s in ok)
+    pick = [s for s in ok if abs(math.log(s["streams"] / c.streams_sharing)) == near]
+    ratio = statistics.median(s["e2e_aggregate_tok_s"] / s["decode_aggregate_tok_s"]
+                              for s in pick)
+    return ratio, (f"measured here for this workload shape ({c['prompt_tokens']} in, "
+                   f"{c['output_tokens']} out): median end to end / decode over "
+                   f"{len(pick)} step(s) at {pick[0]['streams']:g} streams "
+                   f"({', '.join(sorted({s['run'] for s in pick}))}, dummy weights)")
+
+
 def _seed_reproduction(c: Any, claims: list[Any]) -> Any:
     """A seed's own reproduction of claim ``c`` among the registry's ``claims``
     (:func:`claimcheck.core.sourcemodel.reproductions_of`), as a
@@ -418,7 +459,8 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                              f"{compute}"),
                 is_calibration=own, floor_tok_s=floor,
                 ceiling_low_tok_s=lo["roofline_tok_s"], binding_term_low=lo["roofline_bound"],
-                compute_range=compute if len(rates) > 1 else "")
+                compute_range=compute if len(rates) > 1 else "",
+                calibration_phase=cal.phase)
         elif p["roofline_tok_s"]:
             source = sm.SourceModel(
                 tok_s=None, bend_streams=p.get("roofline_bend_streams"),
@@ -441,7 +483,8 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         infl, infl_src = _inflation(steps, col, c.streams_sharing) if col else (None, "")
         protos = protos_of.get(c["id"], [])
         replays, repro = protocol_replays(c, protos, steps, col)
-        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol, seed_rep)
+        e2e_r, e2e_src = _e2e_ratio(c, claims, steps)
+        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol, seed_rep, e2e_r, e2e_src)
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
