@@ -491,3 +491,40 @@ def test_registry_end_to_end_twins_read_as_their_decode_rows(registry_rows):
     assert "article-ladder-8-tpot" in r["e2e_ratio_source"]
     # the long-prompt rows: 30.4 / 41.2 at one stream puts the e2e row where its TPOT is
     assert by["article-long-1-e2e"]["verdict"] == by["article-long-1-tpot"]["verdict"] == v.BAND
+
+
+# ------------------------------------------------------------ issue 28 item 7: a run whole
+
+def test_a_run_with_one_speculative_row_never_says_the_drafter_is_not_needed():
+    # one run, two figures at 2 streams: 150 tok/s aggregate (75% of the plain 200) and a
+    # per-request sum of 300 (1.50x 200: a drafter keeps 1.5 tokens per step)
+    agg = claim(150.0, 2, spec_method="qwen-warp drafter")
+    req = claim(300.0, 2, metric="per_request_decode", spec_method="qwen-warp drafter")
+    first = {"agg": v.verdict(agg, ceiling(2)), "req": v.verdict(req, ceiling(2))}
+    assert first["agg"].kind == v.WITHIN and "drafter is not needed" in first["agg"].reason
+    assert first["req"].kind == v.NEEDS_SPECULATION
+    runs = v.needs_drafter_runs(first, {"agg": "r1", "req": "r1"})
+    assert runs == {"r1": "req needs 1.50 tokens kept per stream per step over its plain "
+                          "roofline"}
+    again = v.verdict(agg, ceiling(2), run_drafter=runs["r1"])
+    assert again.kind == v.WITHIN and "not needed" not in again.reason
+    assert "is not shown unneeded: the same run's req needs 1.50 tokens" in again.reason
+    # another run with no speculative figure is left as it was
+    assert v.needs_drafter_runs({"agg": first["agg"]}, {"agg": "r2"}) == {}
+
+
+def test_registry_no_sibling_of_a_speculative_run_calls_the_drafter_unneeded(registry_rows):
+    runs: dict[str, list] = {}
+    from claimcheck.core.claims import load_claims
+    run_of = {c["id"]: c["run"] for c in load_claims(ROOT / "data" / "raw" / "claims.csv")}
+    for r in registry_rows:
+        runs.setdefault(run_of[r["id"]], []).append(r)
+    checked = 0
+    for rs in runs.values():
+        if any(r["verdict"] == v.NEEDS_SPECULATION for r in rs):
+            for r in rs:
+                assert "is not needed to explain it" not in r["reason"], r["id"]
+                checked += 1
+    assert checked > 40
+    r = {x["id"]: x for x in registry_rows}["article-warp-short-8-agg"]
+    assert "the same run's article-warp-short-8-req needs 1.54 tokens" in r["reason"]

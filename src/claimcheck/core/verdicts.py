@@ -231,7 +231,8 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             reproduction: Reproduction | None = None,
             tolerance: float = TOLERANCE,
             seed_reproduction: SeedReproduction | None = None,
-            e2e_ratio: float | None = None, e2e_ratio_source: str = "") -> Verdict:
+            e2e_ratio: float | None = None, e2e_ratio_source: str = "",
+            run_drafter: str = "") -> Verdict:
     """The verdict for one claim.
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
@@ -242,7 +243,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     ``seed_reproduction`` a seed's own reproduction of its workload and definition;
     ``e2e_ratio`` end to end / decode for an end-to-end claim (the same run's figures as
     its source printed them, else measured here for the workload shape; where from in
-    ``e2e_ratio_source``), which carries a decode-only source model over to it.
+    ``e2e_ratio_source``), which carries a decode-only source model over to it;
+    ``run_drafter`` names a sibling figure of the same run that needs a drafter ("X needs
+    1.54 tokens kept per stream per step"): the run is judged as a whole, so this figure
+    never reads as showing the drafter unneeded (:func:`drafter_words`).
     """
     agg = float(claim["aggregate_tok_s"])
     running = claim.get("streams_running") or claim["streams"]
@@ -339,7 +343,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                            "neither the source's same run nor a run measured here for this "
                            "workload shape gives its end-to-end / decode ratio." + note
                            + assumed, nums)
-        not_needed = f"; the {drafter} is not needed to explain it" if drafter else ""
+        not_needed = drafter_words(drafter, run_drafter)
         if side == "inside":
             at = f"at {agg / ceil:.1%} of {where}"
             if bound and not (floor <= agg <= ceil):  # a bound met, not a figure matched
@@ -363,9 +367,38 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                        f"{where}{_which_end(src, 'below')}{extra}." + note + assumed, nums)
     why = ("its source publishes no one-stream, no-drafter figure to calibrate on, so eta = 1 "
            "(the plain roofline)")
-    extra = f"; the {drafter} is not needed to explain it" if drafter else ""
+    extra = drafter_words(drafter, run_drafter)
     return Verdict(WITHIN, f"{fig} is {agg / roof:.1%} of {plain_txt} ({ceiling.bound} "
                    f"bound); {why}{extra}." + note + assumed, nums)
+
+
+def drafter_words(drafter: str, run_drafter: str = "") -> str:
+    """What a figure at or under its model says about a stated drafter: not needed to
+    explain it, unless a sibling figure of the same run needs one (``run_drafter``), when
+    the run is judged as a whole and the figure shows nothing either way."""
+    drafter = drafter.removesuffix(" stated")  # "the drafter X stated is" reads wrong
+    if run_drafter:
+        what = f"the {drafter}" if drafter else "a drafter, though none is stated,"
+        return (f"; {what} is not shown unneeded: the same run's {run_drafter}, so this "
+                "figure alone does not speak for the run")
+    return f"; the {drafter} is not needed to explain it" if drafter else ""
+
+
+def needs_drafter_runs(verdicts: Mapping[str, Verdict], run_of: Mapping[str, str]
+                       ) -> dict[str, str]:
+    """Run -> words naming the first figure (registry order of ``verdicts``) of that run
+    whose verdict needs a drafter: kind *needs a drafter*, or a seed-reproduction verdict
+    over its card's plain roofline beyond tolerance (tau > 1 there too)."""
+    out: dict[str, str] = {}
+    for cid, res in verdicts.items():
+        over = res.numbers.get("claim_over_roofline")
+        seed_over = (res.kind in (SEED_REPRODUCED, SEED_NOT_REPRODUCED) and over is not None
+                     and compare(over, 1.0, res.numbers.get("tolerance", TOLERANCE))
+                     == "above")
+        if (res.kind == NEEDS_SPECULATION or seed_over) and run_of[cid] not in out:
+            out[run_of[cid]] = (f"{cid} needs {over:.2f} tokens kept per stream per step "
+                                "over its plain roofline")
+    return out
 
 
 def _deflated_fits(agg: float, reference: float, inflation: float | None,

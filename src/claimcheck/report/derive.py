@@ -429,6 +429,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                                 list(ceilings.values()), ds_tf, ds_src)
 
     rows = []
+    calls: dict[str, tuple[Any, ...]] = {}
     for c in claims:
         t = c.tidy()
         p = plain[c["id"]]
@@ -484,7 +485,9 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         protos = protos_of.get(c["id"], [])
         replays, repro = protocol_replays(c, protos, steps, col)
         e2e_r, e2e_src = _e2e_ratio(c, claims, steps)
-        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol, seed_rep, e2e_r, e2e_src)
+        calls[c["id"]] = (t, ceil, source, infl, infl_src, repro, tol, seed_rep, e2e_r,
+                          e2e_src)
+        res = v.verdict(*calls[c["id"]])
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
@@ -507,7 +510,26 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                      "labels_given": ",".join(groups[lb.GIVEN]),
                      "labels_supplied": ",".join(groups[lb.SUPPLIED]),
                      "labels_missing": ",".join(groups[lb.MISSING])})
-    return rows
+    return _run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
+
+
+def _run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, tuple[Any, ...]],
+                    run_of: dict[str, str]) -> list[dict[str, Any]]:
+    """A run is judged as a whole (issue 28 item 7): where any figure of a run needs a
+    drafter (:func:`claimcheck.core.verdicts.needs_drafter_runs`), every sibling is judged
+    again with that figure named, so none says the drafter is not needed."""
+    from claimcheck.core import verdicts as v
+    first = {r["id"]: v.Verdict(r["verdict"], r["reason"], r) for r in rows}
+    speculative = v.needs_drafter_runs(first, run_of)
+    out = []
+    for r in rows:
+        sib = speculative.get(run_of[r["id"]], "")
+        if sib and not sib.startswith(f"{r['id']} "):
+            res = v.verdict(*calls[r["id"]], run_drafter=sib)
+            r = {**r, "verdict": res.kind, "reason": res.reason, **res.numbers,
+                 "run_needs_drafter": sib}
+        out.append(r)
+    return out
 
 
 def verdicts_table(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
