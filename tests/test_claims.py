@@ -347,3 +347,17 @@ def test_listing_marks_bounds(capsys):
     assert " >=1000 " in lines["hyperqwen-1000-b200-post"]
     exact = lines["tensorfold-764-decode"]
     assert " 764 " in exact and "=764" not in exact
+
+
+def test_int8_layers_is_one_of_three_and_read_as_stated_or_assumed(tmp_path, ids):
+    # seed 001: "~1,222 tok/s with every layer int8"; seed 000's article: "int8
+    # activations on the MLP GEMMs"; HyperQwen's front page: assumed from its batch table
+    assert ids["hyperqwen-1222-all-int8"].stated["int8_layers"] == "all"
+    assert ids["article-ladder-64-tpot"].stated["int8_layers"] == "mlp"
+    assert ids["hyperqwen-1035-front"].is_assumed("int8_layers")
+    assert ids["hyperqwen-1035-front"]["int8_layers"] == "mlp"
+    assert ids["hyperqwen-cohort-8"]["int8_layers"] == ""
+    p, lines = _edit(tmp_path, {"hyperqwen-1222-all-int8": {"int8_layers": "some"}})
+    with pytest.raises(InputError, match=rf":{lines['hyperqwen-1222-all-int8']}: int8_layers: "
+                                         r"'some' is not one of \['', 'all', 'mlp'\]"):
+        load_claims(p)

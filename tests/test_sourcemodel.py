@@ -213,3 +213,29 @@ def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
     assert by["nocal"]["verdict"] == v.WITHIN and by["nocal"]["calibrated_on"] == ""
     assert by["nocal"]["roofline_tok_s"] == pytest.approx(435.15, abs=0.01)
     assert "68.9% of the plain roofline 435.1 tok/s" in by["nocal"]["reason"]
+
+
+# ------------------------------------------------- issue 28 item 5: activation precision
+
+def test_int8_layers_set_the_compute_by_hand():
+    from claimcheck.core.geometry import load_config
+    from claimcheck.core.paths import RAW
+    # half the FLOPs at 400 TOP/s, half at 100 TFLOP/s: 1 / (0.5/400 + 0.5/100) = 160
+    assert sm.split_compute_tflops(0.5, 100.0, 400.0) == pytest.approx(160.0)
+    assert sm.split_compute_tflops(0.0, 100.0, 400.0) == pytest.approx(100.0)
+    # the 3090's range 63 (measured at 250 W) to 71 (datasheet), int8 284 datasheet: the low
+    # end's int8 is 284 x 63 / 71 = 252; MLPs half the FLOPs: 1/(0.5/252 + 0.5/63) = 100.8,
+    # 1/(0.5/284 + 0.5/71) = 113.6; every layer: 252 to 284
+    rates = [(63.0, "measured"), (71.0, "datasheet")]
+    mlp = sm.int8_rates(rates, "mlp", 0.5, 284.0, 71.0)
+    assert [r for r, _ in mlp] == [pytest.approx(100.8), pytest.approx(113.6)]
+    assert "the MLP GEMMs (50.0% of the FLOPs, config.json) at int8 252 TOP/s" in mlp[0][1]
+    allint8 = sm.int8_rates(rates, "all", 0.5, 284.0, 71.0)
+    assert [r for r, _ in allint8] == [pytest.approx(252.0), pytest.approx(284.0)]
+    assert sm.int8_rates(rates, "", 0.5, 284.0, 71.0) == rates
+    # Qwen3.8-27B: 64 layers x 3 x 5,120 x 17,408 MLP weights of the weights per token
+    cfg = load_config(RAW / "models" / "qwen3.8-27b" / "config.json")
+    from claimcheck.core.geometry import geometry
+    share = 64 * 3 * 5120 * 17408 / geometry(cfg).weights_per_token
+    assert sm.mlp_flop_fraction(cfg) == pytest.approx(share)
+    assert share == pytest.approx(0.668, abs=0.001)

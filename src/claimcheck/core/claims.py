@@ -23,6 +23,10 @@ Column meanings (one each):
   quote must say so next to the value (:data:`BOUND_BEFORE`, :data:`BOUND_AFTER`).
 - ``quote``: the seed's exact words holding the figure (whitespace-normalised); checked
   against the seed's ``section`` by :func:`check_against_seeds`.
+- ``int8_layers``: which linear layers multiply in int8 (int8 activations), when the seed
+  says: ``mlp`` (the MLP GEMMs only) or ``all`` (every layer); empty for 16-bit
+  activations or not stated. When stated, the run's text must say "int8" and, for
+  ``mlp``, "MLP", for ``all``, "every layer" (:func:`check_against_seeds`).
 - ``quantization``: when stated, every part of it (split at ``-`` and ``+``) is written in
   the seed where it describes the run (:func:`check_against_seeds`).
 
@@ -52,29 +56,34 @@ from claimcheck.core.metrics import METRICS
 from claimcheck.core.paths import RAW, ROOT
 
 COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "engine_version",
-           "code_read", "card", "power_limit_w", "checkpoint", "quantization", "streams",
+           "code_read", "card", "power_limit_w", "checkpoint", "quantization", "int8_layers",
+           "streams",
            "streams_running", "stream_relation", "prompt_tokens", "output_tokens",
            "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens",
            "metric", "value", "unit", "bound", "quote", "assumed", "note")
 # columns a registry written before they existed may lack (read as empty)
-OPTIONAL = ("bound",)
+OPTIONAL = ("bound", "int8_layers")
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
 # columns the project may supply (with a reason) when the seed does not state them; metric
 # too, for a figure whose window the seed gives only in part (a log line not said to be free
 # of prompt tokens)
 ASSUMABLE = ("system", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
-             "quantization", "streams", "streams_running", "stream_relation", "prompt_tokens",
+             "quantization", "int8_layers", "streams", "streams_running", "stream_relation",
+             "prompt_tokens",
              "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
              "spec_draft_tokens", "metric")
 # fields one run shares across its metric rows
 RUN_FIELDS = ("kind", "seed", "system", "engine_version", "code_read", "card",
-              "power_limit_w", "checkpoint", "quantization", "streams", "stream_relation",
+              "power_limit_w", "checkpoint", "quantization", "int8_layers", "streams",
+              "stream_relation",
               "prompt_tokens", "output_tokens", "total_output_tokens", "context_tokens",
               "spec_method", "spec_draft_tokens")
 KINDS = {"claim", "reproduction", "control", "measured"}
 SEEDS = {"000": "000_c17ed6d62e51e6bc.txt", "001": "001_661b21414414fac5.txt",
          "002": "002_894ef22a7c4f7ce5.txt"}
+INT8_LAYERS = {"": (), "mlp": ("int8", "mlp"), "all": ("int8", "every layer")}
+"""``int8_layers`` values and the words the run's text must hold for each (any case)."""
 RELATIONS = {"lanes_of_one_prompt", "independent_requests", "closed_loop_clients",
              "single_user"}
 UNITS = {"tok/s"}
@@ -270,6 +279,7 @@ def _check_row(src: str, line: int, raw: dict[str | None, Any]) -> Claim:
         if not stated[key] and key not in assumed:
             raise InputError(src, "required field is empty", line=line, key=key)
     checks = [("kind", KINDS), ("seed", set(SEEDS)), ("stream_relation", RELATIONS),
+              ("int8_layers", set(INT8_LAYERS)),
               ("metric", set(METRICS)), ("unit", UNITS)]
     for key, allowed in checks:
         val = stated[key] or assumed.get(key, ("",))[0]
@@ -528,6 +538,15 @@ def check_against_seeds(claims: list[Claim], src: str, folder: Path,
                                      f"{c['run']!r}); if the project supplies it, move it "
                                      "to assumed", line=c.line, key=key)
         _check_quantization(src, c, sec, run_text + (" " + colophon if own else ""))
+        words = INT8_LAYERS.get(c.stated.get("int8_layers") or "", ())
+        scope = (run_text + (" " + colophon if own else "")).lower()
+        missing = [w for w in words if w not in scope]
+        if missing:
+            raise InputError(src, f"stated int8_layers {c.stated['int8_layers']!r} needs "
+                             f"{' and '.join(repr(w) for w in missing)} in section "
+                             f"{sec.name!r} of seed {c['seed']} (nor where the seed describes "
+                             f"run {c['run']!r}); if the project supplies it, move it to "
+                             "assumed", line=c.line, key="int8_layers")
     for i, r in enumerate(excluded or [], start=2):
         for key in EXCLUDED_COLUMNS:
             if not (r.get(key) or "").strip():

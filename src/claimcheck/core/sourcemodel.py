@@ -231,6 +231,55 @@ def compute_range(card: str, dtype: str, power_limit_w: float | None,
     return [rates[0], rates[-1]] if len(rates) > 1 else rates
 
 
+def mlp_flop_fraction(config: Mapping[str, Any]) -> float:
+    """The MLP GEMMs' share of the FLOPs per generated token (2 per weight touched) from a
+    config.json dict: layers x the MLP's active linear weights over every linear weight
+    read per token (:func:`claimcheck.core.geometry.geometry`, the output head included)."""
+    from claimcheck.core.geometry import _mlp_params, geometry
+    geom = geometry(dict(config))
+    text = config.get("text_config") or config
+    mlp = (geom.num_full_attention_layers + geom.num_linear_attention_layers) * _mlp_params(
+        text, geom.hidden_size, "text_config." if config.get("text_config") else "")[1]
+    return mlp / geom.weights_per_token
+
+
+def split_compute_tflops(int8_fraction: float, fp16_tflops: float, int8_tops: float
+                         ) -> float:
+    """The one rate (TFLOP/s) that gives the step's arithmetic time when a fraction
+    ``int8_fraction`` of its FLOPs runs at ``int8_tops`` (TOP/s) and the rest at
+    ``fp16_tflops``: F / (f F / P_int8 + (1 - f) F / P_fp16)."""
+    if not (0 <= int8_fraction <= 1 and fp16_tflops > 0 and int8_tops > 0):
+        raise ValueError(f"split compute needs 0 <= f <= 1 and rates > 0, got "
+                         f"{int8_fraction!r}, {fp16_tflops!r}, {int8_tops!r}")
+    return 1.0 / (int8_fraction / int8_tops + (1.0 - int8_fraction) / fp16_tflops)
+
+
+def int8_rates(rates: Sequence[tuple[float, str]], int8_layers: str, int8_fraction: float,
+               int8_tops: float, datasheet_tflops: float
+               ) -> list[tuple[float, str]]:
+    """A compute range (TFLOP/s, where from; lowest first, fp16 rates) carried over to
+    int8 activations: ``all`` runs every FLOP at the int8 rate, ``mlp`` the MLP GEMMs'
+    ``int8_fraction`` of them (:func:`split_compute_tflops`). The card's int8 datasheet
+    rate is scaled at each end as that end's fp16 rate is to the fp16 datasheet rate (a
+    ceiling measured at a lower power limit slows both alike); no int8 ceiling was
+    measured. Empty ``int8_layers``: the rates unchanged."""
+    if not int8_layers:
+        return list(rates)
+    out = []
+    for tf, src in rates:
+        p8 = int8_tops * tf / datasheet_tflops
+        p8_txt = (f"int8 {p8:g} TOP/s (the datasheet's {int8_tops:g} x {tf:g} / "
+                  f"{datasheet_tflops:g})" if tf != datasheet_tflops
+                  else f"int8 {int8_tops:g} TOP/s (datasheet dense)")
+        if int8_layers == "all":
+            out.append((p8, f"every layer at {p8_txt}"))
+        else:
+            eff = split_compute_tflops(int8_fraction, tf, p8)
+            out.append((eff, f"effective: the MLP GEMMs ({int8_fraction:.1%} of the FLOPs, "
+                        f"config.json) at {p8_txt}, the rest at {tf:g} TFLOP/s ({src})"))
+    return out
+
+
 REPRODUCTION_WORKLOAD = ("system", "card", "prompt_tokens", "output_tokens")
 """Registry columns a seed's reproduction must share with the claim (the same system, on the
 same card, with the same prompt and output tokens; unstated on both sides counts as the

@@ -17,7 +17,7 @@ from typing import Any
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import compute_ceiling, load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.report import steps as run_steps
@@ -406,7 +406,28 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
                               tflops=tflops)
 
-    plain = {c["id"]: roof(c) for c in claims}
+    mlp_share = sm.mlp_flop_fraction(load_config(config_json))
+
+    def int8_of(c: Any, rates: list[tuple[float, str]], dtype: str
+                ) -> list[tuple[float, str]]:
+        """The claim's compute rates with its int8 layers at the card's int8 rate."""
+        card = cards[c["card"]]
+        if not c["int8_layers"] or "int8" not in card.tensor_tflops:
+            return rates
+        return sm.int8_rates(rates, c["int8_layers"], mlp_share, card.tflops("int8"),
+                             card.tflops(dtype))
+
+    def plain_of(c: Any) -> dict[str, Any]:
+        """The plain roofline (eta 1) at the claim's card's own compute for its power
+        limit, its int8 layers at the int8 rate."""
+        p = roof(c)
+        if p["roofline_tok_s"] and c["int8_layers"] and c["card"] in cards:
+            (tf, src), = int8_of(c, [(p["roofline_tflops"], p["roofline_compute"])],
+                                 p["roofline_compute_dtype"])
+            p = {**roof(c, 1.0, tf), "roofline_compute": src}
+        return p
+
+    plain = {c["id"]: plain_of(c) for c in claims}
     key = {c["id"]: sm.source_key(c.row, QUANT_FORMAT.get((c["quantization"] or "").lower()))
            for c in claims}
     figures: dict[tuple[str, ...], list[sm.Figure]] = {}
@@ -425,8 +446,9 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         """The compute rates the claim's band spans (one when measured at its power)."""
         card = cards[c["card"]]
         ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
-        return sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
-                                list(ceilings.values()), ds_tf, ds_src)
+        return int8_of(c, sm.compute_range(c["card"], p["roofline_compute_dtype"],
+                                           c["power_limit_w"], list(ceilings.values()),
+                                           ds_tf, ds_src), p["roofline_compute_dtype"])
 
     rows = []
     calls: dict[str, tuple[Any, ...]] = {}
@@ -441,7 +463,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             cal = alt or cal
             own = alt is None
         rates = rates_of(c, p) if p["roofline_tok_s"] else []
-        compute = ("compute " + " to ".join(f"{tf:g} TFLOP/s ({src})" for tf, src in rates)
+        compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
                    if rates else "")
         source = None
         if cal is not None and p["roofline_tok_s"]:
