@@ -24,15 +24,20 @@ def test_eta_is_the_figure_over_its_plain_roofline():
         sm.eta_from(120.0, 100.0)  # above the no-drafter line: not a bandwidth fraction
 
 
-def test_calibration_prefers_decode_then_shortest_context_then_stated_none():
+def test_calibration_orders_by_context_first_then_decode_then_stated_none():
     figs = [fig("unspec", 45.6, phase="unspecified", drafter="", order=0),
             fig("long", 41.2, context=8192, order=1),
             fig("short-unstated", 43.0, context=640, drafter="", order=2),
             fig("short", 43.4, context=640, order=3)]
-    assert sm.pick_calibration(figs).id == "short"            # decode, 640, "none" stated
-    assert sm.pick_calibration(figs[:3]).id == "short-unstated"
-    assert sm.pick_calibration(figs[:2]).id == "long"         # decode before unspecified
-    assert sm.pick_calibration(figs[:1]).id == "unspec"
+    # a claim at 640 tokens: the 640-token figures, decode, "none" stated first
+    assert sm.pick_calibration(figs, 640).id == "short"
+    assert sm.pick_calibration(figs[:3], 640).id == "short-unstated"
+    # a claim at 8K: the 8K figure, though a 640-token decode figure exists (issue 28 item 6)
+    assert sm.pick_calibration(figs, 8192).id == "long"
+    # a claim stating no context: the figure stating none, then the shortest
+    assert sm.pick_calibration(figs).id == "unspec"
+    assert sm.pick_calibration(figs[1:]).id == "short"
+    assert sm.pick_calibration(figs[1:2], 640).id == "long"   # the only candidate
 
 
 def test_calibration_refuses_drafters_streams_bounds_and_figures_above_the_line():
@@ -45,22 +50,39 @@ def test_calibration_refuses_drafters_streams_bounds_and_figures_above_the_line(
     ]) is None
 
 
-def test_source_key_groups_a_publisher_system_card_power_and_format():
+def test_source_key_groups_a_publisher_system_mode_checkpoint_card_power_and_format():
     claim = {"kind": "claim", "seed": "000", "system": "S", "card": "rtx3090",
              "power_limit_w": 250.0}
     relayed = {**claim, "seed": "001"}                # a claim relayed by another seed
     repro = {**claim, "kind": "reproduction", "power_limit_w": 390.0}
-    assert sm.source_key(claim, "w4a16") == ("", "S", "rtx3090", "250", "w4a16")
+    assert sm.source_key(claim, "w4a16") == ("", "S", "", "", "rtx3090", "250", "w4a16")
     assert sm.source_key(relayed, "w4a16") == sm.source_key(claim, "w4a16")
-    assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "rtx3090", "390",
-                                             "w4a16")
+    assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "", "", "rtx3090",
+                                             "390", "w4a16")
     assert sm.source_key(claim, "nvfp4") != sm.source_key(claim, "w4a16")
+    assert sm.source_key(claim, "w4a8") != sm.source_key(claim, "w4a16")  # two checkpoints
     # a seed's own runs of one checkpoint are one source whatever the script's label
     runs = [{**repro, "system": s, "checkpoint": "org/ckpt"} for s in ("S batch", "S")]
     assert sm.source_key(runs[0], "w4a16") == sm.source_key(runs[1], "w4a16") == (
-        "seed 000 reproduction", "org/ckpt", "rtx3090", "390", "w4a16")
-    # a claim keeps its system even when a checkpoint is given
-    assert sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")[1] == "S"
+        "seed 000 reproduction", "org/ckpt", "", "org/ckpt", "rtx3090", "390", "w4a16")
+    # a claim keeps its system even when a checkpoint is given; the checkpoint parts it
+    with_ckpt = sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")
+    assert with_ckpt[1] == "S" and with_ckpt != sm.source_key(claim, "w4a16")
+
+
+def test_two_modes_of_one_system_never_calibrate_each_other():
+    # HyperQwen's batch-mode 64-stream figure and its single-user one-stream cell: two
+    # sources, so the batch figure has no calibration of its own (eta = 1)
+    batch = {"kind": "claim", "seed": "001", "system": "HyperQwen", "mode": "batch",
+             "card": "rtx3090", "power_limit_w": 250.0}
+    single = {**batch, "mode": "single-user"}
+    assert sm.source_key(batch, "w4a8") != sm.source_key(single, "w4a8")
+    groups: dict = {}
+    for row, f in ((batch, fig("batch-64", 1222.0, streams=64)),
+                   (single, fig("single-1", 46.0))):
+        groups.setdefault(sm.source_key(row, "w4a8"), []).append(f)
+    assert sm.pick_calibration(groups[sm.source_key(batch, "w4a8")]) is None
+    assert sm.pick_calibration(groups[sm.source_key(single, "w4a8")]).id == "single-1"
 
 
 def test_compare_and_binding_words():

@@ -10,6 +10,9 @@ Column meanings (one each):
 
 - ``run``: one measurement (or one publication of one); its several metrics are rows with
   the same ``run``, and run-level fields agree across them.
+- ``mode``: the system's serving mode as the seed names it ("batch mode", "single-user
+  mode"), when it names one; with ``system`` and ``checkpoint`` it makes the source a
+  figure is calibrated within (:func:`claimcheck.core.sourcemodel.source_key`).
 - ``engine_version``: what produced the number, when the seed states it; ``code_read``:
   the commit the article read (not necessarily the build that produced the number).
 - ``streams``: concurrency requested (clients, lanes, slots); ``streams_running``: how many
@@ -55,26 +58,26 @@ from claimcheck.core.io import read_csv, read_text
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.paths import RAW, ROOT
 
-COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "engine_version",
+COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "mode", "engine_version",
            "code_read", "card", "power_limit_w", "checkpoint", "quantization", "int8_layers",
            "streams",
            "streams_running", "stream_relation", "prompt_tokens", "output_tokens",
            "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens",
            "metric", "value", "unit", "bound", "quote", "assumed", "note")
 # columns a registry written before they existed may lack (read as empty)
-OPTIONAL = ("bound", "int8_layers")
+OPTIONAL = ("bound", "int8_layers", "mode")
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
 # columns the project may supply (with a reason) when the seed does not state them; metric
 # too, for a figure whose window the seed gives only in part (a log line not said to be free
 # of prompt tokens)
-ASSUMABLE = ("system", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
+ASSUMABLE = ("system", "mode", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
              "quantization", "int8_layers", "streams", "streams_running", "stream_relation",
              "prompt_tokens",
              "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
              "spec_draft_tokens", "metric")
 # fields one run shares across its metric rows
-RUN_FIELDS = ("kind", "seed", "system", "engine_version", "code_read", "card",
+RUN_FIELDS = ("kind", "seed", "system", "mode", "engine_version", "code_read", "card",
               "power_limit_w", "checkpoint", "quantization", "int8_layers", "streams",
               "stream_relation",
               "prompt_tokens", "output_tokens", "total_output_tokens", "context_tokens",
@@ -94,7 +97,7 @@ FLOAT_FIELDS = ("power_limit_w", "streams_running")
 # stated fields whose value must appear in the cited part of the seed
 EVIDENCE_NUM = ("power_limit_w", "streams", "streams_running", "prompt_tokens",
                 "output_tokens", "total_output_tokens", "context_tokens", "spec_draft_tokens")
-EVIDENCE_STR = ("engine_version", "code_read", "checkpoint")
+EVIDENCE_STR = ("mode", "engine_version", "code_read", "checkpoint")
 EXCLUDED_COLUMNS = ("seed", "section", "value", "quote", "reason")
 # a bound ("over 1,000", "up to 900") must be written next to the value in the quote:
 # words before the number, or words after it ("17 tok/s or less")

@@ -48,17 +48,22 @@ PHASE_PREFERENCE = {"decode": 0, "unspecified": 1, "end_to_end": 2}
 
 
 def source_key(row: Mapping[str, Any], weight_format: str | None) -> tuple[str, ...]:
-    """The source a registry row belongs to: (publisher, system, card, power limit in W,
-    weight format). A claim's publisher is its system's, and the system is the registry's
-    ``system``; a reproduction's or control's publisher is the seed that ran it, and its
-    system is the checkpoint it served when the seed names one (one stack on one card: the
-    seed's own runs of one checkpoint under different benchmark scripts), else ``system``."""
+    """The source a registry row belongs to: (publisher, system, mode, checkpoint, card,
+    power limit in W, weight format). A source is a system, a mode and a checkpoint: a
+    figure is never calibrated on another mode's or another checkpoint's (an unstated one
+    is its own value). A claim's publisher is its system's, and the system is the
+    registry's ``system``; a reproduction's or control's publisher is the seed that ran
+    it, and its system is the checkpoint it served when the seed names one (one stack on
+    one card: the seed's own runs of one checkpoint under different benchmark scripts),
+    else ``system``. ``weight_format`` is the registry's quantization as written (W4A8 and
+    W4A16 are two checkpoints, whatever their byte counts share)."""
     own_run = row.get("kind") != "claim"
     publisher = f"seed {row.get('seed')} {row.get('kind')}" if own_run else ""
     system = (own_run and row.get("checkpoint")) or row.get("system") or ""
     power = row.get("power_limit_w")
-    return (publisher, str(system), str(row.get("card") or ""),
-            "" if power in (None, "") else f"{float(power):g}", weight_format or "")
+    return (publisher, str(system), str(row.get("mode") or ""), str(row.get("checkpoint") or ""),
+            str(row.get("card") or ""), "" if power in (None, "") else f"{float(power):g}",
+            weight_format or "")
 
 
 @dataclass(frozen=True)
@@ -89,15 +94,22 @@ def is_calibration_candidate(f: Figure) -> bool:
             and f.plain_bound == "memory" and f.aggregate_tok_s <= f.plain_tok_s)  # type: ignore[operator]
 
 
-def pick_calibration(figures: Sequence[Figure]) -> Figure | None:
-    """The source's calibration figure among ``figures`` (all of one source): a decode
-    figure first, then the shortest context, then a stated "no drafter", then registry
-    order; None when no figure qualifies (:func:`is_calibration_candidate`)."""
+def pick_calibration(figures: Sequence[Figure], context_tokens: float | None = None
+                     ) -> Figure | None:
+    """The calibration figure for a claim at ``context_tokens`` (tokens per stream; None
+    or 0 when not stated) among ``figures`` (all of one source): context first (the
+    nearest to the claim's, so the shortest for a claim that states none), then a decode
+    figure, then a stated "no drafter", then registry order; None when no figure
+    qualifies (:func:`is_calibration_candidate`)."""
     ok = [f for f in figures if is_calibration_candidate(f)]
     if not ok:
         return None
-    return min(ok, key=lambda f: (PHASE_PREFERENCE[f.phase], f.context_tokens or 0.0,
-                                  f.drafter.lower() != "none", f.order))
+    return min(ok, key=lambda f: _calibration_order(f, context_tokens))
+
+
+def _calibration_order(f: Figure, context_tokens: float | None) -> tuple[Any, ...]:
+    return (abs((f.context_tokens or 0.0) - (context_tokens or 0.0)),
+            PHASE_PREFERENCE[f.phase], f.drafter.lower() != "none", f.order)
 
 
 def eta_from(figure_tok_s: float, plain_tok_s: float) -> float:
@@ -280,10 +292,10 @@ def int8_rates(rates: Sequence[tuple[float, str]], int8_layers: str, int8_fracti
     return out
 
 
-REPRODUCTION_WORKLOAD = ("system", "card", "prompt_tokens", "output_tokens")
-"""Registry columns a seed's reproduction must share with the claim (the same system, on the
-same card, with the same prompt and output tokens; unstated on both sides counts as the
-same)."""
+REPRODUCTION_WORKLOAD = ("system", "mode", "card", "prompt_tokens", "output_tokens")
+"""Registry columns a seed's reproduction must share with the claim (the same system in the
+same mode, on the same card, with the same prompt and output tokens; unstated on both sides
+counts as the same)."""
 
 NO_CONFLICT = ("quantization", "spec_method")
 """Columns that must not conflict where the seed states both: a reproduction of another

@@ -386,7 +386,6 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     from claimcheck.core import verdicts as v
     from claimcheck.core.metrics import METRICS
     from claimcheck.core.protocols import load_protocols
-    from claimcheck.report.tables import QUANT_FORMAT
 
     tol = v.TOLERANCE if tolerance is None else tolerance
     cards = load_cards(cards_csv)
@@ -428,8 +427,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         return p
 
     plain = {c["id"]: plain_of(c) for c in claims}
-    key = {c["id"]: sm.source_key(c.row, QUANT_FORMAT.get((c["quantization"] or "").lower()))
-           for c in claims}
+    key = {c["id"]: sm.source_key(c.row, (c["quantization"] or "").lower()) for c in claims}
     figures: dict[tuple[str, ...], list[sm.Figure]] = {}
     for i, c in enumerate(claims):
         p = plain[c["id"]]
@@ -439,7 +437,6 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             drafter=str(c["spec_method"] or ""), aggregate_tok_s=c.aggregate_tok_s,
             plain_tok_s=p["roofline_tok_s"], plain_bound=p.get("roofline_bound", ""),
             bound=c.row.get("bound") or ""))
-    calib = {k: sm.pick_calibration(fs) for k, fs in figures.items()}
     by_id = {c["id"]: c for c in claims}
 
     def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
@@ -456,10 +453,12 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         t = c.tidy()
         p = plain[c["id"]]
         ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
-        cal = calib[key[c["id"]]]
+        ctx = c["context_tokens"] or 0.0
+        cal = sm.pick_calibration(figures[key[c["id"]]], ctx)
         own = cal is not None and cal.id == c["id"]
         if own:  # the claim sets eta: calibrate on another run of its source if there is one
-            alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]])
+            alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]],
+                                      ctx)
             cal = alt or cal
             own = alt is None
         rates = rates_of(c, p) if p["roofline_tok_s"] else []
