@@ -261,3 +261,36 @@ def test_int8_layers_set_the_compute_by_hand():
     share = 64 * 3 * 5120 * 17408 / geometry(cfg).weights_per_token
     assert sm.mlp_flop_fraction(cfg) == pytest.approx(share)
     assert share == pytest.approx(0.668, abs=0.001)
+
+
+# --------------------------------------------------- issue 28 item 8: the source's spread
+
+def test_eta_from_the_median_of_the_sources_one_stream_figures():
+    # the article's cohorts: 43.6 and 47.8 at one stream, context not stated, both
+    # unspecified: a tie, so eta is the median of 43.6 / 58 and 47.8 / 58 = 0.7890
+    figs = [fig("kept-1", 43.6, phase="unspecified", drafter="", plain=58.0, order=0),
+            fig("first-1", 47.8, phase="unspecified", drafter="", plain=58.0, order=1),
+            fig("long-1", 41.0, context=8192, plain=57.0, order=2)]
+    got = sm.calibration_set(figs)
+    assert [f.id for f in got] == ["kept-1", "first-1"]
+    import statistics
+    assert statistics.median(sm.eta_from(f.aggregate_tok_s, f.plain_tok_s) for f in got) == \
+        pytest.approx((43.6 + 47.8) / 2 / 58.0)
+    assert [f.id for f in sm.calibration_set(figs, 8192)] == ["long-1"]
+    assert sm.calibration_set([fig("mtp", 80.0, drafter="MTP")]) == []
+
+
+def test_the_spread_a_source_shows_between_its_runs_of_one_workload():
+    wl = ("e2e_aggregate", 64, 128, 512, 640)
+    from dataclasses import replace
+    figs = [replace(fig("pass1", 1087.0, streams=64, run="p1"), workload=wl),
+            replace(fig("ladder", 990.5, streams=64, run="p2"), workload=wl)]
+    spread, words = sm.shown_spread(figs)
+    assert spread == pytest.approx(1087.0 / 990.5 - 1)  # 9.74%, the article's "10%"
+    assert words.startswith("9.7%, the spread its source shows between 2 runs of one workload "
+                            "(e2e_aggregate at 64 streams: 990.5 (ladder) to 1,087.0 tok/s "
+                            "(pass1))")
+    # one run, or a drafter's runs (acceptance moves with the prompts), show no spread
+    assert sm.shown_spread(figs[:1]) == (0.0, "")
+    drafted = [replace(f, drafter="DSpine") for f in figs]
+    assert sm.shown_spread(drafted) == (0.0, "")

@@ -556,5 +556,38 @@ def test_registry_a_source_is_a_system_a_mode_and_a_checkpoint(registry_rows):
     assert by["hyperqwen-raw-8k-8"]["calibrated_on"] == "hyperqwen-raw-8k-1"
     # context first: the article's 8K rows calibrate on its 8K one-stream run, not on the
     # 640-token ladder
-    assert by["article-long-8-tpot"]["calibrated_on"] == "article-long-1-tpot"
+    assert by["article-long-8-tpot"]["calibrated_on"] == \
+        "article-long-1-tpot;article-long-1-log"  # the median of its two 8K decode figures
     assert by["article-ladder-8-tpot"]["calibrated_on"] == "article-ladder-1-tpot"
+
+
+def test_a_tolerance_from_the_source_is_printed_as_it_is():
+    # 4,000 / 4,444.4 = 90.0% of the floor: beyond 9.7% under it, printed with its decimal
+    out = v.verdict(claim(4000.0, streams=100, metric="decode_aggregate",
+                          metric_phase="decode"), ceiling(100), source(100), tolerance=0.0974)
+    assert out.kind == v.SHORT and "beyond 9.7% under it" in out.reason
+    assert v.tol_text(0.05) == "5%" and v.tol_text(0.0962) == "9.6%"
+    # 4,150 is 93.4% of the floor: short at 5%, in the band at the source's 9.7%
+    assert v.verdict(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
+                     ceiling(100), source(100)).kind == v.SHORT
+    assert v.verdict(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
+                     ceiling(100), source(100), tolerance=0.0974).kind == v.BAND
+
+
+def test_registry_tolerance_is_the_sources_own_spread(registry_rows):
+    by = {r["id"]: r for r in registry_rows}
+    # the article's five 64-stream runs: 990.5 to 1,087.0 end to end ("a fresh seed moved
+    # the result by 10% between runs"): 9.7% for every figure of that source
+    r = by["article-ladder-16-tpot"]
+    assert r["tolerance"] == pytest.approx(1087.0 / 990.5 - 1)
+    assert "tolerance 9.7%, the spread its source shows between 5 runs of one workload " \
+           "(e2e_aggregate at 64 streams: 990.5 (article-ladder-64-e2e) to 1,087.0 tok/s " \
+           "(article-batch-pass1-e2e))" in r["reason"]
+    # the cohorts kept and first: 43.6 and 47.8 at one stream (9.6%); eta their median
+    assert by["article-cohort-first-1"]["verdict"] == v.BAND
+    assert by["article-cohort-kept-8"]["calibrated_on"] == \
+        "article-cohort-kept-1;article-cohort-first-1"
+    assert "eta 0.789, the median over 2 one-stream figures" in by["article-cohort-kept-8"][
+        "reason"]
+    # HyperQwen's own batch source shows 942 to 959 end to end: 1.8%, under the 5% floor
+    assert by["hyperqwen-46-c1"]["tolerance"] == pytest.approx(0.05)

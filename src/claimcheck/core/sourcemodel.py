@@ -83,6 +83,44 @@ class Figure:
     plain_tok_s: float | None
     plain_bound: str
     bound: str = ""
+    workload: tuple[Any, ...] = ()
+    """What makes two runs one workload: (metric, streams, prompt, output, context)."""
+
+
+def calibration_set(figures: Sequence[Figure], context_tokens: float | None = None
+                    ) -> list[Figure]:
+    """Every candidate that ties with :func:`pick_calibration`'s figure on context and
+    phase: the source's one-stream figures eta is the median of (issue 28 item 8), in
+    registry order; empty when none qualifies."""
+    best = pick_calibration(figures, context_tokens)
+    if best is None:
+        return []
+    tie = _calibration_order(best, context_tokens)[:2]
+    return [f for f in figures if is_calibration_candidate(f)
+            and _calibration_order(f, context_tokens)[:2] == tie]
+
+
+def shown_spread(figures: Sequence[Figure]) -> tuple[float, str]:
+    """The widest spread a source shows between its own runs of one workload (the same
+    :attr:`Figure.workload`, two runs or more, exact figures with no drafter: a drafter's
+    acceptance moves with the prompts' content, which the registry does not hold): (high /
+    low - 1, words naming it); (0, "") when no workload was run twice."""
+    groups: dict[tuple[Any, ...], list[Figure]] = {}
+    for f in figures:
+        if f.workload and not f.bound and (f.drafter or "").lower() in NO_DRAFTER:
+            groups.setdefault(f.workload, []).append(f)
+    best: tuple[float, str] = (0.0, "")
+    for wl, fs in groups.items():
+        if len({f.run for f in fs}) < 2:
+            continue
+        lo, hi = min(fs, key=lambda f: f.aggregate_tok_s), max(fs, key=lambda f: f.aggregate_tok_s)
+        spread = hi.aggregate_tok_s / lo.aggregate_tok_s - 1.0
+        if spread > best[0]:
+            best = (spread, f"{spread:.1%}, the spread its source shows between {len(fs)} runs "
+                    f"of one workload ({wl[0]} at {wl[1]:g} stream{'' if wl[1] == 1 else 's'}: "
+                    f"{lo.aggregate_tok_s:,.1f} "
+                    f"({lo.id}) to {hi.aggregate_tok_s:,.1f} tok/s ({hi.id}))")
+    return best
 
 
 def is_calibration_candidate(f: Figure) -> bool:

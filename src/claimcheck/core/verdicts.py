@@ -133,6 +133,12 @@ class Verdict:
     numbers: dict[str, Any] = field(default_factory=dict)
 
 
+def tol_text(tolerance: float) -> str:
+    """A tolerance as printed: "5%", or one decimal when it is not whole ("9.7%")."""
+    return f"{tolerance:.0%}" if abs(tolerance * 100 - round(tolerance * 100)) < 0.05 \
+        else f"{tolerance:.1%}"
+
+
 def _assumed_note(assumed: str) -> str:
     return (f" Weaker evidence: {assumed.replace(',', ', ')} assumed by the registry, not "
             "stated by the seed." if assumed else "")
@@ -177,7 +183,7 @@ def seed_verdict(fig: str, agg: float, rep: SeedReproduction, tolerance: float,
     differs = ("; what differs: " + "; ".join(rep.differs)) if rep.differs else \
         "; nothing recorded differs"
     tol_txt = (f"{tol:.1%}, the spread between those runs" if rep.spread > tolerance
-               else f"{tol:.0%}")
+               else tol_text(tol))
     where = _seed_text(rep)
     if agg < rep.low_tok_s:
         how = f"every one of those runs clears it ({pct(agg / rep.low_tok_s)} under the lowest)"
@@ -297,10 +303,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         inside = lo <= agg <= hi or within(agg / near, tolerance)
         span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f} to {hi:,.1f}"
         if inside:
-            return Verdict(REPRODUCED, f"{fig} lies within {tolerance:.0%} of {span} tok/s "
+            return Verdict(REPRODUCED, f"{fig} lies within {tol_text(tolerance)} of {span} tok/s "
                            f"measured here ({reproduction.source})." + note + assumed, nums)
         return Verdict(NOT_REPRODUCED, f"{fig} is {pct(agg / near)} from {span} tok/s "
-                       f"measured here ({reproduction.source}), beyond {tolerance:.0%}."
+                       f"measured here ({reproduction.source}), beyond {tol_text(tolerance)}."
                        + note + assumed, nums)
     plain_txt = f"the plain roofline {roof:,.1f} tok/s"
     # "up to X" is a peak the source reports reaching: above the plain line it needs a drafter
@@ -359,11 +365,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             extra = (f"; the {drafter} could explain it ({agg / ceil:.2f} tokens kept per "
                      "stream per step over the ceiling)" if drafter else "")
             return Verdict(ABOVE_SOURCE, f"{fig} is {pct(agg / ceil)} over {where}, beyond "
-                           f"{tolerance:.0%}{_which_end(src, 'above')}{extra}; "
+                           f"{tol_text(tolerance)}{_which_end(src, 'above')}{extra}; "
                            f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
         extra = not_needed
         return Verdict(SHORT, f"{fig} is {agg / floor:.1%} of its source's no-overlap floor "
-                       f"{floor:,.1f} tok/s, beyond {tolerance:.0%} under it: short of "
+                       f"{floor:,.1f} tok/s, beyond {tol_text(tolerance)} under it: short of "
                        f"{where}{_which_end(src, 'below')}{extra}." + note + assumed, nums)
     why = ("its source publishes no one-stream, no-drafter figure to calibrate on, so eta = 1 "
            "(the plain roofline)")

@@ -379,6 +379,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     out) left out. Every protocol naming the claim in ``source_claims`` is set beside it:
     on the claim's own card as a reproduction (the verdict), on another card as context
     only (``replay_context``: each run's fraction of its own plain roofline)."""
+    import statistics
     from dataclasses import replace
 
     from claimcheck.core import labels as lb
@@ -386,7 +387,6 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     from claimcheck.core import verdicts as v
     from claimcheck.core.metrics import METRICS
     from claimcheck.core.protocols import load_protocols
-
     tol = v.TOLERANCE if tolerance is None else tolerance
     cards = load_cards(cards_csv)
     claims = load_claims(claims_csv, cards=set(cards))
@@ -436,8 +436,19 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             phase=METRICS[c["metric"]].phase, context_tokens=c["context_tokens"] or 0.0,
             drafter=str(c["spec_method"] or ""), aggregate_tok_s=c.aggregate_tok_s,
             plain_tok_s=p["roofline_tok_s"], plain_bound=p.get("roofline_bound", ""),
-            bound=c.row.get("bound") or ""))
+            bound=c.row.get("bound") or "",
+            workload=(c["metric"], c.streams_sharing, c["prompt_tokens"], c["output_tokens"],
+                      c["context_tokens"])))
     by_id = {c["id"]: c for c in claims}
+    spread = {k: sm.shown_spread(fs) for k, fs in figures.items()}
+
+    def one_eta(f: sm.Figure) -> str:
+        """"X's 43.6 tok/s (unspecified, 1 stream, context not stated) / its plain
+        roofline 58.0 tok/s"."""
+        ctx = (f"{f.context_tokens:,.0f} tokens of context" if by_id[f.id]["context_tokens"]
+               else "context not stated")
+        return (f"{f.id}'s {f.aggregate_tok_s:,.1f} tok/s ({METRICS[by_id[f.id]['metric']].label}"
+                f", 1 stream, {ctx}) / its plain roofline {f.plain_tok_s:,.1f} tok/s")
 
     def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
         """The compute rates the claim's band spans (one when measured at its power)."""
@@ -454,31 +465,36 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         p = plain[c["id"]]
         ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
         ctx = c["context_tokens"] or 0.0
-        cal = sm.pick_calibration(figures[key[c["id"]]], ctx)
-        own = cal is not None and cal.id == c["id"]
-        if own:  # the claim sets eta: calibrate on another run of its source if there is one
-            alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]],
-                                      ctx)
-            cal = alt or cal
-            own = alt is None
+        mine = figures[key[c["id"]]]
+        cset = sm.calibration_set(mine, ctx)
+        own = any(f.id == c["id"] for f in cset)
+        if own:  # the claim helps set eta: calibrate on its source's other runs if any
+            alt = sm.calibration_set([f for f in mine if f.run != c["run"]], ctx)
+            cset = alt or cset
+            own = not alt
+        cal = cset[0] if cset else None
+        c_tol = max(tol, spread[key[c["id"]]][0])
+        tol_words = f"; tolerance {spread[key[c['id']]][1]}" if c_tol > tol else ""
         rates = rates_of(c, p) if p["roofline_tok_s"] else []
         compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
                    if rates else "")
         source = None
         if cal is not None and p["roofline_tok_s"]:
-            eta = sm.eta_from(cal.aggregate_tok_s, cal.plain_tok_s)  # type: ignore[arg-type]
+            etas = [sm.eta_from(f.aggregate_tok_s, f.plain_tok_s)  # type: ignore[arg-type]
+                    for f in cset]
+            eta = statistics.median(etas)
+            how = (f"eta {eta:.3f} = {one_eta(cal)}" if len(cset) == 1 else
+                   f"eta {eta:.3f}, the median over {len(cset)} one-stream figures of its "
+                   "source (" + "; ".join(f"{e:.3f} = {one_eta(f)}" for e, f in
+                                         zip(etas, cset, strict=True)) + ")")
             hi, lo = roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0])
             _, floor = sm.band(c.streams_sharing, lo["roofline_memory_ms"] / 1e3,
                                lo["roofline_compute_ms"] / 1e3)
             source = sm.SourceModel(
                 tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
-                bend_streams=hi["roofline_bend_streams"], calibrated_on=(cal.id,),
-                calibration=(f"eta {eta:.3f} = {cal.id}'s {cal.aggregate_tok_s:,.1f} tok/s "
-                             f"({METRICS[by_id[cal.id]['metric']].label}, 1 stream, "
-                             + (f"{cal.context_tokens:,.0f} tokens of context"
-                                if by_id[cal.id]["context_tokens"] else "context not stated")
-                             + f") / its plain roofline {cal.plain_tok_s:,.1f} tok/s; "
-                             f"{compute}"),
+                bend_streams=hi["roofline_bend_streams"],
+                calibrated_on=tuple(f.id for f in cset),
+                calibration=f"{how}; {compute}{tol_words}",
                 is_calibration=own, floor_tok_s=floor,
                 ceiling_low_tok_s=lo["roofline_tok_s"], binding_term_low=lo["roofline_bound"],
                 compute_range=compute if len(rates) > 1 else "",
@@ -487,7 +503,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             source = sm.SourceModel(
                 tok_s=None, bend_streams=p.get("roofline_bend_streams"),
                 calibration=("no one-stream, no-drafter figure from this source: plain "
-                             f"roofline (eta = 1); {compute}"),
+                             f"roofline (eta = 1); {compute}{tol_words}"),
                 compute_range=compute if len(rates) > 1 else "")
         seed_rep = _seed_reproduction(c, claims)
         seed_agg = _seed_aggregate(c, claims)
@@ -506,7 +522,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         protos = protos_of.get(c["id"], [])
         replays, repro = protocol_replays(c, protos, steps, col)
         e2e_r, e2e_src = _e2e_ratio(c, claims, steps)
-        calls[c["id"]] = (t, ceil, source, infl, infl_src, repro, tol, seed_rep, e2e_r,
+        calls[c["id"]] = (t, ceil, source, infl, infl_src, repro, c_tol, seed_rep, e2e_r,
                           e2e_src)
         res = v.verdict(*calls[c["id"]])
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
