@@ -294,3 +294,11 @@ def test_the_spread_a_source_shows_between_its_runs_of_one_workload():
     assert sm.shown_spread(figs[:1]) == (0.0, "")
     drafted = [replace(f, drafter="DSpine") for f in figs]
     assert sm.shown_spread(drafted) == (0.0, "")
+
+
+def test_a_bend_past_the_memory_wall_is_never_reached():
+    assert sm.binding_text("memory", 197.9, 101) == (
+        "memory-bound: the bend at 197.9 streams lies past the card's memory wall at 101 "
+        "streams (state and KV at this context beside the weights), so it is never reached")
+    assert sm.binding_text("memory", 47.8, 101) == "memory-bound: below the bend at 47.8 streams"
+    assert sm.binding_text("memory", 47.8) == "memory-bound: below the bend at 47.8 streams"

@@ -591,3 +591,30 @@ def test_registry_tolerance_is_the_sources_own_spread(registry_rows):
         "reason"]
     # HyperQwen's own batch source shows 942 to 959 end to end: 1.8%, under the 5% floor
     assert by["hyperqwen-46-c1"]["tolerance"] == pytest.approx(0.05)
+
+
+# ------------------------------------------------------------ issue 28 item 9: words
+
+def test_a_bound_is_printed_with_its_qualifier():
+    from claimcheck.report.verdicts_md import _claim_words
+    out = v.verdict(claim(900.0, 1, bound="at_most", bound_before="up to"), ceiling(1))
+    assert out.reason.startswith("up to 900.0 tok/s at 1 stream is 9.00x the plain roofline")
+    after = v.verdict(claim(17.0, 1, bound="at_most", bound_after="or less"), ceiling(1))
+    assert after.reason.startswith("17.0 tok/s or less at 1 stream")
+    row = {"id": "c", "aggregate_tok_s": 1000.0, "streams_sharing": 64, "streams": 64,
+           "card": "rtx3090", "bound": "at_least", "bound_words": "over X"}
+    assert _claim_words(row) == ("`c` (over 1,000 tok/s summed over 64 streams, over 15.6 per "
+                                 "stream, rtx3090)")
+    assert "at least 1,000 tok/s" in _claim_words({**row, "bound_words": ""})
+
+
+def test_registry_words_and_residuals(registry_rows):
+    by = {r["id"]: r for r in registry_rows}
+    assert by["cinference-900-bursts"]["reason"].startswith("up to 900.0 tok/s at 1 stream")
+    assert by["hyperqwen-1000-b200-post"]["bound_words"] == "over X"
+    # the 640-token bend of the article's 3090 (197.9 streams) is past its memory wall
+    r = by["article-ladder-16-tpot"]
+    assert r["memory_wall_streams"] < r["bend_streams"]
+    assert "lies past the card's memory wall at" in r["reason"]
+    # the B200 roofline reads the fp8 KV the seed states: 8 x 612 tokens of KV at one byte
+    assert by["b200-control-8"]["roofline_tok_s"] == pytest.approx(3767.2, abs=0.1)

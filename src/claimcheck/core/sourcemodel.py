@@ -185,6 +185,9 @@ class SourceModel:
     """The ceiling's binding term at the lower end of the compute range."""
     compute_range: str = ""
     """Plain words for the compute used: one measured rate, or the range and its ends."""
+    memory_wall_streams: float | None = None
+    """The most streams whose state and KV fit beside the weights on the card (None: not
+    worked out); a bend past it is never reached (:func:`binding_text`)."""
     calibration_phase: str = ""
     """The metric phase of the figure(s) that set eta ("decode", "end_to_end",
     "unspecified"): a model calibrated on a decode figure is a decode-only model."""
@@ -228,13 +231,19 @@ def compare(value: float, line: float, tolerance: float, bound: str = "") -> str
     return "above" if r > 1 else "below"
 
 
-def binding_text(term: str, bend: float | None) -> str:
-    """Plain words for the binding term: memory below the bend, compute past it."""
+def binding_text(term: str, bend: float | None, wall: float | None = None) -> str:
+    """Plain words for the binding term: memory below the bend, compute past it. A bend
+    past the card's memory wall (``wall``: the most streams that fit) is printed as one
+    never reached, not as a stream count the card could run."""
     if term == "compute":
         return (f"compute-bound: past the bend at {bend:.1f} streams" if bend is not None
                 else "compute-bound")
     if bend is None or bend == float("inf"):
         return "memory-bound (no bend)"
+    if wall is not None and bend > wall:
+        return (f"memory-bound: the bend at {bend:.1f} streams lies past the card's memory "
+                f"wall at {wall:g} streams (state and KV at this context beside the "
+                "weights), so it is never reached")
     return f"memory-bound: below the bend at {bend:.1f} streams"
 
 

@@ -213,7 +213,7 @@ def _band_words(src: SourceModel, scale: float = 1.0, scale_text: str = "") -> s
         text += (f"; the decode model's {float(src.tok_s):,.1f} and "  # type: ignore[arg-type]
                  f"{src.floor_tok_s or float(src.tok_s):,.1f} tok/s times end to end / "
                  f"decode {scale:.3f}, {scale_text}")
-    text += f"; {binding_text(src.binding_term, src.bend_streams)}"
+    text += f"; {binding_text(src.binding_term, src.bend_streams, src.memory_wall_streams)}"
     if src.ceiling_low_tok_s is not None and src.ceiling_low_tok_s != src.tok_s:
         text += (f"; {src.ceiling_low_tok_s * scale:,.1f} tok/s at the lower end of the "
                  f"compute range, {src.binding_term_low}-bound there")
@@ -243,9 +243,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
     ``per_stream_tok_s``, ``streams``, ``streams_running``, ``spec_method``,
-    ``assumed_fields``, optional ``bound`` and ``aggregate_note``: a sentence saying where a
-    derived aggregate came from); ``inflation`` is the measured ratio of the claim's
-    definition to end to end for its workload shape (None when not measured);
+    ``assumed_fields``, optional ``bound`` with ``bound_before``/``bound_after``, the seed's
+    own words for it ("up to", "or less"; else "at most" / "at least"), and
+    ``aggregate_note``: a sentence saying where a derived aggregate came from);
+    ``inflation`` is the measured ratio of the claim's definition to end to end for its
+    workload shape (None when not measured);
     ``seed_reproduction`` a seed's own reproduction of its workload and definition;
     ``e2e_ratio`` end to end / decode for an end-to-end claim (the same run's figures as
     its source printed them, else measured here for the workload shape; where from in
@@ -278,11 +280,17 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         "calibrated_on": ";".join(source.calibrated_on) if source else "",
         "calibration": source.calibration if source else "",
         "binding_term": (src.binding_term if src else ceiling.bound) if roof else "",
-        "bend_streams": source.bend_streams if source else None, "bound": bound}
+        "bend_streams": source.bend_streams if source else None,
+        "memory_wall_streams": source.memory_wall_streams if source else None,
+        "bound": bound}
     streams_txt = (f"{running:g} streams running ({claim['streams']} requested)"
                    if claim.get("streams_running") else f"{running:g} streams")
-    fig = (f"{_bound_text(bound)}{agg:,.1f} tok/s at 1 stream" if running == 1 else
-           f"{_bound_text(bound)}{agg:,.1f} tok/s summed over {streams_txt}")
+    before, after = claim.get("bound_before") or "", claim.get("bound_after") or ""
+    if bound and not (before or after):
+        before = _bound_text(bound).strip()
+    value_txt = " ".join(filter(None, (before, f"{agg:,.1f} tok/s", after)))
+    fig = (f"{value_txt} at 1 stream" if running == 1 else
+           f"{value_txt} summed over {streams_txt}")
     if claim["metric"] in NOT_A_DECODE_RATE:
         return Verdict(NOT_COMPARABLE, f"the metric ({label}) is not a decode rate; the "
                        "decode roofline does not bound it." + assumed, nums)

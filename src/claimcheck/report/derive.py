@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.cards import load_cards, load_ceilings
-from claimcheck.core.claims import load_claims
+from claimcheck.core.claims import bound_words, load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import compute_ceiling, load_weight_rows
@@ -461,7 +461,8 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     rows = []
     calls: dict[str, tuple[Any, ...]] = {}
     for c in claims:
-        t = c.tidy()
+        before, after = bound_words(c.row.get("bound") or "", c["quote"], c["value"])
+        t = {**c.tidy(), "bound_before": before, "bound_after": after}
         p = plain[c["id"]]
         ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
         ctx = c["context_tokens"] or 0.0
@@ -493,6 +494,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             source = sm.SourceModel(
                 tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
                 bend_streams=hi["roofline_bend_streams"],
+                memory_wall_streams=hi.get("roofline_memory_wall_streams"),
                 calibrated_on=tuple(f.id for f in cset),
                 calibration=f"{how}; {compute}{tol_words}",
                 is_calibration=own, floor_tok_s=floor,
@@ -537,7 +539,9 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         rows.append({"id": c["id"], "card": c["card"], "metric": c["metric"],
                      "value": c["value"], "streams": c["streams"],
                      "streams_running": c["streams_running"],
-                     "assumed_fields": t["assumed_fields"], "verdict": res.kind,
+                     "assumed_fields": t["assumed_fields"],
+                     "bound_words": " ".join(filter(None, (before, "X", after)))
+                     if before or after else "", "verdict": res.kind,
                      "reason": res.reason, **res.numbers,
                      "roofline_floor_tok_s": plain_floor, "protocol": ";".join(protos),
                      "replay_context": v.replay_sentence(

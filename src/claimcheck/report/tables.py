@@ -51,7 +51,10 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     KV). Returns ``roofline_tok_s`` (aggregate, eta as given, tau = 1),
     ``claim_over_roofline`` and ``tau_needed`` (tokens kept per stream per step the claim
     implies). Claims whose metric is prefill, whose card is unknown or whose weights have
-    no byte count get a ``roofline_note`` instead. ``roofline_memory_ms`` and
+    no byte count get a ``roofline_note`` instead. The KV dtype is the claim's ``kv_dtype``
+    when the registry has one, else the weights row's. ``roofline_memory_wall_streams`` is
+    the most streams whose state and KV at the claim's context fit beside the weights in the
+    card's memory (None when even one does not). ``roofline_memory_ms`` and
     ``roofline_compute_ms`` are the step's two terms at the claim's streams (the band's
     inputs, :func:`claimcheck.core.sourcemodel.band`); ``tflops`` replaces the ceiling the
     card and power limit pick (a compute range's other end).
@@ -79,9 +82,14 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
         geom, cards[c["card"]], weights=weights, ceilings=ceilings,
         weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
         power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
-        tflops=tflops)
+        tflops=tflops, kv_dtype=c.get("kv_dtype") or None)
     b = c["streams"]
     p = rl.point(model, b)
+    try:  # the most streams that fit beside the weights (cards.csv memory_gib)
+        wall = rl.memory_wall(dataclasses.replace(
+            model, memory_bytes=cards[c["card"]].memory_gib * GIB))
+    except (ValueError, rl.RooflineInputError):
+        wall = None
     out.update(roofline_tok_s=p.aggregate_tok_s, roofline_bound=p.bound,
                claim_over_roofline=c.aggregate_tok_s / p.aggregate_tok_s,
                tau_needed=rl.tau_needed(model, b, c.aggregate_tok_s),
@@ -91,7 +99,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
                roofline_compute_dtype=src["compute_dtype"],
                roofline_memory_ms=p.memory_ms, roofline_compute_ms=p.compute_ms,
-               roofline_bend_streams=_finite(rl.bend_streams(model)))
+               roofline_bend_streams=_finite(rl.bend_streams(model)),
+               roofline_memory_wall_streams=wall[0] if wall else None)
     return out
 
 
