@@ -32,6 +32,14 @@ verdict (:func:`replay_sentence`). Rules, in order:
 6. *within the physics*: at or below the plain roofline, at what fraction; the source
    publishes no calibration figure (eta = 1).
 
+Definitions both ways: an end-to-end figure against a decode-calibrated source model is
+judged on the band times end to end / decode (``e2e_ratio``); without a ratio, one under the
+floor is *not comparable*. A run as a whole: with ``run_drafter`` (a sibling figure of the
+same run needs a drafter) no figure says the drafter is not needed (:func:`drafter_words`,
+:func:`needs_drafter_runs`). The tolerance passed in is at least the spread the claim's
+source shows between its own runs of one workload
+(:func:`claimcheck.core.sourcemodel.shown_spread`), printed as it is (:func:`tol_text`).
+
 Tolerance (:data:`TOLERANCE`, 5%): the step model, given two numbers measured on a card,
 meets the H200 runs' steps within 5% (issue 11, ``data/derived/model.csv``), the roofline
 the seed's author draws lands 1% to 9% from HyperQwen's cohorts, and the registry's figures
