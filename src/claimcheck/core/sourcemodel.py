@@ -102,12 +102,15 @@ def calibration_set(figures: Sequence[Figure], context_tokens: float | None = No
 
 def shown_spread(figures: Sequence[Figure]) -> tuple[float, str]:
     """The widest spread a source shows between its own runs of one workload (the same
-    :attr:`Figure.workload`, two runs or more, exact figures with no drafter: a drafter's
-    acceptance moves with the prompts' content, which the registry does not hold): (high /
+    :attr:`Figure.workload`, two runs or more, exact decode-rate figures with no drafter: a
+    drafter's acceptance moves with the prompts' content, which the registry does not hold,
+    and a prefill range with the prompts' length): (high /
     low - 1, words naming it); (0, "") when no workload was run twice."""
     groups: dict[tuple[Any, ...], list[Figure]] = {}
     for f in figures:
-        if f.workload and not f.bound and (f.drafter or "").lower() in NO_DRAFTER:
+        if f.workload and not f.bound and (f.drafter or "").lower() in NO_DRAFTER \
+                and f.phase in PHASE_PREFERENCE:  # decode rates only: a prefill range is
+            #                                       the prompts', not the runs' spread
             groups.setdefault(f.workload, []).append(f)
     best: tuple[float, str] = (0.0, "")
     for wl, fs in groups.items():
