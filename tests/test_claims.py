@@ -327,9 +327,11 @@ def test_rows_issue_17_found_say_what_the_seed_says(ids):
     assert ids["article-warp-long-4a-agg"].stated["output_tokens"] == 512  # "runs to 512"
     assert ids["qwenwarp-docs-4-agg"].is_assumed("output_tokens")
     assert ids["cinference-350-realistic"]["url"] == ""  # the earlier reply is not linked
-    # the README's 350 W is said of 425 at four clients only
+    # the README's 350 W is said of its 425 at four clients only: the docs table's rows,
+    # four clients included, take it from that sentence (assumed, issue 28 item 9)
     assert ids["qwenwarp-docs-1-agg"].assumed["power_limit_w"][0] == 350
-    assert ids["qwenwarp-docs-4-agg"].stated["power_limit_w"] == 350
+    assert ids["qwenwarp-docs-4-agg"].assumed["power_limit_w"][0] == 350
+    assert ids["qwenwarp-425-readme"].stated["power_limit_w"] == 350
     for rid, col in [("hyperqwen-raw-8k-8", "power_limit_w"),
                      ("hyperqwen-82-vanilla", "quantization"),
                      ("hyperqwen-82-vanilla", "spec_method"),
@@ -347,3 +349,41 @@ def test_listing_marks_bounds(capsys):
     assert " >=1000 " in lines["hyperqwen-1000-b200-post"]
     exact = lines["tensorfold-764-decode"]
     assert " 764 " in exact and "=764" not in exact
+
+
+def test_int8_layers_is_one_of_three_and_read_as_stated_or_assumed(tmp_path, ids):
+    # seed 001: "~1,222 tok/s with every layer int8"; seed 000's article: "int8
+    # activations on the MLP GEMMs"; HyperQwen's front page: assumed from its batch table
+    assert ids["hyperqwen-1222-all-int8"].stated["int8_layers"] == "all"
+    assert ids["article-ladder-64-tpot"].stated["int8_layers"] == "mlp"
+    assert ids["hyperqwen-1035-front"].is_assumed("int8_layers")
+    assert ids["hyperqwen-1035-front"]["int8_layers"] == "mlp"
+    assert ids["hyperqwen-cohort-8"]["int8_layers"] == ""
+    p, lines = _edit(tmp_path, {"hyperqwen-1222-all-int8": {"int8_layers": "some"}})
+    with pytest.raises(InputError, match=rf":{lines['hyperqwen-1222-all-int8']}: int8_layers: "
+                                         r"'some' is not one of \['', 'all', 'mlp'\]"):
+        load_claims(p)
+
+
+def test_bound_words_are_the_seeds_own(ids):
+    from claimcheck.core.claims import bound_words
+    assert bound_words("at_most", "bursts of up to 900 tok/s", 900) == ("up to", "")
+    assert bound_words("at_least", "for over 1,000 total tok/s", 1000) == ("over", "")
+    assert bound_words("at_most", "17 tok/s or less", 17) == ("", "or less")
+    assert bound_words("", "900 tok/s", 900) == ("", "")
+    c = ids["cinference-900-bursts"]
+    assert bound_words(c["bound"], c["quote"], c["value"]) == ("up to", "")
+
+
+def test_fields_from_another_figures_sentence_are_assumed(ids):
+    # issue 28 item 9: the docs table's four-client rows take card and power from the
+    # README's 425 sentence; the B200 table's levels 8 to 128 read end to end as its c1 row
+    for rid in ("qwenwarp-docs-4-agg", "qwenwarp-docs-4-req"):
+        assert ids[rid].is_assumed("card") and ids[rid].is_assumed("power_limit_w")
+        assert (ids[rid]["card"], ids[rid]["power_limit_w"]) == ("rtx3090", 350.0)
+    assert not ids["qwenwarp-425-readme"].is_assumed("card")
+    for n in (8, 32, 64, 128):
+        assert ids[f"b200-control-{n}"].is_assumed("metric")
+        assert ids[f"b200-control-{n}"]["metric"] == "e2e_aggregate"
+    # seed 001: "fp8 KV" for the B200 endpoint, stated on every B200 row
+    assert {ids[f"b200-control-{n}"].stated["kv_dtype"] for n in (1, 8, 32, 64, 128)} == {"fp8"}

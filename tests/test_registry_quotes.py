@@ -149,3 +149,13 @@ def test_each_part_of_a_mixed_quantization_is_checked(tmp_path, capsys):
     assert rc == 2
     assert f":{min(lines.values())}: quantization: stated quantization 'nvfp4-mlp+int8' " \
            "('int8') is not written in section 'intro'" in out
+
+
+@needs_seeds
+def test_int8_layers_stated_must_be_written_where_the_run_is(tmp_path, capsys):
+    # the cohort section says nothing of int8 activations: 'mlp' cannot be stated there
+    p, lines = _edit(tmp_path, {"hyperqwen-cohort-8": {"int8_layers": "mlp"}})
+    rc, out = _check(p, capsys)
+    assert rc == 2
+    assert f":{lines['hyperqwen-cohort-8']}: int8_layers: stated int8_layers 'mlp' needs " \
+           "'int8' and 'mlp' in section 'One weight read" in out

@@ -24,15 +24,20 @@ def test_eta_is_the_figure_over_its_plain_roofline():
         sm.eta_from(120.0, 100.0)  # above the no-drafter line: not a bandwidth fraction
 
 
-def test_calibration_prefers_decode_then_shortest_context_then_stated_none():
+def test_calibration_orders_by_context_first_then_decode_then_stated_none():
     figs = [fig("unspec", 45.6, phase="unspecified", drafter="", order=0),
             fig("long", 41.2, context=8192, order=1),
             fig("short-unstated", 43.0, context=640, drafter="", order=2),
             fig("short", 43.4, context=640, order=3)]
-    assert sm.pick_calibration(figs).id == "short"            # decode, 640, "none" stated
-    assert sm.pick_calibration(figs[:3]).id == "short-unstated"
-    assert sm.pick_calibration(figs[:2]).id == "long"         # decode before unspecified
-    assert sm.pick_calibration(figs[:1]).id == "unspec"
+    # a claim at 640 tokens: the 640-token figures, decode, "none" stated first
+    assert sm.pick_calibration(figs, 640).id == "short"
+    assert sm.pick_calibration(figs[:3], 640).id == "short-unstated"
+    # a claim at 8K: the 8K figure, though a 640-token decode figure exists (issue 28 item 6)
+    assert sm.pick_calibration(figs, 8192).id == "long"
+    # a claim stating no context: the figure stating none, then the shortest
+    assert sm.pick_calibration(figs).id == "unspec"
+    assert sm.pick_calibration(figs[1:]).id == "short"
+    assert sm.pick_calibration(figs[1:2], 640).id == "long"   # the only candidate
 
 
 def test_calibration_refuses_drafters_streams_bounds_and_figures_above_the_line():
@@ -45,22 +50,39 @@ def test_calibration_refuses_drafters_streams_bounds_and_figures_above_the_line(
     ]) is None
 
 
-def test_source_key_groups_a_publisher_system_card_power_and_format():
+def test_source_key_groups_a_publisher_system_mode_checkpoint_card_power_and_format():
     claim = {"kind": "claim", "seed": "000", "system": "S", "card": "rtx3090",
              "power_limit_w": 250.0}
     relayed = {**claim, "seed": "001"}                # a claim relayed by another seed
     repro = {**claim, "kind": "reproduction", "power_limit_w": 390.0}
-    assert sm.source_key(claim, "w4a16") == ("", "S", "rtx3090", "250", "w4a16")
+    assert sm.source_key(claim, "w4a16") == ("", "S", "", "", "rtx3090", "250", "w4a16")
     assert sm.source_key(relayed, "w4a16") == sm.source_key(claim, "w4a16")
-    assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "rtx3090", "390",
-                                             "w4a16")
+    assert sm.source_key(repro, "w4a16") == ("seed 000 reproduction", "S", "", "", "rtx3090",
+                                             "390", "w4a16")
     assert sm.source_key(claim, "nvfp4") != sm.source_key(claim, "w4a16")
+    assert sm.source_key(claim, "w4a8") != sm.source_key(claim, "w4a16")  # two checkpoints
     # a seed's own runs of one checkpoint are one source whatever the script's label
     runs = [{**repro, "system": s, "checkpoint": "org/ckpt"} for s in ("S batch", "S")]
     assert sm.source_key(runs[0], "w4a16") == sm.source_key(runs[1], "w4a16") == (
-        "seed 000 reproduction", "org/ckpt", "rtx3090", "390", "w4a16")
-    # a claim keeps its system even when a checkpoint is given
-    assert sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")[1] == "S"
+        "seed 000 reproduction", "org/ckpt", "", "org/ckpt", "rtx3090", "390", "w4a16")
+    # a claim keeps its system even when a checkpoint is given; the checkpoint parts it
+    with_ckpt = sm.source_key({**claim, "checkpoint": "org/ckpt"}, "w4a16")
+    assert with_ckpt[1] == "S" and with_ckpt != sm.source_key(claim, "w4a16")
+
+
+def test_two_modes_of_one_system_never_calibrate_each_other():
+    # HyperQwen's batch-mode 64-stream figure and its single-user one-stream cell: two
+    # sources, so the batch figure has no calibration of its own (eta = 1)
+    batch = {"kind": "claim", "seed": "001", "system": "HyperQwen", "mode": "batch",
+             "card": "rtx3090", "power_limit_w": 250.0}
+    single = {**batch, "mode": "single-user"}
+    assert sm.source_key(batch, "w4a8") != sm.source_key(single, "w4a8")
+    groups: dict = {}
+    for row, f in ((batch, fig("batch-64", 1222.0, streams=64)),
+                   (single, fig("single-1", 46.0))):
+        groups.setdefault(sm.source_key(row, "w4a8"), []).append(f)
+    assert sm.pick_calibration(groups[sm.source_key(batch, "w4a8")]) is None
+    assert sm.pick_calibration(groups[sm.source_key(single, "w4a8")]).id == "single-1"
 
 
 def test_compare_and_binding_words():
@@ -213,3 +235,73 @@ def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
     assert by["nocal"]["verdict"] == v.WITHIN and by["nocal"]["calibrated_on"] == ""
     assert by["nocal"]["roofline_tok_s"] == pytest.approx(435.15, abs=0.01)
     assert "68.9% of the plain roofline 435.1 tok/s" in by["nocal"]["reason"]
+
+
+# ------------------------------------------------- issue 28 item 5: activation precision
+
+def test_int8_layers_set_the_compute_by_hand():
+    from claimcheck.core.geometry import load_config
+    from claimcheck.core.paths import RAW
+    # half the FLOPs at 400 TOP/s, half at 100 TFLOP/s: 1 / (0.5/400 + 0.5/100) = 160
+    assert sm.split_compute_tflops(0.5, 100.0, 400.0) == pytest.approx(160.0)
+    assert sm.split_compute_tflops(0.0, 100.0, 400.0) == pytest.approx(100.0)
+    # the 3090's range 63 (measured at 250 W) to 71 (datasheet), int8 284 datasheet: the low
+    # end's int8 is 284 x 63 / 71 = 252; MLPs half the FLOPs: 1/(0.5/252 + 0.5/63) = 100.8,
+    # 1/(0.5/284 + 0.5/71) = 113.6; every layer: 252 to 284
+    rates = [(63.0, "measured"), (71.0, "datasheet")]
+    mlp = sm.int8_rates(rates, "mlp", 0.5, 284.0, 71.0)
+    assert [r for r, _ in mlp] == [pytest.approx(100.8), pytest.approx(113.6)]
+    assert "the MLP GEMMs (50.0% of the FLOPs, config.json) at int8 252 TOP/s" in mlp[0][1]
+    allint8 = sm.int8_rates(rates, "all", 0.5, 284.0, 71.0)
+    assert [r for r, _ in allint8] == [pytest.approx(252.0), pytest.approx(284.0)]
+    assert sm.int8_rates(rates, "", 0.5, 284.0, 71.0) == rates
+    # Qwen3.8-27B: 64 layers x 3 x 5,120 x 17,408 MLP weights of the weights per token
+    cfg = load_config(RAW / "models" / "qwen3.8-27b" / "config.json")
+    from claimcheck.core.geometry import geometry
+    share = 64 * 3 * 5120 * 17408 / geometry(cfg).weights_per_token
+    assert sm.mlp_flop_fraction(cfg) == pytest.approx(share)
+    assert share == pytest.approx(0.668, abs=0.001)
+
+
+# --------------------------------------------------- issue 28 item 8: the source's spread
+
+def test_eta_from_the_median_of_the_sources_one_stream_figures():
+    # the article's cohorts: 43.6 and 47.8 at one stream, context not stated, both
+    # unspecified: a tie, so eta is the median of 43.6 / 58 and 47.8 / 58 = 0.7890
+    figs = [fig("kept-1", 43.6, phase="unspecified", drafter="", plain=58.0, order=0),
+            fig("first-1", 47.8, phase="unspecified", drafter="", plain=58.0, order=1),
+            fig("long-1", 41.0, context=8192, plain=57.0, order=2)]
+    got = sm.calibration_set(figs)
+    assert [f.id for f in got] == ["kept-1", "first-1"]
+    import statistics
+    assert statistics.median(sm.eta_from(f.aggregate_tok_s, f.plain_tok_s) for f in got) == \
+        pytest.approx((43.6 + 47.8) / 2 / 58.0)
+    assert [f.id for f in sm.calibration_set(figs, 8192)] == ["long-1"]
+    assert sm.calibration_set([fig("mtp", 80.0, drafter="MTP")]) == []
+
+
+def test_the_spread_a_source_shows_between_its_runs_of_one_workload():
+    wl = ("e2e_aggregate", 64, 128, 512, 640)
+    from dataclasses import replace
+    figs = [replace(fig("pass1", 1087.0, streams=64, run="p1"), workload=wl),
+            replace(fig("ladder", 990.5, streams=64, run="p2"), workload=wl)]
+    spread, words = sm.shown_spread(figs)
+    assert spread == pytest.approx(1087.0 / 990.5 - 1)  # 9.74%, the article's "10%"
+    assert words.startswith("9.7%, the spread its source shows between 2 runs of one workload "
+                            "(e2e_aggregate at 64 streams: 990.5 (ladder) to 1,087.0 tok/s "
+                            "(pass1))")
+    # one run, or a drafter's runs (acceptance moves with the prompts), show no spread
+    assert sm.shown_spread(figs[:1]) == (0.0, "")
+    drafted = [replace(f, drafter="DSpine") for f in figs]
+    assert sm.shown_spread(drafted) == (0.0, "")
+    # nor does a prefill range ("~1,440-1,810 tok/s" of seed 001: two prompt lengths)
+    prefill = [replace(f, phase="prefill") for f in figs]
+    assert sm.shown_spread(prefill) == (0.0, "")
+
+
+def test_a_bend_past_the_memory_wall_is_never_reached():
+    assert sm.binding_text("memory", 197.9, 101) == (
+        "memory-bound: the bend at 197.9 streams lies past the card's memory wall at 101 "
+        "streams (state and KV at this context beside the weights), so it is never reached")
+    assert sm.binding_text("memory", 47.8, 101) == "memory-bound: below the bend at 47.8 streams"
+    assert sm.binding_text("memory", 47.8) == "memory-bound: below the bend at 47.8 streams"

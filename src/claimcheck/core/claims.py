@@ -10,6 +10,9 @@ Column meanings (one each):
 
 - ``run``: one measurement (or one publication of one); its several metrics are rows with
   the same ``run``, and run-level fields agree across them.
+- ``mode``: the system's serving mode as the seed names it ("batch mode", "single-user
+  mode"), when it names one; with ``system`` and ``checkpoint`` it makes the source a
+  figure is calibrated within (:func:`claimcheck.core.sourcemodel.source_key`).
 - ``engine_version``: what produced the number, when the seed states it; ``code_read``:
   the commit the article read (not necessarily the build that produced the number).
 - ``streams``: concurrency requested (clients, lanes, slots); ``streams_running``: how many
@@ -23,6 +26,13 @@ Column meanings (one each):
   quote must say so next to the value (:data:`BOUND_BEFORE`, :data:`BOUND_AFTER`).
 - ``quote``: the seed's exact words holding the figure (whitespace-normalised); checked
   against the seed's ``section`` by :func:`check_against_seeds`.
+- ``int8_layers``: which linear layers multiply in int8 (int8 activations), when the seed
+  says: ``mlp`` (the MLP GEMMs only) or ``all`` (every layer); empty for 16-bit
+  activations or not stated. When stated, the run's text must say "int8" and, for
+  ``mlp``, "MLP", for ``all``, "every layer" (:func:`check_against_seeds`).
+- ``kv_dtype``: the KV cache's dtype (``fp8``, ``int8``, ``bf16`` ...) when the seed states
+  it for the run ("fp8 KV"); the roofline reads it before the weights.csv row's. When
+  stated, the run's text must write it followed by "KV" (:func:`check_against_seeds`).
 - ``quantization``: when stated, every part of it (split at ``-`` and ``+``) is written in
   the seed where it describes the run (:func:`check_against_seeds`).
 
@@ -47,34 +57,42 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.formats import KV_FORMATS
 from claimcheck.core.io import read_csv, read_text
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.paths import RAW, ROOT
 
-COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "engine_version",
-           "code_read", "card", "power_limit_w", "checkpoint", "quantization", "streams",
+COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "mode", "engine_version",
+           "code_read", "card", "power_limit_w", "checkpoint", "quantization", "int8_layers",
+           "kv_dtype", "streams",
            "streams_running", "stream_relation", "prompt_tokens", "output_tokens",
            "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens",
            "metric", "value", "unit", "bound", "quote", "assumed", "note")
 # columns a registry written before they existed may lack (read as empty)
-OPTIONAL = ("bound",)
+OPTIONAL = ("bound", "int8_layers", "mode", "kv_dtype")
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
 # columns the project may supply (with a reason) when the seed does not state them; metric
 # too, for a figure whose window the seed gives only in part (a log line not said to be free
 # of prompt tokens)
-ASSUMABLE = ("system", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
-             "quantization", "streams", "streams_running", "stream_relation", "prompt_tokens",
+ASSUMABLE = ("system", "mode", "engine_version", "code_read", "card", "power_limit_w", "checkpoint",
+             "quantization", "int8_layers", "kv_dtype", "streams", "streams_running",
+             "stream_relation",
+             "prompt_tokens",
              "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
              "spec_draft_tokens", "metric")
 # fields one run shares across its metric rows
-RUN_FIELDS = ("kind", "seed", "system", "engine_version", "code_read", "card",
-              "power_limit_w", "checkpoint", "quantization", "streams", "stream_relation",
+RUN_FIELDS = ("kind", "seed", "system", "mode", "engine_version", "code_read", "card",
+              "power_limit_w", "checkpoint", "quantization", "int8_layers", "kv_dtype",
+              "streams",
+              "stream_relation",
               "prompt_tokens", "output_tokens", "total_output_tokens", "context_tokens",
               "spec_method", "spec_draft_tokens")
 KINDS = {"claim", "reproduction", "control", "measured"}
 SEEDS = {"000": "000_c17ed6d62e51e6bc.txt", "001": "001_661b21414414fac5.txt",
          "002": "002_894ef22a7c4f7ce5.txt"}
+INT8_LAYERS = {"": (), "mlp": ("int8", "mlp"), "all": ("int8", "every layer")}
+"""``int8_layers`` values and the words the run's text must hold for each (any case)."""
 RELATIONS = {"lanes_of_one_prompt", "independent_requests", "closed_loop_clients",
              "single_user"}
 UNITS = {"tok/s"}
@@ -85,7 +103,7 @@ FLOAT_FIELDS = ("power_limit_w", "streams_running")
 # stated fields whose value must appear in the cited part of the seed
 EVIDENCE_NUM = ("power_limit_w", "streams", "streams_running", "prompt_tokens",
                 "output_tokens", "total_output_tokens", "context_tokens", "spec_draft_tokens")
-EVIDENCE_STR = ("engine_version", "code_read", "checkpoint")
+EVIDENCE_STR = ("mode", "engine_version", "code_read", "checkpoint")
 EXCLUDED_COLUMNS = ("seed", "section", "value", "quote", "reason")
 # a bound ("over 1,000", "up to 900") must be written next to the value in the quote:
 # words before the number, or words after it ("17 tok/s or less")
@@ -222,6 +240,28 @@ def parse_assumed(src: str, line: int, text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def bound_words(bound: str, quote: str, value: float) -> tuple[str, str]:
+    """The words the seed writes for a bound next to ``value``: (before, after), e.g.
+    ("up to", "") for "bursts of up to 900", ("", "or less") for "17 tok/s or less"; ("",
+    "") for an exact figure or when none is found."""
+    if not bound:
+        return "", ""
+    q = normalise(quote).lower()
+    before = "|".join(re.escape(w) for w in BOUND_BEFORE[bound])
+    after = "|".join(re.escape(w) for w in BOUND_AFTER[bound])
+    for m in _NUM.finditer(q):
+        v = float(m.group(1).replace(",", "") + (m.group(2) or ""))
+        if not math.isclose(v * (1000 if m.group(3) else 1), value, rel_tol=1e-9):
+            continue
+        b = re.search(rf"\b({before})\s*~?\s*$", q[:m.start()])
+        if b:
+            return b.group(1), ""
+        a = re.match(rf"\s*(?:[a-z/]+\s+)?({after})\b", q[m.end():])
+        if a:
+            return "", a.group(1)
+    return "", ""
+
+
 def bound_backed(bound: str, quote: str, value: float) -> bool:
     """True when ``quote`` writes a word of ``bound`` next to ``value``: "over 1,000" for
     ``at_least``, "up to 900" or "17 tok/s or less" for ``at_most``."""
@@ -270,6 +310,7 @@ def _check_row(src: str, line: int, raw: dict[str | None, Any]) -> Claim:
         if not stated[key] and key not in assumed:
             raise InputError(src, "required field is empty", line=line, key=key)
     checks = [("kind", KINDS), ("seed", set(SEEDS)), ("stream_relation", RELATIONS),
+              ("int8_layers", set(INT8_LAYERS)), ("kv_dtype", {"", *KV_FORMATS}),
               ("metric", set(METRICS)), ("unit", UNITS)]
     for key, allowed in checks:
         val = stated[key] or assumed.get(key, ("",))[0]
@@ -528,6 +569,22 @@ def check_against_seeds(claims: list[Claim], src: str, folder: Path,
                                      f"{c['run']!r}); if the project supplies it, move it "
                                      "to assumed", line=c.line, key=key)
         _check_quantization(src, c, sec, run_text + (" " + colophon if own else ""))
+        kv = c.stated.get("kv_dtype") or ""
+        if kv and not re.search(rf"(?<![a-z0-9]){re.escape(kv.lower())}[ -]kv\b",
+                                (run_text + (" " + colophon if own else "")).lower()):
+            raise InputError(src, f"stated kv_dtype {kv!r} needs '{kv} KV' in section "
+                             f"{sec.name!r} of seed {c['seed']} (nor where the seed describes "
+                             f"run {c['run']!r}); if the project supplies it, move it to "
+                             "assumed", line=c.line, key="kv_dtype")
+        words = INT8_LAYERS.get(c.stated.get("int8_layers") or "", ())
+        scope = (run_text + (" " + colophon if own else "")).lower()
+        missing = [w for w in words if w not in scope]
+        if missing:
+            raise InputError(src, f"stated int8_layers {c.stated['int8_layers']!r} needs "
+                             f"{' and '.join(repr(w) for w in missing)} in section "
+                             f"{sec.name!r} of seed {c['seed']} (nor where the seed describes "
+                             f"run {c['run']!r}); if the project supplies it, move it to "
+                             "assumed", line=c.line, key="int8_layers")
     for i, r in enumerate(excluded or [], start=2):
         for key in EXCLUDED_COLUMNS:
             if not (r.get(key) or "").strip():

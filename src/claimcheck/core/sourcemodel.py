@@ -48,17 +48,22 @@ PHASE_PREFERENCE = {"decode": 0, "unspecified": 1, "end_to_end": 2}
 
 
 def source_key(row: Mapping[str, Any], weight_format: str | None) -> tuple[str, ...]:
-    """The source a registry row belongs to: (publisher, system, card, power limit in W,
-    weight format). A claim's publisher is its system's, and the system is the registry's
-    ``system``; a reproduction's or control's publisher is the seed that ran it, and its
-    system is the checkpoint it served when the seed names one (one stack on one card: the
-    seed's own runs of one checkpoint under different benchmark scripts), else ``system``."""
+    """The source a registry row belongs to: (publisher, system, mode, checkpoint, card,
+    power limit in W, weight format). A source is a system, a mode and a checkpoint: a
+    figure is never calibrated on another mode's or another checkpoint's (an unstated one
+    is its own value). A claim's publisher is its system's, and the system is the
+    registry's ``system``; a reproduction's or control's publisher is the seed that ran
+    it, and its system is the checkpoint it served when the seed names one (one stack on
+    one card: the seed's own runs of one checkpoint under different benchmark scripts),
+    else ``system``. ``weight_format`` is the registry's quantization as written (W4A8 and
+    W4A16 are two checkpoints, whatever their byte counts share)."""
     own_run = row.get("kind") != "claim"
     publisher = f"seed {row.get('seed')} {row.get('kind')}" if own_run else ""
     system = (own_run and row.get("checkpoint")) or row.get("system") or ""
     power = row.get("power_limit_w")
-    return (publisher, str(system), str(row.get("card") or ""),
-            "" if power in (None, "") else f"{float(power):g}", weight_format or "")
+    return (publisher, str(system), str(row.get("mode") or ""), str(row.get("checkpoint") or ""),
+            str(row.get("card") or ""), "" if power in (None, "") else f"{float(power):g}",
+            weight_format or "")
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,47 @@ class Figure:
     plain_tok_s: float | None
     plain_bound: str
     bound: str = ""
+    workload: tuple[Any, ...] = ()
+    """What makes two runs one workload: (metric, streams, prompt, output, context)."""
+
+
+def calibration_set(figures: Sequence[Figure], context_tokens: float | None = None
+                    ) -> list[Figure]:
+    """Every candidate that ties with :func:`pick_calibration`'s figure on context and
+    phase: the source's one-stream figures eta is the median of (issue 28 item 8), in
+    registry order; empty when none qualifies."""
+    best = pick_calibration(figures, context_tokens)
+    if best is None:
+        return []
+    tie = _calibration_order(best, context_tokens)[:2]
+    return [f for f in figures if is_calibration_candidate(f)
+            and _calibration_order(f, context_tokens)[:2] == tie]
+
+
+def shown_spread(figures: Sequence[Figure]) -> tuple[float, str]:
+    """The widest spread a source shows between its own runs of one workload (the same
+    :attr:`Figure.workload`, two runs or more, exact decode-rate figures with no drafter: a
+    drafter's acceptance moves with the prompts' content, which the registry does not hold,
+    and a prefill range with the prompts' length): (high /
+    low - 1, words naming it); (0, "") when no workload was run twice."""
+    groups: dict[tuple[Any, ...], list[Figure]] = {}
+    for f in figures:
+        if f.workload and not f.bound and (f.drafter or "").lower() in NO_DRAFTER \
+                and f.phase in PHASE_PREFERENCE:  # decode rates only: a prefill range is
+            #                                       the prompts', not the runs' spread
+            groups.setdefault(f.workload, []).append(f)
+    best: tuple[float, str] = (0.0, "")
+    for wl, fs in groups.items():
+        if len({f.run for f in fs}) < 2:
+            continue
+        lo, hi = min(fs, key=lambda f: f.aggregate_tok_s), max(fs, key=lambda f: f.aggregate_tok_s)
+        spread = hi.aggregate_tok_s / lo.aggregate_tok_s - 1.0
+        if spread > best[0]:
+            best = (spread, f"{spread:.1%}, the spread its source shows between {len(fs)} runs "
+                    f"of one workload ({wl[0]} at {wl[1]:g} stream{'' if wl[1] == 1 else 's'}: "
+                    f"{lo.aggregate_tok_s:,.1f} "
+                    f"({lo.id}) to {hi.aggregate_tok_s:,.1f} tok/s ({hi.id}))")
+    return best
 
 
 def is_calibration_candidate(f: Figure) -> bool:
@@ -89,15 +135,22 @@ def is_calibration_candidate(f: Figure) -> bool:
             and f.plain_bound == "memory" and f.aggregate_tok_s <= f.plain_tok_s)  # type: ignore[operator]
 
 
-def pick_calibration(figures: Sequence[Figure]) -> Figure | None:
-    """The source's calibration figure among ``figures`` (all of one source): a decode
-    figure first, then the shortest context, then a stated "no drafter", then registry
-    order; None when no figure qualifies (:func:`is_calibration_candidate`)."""
+def pick_calibration(figures: Sequence[Figure], context_tokens: float | None = None
+                     ) -> Figure | None:
+    """The calibration figure for a claim at ``context_tokens`` (tokens per stream; None
+    or 0 when not stated) among ``figures`` (all of one source): context first (the
+    nearest to the claim's, so the shortest for a claim that states none), then a decode
+    figure, then a stated "no drafter", then registry order; None when no figure
+    qualifies (:func:`is_calibration_candidate`)."""
     ok = [f for f in figures if is_calibration_candidate(f)]
     if not ok:
         return None
-    return min(ok, key=lambda f: (PHASE_PREFERENCE[f.phase], f.context_tokens or 0.0,
-                                  f.drafter.lower() != "none", f.order))
+    return min(ok, key=lambda f: _calibration_order(f, context_tokens))
+
+
+def _calibration_order(f: Figure, context_tokens: float | None) -> tuple[Any, ...]:
+    return (abs((f.context_tokens or 0.0) - (context_tokens or 0.0)),
+            PHASE_PREFERENCE[f.phase], f.drafter.lower() != "none", f.order)
 
 
 def eta_from(figure_tok_s: float, plain_tok_s: float) -> float:
@@ -135,6 +188,22 @@ class SourceModel:
     """The ceiling's binding term at the lower end of the compute range."""
     compute_range: str = ""
     """Plain words for the compute used: one measured rate, or the range and its ends."""
+    memory_wall_streams: float | None = None
+    """The most streams whose state and KV fit beside the weights on the card (None: not
+    worked out); a bend past it is never reached (:func:`binding_text`)."""
+    calibration_phase: str = ""
+    """The metric phase of the figure(s) that set eta ("decode", "end_to_end",
+    "unspecified"): a model calibrated on a decode figure is a decode-only model."""
+
+
+def e2e_over_decode(e2e_tok_s: float, decode_tok_s: float) -> float:
+    """End to end / decode for one run (both aggregate tok/s): the factor that carries a
+    decode-only model over to an end-to-end figure. Refused outside (0, 1.05]: end to end
+    counts the decode window and more, so it cannot read well above decode."""
+    if not (e2e_tok_s > 0 and decode_tok_s > 0 and e2e_tok_s / decode_tok_s <= 1.05):
+        raise ValueError(f"end to end / decode needs 0 < e2e ({e2e_tok_s!r} tok/s) <= "
+                         f"decode ({decode_tok_s!r} tok/s) within 5%")
+    return e2e_tok_s / decode_tok_s
 
 
 def within(ratio: float, tolerance: float) -> bool:
@@ -165,13 +234,19 @@ def compare(value: float, line: float, tolerance: float, bound: str = "") -> str
     return "above" if r > 1 else "below"
 
 
-def binding_text(term: str, bend: float | None) -> str:
-    """Plain words for the binding term: memory below the bend, compute past it."""
+def binding_text(term: str, bend: float | None, wall: float | None = None) -> str:
+    """Plain words for the binding term: memory below the bend, compute past it. A bend
+    past the card's memory wall (``wall``: the most streams that fit) is printed as one
+    never reached, not as a stream count the card could run."""
     if term == "compute":
         return (f"compute-bound: past the bend at {bend:.1f} streams" if bend is not None
                 else "compute-bound")
     if bend is None or bend == float("inf"):
         return "memory-bound (no bend)"
+    if wall is not None and bend > wall:
+        return (f"memory-bound: the bend at {bend:.1f} streams lies past the card's memory "
+                f"wall at {wall:g} streams (state and KV at this context beside the "
+                "weights), so it is never reached")
     return f"memory-bound: below the bend at {bend:.1f} streams"
 
 
@@ -218,10 +293,59 @@ def compute_range(card: str, dtype: str, power_limit_w: float | None,
     return [rates[0], rates[-1]] if len(rates) > 1 else rates
 
 
-REPRODUCTION_WORKLOAD = ("system", "card", "prompt_tokens", "output_tokens")
-"""Registry columns a seed's reproduction must share with the claim (the same system, on the
-same card, with the same prompt and output tokens; unstated on both sides counts as the
-same)."""
+def mlp_flop_fraction(config: Mapping[str, Any]) -> float:
+    """The MLP GEMMs' share of the FLOPs per generated token (2 per weight touched) from a
+    config.json dict: layers x the MLP's active linear weights over every linear weight
+    read per token (:func:`claimcheck.core.geometry.geometry`, the output head included)."""
+    from claimcheck.core.geometry import _mlp_params, geometry
+    geom = geometry(dict(config))
+    text = config.get("text_config") or config
+    mlp = (geom.num_full_attention_layers + geom.num_linear_attention_layers) * _mlp_params(
+        text, geom.hidden_size, "text_config." if config.get("text_config") else "")[1]
+    return mlp / geom.weights_per_token
+
+
+def split_compute_tflops(int8_fraction: float, fp16_tflops: float, int8_tops: float
+                         ) -> float:
+    """The one rate (TFLOP/s) that gives the step's arithmetic time when a fraction
+    ``int8_fraction`` of its FLOPs runs at ``int8_tops`` (TOP/s) and the rest at
+    ``fp16_tflops``: F / (f F / P_int8 + (1 - f) F / P_fp16)."""
+    if not (0 <= int8_fraction <= 1 and fp16_tflops > 0 and int8_tops > 0):
+        raise ValueError(f"split compute needs 0 <= f <= 1 and rates > 0, got "
+                         f"{int8_fraction!r}, {fp16_tflops!r}, {int8_tops!r}")
+    return 1.0 / (int8_fraction / int8_tops + (1.0 - int8_fraction) / fp16_tflops)
+
+
+def int8_rates(rates: Sequence[tuple[float, str]], int8_layers: str, int8_fraction: float,
+               int8_tops: float, datasheet_tflops: float
+               ) -> list[tuple[float, str]]:
+    """A compute range (TFLOP/s, where from; lowest first, fp16 rates) carried over to
+    int8 activations: ``all`` runs every FLOP at the int8 rate, ``mlp`` the MLP GEMMs'
+    ``int8_fraction`` of them (:func:`split_compute_tflops`). The card's int8 datasheet
+    rate is scaled at each end as that end's fp16 rate is to the fp16 datasheet rate (a
+    ceiling measured at a lower power limit slows both alike); no int8 ceiling was
+    measured. Empty ``int8_layers``: the rates unchanged."""
+    if not int8_layers:
+        return list(rates)
+    out = []
+    for tf, src in rates:
+        p8 = int8_tops * tf / datasheet_tflops
+        p8_txt = (f"int8 {p8:g} TOP/s (the datasheet's {int8_tops:g} x {tf:g} / "
+                  f"{datasheet_tflops:g})" if tf != datasheet_tflops
+                  else f"int8 {int8_tops:g} TOP/s (datasheet dense)")
+        if int8_layers == "all":
+            out.append((p8, f"every layer at {p8_txt}"))
+        else:
+            eff = split_compute_tflops(int8_fraction, tf, p8)
+            out.append((eff, f"effective: the MLP GEMMs ({int8_fraction:.1%} of the FLOPs, "
+                        f"config.json) at {p8_txt}, the rest at {tf:g} TFLOP/s ({src})"))
+    return out
+
+
+REPRODUCTION_WORKLOAD = ("system", "mode", "card", "prompt_tokens", "output_tokens")
+"""Registry columns a seed's reproduction must share with the claim (the same system in the
+same mode, on the same card, with the same prompt and output tokens; unstated on both sides
+counts as the same)."""
 
 NO_CONFLICT = ("quantization", "spec_method")
 """Columns that must not conflict where the seed states both: a reproduction of another

@@ -32,6 +32,14 @@ verdict (:func:`replay_sentence`). Rules, in order:
 6. *within the physics*: at or below the plain roofline, at what fraction; the source
    publishes no calibration figure (eta = 1).
 
+Definitions both ways: an end-to-end figure against a decode-calibrated source model is
+judged on the band times end to end / decode (``e2e_ratio``); without a ratio, one under the
+floor is *not comparable*. A run as a whole: with ``run_drafter`` (a sibling figure of the
+same run needs a drafter) no figure says the drafter is not needed (:func:`drafter_words`,
+:func:`needs_drafter_runs`). The tolerance passed in is at least the spread the claim's
+source shows between its own runs of one workload
+(:func:`claimcheck.core.sourcemodel.shown_spread`), printed as it is (:func:`tol_text`).
+
 Tolerance (:data:`TOLERANCE`, 5%): the step model, given two numbers measured on a card,
 meets the H200 runs' steps within 5% (issue 11, ``data/derived/model.csv``), the roofline
 the seed's author draws lands 1% to 9% from HyperQwen's cohorts, and the registry's figures
@@ -133,6 +141,12 @@ class Verdict:
     numbers: dict[str, Any] = field(default_factory=dict)
 
 
+def tol_text(tolerance: float) -> str:
+    """A tolerance as printed: "5%", or one decimal when it is not whole ("9.7%")."""
+    return f"{tolerance:.0%}" if abs(tolerance * 100 - round(tolerance * 100)) < 0.05 \
+        else f"{tolerance:.1%}"
+
+
 def _assumed_note(assumed: str) -> str:
     return (f" Weaker evidence: {assumed.replace(',', ', ')} assumed by the registry, not "
             "stated by the seed." if assumed else "")
@@ -177,7 +191,7 @@ def seed_verdict(fig: str, agg: float, rep: SeedReproduction, tolerance: float,
     differs = ("; what differs: " + "; ".join(rep.differs)) if rep.differs else \
         "; nothing recorded differs"
     tol_txt = (f"{tol:.1%}, the spread between those runs" if rep.spread > tolerance
-               else f"{tol:.0%}")
+               else tol_text(tol))
     where = _seed_text(rep)
     if agg < rep.low_tok_s:
         how = f"every one of those runs clears it ({pct(agg / rep.low_tok_s)} under the lowest)"
@@ -193,17 +207,24 @@ def seed_verdict(fig: str, agg: float, rep: SeedReproduction, tolerance: float,
                    nums)
 
 
-def _band_words(src: SourceModel) -> str:
-    """The source's band in words: ceiling, floor, the binding term and the compute."""
-    ceil = float(src.tok_s)  # type: ignore[arg-type]
-    floor = src.floor_tok_s
-    text = f"its source's ceiling {ceil:,.1f} tok/s (memory and compute overlapped"
+def _band_words(src: SourceModel, scale: float = 1.0, scale_text: str = "") -> str:
+    """The source's band in words: ceiling, floor, the binding term and the compute;
+    ``scale`` (with ``scale_text`` saying where it comes from) carries a decode-only band
+    over to an end-to-end figure."""
+    ceil = float(src.tok_s) * scale  # type: ignore[arg-type]
+    floor = src.floor_tok_s * scale if src.floor_tok_s is not None else None
+    what = "end-to-end ceiling" if scale != 1.0 else "ceiling"
+    text = f"its source's {what} {ceil:,.1f} tok/s (memory and compute overlapped"
     if floor is not None:
         text += f"; no-overlap floor {floor:,.1f} tok/s"
-    text += f"; {binding_text(src.binding_term, src.bend_streams)}"
+    if scale != 1.0:
+        text += (f"; the decode model's {float(src.tok_s):,.1f} and "  # type: ignore[arg-type]
+                 f"{src.floor_tok_s or float(src.tok_s):,.1f} tok/s times end to end / "
+                 f"decode {scale:.3f}, {scale_text}")
+    text += f"; {binding_text(src.binding_term, src.bend_streams, src.memory_wall_streams)}"
     if src.ceiling_low_tok_s is not None and src.ceiling_low_tok_s != src.tok_s:
-        text += (f"; {src.ceiling_low_tok_s:,.1f} tok/s at the lower end of the compute "
-                 f"range, {src.binding_term_low}-bound there")
+        text += (f"; {src.ceiling_low_tok_s * scale:,.1f} tok/s at the lower end of the "
+                 f"compute range, {src.binding_term_low}-bound there")
     return text + f"; {src.calibration})"
 
 
@@ -223,15 +244,25 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             inflation: float | None = None, inflation_source: str = "",
             reproduction: Reproduction | None = None,
             tolerance: float = TOLERANCE,
-            seed_reproduction: SeedReproduction | None = None) -> Verdict:
+            seed_reproduction: SeedReproduction | None = None,
+            e2e_ratio: float | None = None, e2e_ratio_source: str = "",
+            run_drafter: str = "") -> Verdict:
     """The verdict for one claim.
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
     ``per_stream_tok_s``, ``streams``, ``streams_running``, ``spec_method``,
-    ``assumed_fields``, optional ``bound`` and ``aggregate_note``: a sentence saying where a
-    derived aggregate came from); ``inflation`` is the measured ratio of the claim's
-    definition to end to end for its workload shape (None when not measured);
-    ``seed_reproduction`` a seed's own reproduction of its workload and definition.
+    ``assumed_fields``, optional ``bound`` with ``bound_before``/``bound_after``, the seed's
+    own words for it ("up to", "or less"; else "at most" / "at least"), and
+    ``aggregate_note``: a sentence saying where a derived aggregate came from);
+    ``inflation`` is the measured ratio of the claim's definition to end to end for its
+    workload shape (None when not measured);
+    ``seed_reproduction`` a seed's own reproduction of its workload and definition;
+    ``e2e_ratio`` end to end / decode for an end-to-end claim (the same run's figures as
+    its source printed them, else measured here for the workload shape; where from in
+    ``e2e_ratio_source``), which carries a decode-only source model over to it;
+    ``run_drafter`` names a sibling figure of the same run that needs a drafter ("X needs
+    1.54 tokens kept per stream per step"): the run is judged as a whole, so this figure
+    never reads as showing the drafter unneeded (:func:`drafter_words`).
     """
     agg = float(claim["aggregate_tok_s"])
     running = claim.get("streams_running") or claim["streams"]
@@ -257,11 +288,17 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         "calibrated_on": ";".join(source.calibrated_on) if source else "",
         "calibration": source.calibration if source else "",
         "binding_term": (src.binding_term if src else ceiling.bound) if roof else "",
-        "bend_streams": source.bend_streams if source else None, "bound": bound}
+        "bend_streams": source.bend_streams if source else None,
+        "memory_wall_streams": source.memory_wall_streams if source else None,
+        "bound": bound}
     streams_txt = (f"{running:g} streams running ({claim['streams']} requested)"
                    if claim.get("streams_running") else f"{running:g} streams")
-    fig = (f"{_bound_text(bound)}{agg:,.1f} tok/s at 1 stream" if running == 1 else
-           f"{_bound_text(bound)}{agg:,.1f} tok/s summed over {streams_txt}")
+    before, after = claim.get("bound_before") or "", claim.get("bound_after") or ""
+    if bound and not (before or after):
+        before = _bound_text(bound).strip()
+    value_txt = " ".join(filter(None, (before, f"{agg:,.1f} tok/s", after)))
+    fig = (f"{value_txt} at 1 stream" if running == 1 else
+           f"{value_txt} summed over {streams_txt}")
     if claim["metric"] in NOT_A_DECODE_RATE:
         return Verdict(NOT_COMPARABLE, f"the metric ({label}) is not a decode rate; the "
                        "decode roofline does not bound it." + assumed, nums)
@@ -282,10 +319,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         inside = lo <= agg <= hi or within(agg / near, tolerance)
         span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f} to {hi:,.1f}"
         if inside:
-            return Verdict(REPRODUCED, f"{fig} lies within {tolerance:.0%} of {span} tok/s "
+            return Verdict(REPRODUCED, f"{fig} lies within {tol_text(tolerance)} of {span} tok/s "
                            f"measured here ({reproduction.source})." + note + assumed, nums)
         return Verdict(NOT_REPRODUCED, f"{fig} is {pct(agg / near)} from {span} tok/s "
-                       f"measured here ({reproduction.source}), beyond {tolerance:.0%}."
+                       f"measured here ({reproduction.source}), beyond {tol_text(tolerance)}."
                        + note + assumed, nums)
     plain_txt = f"the plain roofline {roof:,.1f} tok/s"
     # "up to X" is a peak the source reports reaching: above the plain line it needs a drafter
@@ -307,11 +344,28 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
                        f"({src.calibration}), so the model cannot test it; "
                        f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
     if src is not None:
-        ceil = float(src.tok_s)  # type: ignore[arg-type]
-        floor = src.floor_tok_s if src.floor_tok_s is not None else ceil
-        where = _band_words(src)
+        e2e_vs_decode = (claim.get("metric_phase") == "end_to_end"
+                         and src.calibration_phase != "end_to_end")
+        scale = e2e_ratio if e2e_vs_decode and e2e_ratio else 1.0
+        ceil = float(src.tok_s) * scale  # type: ignore[arg-type]
+        floor = (src.floor_tok_s if src.floor_tok_s is not None else float(src.tok_s)
+                 ) * scale  # type: ignore[arg-type]
+        if scale != 1.0:
+            nums.update(e2e_ratio=scale, e2e_ratio_source=e2e_ratio_source,
+                        source_decode_model_tok_s=src.tok_s, source_model_tok_s=ceil,
+                        source_floor_tok_s=floor, claim_over_source=agg / ceil,
+                        claim_over_floor=agg / floor)
+        where = _band_words(src, scale, e2e_ratio_source)
         side = band_side(agg, ceil, floor, tolerance, bound)
-        not_needed = f"; the {drafter} is not needed to explain it" if drafter else ""
+        if side == "below" and e2e_vs_decode and scale == 1.0:
+            return Verdict(NOT_COMPARABLE, f"{fig} is end to end, not comparable to a "
+                           f"decode-only model: it is {agg / floor:.1%} of the no-overlap floor "
+                           f"{floor:,.1f} tok/s of {where}, "
+                           "but end to end also counts prefill, TTFT and the ramp, and "
+                           "neither the source's same run nor a run measured here for this "
+                           "workload shape gives its end-to-end / decode ratio." + note
+                           + assumed, nums)
+        not_needed = drafter_words(drafter, run_drafter)
         if side == "inside":
             at = f"at {agg / ceil:.1%} of {where}"
             if bound and not (floor <= agg <= ceil):  # a bound met, not a figure matched
@@ -327,19 +381,46 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             extra = (f"; the {drafter} could explain it ({agg / ceil:.2f} tokens kept per "
                      "stream per step over the ceiling)" if drafter else "")
             return Verdict(ABOVE_SOURCE, f"{fig} is {pct(agg / ceil)} over {where}, beyond "
-                           f"{tolerance:.0%}{_which_end(src, 'above')}{extra}; "
+                           f"{tol_text(tolerance)}{_which_end(src, 'above')}{extra}; "
                            f"{agg / roof:.1%} of {plain_txt}." + note + assumed, nums)
         extra = not_needed
-        if claim.get("metric_phase") == "end_to_end":
-            extra += "; end to end includes prefill and ramp, which the decode model leaves out"
         return Verdict(SHORT, f"{fig} is {agg / floor:.1%} of its source's no-overlap floor "
-                       f"{floor:,.1f} tok/s, beyond {tolerance:.0%} under it: short of "
+                       f"{floor:,.1f} tok/s, beyond {tol_text(tolerance)} under it: short of "
                        f"{where}{_which_end(src, 'below')}{extra}." + note + assumed, nums)
     why = ("its source publishes no one-stream, no-drafter figure to calibrate on, so eta = 1 "
            "(the plain roofline)")
-    extra = f"; the {drafter} is not needed to explain it" if drafter else ""
+    extra = drafter_words(drafter, run_drafter)
     return Verdict(WITHIN, f"{fig} is {agg / roof:.1%} of {plain_txt} ({ceiling.bound} "
                    f"bound); {why}{extra}." + note + assumed, nums)
+
+
+def drafter_words(drafter: str, run_drafter: str = "") -> str:
+    """What a figure at or under its model says about a stated drafter: not needed to
+    explain it, unless a sibling figure of the same run needs one (``run_drafter``), when
+    the run is judged as a whole and the figure shows nothing either way."""
+    drafter = drafter.removesuffix(" stated")  # "the drafter X stated is" reads wrong
+    if run_drafter:
+        what = f"the {drafter}" if drafter else "a drafter, though none is stated,"
+        return (f"; {what} is not shown unneeded: the same run's {run_drafter}, so this "
+                "figure alone does not speak for the run")
+    return f"; the {drafter} is not needed to explain it" if drafter else ""
+
+
+def needs_drafter_runs(verdicts: Mapping[str, Verdict], run_of: Mapping[str, str]
+                       ) -> dict[str, str]:
+    """Run -> words naming the first figure (registry order of ``verdicts``) of that run
+    whose verdict needs a drafter: kind *needs a drafter*, or a seed-reproduction verdict
+    over its card's plain roofline beyond tolerance (tau > 1 there too)."""
+    out: dict[str, str] = {}
+    for cid, res in verdicts.items():
+        over = res.numbers.get("claim_over_roofline")
+        seed_over = (res.kind in (SEED_REPRODUCED, SEED_NOT_REPRODUCED) and over is not None
+                     and compare(over, 1.0, res.numbers.get("tolerance", TOLERANCE))
+                     == "above")
+        if (res.kind == NEEDS_SPECULATION or seed_over) and run_of[cid] not in out:
+            out[run_of[cid]] = (f"{cid} needs {over:.2f} tokens kept per stream per step "
+                                "over its plain roofline")
+    return out
 
 
 def _deflated_fits(agg: float, reference: float, inflation: float | None,

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.cards import load_cards, load_ceilings
-from claimcheck.core.claims import load_claims
+from claimcheck.core.claims import bound_words, load_claims
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import compute_ceiling, load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.report import steps as run_steps
@@ -300,6 +300,47 @@ def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],
                                    "; ".join(x[2] for x in own))
 
 
+def _e2e_ratio(c: Any, claims: list[Any], steps: list[dict[str, Any]]
+               ) -> tuple[float | None, str]:
+    """End to end / decode for an end-to-end claim ``c``: the same run's figures as its
+    source printed them (its first decode-phase sibling in registry order), else the
+    median over the measured steps of the same workload shape (prompt and output tokens
+    per request, both stated or assumed) at the nearest streams (log distance), else None.
+    Returns (ratio, where it comes from)."""
+    import math
+    import statistics
+
+    from claimcheck.core import sourcemodel as sm
+    from claimcheck.core.metrics import METRICS
+    if METRICS[c["metric"]].phase != "end_to_end":
+        return None, ""
+    for o in claims:
+        if o["run"] == c["run"] and o["id"] != c["id"] and \
+                METRICS[o["metric"]].phase == "decode":
+            try:
+                r = sm.e2e_over_decode(c.aggregate_tok_s, o.aggregate_tok_s)
+            except ValueError:
+                continue
+            return r, (f"the same run's {c.aggregate_tok_s:,.1f} end to end over its "
+                       f"{o.aggregate_tok_s:,.1f} {METRICS[o['metric']].label} ({o['id']}), "
+                       "as its source printed them")
+    if not (c["prompt_tokens"] and c["output_tokens"]):
+        return None, ""
+    ok = [s for s in steps if s.get("input_len") == c["prompt_tokens"]
+          and s.get("output_len") == c["output_tokens"] and s.get("e2e_aggregate_tok_s")
+          and s.get("decode_aggregate_tok_s") and s.get("streams")]
+    if not ok:
+        return None, ""
+    near = min(abs(math.log(s["streams"] / c.streams_sharing)) for s in ok)
+    pick = [s for s in ok if abs(math.log(s["streams"] / c.streams_sharing)) == near]
+    ratio = statistics.median(s["e2e_aggregate_tok_s"] / s["decode_aggregate_tok_s"]
+                              for s in pick)
+    return ratio, (f"measured here for this workload shape ({c['prompt_tokens']} in, "
+                   f"{c['output_tokens']} out): median end to end / decode over "
+                   f"{len(pick)} step(s) at {pick[0]['streams']:g} streams "
+                   f"({', '.join(sorted({s['run'] for s in pick}))}, dummy weights)")
+
+
 def _seed_reproduction(c: Any, claims: list[Any]) -> Any:
     """A seed's own reproduction of claim ``c`` among the registry's ``claims``
     (:func:`claimcheck.core.sourcemodel.reproductions_of`), as a
@@ -338,6 +379,7 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     out) left out. Every protocol naming the claim in ``source_claims`` is set beside it:
     on the claim's own card as a reproduction (the verdict), on another card as context
     only (``replay_context``: each run's fraction of its own plain roofline)."""
+    import statistics
     from dataclasses import replace
 
     from claimcheck.core import labels as lb
@@ -345,8 +387,6 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
     from claimcheck.core import verdicts as v
     from claimcheck.core.metrics import METRICS
     from claimcheck.core.protocols import load_protocols
-    from claimcheck.report.tables import QUANT_FORMAT
-
     tol = v.TOLERANCE if tolerance is None else tolerance
     cards = load_cards(cards_csv)
     claims = load_claims(claims_csv, cards=set(cards))
@@ -365,9 +405,29 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
                               tflops=tflops)
 
-    plain = {c["id"]: roof(c) for c in claims}
-    key = {c["id"]: sm.source_key(c.row, QUANT_FORMAT.get((c["quantization"] or "").lower()))
-           for c in claims}
+    mlp_share = sm.mlp_flop_fraction(load_config(config_json))
+
+    def int8_of(c: Any, rates: list[tuple[float, str]], dtype: str
+                ) -> list[tuple[float, str]]:
+        """The claim's compute rates with its int8 layers at the card's int8 rate."""
+        card = cards[c["card"]]
+        if not c["int8_layers"] or "int8" not in card.tensor_tflops:
+            return rates
+        return sm.int8_rates(rates, c["int8_layers"], mlp_share, card.tflops("int8"),
+                             card.tflops(dtype))
+
+    def plain_of(c: Any) -> dict[str, Any]:
+        """The plain roofline (eta 1) at the claim's card's own compute for its power
+        limit, its int8 layers at the int8 rate."""
+        p = roof(c)
+        if p["roofline_tok_s"] and c["int8_layers"] and c["card"] in cards:
+            (tf, src), = int8_of(c, [(p["roofline_tflops"], p["roofline_compute"])],
+                                 p["roofline_compute_dtype"])
+            p = {**roof(c, 1.0, tf), "roofline_compute": src}
+        return p
+
+    plain = {c["id"]: plain_of(c) for c in claims}
+    key = {c["id"]: sm.source_key(c.row, (c["quantization"] or "").lower()) for c in claims}
     figures: dict[tuple[str, ...], list[sm.Figure]] = {}
     for i, c in enumerate(claims):
         p = plain[c["id"]]
@@ -376,54 +436,80 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
             phase=METRICS[c["metric"]].phase, context_tokens=c["context_tokens"] or 0.0,
             drafter=str(c["spec_method"] or ""), aggregate_tok_s=c.aggregate_tok_s,
             plain_tok_s=p["roofline_tok_s"], plain_bound=p.get("roofline_bound", ""),
-            bound=c.row.get("bound") or ""))
-    calib = {k: sm.pick_calibration(fs) for k, fs in figures.items()}
+            bound=c.row.get("bound") or "",
+            workload=(c["metric"], c.streams_sharing, c["prompt_tokens"], c["output_tokens"],
+                      c["context_tokens"])))
     by_id = {c["id"]: c for c in claims}
+    # the spread between a seed's own runs of one setup (reproductions, controls): a
+    # publisher's two cells of one shape may differ in settings the registry does not hold
+    # (HyperQwen's raw 8K cell "with int8 prefill")
+    spread = {k: sm.shown_spread([f for f in fs if by_id[f.id]["kind"] != "claim"])
+              for k, fs in figures.items()}
+
+    def one_eta(f: sm.Figure) -> str:
+        """"X's 43.6 tok/s (unspecified, 1 stream, context not stated) / its plain
+        roofline 58.0 tok/s"."""
+        ctx = (f"{f.context_tokens:,.0f} tokens of context" if by_id[f.id]["context_tokens"]
+               else "context not stated")
+        return (f"{f.id}'s {f.aggregate_tok_s:,.1f} tok/s ({METRICS[by_id[f.id]['metric']].label}"
+                f", 1 stream, {ctx}) / its plain roofline {f.plain_tok_s:,.1f} tok/s")
 
     def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
         """The compute rates the claim's band spans (one when measured at its power)."""
         card = cards[c["card"]]
         ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
-        return sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
-                                list(ceilings.values()), ds_tf, ds_src)
+        return int8_of(c, sm.compute_range(c["card"], p["roofline_compute_dtype"],
+                                           c["power_limit_w"], list(ceilings.values()),
+                                           ds_tf, ds_src), p["roofline_compute_dtype"])
 
     rows = []
+    calls: dict[str, tuple[Any, ...]] = {}
     for c in claims:
-        t = c.tidy()
+        before, after = bound_words(c.row.get("bound") or "", c["quote"], c["value"])
+        t = {**c.tidy(), "bound_before": before, "bound_after": after}
         p = plain[c["id"]]
         ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
-        cal = calib[key[c["id"]]]
-        own = cal is not None and cal.id == c["id"]
-        if own:  # the claim sets eta: calibrate on another run of its source if there is one
-            alt = sm.pick_calibration([f for f in figures[key[c["id"]]] if f.run != c["run"]])
-            cal = alt or cal
-            own = alt is None
+        ctx = c["context_tokens"] or 0.0
+        mine = figures[key[c["id"]]]
+        cset = sm.calibration_set(mine, ctx)
+        own = any(f.id == c["id"] for f in cset)
+        if own:  # the claim helps set eta: calibrate on its source's other runs if any
+            alt = sm.calibration_set([f for f in mine if f.run != c["run"]], ctx)
+            cset = alt or cset
+            own = not alt
+        cal = cset[0] if cset else None
+        c_tol = max(tol, spread[key[c["id"]]][0])
+        tol_words = f"; tolerance {spread[key[c['id']]][1]}" if c_tol > tol else ""
         rates = rates_of(c, p) if p["roofline_tok_s"] else []
-        compute = ("compute " + " to ".join(f"{tf:g} TFLOP/s ({src})" for tf, src in rates)
+        compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
                    if rates else "")
         source = None
         if cal is not None and p["roofline_tok_s"]:
-            eta = sm.eta_from(cal.aggregate_tok_s, cal.plain_tok_s)  # type: ignore[arg-type]
+            etas = [sm.eta_from(f.aggregate_tok_s, f.plain_tok_s)  # type: ignore[arg-type]
+                    for f in cset]
+            eta = statistics.median(etas)
+            how = (f"eta {eta:.3f} = {one_eta(cal)}" if len(cset) == 1 else
+                   f"eta {eta:.3f}, the median over {len(cset)} one-stream figures of its "
+                   "source (" + "; ".join(f"{e:.3f} = {one_eta(f)}" for e, f in
+                                         zip(etas, cset, strict=True)) + ")")
             hi, lo = roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0])
             _, floor = sm.band(c.streams_sharing, lo["roofline_memory_ms"] / 1e3,
                                lo["roofline_compute_ms"] / 1e3)
             source = sm.SourceModel(
                 tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
-                bend_streams=hi["roofline_bend_streams"], calibrated_on=(cal.id,),
-                calibration=(f"eta {eta:.3f} = {cal.id}'s {cal.aggregate_tok_s:,.1f} tok/s "
-                             f"({METRICS[by_id[cal.id]['metric']].label}, 1 stream, "
-                             + (f"{cal.context_tokens:,.0f} tokens of context"
-                                if by_id[cal.id]["context_tokens"] else "context not stated")
-                             + f") / its plain roofline {cal.plain_tok_s:,.1f} tok/s; "
-                             f"{compute}"),
+                bend_streams=hi["roofline_bend_streams"],
+                memory_wall_streams=hi.get("roofline_memory_wall_streams"),
+                calibrated_on=tuple(f.id for f in cset),
+                calibration=f"{how}; {compute}{tol_words}",
                 is_calibration=own, floor_tok_s=floor,
                 ceiling_low_tok_s=lo["roofline_tok_s"], binding_term_low=lo["roofline_bound"],
-                compute_range=compute if len(rates) > 1 else "")
+                compute_range=compute if len(rates) > 1 else "",
+                calibration_phase=cal.phase)
         elif p["roofline_tok_s"]:
             source = sm.SourceModel(
                 tok_s=None, bend_streams=p.get("roofline_bend_streams"),
                 calibration=("no one-stream, no-drafter figure from this source: plain "
-                             f"roofline (eta = 1); {compute}"),
+                             f"roofline (eta = 1); {compute}{tol_words}"),
                 compute_range=compute if len(rates) > 1 else "")
         seed_rep = _seed_reproduction(c, claims)
         seed_agg = _seed_aggregate(c, claims)
@@ -441,7 +527,10 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         infl, infl_src = _inflation(steps, col, c.streams_sharing) if col else (None, "")
         protos = protos_of.get(c["id"], [])
         replays, repro = protocol_replays(c, protos, steps, col)
-        res = v.verdict(t, ceil, source, infl, infl_src, repro, tol, seed_rep)
+        e2e_r, e2e_src = _e2e_ratio(c, claims, steps)
+        calls[c["id"]] = (t, ceil, source, infl, infl_src, repro, c_tol, seed_rep, e2e_r,
+                          e2e_src)
+        res = v.verdict(*calls[c["id"]])
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
@@ -454,7 +543,9 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
         rows.append({"id": c["id"], "card": c["card"], "metric": c["metric"],
                      "value": c["value"], "streams": c["streams"],
                      "streams_running": c["streams_running"],
-                     "assumed_fields": t["assumed_fields"], "verdict": res.kind,
+                     "assumed_fields": t["assumed_fields"],
+                     "bound_words": " ".join(filter(None, (before, "X", after)))
+                     if before or after else "", "verdict": res.kind,
                      "reason": res.reason, **res.numbers,
                      "roofline_floor_tok_s": plain_floor, "protocol": ";".join(protos),
                      "replay_context": v.replay_sentence(
@@ -464,7 +555,26 @@ def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: st
                      "labels_given": ",".join(groups[lb.GIVEN]),
                      "labels_supplied": ",".join(groups[lb.SUPPLIED]),
                      "labels_missing": ",".join(groups[lb.MISSING])})
-    return rows
+    return _run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
+
+
+def _run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, tuple[Any, ...]],
+                    run_of: dict[str, str]) -> list[dict[str, Any]]:
+    """A run is judged as a whole (issue 28 item 7): where any figure of a run needs a
+    drafter (:func:`claimcheck.core.verdicts.needs_drafter_runs`), every sibling is judged
+    again with that figure named, so none says the drafter is not needed."""
+    from claimcheck.core import verdicts as v
+    first = {r["id"]: v.Verdict(r["verdict"], r["reason"], r) for r in rows}
+    speculative = v.needs_drafter_runs(first, run_of)
+    out = []
+    for r in rows:
+        sib = speculative.get(run_of[r["id"]], "")
+        if sib and not sib.startswith(f"{r['id']} "):
+            res = v.verdict(*calls[r["id"]], run_drafter=sib)
+            r = {**r, "verdict": res.kind, "reason": res.reason, **res.numbers,
+                 "run_needs_drafter": sib}
+        out.append(r)
+    return out
 
 
 def verdicts_table(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,

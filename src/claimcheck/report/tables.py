@@ -59,7 +59,10 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     KV). Returns ``roofline_tok_s`` (aggregate, eta as given, tau = 1),
     ``claim_over_roofline`` and ``tau_needed`` (tokens kept per stream per step the claim
     implies). Claims whose metric is prefill, whose card is unknown or whose weights have
-    no byte count get a ``roofline_note`` instead. ``roofline_memory_ms`` and
+    no byte count get a ``roofline_note`` instead. The KV dtype is the claim's ``kv_dtype``
+    when the registry has one, else the weights row's. ``roofline_memory_wall_streams`` is
+    the most streams whose state and KV at the claim's context fit beside the weights in the
+    card's memory (None when even one does not). ``roofline_memory_ms`` and
     ``roofline_compute_ms`` are the step's two terms at the claim's streams (the band's
     inputs, :func:`claimcheck.core.sourcemodel.band`); ``tflops`` replaces the ceiling the
     card and power limit pick (a compute range's other end).
@@ -89,7 +92,7 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
             geom, card, weights=weights, ceilings=ceilings,
             weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
             power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
-            tflops=tflops, check_memory=True)
+            tflops=tflops, kv_dtype=c.get("kv_dtype") or None, check_memory=True)
         wall = memory_wall(model, card)
     except rl.RooflineInputError as e:
         out["roofline_note"] = fit_reason(e, card)
@@ -108,7 +111,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                roofline_compute=src["tflops_source"], roofline_tflops=src["tflops"],
                roofline_compute_dtype=src["compute_dtype"],
                roofline_memory_ms=p.memory_ms, roofline_compute_ms=p.compute_ms,
-               roofline_bend_streams=_finite(rl.bend_streams(model)))
+               roofline_bend_streams=_finite(rl.bend_streams(model)),
+               roofline_memory_wall_streams=wall.streams if wall else None)
     return out
 
 

@@ -306,12 +306,19 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _claim_words(r: Mapping[str, Any]) -> str:
+    """"`id` (up to 900 tok/s at 1 stream, rtx5090)": a bound printed with the seed's own
+    qualifier (``bound_words``, "up to X"), else "at most" / "at least"."""
     agg, n = _f(r.get("aggregate_tok_s")) or float(r["value"]), r.get("streams_sharing")
     n = _f(n) or float(r["streams"])
+    words = str(r.get("bound_words") or "") or {"at_least": "at least X",
+                                                 "at_most": "at most X"}.get(
+        str(r.get("bound") or ""), "X")
+    value = words.replace("X", f"{agg:,.0f} tok/s")
     if n == 1:
-        return f"`{r['id']}` ({agg:,.0f} tok/s at 1 stream, {r['card']})"
-    return (f"`{r['id']}` ({agg:,.0f} tok/s summed over {_streams(n)}, "
-            f"{agg / n:,.1f} per stream, {r['card']})")
+        return f"`{r['id']}` ({value} at 1 stream, {r['card']})"
+    per = words.replace("X", f"{agg / n:,.1f}")
+    return (f"`{r['id']}` ({value} summed over {_streams(n)}, "
+            f"{per} per stream, {r['card']})")
 
 
 TERM_WORDS = {"compute": "compute-bound at their streams (past the bend, where each added "
