@@ -25,6 +25,7 @@ def config_text(**replace):
 
 def test_run_record_reads_the_whole_run_directory(tmp_path):
     run = copy_run(tmp_path, LADDER, "h200-test-dag-copy")
+    copy_run(tmp_path, LADDER)  # the H200 preset's weights_run, read when the config loads
     text = config_text(**{"runs_dir: data/raw/runs": f"runs_dir: {tmp_path / 'runs'}"})
     r = dry_run(tmp_path, text, "data/derived/runs/h200-test-dag-copy.json")
     assert r.returncode == 0, r.stderr[-2000:]
