@@ -3,7 +3,9 @@
 The misbehaving process is tests/fakes/fake_vllm.py on PATH as ``vllm``: a stand-in for
 the engine (no GPU and no vLLM here), never for the runner, whose code runs unmodified
 through the real ``claimcheck`` CLI. The real-engine counterpart runs on a GPU host
-(data/raw/runs) and, for the CPU build of vLLM, in the integration tests.
+(data/raw/runs) and, for the CPU build of vLLM, in the integration tests. The H200 it is
+measured as is a file of GPU facts (``CLAIMCHECK_GPU_FACTS``, the telemetry module's test
+seam), so the card and no-GPU checks pass without a GPU; the sampler still finds no NVML.
 """
 
 import json
@@ -19,6 +21,8 @@ import pytest
 from tests.fabricate import bench
 
 FAKE = Path(__file__).parent / "fakes" / "fake_vllm.py"
+H200_FACTS = {"available": True, "count": 1, "driver_version": None,
+              "cuda_driver_version": None, "gpus": [{"index": 0, "name": "NVIDIA H200"}]}
 
 
 def free_port() -> int:
@@ -52,8 +56,10 @@ def fake_engine_env(tmp_path):
             weights: dummy
             served_model_name: tiny
         """))
+    (tmp_path / "gpu-facts.json").write_text(json.dumps(H200_FACTS))
     e = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-         "CLAIMCHECK_DERIVED": str(tmp_path / "derived")}
+         "CLAIMCHECK_DERIVED": str(tmp_path / "derived"),
+         "CLAIMCHECK_GPU_FACTS": str(tmp_path / "gpu-facts.json")}
     return tmp_path, e
 
 
@@ -83,7 +89,8 @@ def test_complete_run_and_no_overwrite(env):
     p = provenance(runs[0])
     assert p["status"] == "complete" and p["weights"] == "dummy"
     assert p["telemetry"]["available"] is False and p["telemetry"]["reason"]
-    assert p["gpu"]["available"] is False
+    assert p["gpu"]["gpus"] == H200_FACTS["gpus"]  # the stand-in facts, said to be such
+    assert p["gpu"]["source"] == f"{tmp / 'gpu-facts.json'} (CLAIMCHECK_GPU_FACTS), not NVML"
     assert "--host 127.0.0.1" in p["server"]["command"]  # loopback only
     assert [s["streams"] for s in p["steps"]] == [1, 4]
     first = runs[0].name

@@ -47,9 +47,15 @@ rule measure_job:
         PIPELINE_ENV
     shell:
         # --port 0: a free port, so two jobs on one node do not collide. Under SLURM the
-        # job's GPUs (SLURM_JOB_GPUS) are the NVML indices sampled.
+        # job's GPUs (SLURM_JOB_GPUS) are the NVML indices sampled. `claimcheck measure`
+        # refuses what cannot run (no GPU, no vLLM in the engine's python, a card that is
+        # not the GPU: measure/preflight.py) where the job runs, before any server starts;
+        # a job that fails prints its error line (ENTRY: claimcheck: error: ...) to the job's
+        # stderr, i.e. Snakemake's output when run locally, logs/slurm/ under SLURM.
         "claimcheck measure --card {params.j[card]} --engine {params.j[engine]} {params.j[args]}"
         " --engines-file {input.engines} --runs-dir {params.runs_dir}"
         " --state .claimcheck/measure-{wildcards.entry} --port 0"
         " --health-timeout {params.j[health_timeout_s]} --one-client-process"
         " ${{SLURM_JOB_GPUS:+--gpus $SLURM_JOB_GPUS}} > {log} 2>&1"
+        " || {{ rc=$?; {{ grep -h '^claimcheck: error: ' {log} || true; }} | tail -n 1"
+        " | sed 's/^/{wildcards.entry}: /' >&2; exit $rc; }}"

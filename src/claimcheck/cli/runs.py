@@ -13,7 +13,7 @@ from typing import Any
 from claimcheck.core.cards import detect_card, get_card, load_cards
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
-from claimcheck.measure import clientproc, telemetry
+from claimcheck.measure import clientproc, preflight, telemetry
 from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, get_engine, vllm_command
 from claimcheck.measure.protocols import check_fit, get_protocol
@@ -169,7 +169,7 @@ def measure_card(requested: str, facts: dict[str, Any], tp: int = 1) -> str:
         get_card(requested)
     if not facts.get("available"):
         if requested == "auto":
-            raise InputError("--card", f"auto needs NVML: {facts.get('reason')}")
+            raise InputError("--card", preflight.gpu_refusal("auto", facts) or "")
         return requested
     names = [g.get("name") or "" for g in facts.get("gpus", [])]
     if len(names) < tp:
@@ -178,7 +178,8 @@ def measure_card(requested: str, facts: dict[str, Any], tp: int = 1) -> str:
     found = detect_card(names, cards)
     if requested not in ("auto", found):
         raise InputError("--card", f"{requested!r} asked for, but NVML sees "
-                         f"{', '.join(sorted(set(names)))} = card {found!r}")
+                         f"{', '.join(sorted(set(names)))} = card {found!r}; --card "
+                         f"{found} or --card auto measures the card NVML sees")
     return found
 
 
@@ -230,8 +231,8 @@ def cmd_measure(a: argparse.Namespace) -> int:
         raise InputError("--runs-dir", f"{a.runs_dir} is a file, not a folder for run "
                          "directories")
     gpus = parse_gpus(a.gpus)
-    a.card = measure_card(a.card, telemetry.gpu_facts(gpus) if a.card != "cpu" else {},
-                          engine.tensor_parallel_size)
+    facts = telemetry.gpu_facts(gpus) if a.card != "cpu" else {}
+    a.card = measure_card(a.card, facts, engine.tensor_parallel_size)
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
     if a.repeats is not None:
         if a.repeats < 1:
@@ -257,6 +258,9 @@ def cmd_measure(a: argparse.Namespace) -> int:
         if not server.healthy():
             raise InputError("--base-url", f"{a.base_url}/health does not answer")
     own = a.attach is None and a.base_url is None
+    # what cannot run (no GPU, no vLLM in the engine's python) is refused before any server
+    preflight.check(a.card, facts, vllm_command(), own_server=own,
+                    kinds=[p.kind for p in protos], one_client_process=a.one_client_process)
     ok, why = telemetry.nvml_status()
     if not ok:
         print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",

@@ -4,11 +4,20 @@ No GPU or no NVML is not an exception here: :func:`nvml_status` says why, the sa
 records nothing, and provenance records ``available: false`` with the reason. A sampler
 whose NVML calls fail keeps going and counts what it lost (:meth:`Sampler.record`), so a
 run can say its telemetry failed instead of the thread dying silently.
+
+Test seam: when ``CLAIMCHECK_GPU_FACTS`` names a JSON file, :func:`gpu_facts` returns the
+facts in it (the shape :func:`gpu_facts` returns; ``available`` required) instead of
+asking NVML, marked with ``source``. Only the static facts come from it (what the card
+check and the no-GPU check of :mod:`claimcheck.measure.preflight` read, and what
+provenance records); the sampler and the energy counters still ask NVML. The fault tests
+use it to run ``measure --card h200`` against a stand-in engine on a machine with no GPU.
 """
 
 from __future__ import annotations
 
 import csv
+import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -58,11 +67,36 @@ def _str(x: Any) -> Any:
     return x.decode() if isinstance(x, bytes) else x
 
 
+FACTS_ENV = "CLAIMCHECK_GPU_FACTS"
+"""Names a JSON file of GPU facts read instead of NVML's (the test seam above)."""
+
+
+def facts_from_file(path: Path, indices: list[int] | None = None) -> dict[str, Any]:
+    """The GPU facts in ``path`` (``$CLAIMCHECK_GPU_FACTS``), the GPUs cut to ``indices``
+    when given, with ``source`` saying where they came from. A file that cannot be read, is
+    not a JSON object or lacks a true/false ``available`` is one :class:`InputError`."""
+    where = f"{path} ({FACTS_ENV})"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(where, f"cannot read GPU facts: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("available"), bool):
+        raise InputError(where, "GPU facts must be a JSON object with available: true or "
+                         "false", key="available")
+    gpus = data.get("gpus") or []
+    if indices is not None:
+        gpus = [g for g in gpus if g.get("index") in indices]
+    return {**data, "gpus": gpus, "source": f"{where}, not NVML"}
+
+
 def gpu_facts(indices: list[int] | None = None) -> dict[str, Any]:
     """Static facts of each GPU: name, UUID, driver, VBIOS, power limits, PCIe, ECC, MIG.
 
-    A fact NVML cannot give is None, and the call's error is kept under ``errors``.
+    A fact NVML cannot give is None, and the call's error is kept under ``errors``. With
+    ``$CLAIMCHECK_GPU_FACTS`` set, the facts of that file (:func:`facts_from_file`).
     """
+    if os.environ.get(FACTS_ENV):
+        return facts_from_file(Path(os.environ[FACTS_ENV]), indices)
     ok, why = nvml_status()
     if not ok:
         return {"available": False, "reason": why}
