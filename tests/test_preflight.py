@@ -229,3 +229,23 @@ def test_snakemake_measure_with_no_gpu_fails_in_one_line_naming_the_cause(tmp_pa
     assert not mark.exists() and not (root / ".claimcheck").exists()
     assert sorted(p.name for p in runs.iterdir()) == before
     assert not (root / "logs" / "measure" / "h200-bf16-dummy.done").exists()
+
+
+def test_engine_python_reads_the_script_as_the_preflight_does(tmp_path):
+    """Provenance and --one-client-process use the python the preflight checks: env's
+    python3 on PATH, pip's long-path exec form, a plain #! python; this python for a
+    script that names none."""
+    import shutil
+    import sys
+
+    from claimcheck.measure.engines import engine_python
+    cases = [("#!/usr/bin/env python3\n", shutil.which("python3")),
+             ("#!/opt/x/bin/python3.12\n", "/opt/x/bin/python3.12"),
+             ("#!/bin/sh\n'''exec' '/very/long/bin/python' \"$0\" \"$@\"\n' '''\n",
+              "/very/long/bin/python"),
+             ("#!/bin/bash\necho stand-in\n", sys.executable)]
+    for i, (head, want) in enumerate(cases):
+        script = tmp_path / f"vllm{i}"
+        script.write_text(head)
+        assert engine_python([str(script)]) == want, head
+    assert engine_python(["/x/python", "-m", "vllm.entrypoints.cli.main"]) == "/x/python"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from pathlib import Path
 
 from claimcheck.core.engines import (  # noqa: F401
     Engine,
@@ -25,13 +24,14 @@ def vllm_command() -> list[str]:
 
 
 def engine_python(vllm: list[str]) -> str:
-    """The interpreter that runs vLLM: the ``-m`` form's python, else the script's shebang."""
-    if len(vllm) > 1 and vllm[1] == "-m":
-        return vllm[0]
-    try:
-        first = Path(vllm[0]).read_text(errors="replace").splitlines()[0]
-    except (OSError, IndexError):
+    """The interpreter that runs vLLM, as the preflight finds it
+    (:func:`claimcheck.measure.preflight.interpreter`: the ``-m`` form's python, a ``#!``
+    python, ``#!/usr/bin/env python3`` resolved on PATH, pip's long-path ``exec`` form);
+    this python when the script names none (a wrapper or a stand-in)."""
+    from claimcheck.measure.preflight import interpreter, script_head
+    cmd = interpreter(vllm, script_head(vllm[0]) if len(vllm) == 1 or vllm[1] != "-m" else [])
+    if not cmd:
         return sys.executable
-    if first.startswith("#!") and "python" in first:
-        return first[2:].strip().split()[0]
-    return sys.executable
+    if len(cmd) == 2:  # /usr/bin/env python3: the python3 env would run
+        return shutil.which(cmd[1]) or sys.executable
+    return cmd[0]

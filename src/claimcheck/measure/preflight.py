@@ -83,7 +83,8 @@ def vllm_refusal(python: list[str], how: str, code: int | None, detail: str = ""
     return f"{what}; {VLLM_FIX}"
 
 
-def _head(path: str) -> list[str]:
+def script_head(path: str) -> list[str]:
+    """The first two lines of the script at ``path`` (empty when it cannot be read)."""
     try:
         with open(path, errors="replace") as f:
             return [f.readline().rstrip("\n") for _ in range(2)]
@@ -115,7 +116,7 @@ def check(card: str, facts: Mapping[str, Any], vllm: list[str], *, own_server: b
         raise InputError("--card", refusal)
     if not vllm_needed(own_server, kinds, one_client_process):
         return
-    python = interpreter(vllm, [] if len(vllm) > 1 else _head(vllm[0]))
+    python = interpreter(vllm, [] if len(vllm) > 1 else script_head(vllm[0]))
     if python is None:
         print(f"claimcheck: note: {vllm[0]} is not a python script (a wrapper or a "
               "stand-in): whether it can import vLLM is not checked", file=sys.stderr)
