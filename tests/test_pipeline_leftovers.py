@@ -113,7 +113,7 @@ def test_two_renders_at_the_same_instant_one_runs_one_is_told(checkout):
     argv = ["snakemake", "--cores", "1", "--forcerun", "registry_check",
             "data/derived/registry_check.txt"]
     errs = [checkout / f"render-{i}.err" for i in range(2)]
-    handles = [open(e, "w") for e in errs]
+    handles = [open(e, "w") for e in errs]  # noqa: SIM115 - closed below, after both end
     ps = [subprocess.Popen(argv, cwd=checkout, env=env, stdout=subprocess.DEVNULL,
                            stderr=h) for h in handles]
     try:
