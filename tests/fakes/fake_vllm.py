@@ -7,8 +7,14 @@ dies mid-run, or rejects a flag. Behaviour is chosen by FAKE_VLLM_MODE:
 streamed requests (claimcheck's load client): ``stream_eof:K`` (K tokens, then the
 connection closes without ``[DONE]``), ``stream_stop:K`` (K tokens, then ``[DONE]``),
 ``usage:N`` (every requested token streamed without running usage, then a final usage of
-N), ``hang`` (the request is read and never answered); ``bench_short:K`` makes ``bench
-serve`` record K output tokens for every request. ``serve`` prints vLLM-shaped log
+N), ``usage_first`` (the first chunk's running usage already counts every token, the
+other chunks' text comes with no new tokens), ``usage_early:K`` (the running usage jumps to
+the full count on chunk K, the chunks after it carry text and no new tokens),
+``usage_then_text:K`` (after K chunks the final usage-only chunk says the request is
+complete, then the rest of the text arrives without usage), ``prompt_tokens:N`` (usage
+reports N prompt tokens; otherwise the prompt's words, what the synthetic tokenizer
+counts), ``hang`` (the request is read and never answered); ``bench_short:K`` makes
+``bench serve`` record K output tokens for every request. ``serve`` prints vLLM-shaped log
 lines; ``bench serve`` sends real HTTP requests and writes a --save-result JSON of the same
 shape as vLLM's (a subset of its keys).
 """
@@ -86,6 +92,9 @@ def serve(argv: list[str]) -> int:
             want = int(body.get("max_tokens", 4))
             kind, _, arg = mode.partition(":")
             send = int(arg) if kind in ("stream_eof", "stream_stop") else want
+            text = body.get("prompt") or " ".join(
+                m.get("content", "") for m in body.get("messages") or [])
+            ptok = int(arg) if kind == "prompt_tokens" else len(text.split())
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -94,16 +103,31 @@ def serve(argv: list[str]) -> int:
                 self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
                 self.wfile.flush()
 
+            def running(i):
+                if kind == "usage_first":
+                    return want
+                if kind == "usage_early":
+                    return want if i >= int(arg) else i
+                return i
+
+            final_sent = False
             for i in range(1, send + 1):
                 chunk = {"choices": [{"index": 0, "text": f" w{i}"}]}
-                if kind != "usage":
-                    chunk["usage"] = {"prompt_tokens": 8, "completion_tokens": i}
+                late = kind == "usage_then_text" and i > int(arg)
+                if kind != "usage" and not late:
+                    chunk["usage"] = {"prompt_tokens": ptok, "completion_tokens": running(i)}
+                if late and not final_sent:
+                    event({"choices": [], "usage": {"prompt_tokens": ptok,
+                                                    "completion_tokens": want}})
+                    final_sent = True
                 event(chunk)
                 time.sleep(0.002)
             if kind == "stream_eof":
                 return  # the handler returns: the connection closes mid-response
             final = int(arg) if kind == "usage" else send
-            event({"choices": [], "usage": {"prompt_tokens": 8, "completion_tokens": final}})
+            if not final_sent:
+                event({"choices": [], "usage": {"prompt_tokens": ptok,
+                                                "completion_tokens": final}})
             self.wfile.write(b"data: [DONE]\n\n")
 
     httpd = ThreadingHTTPServer((a.host, a.port), H)

@@ -4,6 +4,7 @@ import hashlib
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 from claimcheck.core.cards import load_cards, use_user_cards
@@ -11,6 +12,49 @@ from claimcheck.core.claims import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
+
+# One render at a time in a checkout: two started at once both met Snakemake's own lock
+# and failed with its traceback. The first holds an flock on RENDER_LOCK for as long as it
+# runs (released when its process ends, however it ends); a second is told so in one line.
+# Dry runs, --lint and the other commands that run no job take no lock, nor do the job
+# processes Snakemake starts itself (cluster jobs).
+RENDER_LOCK = Path(".snakemake/claimcheck-render.lock")
+_NO_JOBS = {"-n", "--dry-run", "--dryrun", "--lint", "--unlock", "-l", "--list",
+            "--list-rules", "--list-target-rules", "--summary", "-S", "--detailed-summary",
+            "-D", "--dag", "--rulegraph", "--filegraph", "--d3dag", "--list-changes", "--lc",
+            "--cleanup-metadata", "--cm", "--version", "-v", "-h", "--help", "--print-compilation"}
+
+
+def _runs_jobs(argv):
+    """False for a snakemake command line that runs no job (``-n`` also inside ``-pn``)."""
+    return not any(a in _NO_JOBS or (a[:1] == "-" and a[1:2] != "-" and "n" in a[1:])
+                   for a in argv[1:])
+
+
+def hold_render_lock(path=RENDER_LOCK):
+    """The open lock file, held; exits with one line when another render holds it."""
+    import fcntl
+
+    path.parent.mkdir(exist_ok=True)
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        who = f.read().strip() or "another process"
+        print(f"claimcheck: error: another snakemake run ({who}) is rendering in this "
+              f"checkout and holds its lock ({path}); wait for it to end, then run again",
+              file=sys.stderr)
+        sys.exit(1)
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    f.flush()
+    return f
+
+
+if workflow.is_main_process and _runs_jobs(sys.argv):
+    _RENDER_LOCK_FILE = hold_render_lock()  # kept open (and locked) until the process ends
 
 # card names come from the card registry and the user cards file merged over it (named in
 # the environment, so that every rule script and notebook kernel merges it too)
@@ -63,6 +107,29 @@ for _run in RUNS:
         raise InputError(str(RUNS_DIR / _run / "provenance.json"), "missing: every run "
                          "directory needs its provenance.json (move the folder out of "
                          f"{RUNS_DIR} if it is not a run)")
+
+
+def run_provenance(run):
+    """One run's provenance.json as a JSON object with an ``engine`` name (the rules read
+    it while the workflow loads); anything else is refused in one line naming the file."""
+    import json
+
+    path = RUNS_DIR / run / "provenance.json"
+    try:
+        obj = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise InputError(str(path), f"a run's provenance must be a JSON object, got "
+                         f"{type(obj).__name__ if obj is not None else 'null'}")
+    if not isinstance(obj.get("engine"), str) or not obj["engine"]:
+        raise InputError(str(path), "every run's provenance names its engine (a string)",
+                         key="engine")
+    return obj
+
+
+for _run in RUNS:
+    run_provenance(_run)
 PIPELINE_ENV = "../../envs/pipeline.yaml"
 
 
@@ -122,6 +189,15 @@ def preset_inputs(wildcards=None):
                   | ({config["user_cards"]} if config.get("user_cards") else set()))
 
 
+# A file a figure reads that is gone fails here, where old figures exist or not (see above:
+# Snakemake would keep the old figure without a word when nothing else made it rerun).
+for _i, _r in enumerate(config["rooflines"]):
+    _log = RUNS_DIR / _r["weights_run"] / "server-start.log" if _r.get("weights_run") else None
+    if _log is not None and not _log.is_file():
+        raise InputError("config/config.yaml", f"{_log}: no such file (the engine log the "
+                         f"preset's weights are read from)", key=f"rooflines[{_i}].weights_run")
+
+
 RUN_RECORDS = expand("data/derived/runs/{run}.json", run=RUNS)
 
 
@@ -166,9 +242,10 @@ def notebook_params(wildcards):
 # Outputs of runs that no longer exist: removed before a run of the workflow.
 PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "figures/measured-{run}.svg", "data/derived/measured/{run}.md",
-                   "data/derived/metrics/{run}.csv", "figures/definitions-{run}.png",
-                   "figures/definitions-{run}.svg"]
-# (the per-run .svg names stay listed: a render from before 2026-12-01 wrote them)
+                   "data/derived/metrics/{run}.csv", "data/derived/metrics/{run}.dtypes.json",
+                   "figures/definitions-{run}.png", "figures/definitions-{run}.svg"]
+# (the per-run .svg names stay listed: a render from before 2026-12-01 wrote them; a CSV's
+# .dtypes.json is its companion, core.frames)
 
 
 onstart:

@@ -267,6 +267,10 @@ def cmd_predict(a: argparse.Namespace) -> int:
                      + f" (protocol step(s) {v['calibration_protocol_steps']}) and "
                      f"protocol step(s) {v['sampled_steps']} once each; predict step(s) "
                      f"{v['predicted_steps']}")
+        for x in v.get("calibration_left_out", []):
+            lines.append(f"  not planned: the {x['role']} step ({x['streams']} stream(s) x "
+                         f"{x['requests']} requests of {x['input_len']}+{x['output_len']} "
+                         f"tokens, measured in {x['measured_in']}): {x['reason']}")
         lines.append(f"  predicted load: verify {v['verify_load_s']:,.0f} s against "
                      f"{v['protocol_load_s']:,.0f} s for this protocol in full and "
                      f"{v['suite_load_s']:,.0f} s for the full suite ({v['suite_protocols']} "

@@ -104,6 +104,16 @@ def check_dtypes(a: argparse.Namespace, g: Any) -> None:
         raise InputError("--kv-dtype", f"{a.kv_dtype} does not fit this model: {e}") from None
 
 
+def check_rows(a: argparse.Namespace, g: Any) -> None:
+    """--rows (positions verified per stream per step) no more than the model's
+    max_position_embeddings: a stream cannot verify more positions than it can hold."""
+    limit = g.max_position_embeddings
+    if limit is not None and a.rows > limit:
+        raise InputError("--rows", f"{a.rows:,g} positions verified per stream per step "
+                         f"exceeds the model's max_position_embeddings {limit:,} (a stream "
+                         "cannot verify more positions than it can hold)")
+
+
 def cmd_geometry(a: argparse.Namespace) -> int:
     g = geometry_from_file(a.config)
     check_dtypes(a, g)
@@ -268,7 +278,9 @@ def cmd_roofline(a: argparse.Namespace) -> int:
             raise InputError("--compute-dtype", f"card {card.card} has no dense "
                              f"{a.compute_dtype} rate in cards.csv; give --tflops or one of "
                              f"{', '.join(sorted(card.tensor_tflops))}")
-    check_dtypes(a, geometry_from_file(a.config))
+    g = geometry_from_file(a.config)
+    check_dtypes(a, g)
+    check_rows(a, g)
     m, inputs = build_roofline(a)
     wall = memory_wall(a, m)
     try:

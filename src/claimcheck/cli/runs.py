@@ -220,6 +220,18 @@ def print_verify(run_dir: Path) -> None:
         print(f"claimcheck: {line}", file=sys.stderr)
 
 
+def check_cited_claims(protos: list[Any], protocols_file: str | None) -> None:
+    """Every claim id the protocols cite is in the claims registry: the pipeline's
+    registry_check (:func:`claimcheck.core.protocols.check_source_claims`), before a run
+    records a protocol whose claims are not there."""
+    from claimcheck.core.claims import load_claims
+    from claimcheck.core.paths import CONFIG
+    from claimcheck.core.protocols import check_source_claims
+    ids = {c["id"] for c in load_claims(cards=set(load_cards()))}
+    check_source_claims({p.name: p for p in protos}, ids,
+                        str(protocols_file or CONFIG / "protocols.yaml"))
+
+
 def cmd_measure(a: argparse.Namespace) -> int:
     # Refuse bad input before anything starts. "cpu" names a run with no GPU (CPU engine).
     engine = get_engine(a.engine, a.engines_file)
@@ -234,6 +246,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     facts = telemetry.gpu_facts(gpus) if a.card != "cpu" else {}
     a.card = measure_card(a.card, facts, engine.tensor_parallel_size)
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
+    check_cited_claims(protos, a.protocols_file)
     if a.repeats is not None:
         if a.repeats < 1:
             raise InputError("--repeats", f"must be >= 1, got {a.repeats}")

@@ -127,6 +127,22 @@ def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | No
             if g is not None and g < 0:
                 raise InputError(source, f"request {i}, gap {j} is {g:g} s; an "
                                  "inter-token gap must be >= 0 s", key="itls")
+    check_decode_time(bench, source=source)
+
+
+def check_decode_time(bench: Mapping[str, Any], *, source: str) -> None:
+    """Every completed request of more than one token took time after its first token: the
+    tokens after the first need at least one decode step, so a request whose inter-token
+    gaps sum to 0 s (all its tokens dated at its first) has no time per output token."""
+    lens = bench.get("output_lens") or []
+    errors = bench.get("errors") or [""] * len(lens)
+    for i, (n, gaps) in enumerate(zip(lens, bench.get("itls") or [], strict=False)):
+        if i < len(errors) and errors[i]:
+            continue
+        if n is not None and n > 1 and not sum(g or 0 for g in gaps or []) > 0:
+            raise InputError(source, f"request {i} reports {n} output tokens all dated at its "
+                             "first (its inter-token gaps sum to 0 s): a time per output "
+                             "token of 0 s is impossible", key="itls")
 
 
 def output_length_problem(bench: Mapping[str, Any], *, requests: int, output_len: int,

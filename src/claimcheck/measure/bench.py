@@ -12,15 +12,21 @@ from claimcheck.core.protocols import Protocol, Step
 
 def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, model: str,
                 tokenizer: str, seed: int, result_dir: str,
-                result_filename: str = "bench.json") -> list[str]:
+                result_filename: str = "bench.json",
+                max_model_len: int | None = None) -> list[str]:
     """The exact client command for one step: ``vllm bench serve`` for ``bench``
-    protocols, claimcheck's load client (:mod:`claimcheck.measure.loadclient`) otherwise."""
+    protocols, claimcheck's load client (:mod:`claimcheck.measure.loadclient`) otherwise
+    (given the tokenizer and the engine's ``max_model_len``, to check each request's
+    ``usage.prompt_tokens``)."""
     if p.kind != "bench":
         argv = [sys.executable, "-m", "claimcheck.measure.loadclient", "--base-url", base_url,
                 "--model", model, "--kind", p.kind, "--streams", str(step.streams),
                 "--requests", str(step.requests), "--input-len", str(step.input_len),
                 "--output-len", str(step.output_len), "--endpoint", p.endpoint,
-                "--seed", str(seed), "--result", str(Path(result_dir) / result_filename)]
+                "--seed", str(seed), "--result", str(Path(result_dir) / result_filename),
+                "--tokenizer", tokenizer]
+        if max_model_len is not None:
+            argv += ["--max-model-len", str(max_model_len)]
         return argv + (["--ignore-eos"] if p.ignore_eos else [])
     argv = [*vllm, "bench", "serve", "--backend", "vllm", "--base-url", base_url,
             "--endpoint", p.endpoint, "--model", model, "--tokenizer", tokenizer,

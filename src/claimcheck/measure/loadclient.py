@@ -50,6 +50,15 @@ class RequestRecord:
     """Chunks that carried text or reasoning (each holds at least one token)."""
     usage_drop: str = ""
     """Set when the running ``usage.completion_tokens`` went down between chunks."""
+    first_text_tokens: int | None = None
+    """The running ``usage.completion_tokens`` on the first chunk that carried text."""
+    stalled: tuple[int, int] | None = None
+    """(text chunk number, count) of the first text chunk after running usage was seen that
+    brought no new token: the count had already stopped growing."""
+    final_usage: int | None = None
+    """The count of the final usage-only chunk (``choices`` empty), once one arrived."""
+    text_after_final: int = 0
+    """Chunks carrying text that arrived after the final usage-only chunk."""
     done: bool = False
     """The stream ended with ``data: [DONE]``."""
     error: str = ""
@@ -92,17 +101,75 @@ def read_chunk(data: dict[str, Any], rec: RequestRecord, now: float) -> None:
         delta = ch.get("delta") or {}
         piece += ch.get("text") or delta.get("content") or ""
         think += delta.get("reasoning") or delta.get("reasoning_content") or ""
+    text = bool(piece or think)
     rec.content_chars += len(piece)
     rec.reasoning_chars += len(think)
-    rec.text_chunks += bool(piece or think)
+    rec.text_chunks += text
     grew = (rec.completion_tokens or 0) - (before or 0)
-    if grew > 0 or ((piece or think) and usage.get("completion_tokens") is None):
+    counted = usage.get("completion_tokens") is not None
+    if text and rec.first_text_tokens is None:
+        rec.first_text_tokens = rec.completion_tokens if counted else None
+    if text and rec.final_usage is not None:
+        rec.text_after_final += 1
+    elif text and before and grew <= 0 and rec.stalled is None:
+        rec.stalled = (rec.text_chunks, before)
+    if counted and data.get("choices") == [] and rec.final_usage is None:
+        rec.final_usage = usage["completion_tokens"]
+    if grew > 0 or (text and not counted):
         rec.chunk_times.append(now)
-        rec.chunk_tokens.append(grew if usage.get("completion_tokens") is not None else None)
+        rec.chunk_tokens.append(grew if counted else None)
 
 
-async def one_request(client: Any, url: str, body: dict[str, Any], cid: int) -> RequestRecord:
-    """Send one streamed request; an HTTP error keeps the server's own response body."""
+PROMPT_SLACK = 32
+"""Tokens a served prompt may differ from the prompt's own tokenized length (or the bounds
+that stand in for it) before ``usage.prompt_tokens`` is refused: a chat template adds a
+few dozen (Qwen3's about ten), a completion a BOS token; 5 % for long prompts (tokens
+merging across the template's edges)."""
+
+
+@dataclass(frozen=True)
+class PromptBounds:
+    """What ``usage.prompt_tokens`` may say for one prompt: ``low`` .. ``high`` tokens
+    (``basis`` says why), and no more than ``max_model_len`` with its completion."""
+
+    low: int
+    high: int
+    basis: str
+    max_model_len: int | None = None
+
+
+def prompt_bounds(prompt: str, *, tokenizer: Any = None,
+                  max_model_len: int | None = None) -> PromptBounds:
+    """The bounds for ``prompt``: its own tokenized length with ``tokenizer`` (a
+    ``tokenizers.Tokenizer``) +- :data:`PROMPT_SLACK` or 5 %; without one, at least one
+    token per word and at most one per character, + :data:`PROMPT_SLACK`."""
+    words = len(prompt.split())
+    if tokenizer is not None:
+        n = len(tokenizer.encode(prompt).ids)
+        slack = max(PROMPT_SLACK, n // 20)
+        return PromptBounds(max(0, n - slack), n + slack,
+                            f"a prompt of {words} words that tokenizes to {n} tokens",
+                            max_model_len)
+    return PromptBounds(max(0, words - PROMPT_SLACK), len(prompt) + PROMPT_SLACK,
+                        f"a prompt of {words} words and {len(prompt)} characters (no "
+                        "tokenizer file: at least one token per word, at most one per "
+                        "character)", max_model_len)
+
+
+def load_tokenizer(path: str | None) -> Any:
+    """``path``/tokenizer.json as a ``tokenizers.Tokenizer``, or None when there is none
+    (a hub id: the checkpoint's tokenizer is not on this machine)."""
+    f = Path(path) / "tokenizer.json" if path else None
+    if f is None or not f.is_file():
+        return None
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(str(f))
+
+
+async def one_request(client: Any, url: str, body: dict[str, Any], cid: int,
+                      bounds: PromptBounds | None = None) -> RequestRecord:
+    """Send one streamed request; an HTTP error keeps the server's own response body.
+    ``bounds``: what its ``usage.prompt_tokens`` may say (unchecked when None)."""
     rec = RequestRecord(client=cid, start=time.time())
     try:
         async with client.stream("POST", url, json=body) as r:
@@ -122,25 +189,47 @@ async def one_request(client: Any, url: str, body: dict[str, Any], cid: int) -> 
         rec.error = f"{type(e).__name__}: {e}"
     if not rec.error:
         rec.error = stream_problem(rec, max_tokens=body.get("max_tokens"),
-                                   ignore_eos=bool(body.get("ignore_eos")))
+                                   ignore_eos=bool(body.get("ignore_eos")), bounds=bounds)
     return rec
 
 
-def stream_problem(rec: RequestRecord, *, max_tokens: int | None, ignore_eos: bool) -> str:
+def stream_problem(rec: RequestRecord, *, max_tokens: int | None, ignore_eos: bool,
+                   bounds: PromptBounds | None = None) -> str:
     """Why a stream that ended without an HTTP or transport error still cannot count as a
-    completed request ("" when it can): no usage; usage above ``max_tokens``, below the
-    chunks that carried text, or going down; no ``[DONE]``; fewer tokens than asked for
-    when the request asked the server to ignore EOS (it must then produce them all)."""
+    completed request ("" when it can): no usage; usage going down; text after the final
+    usage said the request was complete; every token counted on the first chunk; text that
+    brought no new token (the count stopped before the text did, which would date the last
+    token early); usage above ``max_tokens`` or below the chunks that carried text; prompt
+    tokens outside ``bounds`` or above the engine's ``max_model_len``; no ``[DONE]``; fewer
+    tokens than asked for when the request asked the server to ignore EOS."""
     n = rec.completion_tokens
     if n is None:
         return "the stream carried no usage.completion_tokens"
     if rec.usage_drop:
         return rec.usage_drop
+    if rec.text_after_final:
+        return (f"{rec.text_after_final} chunks carrying text arrived after the final usage "
+                f"chunk had said the request was complete at {rec.final_usage} completion "
+                "tokens")
+    if n > 1 and rec.first_text_tokens == n:
+        more = rec.text_chunks - 1
+        return (f"all {n} completion tokens were counted on the first chunk that carried "
+                + (f"text, and {more} more chunks carried text with no new token"
+                   if more else "text, so no time per output token can be measured"))
+    if rec.stalled is not None:
+        k, at = rec.stalled
+        return (f"usage.completion_tokens stopped growing at {at} while text went on: chunk "
+                f"{k} of {rec.text_chunks} carrying text brought no new token (the last "
+                "token would be dated early)")
     if max_tokens is not None and n > max_tokens:
         return f"usage reports {n} completion tokens but max_tokens was {max_tokens}"
     if n < rec.text_chunks:
         return (f"usage reports {n} completion tokens but {rec.text_chunks} chunks carrying "
                 "text were streamed (each holds at least one token)")
+    if bounds is not None:
+        problem = prompt_problem(rec.prompt_tokens, n, bounds)
+        if problem:
+            return problem
     if not rec.done:
         return (f"the stream ended without data: [DONE] after {n} of {max_tokens} "
                 "requested tokens")
@@ -150,22 +239,47 @@ def stream_problem(rec: RequestRecord, *, max_tokens: int | None, ignore_eos: bo
     return ""
 
 
+def prompt_problem(prompt_tokens: int | None, completion_tokens: int,
+                   bounds: PromptBounds) -> str:
+    """Why a request's ``usage.prompt_tokens`` cannot be its prompt's ("" when it can)."""
+    if prompt_tokens is None:
+        return "the stream carried no usage.prompt_tokens"
+    cap = bounds.max_model_len
+    if cap is not None and prompt_tokens > cap:
+        return (f"usage reports {prompt_tokens} prompt tokens, above the engine's "
+                f"max_model_len of {cap}")
+    if not bounds.low <= prompt_tokens <= bounds.high:
+        return (f"usage reports {prompt_tokens} prompt tokens for {bounds.basis}: outside "
+                f"{bounds.low}..{bounds.high}")
+    if cap is not None and prompt_tokens + completion_tokens > cap:
+        return (f"usage reports {prompt_tokens} prompt + {completion_tokens} completion "
+                f"tokens, above the engine's max_model_len of {cap}")
+    return ""
+
+
 async def run_load(*, base_url: str, model: str, kind: str, streams: int, requests: int,
                    input_len: int, output_len: int, chat: bool, ignore_eos: bool, seed: int,
-                   timeout_s: float = 3600) -> list[RequestRecord]:
-    """Run one step: a closed loop of ``streams`` clients, or ``streams`` identical lanes."""
+                   timeout_s: float = 3600, tokenizer: Any = None,
+                   max_model_len: int | None = None) -> list[RequestRecord]:
+    """Run one step: a closed loop of ``streams`` clients, or ``streams`` identical lanes.
+    Each request's ``usage.prompt_tokens`` is checked against :func:`prompt_bounds`."""
     import httpx
 
     rng = random.Random(seed)
     path = "/v1/chat/completions" if chat else "/v1/completions"
     url = base_url.rstrip("/") + path
     limits = httpx.Limits(max_connections=streams + 4)
+
+    def bounds(prompt: str) -> PromptBounds:
+        return prompt_bounds(prompt, tokenizer=tokenizer, max_model_len=max_model_len)
+
     async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
         if kind == "lanes":
-            body = request_body(model, synthetic_prompt(input_len, rng), output_len,
-                                chat=chat, ignore_eos=ignore_eos)
+            prompt = synthetic_prompt(input_len, rng)
+            body = request_body(model, prompt, output_len, chat=chat, ignore_eos=ignore_eos)
+            b = bounds(prompt)
             return list(await asyncio.gather(
-                *(one_request(client, url, body, c) for c in range(streams))))
+                *(one_request(client, url, body, c, b) for c in range(streams))))
         per = requests // streams
         prompts = [[synthetic_prompt(input_len, rng) for _ in range(per)]
                    for _ in range(streams)]
@@ -174,7 +288,7 @@ async def run_load(*, base_url: str, model: str, kind: str, streams: int, reques
             out = []
             for p in prompts[cid]:
                 out.append(await one_request(client, url, request_body(
-                    model, p, output_len, chat=chat, ignore_eos=ignore_eos), cid))
+                    model, p, output_len, chat=chat, ignore_eos=ignore_eos), cid, bounds(p)))
             return out
 
         done = await asyncio.gather(*(loop(c) for c in range(streams)))
@@ -201,7 +315,8 @@ def result_json(recs: list[RequestRecord], *, kind: str, model: str, streams: in
     duration = last - first
     total_out = sum(r.completion_tokens or 0 for r in ok)
     tpots = [(r.chunk_times[-1] - r.chunk_times[0]) / (r.completion_tokens - 1)
-             for r in ok if (r.completion_tokens or 0) > 1]
+             for r in ok if (r.completion_tokens or 0) > 1
+             and r.chunk_times[-1] > r.chunk_times[0]]  # no TPOT of 0 s: undefined, not fast
     e2els = [r.chunk_times[-1] - r.start for r in ok]
     flat_itls = [x for r, xs in zip(recs, itls, strict=True) if id(r) in ok_ids
                  for x in xs]
@@ -249,15 +364,23 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--ignore-eos", action="store_true")
     a.add_argument("--seed", type=int, required=True)
     a.add_argument("--result", required=True, help="result JSON path")
+    a.add_argument("--tokenizer", help="a folder whose tokenizer.json counts each prompt's "
+                   "tokens (usage.prompt_tokens is checked against it)")
+    a.add_argument("--max-model-len", type=int,
+                   help="the engine's max_model_len (tokens); usage above it is refused")
     x = a.parse_args(argv)
     if x.streams < 1 or x.requests < x.streams or x.requests % x.streams:
         a.error(f"--requests ({x.requests}) must be a positive multiple of --streams "
                 f"({x.streams})")
+    if x.max_model_len is not None and x.max_model_len < 1:
+        a.error(f"--max-model-len must be a whole number of tokens > 0, got "
+                f"{x.max_model_len}")
     t0 = time.monotonic()
     recs = asyncio.run(run_load(
         base_url=x.base_url, model=x.model, kind=x.kind, streams=x.streams,
         requests=x.requests, input_len=x.input_len, output_len=x.output_len,
-        chat=x.endpoint.endswith("chat/completions"), ignore_eos=x.ignore_eos, seed=x.seed))
+        chat=x.endpoint.endswith("chat/completions"), ignore_eos=x.ignore_eos, seed=x.seed,
+        tokenizer=load_tokenizer(x.tokenizer), max_model_len=x.max_model_len))
     res = result_json(recs, kind=x.kind, model=x.model, streams=x.streams,
                       input_len=x.input_len, output_len=x.output_len)
     Path(x.result).write_text(json.dumps(res, indent=1, allow_nan=False))

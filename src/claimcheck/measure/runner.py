@@ -232,7 +232,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     seed = _seed(protocol)
     argv = client_argv(protocol, step, vllm=vllm, base_url=server.base_url,
                        model=engine.served_model_name, tokenizer=tokenizer, seed=seed,
-                       result_dir=str(sdir))
+                       result_dir=str(sdir), max_model_len=engine.max_model_len)
     rec: dict[str, Any] = {"step": i, "repeat": rep, "streams": step.streams,
                            "requests": step.requests, "input_len": step.input_len,
                            "output_len": step.output_len, "reference": step.reference,

@@ -38,6 +38,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 from claimcheck.core import definitions as d
@@ -67,6 +68,30 @@ def _key(run: run_steps.RunData) -> tuple[str, str, Any]:
     p = run.provenance
     return (p.get("card"), p.get("engine"),
             (p.get("engine_config") or {}).get("weight_format"))
+
+
+def parallel_layout(cfg: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The parallel sizes above 1 of an engine config (a run's recorded ``engine_config``
+    or an engine's fields): tensor from ``tensor_parallel_size`` (1 when not recorded, as
+    vLLM defaults), the others from ``extra_args`` read as vLLM reads them; () is one GPU."""
+    from claimcheck.core.vllmargv import SIZES, UnreadableArgv, read_serve_args
+    sizes = {"tensor_parallel_size": int(cfg.get("tensor_parallel_size") or 1)}
+    try:
+        view = read_serve_args(list(cfg.get("extra_args") or ()))
+    except UnreadableArgv as e:
+        return (("unreadable extra_args", str(e)),)  # type: ignore[return-value]
+    for dest in SIZES:
+        sizes.setdefault(dest, view.size(dest))
+    return tuple((k, v) for k, v in sizes.items() if v > 1)
+
+
+def layout_words(layout: tuple[tuple[str, int], ...]) -> str:
+    """``tensor_parallel_size 2``, or ``one GPU``."""
+    return ", ".join(f"{k} {v}" for k, v in layout) or "one GPU"
+
+
+def _layout(run: run_steps.RunData) -> tuple[tuple[str, int], ...]:
+    return parallel_layout(run.provenance.get("engine_config") or {})
 
 
 def _budget(run: run_steps.RunData) -> int:
@@ -275,12 +300,15 @@ def _has_datasheet(card: str) -> bool:
 
 
 def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any,
-           *, explicit: bool = False, with_rows: bool = True) -> Choice:
+           *, explicit: bool = False, with_rows: bool = True,
+           layout: tuple[tuple[str, int], ...] | None = None) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
-    from``), so any engine and format among them counts. Raises InputError naming the card,
-    engine and format when no one-stream decode step exists."""
-    pool = ([r for r in runs if _key(r)[0] == card] if not explicit else runs)
+    from``), so any engine and format among them counts. ``layout``
+    (:func:`parallel_layout`): only runs of that parallel layout are borrowed. Raises
+    InputError naming the card, engine and format when no one-stream decode step exists."""
+    pool = ([r for r in runs if _key(r)[0] == card
+             and (layout is None or _layout(r) == layout)] if not explicit else runs)
     if explicit:
         def scope(usable: Any) -> tuple[list[Any], str]:
             pairs = [(r, s) for r in pool for s in r.steps if usable(s)]
@@ -293,7 +321,9 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
         raise InputError(f"card {card}, engine {engine}", f"no usable calibration: no "
                          f"one-stream decode step among the runs of engine {engine} or of "
                          f"weight format {weight_format} on {card} ({len(pool)} run(s) on "
-                         "the card); measure a one-stream decode step "
+                         "the card" + ("" if layout is None else
+                                       f" of its parallel layout, {layout_words(layout)}")
+                         + "); measure a one-stream decode step "
                          "or pass --calibrate-from a run with one")
     bw = _best_decode(dec, where, "bandwidth")
     short, swhere = scope(lambda s: _is_decode(s) and _median_prompt(s) < m.LONG_PROMPT_TOKENS)
@@ -338,7 +368,8 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
         if rows and who != engine:
-            rows_base = choose(pool, card, str(who), weight_format, with_rows=False)
+            rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
+                               layout=layout)
         admission = admission_sources(pool, card, engine)
         kv = kv_sources(pool, card, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
@@ -349,7 +380,7 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
 def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
     """:func:`choose` for the target run's own card, engine and weight format."""
     card, engine, fmt = _key(target)
-    return choose(runs, card, engine, fmt)
+    return choose(runs, card, engine, fmt, layout=_layout(target))
 
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
@@ -703,25 +734,26 @@ def _plan_step(shape: m.EngineShape, cal: m.Calibration, streams: int, requests:
 
 
 TWIN_FIELDS = ("model", "weights", "weight_format", "quantization", "kv_cache_dtype",
-               "mamba_ssm_cache_dtype", "prefix_caching", "tensor_parallel_size")
+               "mamba_ssm_cache_dtype", "prefix_caching")
 """Engine settings that decide the model's bytes, FLOPs and chunking besides the slots and
 the context length: an engine with no run borrows the shape of a run whose engine agrees on
-all of them."""
+all of them and on its parallel layout (:func:`parallel_layout`)."""
 
 
 def _twin(runs: list[run_steps.RunData], card: str, engine: str, spec: Any
           ) -> run_steps.RunData:
     """The first run on ``card`` of an engine that differs from ``spec`` (an
-    :class:`~claimcheck.measure.engines.Engine` with no run) only in slots and context."""
+    :class:`~claimcheck.measure.engines.Engine` with no run) only in slots and context:
+    never one of another parallel layout (a run records 1 GPU when it records no size)."""
     want = {k: getattr(spec, k) for k in TWIN_FIELDS}
-    twins = [r for r in runs if _key(r)[0] == card and all(
-        (r.provenance.get("engine_config") or {}).get(k, v if k == "tensor_parallel_size"
-                                                       else None) == v
-        for k, v in want.items())]
+    layout = parallel_layout(spec.__dict__)
+    twins = [r for r in runs if _key(r)[0] == card and _layout(r) == layout and all(
+        (r.provenance.get("engine_config") or {}).get(k) == v for k, v in want.items())]
     if not twins:
         raise InputError("--engine", f"no committed run of engine {engine!r} on {card}, nor "
                          "of an engine that differs from it only in max_num_seqs and "
-                         f"max_model_len ({', '.join(TWIN_FIELDS)} equal)")
+                         f"max_model_len ({', '.join(TWIN_FIELDS)} and the parallel layout, "
+                         f"{layout_words(layout)}, equal)")
     return min(twins, key=lambda r: (str(r.provenance.get("started_utc", "")), r.name))
 
 
@@ -752,9 +784,10 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
                "max_num_seqs": shape.max_num_seqs}
         fmt = spec.weight_format
         engine_run = (f"{base.name} (engine {_key(base)[1]}; {engine} has no run: same "
-                      f"{', '.join(TWIN_FIELDS)}, its {shape.max_num_seqs} slots and "
+                      f"{', '.join(TWIN_FIELDS)}, same parallel layout "
+                      f"({layout_words(_layout(base))}), its {shape.max_num_seqs} slots and "
                       f"max_model_len {spec.max_model_len} from config/engines.yaml)")
-    choice = choose(runs, card, engine, fmt)
+    choice = choose(runs, card, engine, fmt, layout=_layout(base))
     cal = calibration(choice, info["compute_dtype"])
     used = choice.steps()
     measured: dict[tuple[Any, ...], list[tuple[run_steps.RunData, run_steps.StepData]]] = {}
@@ -798,7 +831,9 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
 
 
 def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any]:
-    """Verify mode for a predicted protocol: measure the calibration steps and ``n`` of the
+    """Verify mode for a predicted protocol: measure the calibration steps that fit the
+    engine (one that does not, borrowed from an engine with a longer context, is left out
+    with its reason: its value stays the one measured there) and ``n`` of the
     protocol's steps (evenly spread over its step list, the last included; one repeat
     each), predict the rest; predicted load seconds for that plan against the whole
     protocol and the whole ``suite`` (every protocol given, every step that fits the engine,
@@ -807,7 +842,8 @@ def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any
     if n < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {n}")
     shape, cal, choice = pred["_shape"], pred["_cal"], pred["_choice"]
-    calib = []
+    calib: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
     seen = set()
     for role, p in (("bandwidth", choice.bandwidth), ("overhead", choice.overhead),
                     ("compute", choice.compute)):
@@ -816,8 +852,16 @@ def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any
         sh = _step_shape(p.run, p.step.record)
         if sh in seen:
             continue
-        seen.add(sh)
         streams, requests, il, ol, _ = sh
+        step = SimpleNamespace(streams=streams, requests=requests, input_len=il,
+                               output_len=ol)
+        fits, note = _fit(step, SimpleNamespace(queue_ok=True), pred["_engine_config"])
+        if not fits:  # its value is the one measured in p.label; not planned here
+            left_out.append({"role": role, "streams": streams, "requests": requests,
+                             "input_len": il, "output_len": ol, "measured_in": p.label,
+                             "reason": note.removesuffix(": not predicted")})
+            continue
+        seen.add(sh)
         load = _plan_step(shape, cal, streams, requests, il, ol)["predicted_load_s"]
         calib.append({"role": role, "streams": streams, "requests": requests, "input_len": il,
                       "output_len": ol, "measured_in": p.label, "predicted_load_s": load})
@@ -838,7 +882,8 @@ def verify_plan(pred: dict[str, Any], n: int, suite: list[Any]) -> dict[str, Any
         left = [x for st, x in loads if (st.streams, st.requests, st.input_len,
                                          st.output_len, proto.kind) not in seen]
         suite_verify_s += sum(left[i] for i in _spread(len(left), n))
-    return {"sampled": n, "calibration_steps": calib, "sampled_steps": sampled,
+    return {"sampled": n, "calibration_steps": calib, "calibration_left_out": left_out,
+            "sampled_steps": sampled,
             "calibration_protocol_steps": [r["index"] for r in pred["steps"]
                                            if shape_of(r) in seen],
             "predicted_steps": [r["index"] for r in pred["steps"] if r["fits"]
