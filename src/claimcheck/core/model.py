@@ -108,6 +108,8 @@ Terms the model does not have, each named where a step misses by more than 5%:
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -119,6 +121,30 @@ from claimcheck.core.timeline import RequestTimeline, Timeline
 LONG_PROMPT_TOKENS = 2048
 """A 1-stream step calibrates compute only with prompts at least this long (compute-bound
 prefill on any card in the registry)."""
+
+
+class ModelInputError(ValueError):
+    """An :class:`EngineShape` or :class:`Calibration` input the step model cannot take;
+    ``field`` names it (``EngineShape.weight_bytes``)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        super().__init__(reason)
+
+
+def _check_number(owner: str, name: str, v: Any, *, zero_ok: bool) -> None:
+    """Refuse ``v`` unless a finite real number > 0 (>= 0 with ``zero_ok``)."""
+    if not (isinstance(v, numbers.Real) and math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be a finite number "
+                              f"{bound}, got {v!r}")
+
+
+def _check_count(owner: str, name: str, v: Any) -> None:
+    """Refuse ``v`` unless an integer >= 1."""
+    if not (isinstance(v, numbers.Integral) and v >= 1):
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be an integer >= 1, "
+                              f"got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -136,6 +162,19 @@ class EngineShape:
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
+
+    def __post_init__(self) -> None:
+        """The one check of the shape's inputs (the step cost, priced per simulated step,
+        checks nothing): a :class:`ModelInputError` naming the field."""
+        for name in ("weight_bytes", "flops_body_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=False)
+        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            _check_count("EngineShape", name, getattr(self, name))
+        if self.mamba_align_block_tokens is not None:
+            _check_count("EngineShape", "mamba_align_block_tokens",
+                         self.mamba_align_block_tokens)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +203,25 @@ class Calibration:
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
     not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
     kv_source: str = ""
+
+    def __post_init__(self) -> None:
+        """The one check of the calibration's inputs (not repeated per simulated step): a
+        :class:`ModelInputError` naming the field."""
+        for name in ("bandwidth_bytes_s", "flops_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=False)
+        for name in ("request_overhead_s", "admission_interval_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        if self.kv_bandwidth_bytes_s is not None:
+            _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
+                          zero_ok=False)
+        last = 0
+        for rows, factor in self.row_factors:
+            _check_count("Calibration", "row_factors", rows)
+            _check_number("Calibration", "row_factors", factor, zero_ok=False)
+            if rows <= last:
+                raise ModelInputError("Calibration.row_factors", "Calibration.row_factors "
+                                      f"must be in ascending rows, got {self.row_factors!r}")
+            last = rows
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -224,22 +282,29 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
 def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
                   tokens: int, sampled: int) -> StepCost:
     """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
-    contexts (tokens), which is all it depends on."""
+    contexts (tokens), which is all it depends on.
+
+    The memory term is :func:`claimcheck.core.roofline.memory_seconds` at B = ``b``, L = the
+    mean context, with all its bytes at the weights' rate; the weights' and the state's
+    parts are taken out of it and the rest, the KV, is re-priced at
+    ``cal.kv_bandwidth_bytes_s`` when that is measured. The compute term is
+    :func:`~claimcheck.core.roofline.compute_seconds` at r = ``tokens / b`` plus the head
+    for the sampled positions. Nothing is checked here (``shape`` and ``cal`` were checked
+    when built; every scheduled request has at least one position)."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
     head_s = sampled * shape.flops_head_per_token / cal.flops_s
     if b == 0 or tokens == 0:
         return StepCost(weights_s=weights_s, state_s=0.0, kv_s=0.0, compute_s=head_s)
-    r = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=bw,
-                    flops_per_row=shape.flops_body_per_token, peak_flops_s=cal.flops_s,
-                    state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
-                    context_tokens=context_sum / b, rows=tokens / b)
+    moved = rl.stream_bytes_moved(shape.state_bytes, shape.kv_bytes_per_token,
+                                  context_sum / b)
     state_s = b * 2 * shape.state_bytes / bw
-    kv_s = rl.memory_time_s(r, b) - weights_s - state_s  # KV bytes at the weights' rate
-    if cal.kv_bandwidth_bytes_s:
+    kv_s = rl.memory_seconds(shape.weight_bytes, b, moved, bw) - weights_s - state_s
+    if cal.kv_bandwidth_bytes_s:  # KV bytes at their own rate
         kv_s *= bw / cal.kv_bandwidth_bytes_s
+    compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
-                    compute_s=rl.compute_time_s(r, b) + head_s)
+                    compute_s=compute_s + head_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:
