@@ -7,6 +7,10 @@ roofline does (:mod:`claimcheck.core.roofline`):
     compute = (tokens in the step x F_body + sampled tokens x F_head) / P_eff
     step    = max(memory, compute)
 
+with the roofline's own plain functions (:func:`~claimcheck.core.roofline.memory_seconds`,
+:func:`~claimcheck.core.roofline.compute_seconds`); no Roofline is built per step:
+:class:`EngineShape` and :class:`Calibration` check their inputs once, when built.
+
 W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
 KV bytes per token of context, F_body = 2 x the weights a token passes through below the
 output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
@@ -257,9 +261,10 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
     step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
 
-    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_time_s` and
-    :func:`~claimcheck.core.roofline.compute_time_s`) at B = the scheduled requests, L =
-    their mean context and r = positions per request, plus the head for sampled positions.
+    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_seconds` and
+    :func:`~claimcheck.core.roofline.compute_seconds`, which the roofline's own times call)
+    at B = the scheduled requests, L = their mean context and r = positions per request,
+    plus the head for sampled positions.
     """
     return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled)
 
