@@ -7,6 +7,10 @@ roofline does (:mod:`claimcheck.core.roofline`):
     compute = (tokens in the step x F_body + sampled tokens x F_head) / P_eff
     step    = max(memory, compute)
 
+with the roofline's own plain functions (:func:`~claimcheck.core.roofline.memory_seconds`,
+:func:`~claimcheck.core.roofline.compute_seconds`); no Roofline is built per step:
+:class:`EngineShape` and :class:`Calibration` check their inputs once, when built.
+
 W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
 KV bytes per token of context, F_body = 2 x the weights a token passes through below the
 output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
@@ -108,6 +112,8 @@ Terms the model does not have, each named where a step misses by more than 5%:
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -119,6 +125,30 @@ from claimcheck.core.timeline import RequestTimeline, Timeline
 LONG_PROMPT_TOKENS = 2048
 """A 1-stream step calibrates compute only with prompts at least this long (compute-bound
 prefill on any card in the registry)."""
+
+
+class ModelInputError(ValueError):
+    """An :class:`EngineShape` or :class:`Calibration` input the step model cannot take;
+    ``field`` names it (``EngineShape.weight_bytes``)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        super().__init__(reason)
+
+
+def _check_number(owner: str, name: str, v: Any, *, zero_ok: bool) -> None:
+    """Refuse ``v`` unless a finite real number > 0 (>= 0 with ``zero_ok``)."""
+    if not (isinstance(v, numbers.Real) and math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be a finite number "
+                              f"{bound}, got {v!r}")
+
+
+def _check_count(owner: str, name: str, v: Any) -> None:
+    """Refuse ``v`` unless an integer >= 1."""
+    if not (isinstance(v, numbers.Integral) and v >= 1):
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be an integer >= 1, "
+                              f"got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -136,6 +166,19 @@ class EngineShape:
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
+
+    def __post_init__(self) -> None:
+        """The one check of the shape's inputs (the step cost, priced per simulated step,
+        checks nothing): a :class:`ModelInputError` naming the field."""
+        for name in ("weight_bytes", "flops_body_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=False)
+        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            _check_count("EngineShape", name, getattr(self, name))
+        if self.mamba_align_block_tokens is not None:
+            _check_count("EngineShape", "mamba_align_block_tokens",
+                         self.mamba_align_block_tokens)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +207,25 @@ class Calibration:
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
     not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
     kv_source: str = ""
+
+    def __post_init__(self) -> None:
+        """The one check of the calibration's inputs (not repeated per simulated step): a
+        :class:`ModelInputError` naming the field."""
+        for name in ("bandwidth_bytes_s", "flops_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=False)
+        for name in ("request_overhead_s", "admission_interval_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        if self.kv_bandwidth_bytes_s is not None:
+            _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
+                          zero_ok=False)
+        last = 0
+        for rows, factor in self.row_factors:
+            _check_count("Calibration", "row_factors", rows)
+            _check_number("Calibration", "row_factors", factor, zero_ok=False)
+            if rows <= last:
+                raise ModelInputError("Calibration.row_factors", "Calibration.row_factors "
+                                      f"must be in ascending rows, got {self.row_factors!r}")
+            last = rows
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -194,29 +256,15 @@ class StepCost:
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
-def _decode_run(shape: EngineShape, running: list[_Req], waiting: deque[_Req],
-                t: float) -> int:
-    """How many steps from time ``t`` only decode the running requests (one token each,
-    nothing admitted), ending with the step in which the first of them finishes; 0 when
-    the next step is not such a step, or when an arrival could be admitted before then
-    (those steps go through the step loop, which handles every case)."""
-    if not running or len(running) > shape.max_num_batched_tokens:
-        return 0
-    if any(r.prefilled < r.prompt or not r.times for r in running):
-        return 0
-    if waiting and len(running) < shape.max_num_seqs:
-        return 0  # an arrival may be admitted at some step: priced one by one
-    return min(r.output - len(r.times) for r in running)
-
-
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
               sampled: int) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
     step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
 
-    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_time_s` and
-    :func:`~claimcheck.core.roofline.compute_time_s`) at B = the scheduled requests, L =
-    their mean context and r = positions per request, plus the head for sampled positions.
+    The two terms are the roofline's (:func:`claimcheck.core.roofline.memory_seconds` and
+    :func:`~claimcheck.core.roofline.compute_seconds`, which the roofline's own times call)
+    at B = the scheduled requests, L = their mean context and r = positions per request,
+    plus the head for sampled positions.
     """
     return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled)
 
@@ -224,22 +272,29 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
 def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
                   tokens: int, sampled: int) -> StepCost:
     """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
-    contexts (tokens), which is all it depends on."""
+    contexts (tokens), which is all it depends on.
+
+    The memory term is :func:`claimcheck.core.roofline.memory_seconds` at B = ``b``, L = the
+    mean context, with all its bytes at the weights' rate; the weights' and the state's
+    parts are taken out of it and the rest, the KV, is re-priced at
+    ``cal.kv_bandwidth_bytes_s`` when that is measured. The compute term is
+    :func:`~claimcheck.core.roofline.compute_seconds` at r = ``tokens / b`` plus the head
+    for the sampled positions. Nothing is checked here (``shape`` and ``cal`` were checked
+    when built; every scheduled request has at least one position)."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
     head_s = sampled * shape.flops_head_per_token / cal.flops_s
     if b == 0 or tokens == 0:
         return StepCost(weights_s=weights_s, state_s=0.0, kv_s=0.0, compute_s=head_s)
-    r = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=bw,
-                    flops_per_row=shape.flops_body_per_token, peak_flops_s=cal.flops_s,
-                    state_bytes=shape.state_bytes, kv_bytes_per_token=shape.kv_bytes_per_token,
-                    context_tokens=context_sum / b, rows=tokens / b)
+    moved = rl.stream_bytes_moved(shape.state_bytes, shape.kv_bytes_per_token,
+                                  context_sum / b)
     state_s = b * 2 * shape.state_bytes / bw
-    kv_s = rl.memory_time_s(r, b) - weights_s - state_s  # KV bytes at the weights' rate
-    if cal.kv_bandwidth_bytes_s:
+    kv_s = rl.memory_seconds(shape.weight_bytes, b, moved, bw) - weights_s - state_s
+    if cal.kv_bandwidth_bytes_s:  # KV bytes at their own rate
         kv_s *= bw / cal.kv_bandwidth_bytes_s
+    compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
-                    compute_s=rl.compute_time_s(r, b) + head_s)
+                    compute_s=compute_s + head_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:
@@ -331,6 +386,10 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
 
 @dataclass
 class _Req:
+    """One simulated request: its prompt and output lengths (tokens), when its client sent
+    it and when it reaches the scheduler (s), prompt tokens computed so far, and the times
+    of its tokens (s)."""
+
     idx: int
     prompt: int
     output: int
@@ -357,69 +416,140 @@ class Simulation:
         return max(("memory", "compute"), key=lambda k: self.time_s[k])
 
 
-def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: list[int],
-             streams: int) -> Simulation:
-    """Run ``len(prompts)`` requests through the engine at ``streams`` concurrent clients."""
-    if len(prompts) != len(outputs) or not prompts:
-        raise ValueError("prompts and outputs must be equally long and not empty")
-    if streams < 1:
-        raise ValueError(f"streams must be >= 1, got {streams}")
-    ov, gap = cal.request_overhead_s, cal.admission_interval_s
-    pending = deque(range(len(prompts)))
-    waiting: deque[_Req] = deque()
-    for k in range(min(streams, len(prompts))):  # the first wave, sent together
-        i = pending.popleft()
-        waiting.append(_Req(i, prompts[i], outputs[i], 0.0, ov + k * gap))
-    wave_t, wave_n = 0.0, 0  # requests sent at one moment arrive one gap apart
+def _decode_factor(cal: Calibration, rows: int) -> float:
+    """The decode-row factor of a decode-only step of ``rows`` rows (:func:`row_factor`);
+    1.0 when none is measured (a step time times 1.0 is that time, exactly)."""
+    return row_factor(cal.row_factors, rows) if cal.row_factors else 1.0
 
-    def finish(r: _Req) -> None:
-        """``r`` is done at ``t``: its client sends the next request, if any."""
-        nonlocal wave_t, wave_n
-        running.remove(r)
-        done.append(r)
-        if pending:
-            i = pending.popleft()
-            wave_n = wave_n + 1 if wave_t == t else 0
-            wave_t = t
-            waiting.append(_Req(i, prompts[i], outputs[i], t, t + ov + wave_n * gap))
 
-    running: list[_Req] = []
-    done: list[_Req] = []
-    t = 0.0
-    steps = 0
-    spent = {"memory": 0.0, "compute": 0.0, "idle": 0.0}
-    parts = {"weights": 0.0, "state": 0.0, "kv": 0.0}
-    while running or waiting:
-        if not running and waiting[0].arrival > t:
-            spent["idle"] += waiting[0].arrival - t
-            t = waiting[0].arrival
-        n_ff = _decode_run(shape, running, waiting, t)
-        if n_ff:  # steps that only decode the same requests: priced once per step
-            b = len(running)
-            ctx = sum(r.prefilled + len(r.times) for r in running)
-            factor = row_factor(cal.row_factors, b) if cal.row_factors else 1.0
-            seg: list[float] = []
-            for _ in range(n_ff):
-                ctx += b
-                cost = step_cost_sum(shape, cal, b, ctx, b, b)
-                step_s = cost.time_s * factor if cal.row_factors else cost.time_s
-                t += step_s
-                seg.append(t)
-                spent[cost.bound] += step_s
-                if cost.bound == "memory":
-                    parts["weights"] += cost.weights_s
-                    parts["state"] += cost.state_s
-                    parts["kv"] += cost.kv_s
-            steps += n_ff
-            for r in running:
-                r.times.extend(seg)
-            for r in [r for r in running if len(r.times) >= r.output]:
-                finish(r)  # in running order, as the step loop finishes them
-            continue
-        budget = shape.max_num_batched_tokens
-        sched: list[tuple[_Req, int]] = []  # (request, new positions)
-        block = shape.mamba_align_block_tokens
+def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
+           ) -> tuple[StepCost, float]:
+    """Price one scheduled step ((request, new positions) pairs): its :func:`step_cost`
+    over the requests' contexts after the step, the positions in all and the sampled ones
+    (a request sampling a token: decoding, or finishing its prompt), and its time in s,
+    the cost's times the decode-row factor when the step only decodes."""
+    contexts, tokens, sampled = [], 0, 0
+    for r, n in sched:
+        contexts.append(r.prefilled + len(r.times) + n)
+        tokens += n
+        if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
+            sampled += 1
+    cost = step_cost(shape, cal, contexts, tokens, sampled)
+    step_s = cost.time_s
+    if tokens == sampled == len(sched):  # a decode-only step
+        step_s *= _decode_factor(cal, len(sched))
+    return cost, step_s
+
+
+@dataclass
+class _Loop:
+    """The simulation's state: requests not yet sent (``pending``, indices), those sent
+    (``waiting``, in arrival order), scheduled (``running``) and finished (``done``); the
+    clock ``t`` (s); the steps taken and where their time went (s)."""
+
+    shape: EngineShape
+    cal: Calibration
+    prompts: list[int]
+    outputs: list[int]
+    pending: deque[int]
+    waiting: deque[_Req] = field(default_factory=deque)
+    running: list[_Req] = field(default_factory=list)
+    done: list[_Req] = field(default_factory=list)
+    t: float = 0.0
+    steps: int = 0
+    spent: dict[str, float] = field(
+        default_factory=lambda: {"memory": 0.0, "compute": 0.0, "idle": 0.0})
+    parts: dict[str, float] = field(
+        default_factory=lambda: {"weights": 0.0, "state": 0.0, "kv": 0.0})
+    wave_t: float = 0.0
+    """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
+    wave_n: int = 0
+
+    def send_first_wave(self, streams: int) -> None:
+        """Each of the ``streams`` clients sends one request at 0 s (one wave): the k-th
+        reaches the scheduler after the overhead plus k admission intervals."""
+        ov, gap = self.cal.request_overhead_s, self.cal.admission_interval_s
+        for k in range(min(streams, len(self.prompts))):
+            i = self.pending.popleft()
+            self.waiting.append(_Req(i, self.prompts[i], self.outputs[i], 0.0, ov + k * gap))
+
+    def finish(self, r: _Req) -> None:
+        """``r`` is done at ``t``: its client sends the next request, if any, which reaches
+        the scheduler after the overhead plus one admission interval per request sent
+        before it at the same moment."""
+        self.running.remove(r)
+        self.done.append(r)
+        if self.pending:
+            i = self.pending.popleft()
+            self.wave_n = self.wave_n + 1 if self.wave_t == self.t else 0
+            self.wave_t = self.t
+            self.waiting.append(_Req(
+                i, self.prompts[i], self.outputs[i], self.t, self.t
+                + self.cal.request_overhead_s + self.wave_n * self.cal.admission_interval_s))
+
+    def idle_until_arrival(self) -> None:
+        """With nothing running and the next request still on its way: the clock jumps to
+        its arrival, the time counted idle."""
+        if not self.running and self.waiting[0].arrival > self.t:
+            self.spent["idle"] += self.waiting[0].arrival - self.t
+            self.t = self.waiting[0].arrival
+
+    def charge(self, cost: StepCost, step_s: float) -> None:
+        """Count a step of ``step_s`` seconds to the term that bounds it (and a memory-bound
+        step's weights, state and KV parts)."""
+        bound = cost.bound
+        self.spent[bound] += step_s
+        if bound == "memory":
+            self.parts["weights"] += cost.weights_s
+            self.parts["state"] += cost.state_s
+            self.parts["kv"] += cost.kv_s
+
+    def decode_run(self) -> int:
+        """How many steps from ``t`` only decode the running requests (one token each,
+        nothing admitted), ending with the step in which the first of them finishes; 0 when
+        the next step is not such a step, or when an arrival could be admitted before then
+        (those steps go through :meth:`schedule`, which handles every case)."""
+        running, shape = self.running, self.shape
+        if not running or len(running) > shape.max_num_batched_tokens:
+            return 0
+        if any(r.prefilled < r.prompt or not r.times for r in running):
+            return 0
+        if self.waiting and len(running) < shape.max_num_seqs:
+            return 0  # an arrival may be admitted at some step: priced one by one
+        return min(r.output - len(r.times) for r in running)
+
+    def fast_forward(self, n_steps: int) -> None:
+        """The decode fast-forward: ``n_steps`` steps (:meth:`decode_run`) that each give
+        every running request one token, priced one by one from the request count and
+        their summed context (:func:`step_cost_sum`, the decode-row factor at that count);
+        then the requests that reached their output length finish, in running order, as
+        the step-by-step path finishes them."""
+        running = self.running
+        b = len(running)
+        ctx = sum(r.prefilled + len(r.times) for r in running)
+        factor = _decode_factor(self.cal, b)
+        seg: list[float] = []
+        for _ in range(n_steps):
+            ctx += b
+            cost = step_cost_sum(self.shape, self.cal, b, ctx, b, b)
+            step_s = cost.time_s * factor
+            self.t += step_s
+            seg.append(self.t)
+            self.charge(cost, step_s)
+        self.steps += n_steps
         for r in running:
+            r.times.extend(seg)
+        for r in [r for r in running if len(r.times) >= r.output]:
+            self.finish(r)
+
+    def schedule(self) -> list[tuple[_Req, int]]:
+        """One step's batch as vLLM V1 schedules it, (request, new positions) pairs: the
+        running requests first (one decode token each, or their next prompt chunk) while
+        the token budget lasts, then waiting requests admitted (:meth:`admit`)."""
+        budget = self.shape.max_num_batched_tokens
+        block = self.shape.mamba_align_block_tokens
+        sched: list[tuple[_Req, int]] = []
+        for r in self.running:
             if budget <= 0:
                 break
             n = (aligned_chunk(r.prompt, r.prefilled, min(r.prompt - r.prefilled, budget), block)
@@ -428,47 +558,76 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
                 continue
             sched.append((r, n))
             budget -= n
-        while (waiting and waiting[0].arrival <= t and budget > 0
-               and len(running) < shape.max_num_seqs):
+        self.admit(sched, budget)
+        return sched
+
+    def admit(self, sched: list[tuple[_Req, int]], budget: int) -> None:
+        """Admission of waiting requests: in arrival order, those that have arrived by ``t``
+        join the running ones and ``sched`` with their first prompt chunk, while ``budget``
+        tokens and free slots (``max_num_seqs``) last; stops at the first whose chunk would
+        be empty (block-aligned), as vLLM does."""
+        waiting, running = self.waiting, self.running
+        block = self.shape.mamba_align_block_tokens
+        while (waiting and waiting[0].arrival <= self.t and budget > 0
+               and len(running) < self.shape.max_num_seqs):
             n = aligned_chunk(waiting[0].prompt, 0, min(waiting[0].prompt, budget), block)
-            if n == 0:  # vLLM stops admitting for this step
+            if n == 0:
                 break
             r = waiting.popleft()
             running.append(r)
             sched.append((r, n))
             budget -= n
-        contexts, tokens, sampled = [], 0, 0
-        for r, n in sched:
-            contexts.append(r.prefilled + len(r.times) + n)
-            tokens += n
-            if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
-                sampled += 1
-        cost = step_cost(shape, cal, contexts, tokens, sampled)
-        step_s = cost.time_s
-        if cal.row_factors and tokens == sampled == len(sched):  # a decode-only step
-            step_s *= row_factor(cal.row_factors, len(sched))
-        t += step_s
-        steps += 1
-        spent[cost.bound] += step_s
-        if cost.bound == "memory":
-            parts["weights"] += cost.weights_s
-            parts["state"] += cost.state_s
-            parts["kv"] += cost.kv_s
+
+    def advance(self, sched: list[tuple[_Req, int]]) -> None:
+        """The step's results at ``t``: prompt chunks computed, a token for each request
+        that decoded or finished its prompt; requests at their output length finish."""
         for r, n in sched:
             if r.prefilled < r.prompt:
                 r.prefilled += n
                 if r.prefilled == r.prompt:
-                    r.times.append(t)
+                    r.times.append(self.t)
             else:
-                r.times.append(t)
+                r.times.append(self.t)
             if len(r.times) >= r.output:
-                finish(r)
-    reqs = tuple(
-        RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent, prompt_tokens=r.prompt,
-                        token_times_s=tuple(r.times), chunks=len(r.times))
-        for r in sorted(done, key=lambda r: r.idx))
-    return Simulation(timeline=Timeline(streams=streams, requests=reqs), engine_steps=steps,
-                      time_s=spent, memory_parts_s=parts)
+                self.finish(r)
+
+    def result(self, streams: int) -> Simulation:
+        """The finished requests as a timeline (in the order sent) and the time accounts."""
+        reqs = tuple(
+            RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent,
+                            prompt_tokens=r.prompt, token_times_s=tuple(r.times),
+                            chunks=len(r.times))
+            for r in sorted(self.done, key=lambda r: r.idx))
+        return Simulation(timeline=Timeline(streams=streams, requests=reqs),
+                          engine_steps=self.steps, time_s=self.spent,
+                          memory_parts_s=self.parts)
+
+
+def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: list[int],
+             streams: int) -> Simulation:
+    """Run ``len(prompts)`` requests through the engine at ``streams`` concurrent clients (a
+    closed loop): step by step, each scheduled (:meth:`_Loop.schedule`), priced
+    (:func:`_price`) and advanced, except runs of decode-only steps, fast-forwarded
+    (:meth:`_Loop.fast_forward`)."""
+    if len(prompts) != len(outputs) or not prompts:
+        raise ValueError("prompts and outputs must be equally long and not empty")
+    if streams < 1:
+        raise ValueError(f"streams must be >= 1, got {streams}")
+    loop = _Loop(shape, cal, prompts, outputs, deque(range(len(prompts))))
+    loop.send_first_wave(streams)
+    while loop.running or loop.waiting:
+        loop.idle_until_arrival()
+        n_ff = loop.decode_run()
+        if n_ff:
+            loop.fast_forward(n_ff)
+            continue
+        sched = loop.schedule()
+        cost, step_s = _price(shape, cal, sched)
+        loop.t += step_s
+        loop.steps += 1
+        loop.charge(cost, step_s)
+        loop.advance(sched)
+    return loop.result(streams)
 
 
 def calibrate(shape: EngineShape, *, tpot_s: float, context_tokens: float, ttft_s: float,

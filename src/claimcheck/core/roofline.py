@@ -9,6 +9,13 @@ memory bandwidth in bytes/s, eta the fraction of it achieved, F FLOPs per verifi
 position, P compute ceiling in FLOP/s, r positions verified per stream per step, tau
 tokens kept per stream per step. Pure functions; SI units (bytes, seconds, FLOP).
 
+The two terms are plain functions of numbers (:func:`memory_seconds`,
+:func:`compute_seconds`, :func:`stream_bytes_moved`), written once: the :class:`Roofline`'s
+times and points call them, and so does the step model (:mod:`claimcheck.core.model`) for
+every simulated step, without building (and validating) a :class:`Roofline` per step. The
+inputs are checked where they enter: :class:`Roofline`'s constructor here, the model's
+``EngineShape`` and ``Calibration``.
+
 Mixture of experts: W is not fixed. With k of E routed experts per token and B streams
 each choosing its experts uniformly and independently, the expected fraction of routed
 experts touched in one step is
@@ -152,8 +159,10 @@ class Roofline:
 
     @property
     def per_stream_bytes(self) -> float:
-        """Bytes moved per stream per step: state read + written, plus its KV cache."""
-        return 2 * self.state_bytes + self.kv_bytes_per_token * self.context_tokens
+        """Bytes moved per stream per step: state read + written, plus its KV cache
+        (:func:`stream_bytes_moved`)."""
+        return stream_bytes_moved(self.state_bytes, self.kv_bytes_per_token,
+                                  self.context_tokens)
 
     @property
     def stream_memory_bytes(self) -> float:
@@ -185,6 +194,32 @@ class Point:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def stream_bytes_moved(state_bytes: float, kv_bytes_per_token: float,
+                       context_tokens: float) -> float:
+    """Bytes one stream moves per step: 2 S + kappa L (its state read and written, its KV
+    cache of L tokens read). Bytes."""
+    return 2 * state_bytes + kv_bytes_per_token * context_tokens
+
+
+def memory_seconds(weight_bytes: float, streams: float, per_stream_bytes: float,
+                   bandwidth_bytes_s: float, cards: int = 1) -> float:
+    """The bandwidth term of one step: (W + B s) / BW seconds, for W weight bytes read, B
+    streams each moving s bytes (:func:`stream_bytes_moved`) and BW bytes/s achieved (the
+    roofline's eta BW). Over n cards each reads 1/n at the same time: divided by n. Inputs
+    are not checked (the callers' constructors check them once)."""
+    t = (weight_bytes + streams * per_stream_bytes) / bandwidth_bytes_s
+    return t if cards == 1 else t / cards
+
+
+def compute_seconds(streams: float, rows: float, flops_per_row: float, flops_s: float,
+                    cards: int = 1) -> float:
+    """The arithmetic term of one step: B r F / P seconds, for B streams of r positions
+    each, F FLOP per position and P FLOP/s. Over n cards: B r F / (n P). Inputs are not
+    checked (the callers' constructors check them once)."""
+    t = streams * rows * flops_per_row / flops_s
+    return t if cards == 1 else t / cards
 
 
 def for_model(geom: Any, *, weight_bytes: float, bandwidth_bytes_s: float, tflops: float,
@@ -259,22 +294,26 @@ def weight_read_bytes(m: Roofline, streams: float) -> float:
 
 def memory_time_s(m: Roofline, streams: float) -> float:
     """The bandwidth term: (W(B) + B(2S + kappa L)) / (eta BW), seconds (over n cards:
-    each reads 1/n, at the same time)."""
-    t = (weight_read_bytes(m, streams) + streams * m.per_stream_bytes) / (
-        m.eta * m.bandwidth_bytes_s)
-    return t if m.cards == 1 else t / m.cards
+    each reads 1/n, at the same time): :func:`memory_seconds` of ``m``'s inputs."""
+    return memory_seconds(weight_read_bytes(m, streams), streams, m.per_stream_bytes,
+                          m.eta * m.bandwidth_bytes_s, m.cards)
 
 
 def compute_time_s(m: Roofline, streams: float) -> float:
-    """The arithmetic term: B r F / P, seconds (over n cards: B r F / (n P))."""
-    t = streams * m.rows * m.flops_per_row / m.peak_flops_s
-    return t if m.cards == 1 else t / m.cards
+    """The arithmetic term: B r F / P, seconds (over n cards: B r F / (n P)):
+    :func:`compute_seconds` of ``m``'s inputs."""
+    return compute_seconds(streams, m.rows, m.flops_per_row, m.peak_flops_s, m.cards)
+
+
+def _step_s(m: Roofline, streams: float, memory_s: float, compute_s: float) -> float:
+    """t_step from its two terms: the larger, plus the link term over n cards, seconds."""
+    t = max(memory_s, compute_s)
+    return t if m.cards == 1 else t + allreduce_time_s(m, streams)
 
 
 def step_time_s(m: Roofline, streams: float) -> float:
     """t_step(B): the larger of the two terms, plus the link term over n cards, seconds."""
-    t = max(memory_time_s(m, streams), compute_time_s(m, streams))
-    return t if m.cards == 1 else t + allreduce_time_s(m, streams)
+    return _step_s(m, streams, memory_time_s(m, streams), compute_time_s(m, streams))
 
 
 def point(m: Roofline, streams: int) -> Point:
@@ -282,7 +321,7 @@ def point(m: Roofline, streams: int) -> Point:
     if streams < 1:
         raise ValueError(f"streams must be >= 1, got {streams}")
     mem, comp = memory_time_s(m, streams), compute_time_s(m, streams)
-    step = step_time_s(m, streams)
+    step = _step_s(m, streams, mem, comp)
     return Point(streams=streams, step_ms=step * 1e3, memory_ms=mem * 1e3,
                  compute_ms=comp * 1e3, bound="memory" if mem >= comp else "compute",
                  aggregate_tok_s=streams * m.tau / step, per_stream_tok_s=m.tau / step)
