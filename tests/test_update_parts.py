@@ -128,25 +128,28 @@ def test_model_paragraph_names_each_miss_by_its_term_and_links_the_figures():
 
 
 def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones():
+    from claimcheck.core.verdicts import SEED_REPRODUCED, SHORT
     from claimcheck.report.verdicts_md import source_misses
 
-    def row(i, agg, streams, model, term, bound=""):
+    def row(i, agg, streams, model, term, bound="", verdict=SHORT):
         return {"id": i, "card": "rtx3090", "value": agg, "aggregate_tok_s": agg,
                 "streams": streams, "streams_sharing": streams,
                 "claim_over_source": agg / model, "source_model_tok_s": model,
-                "binding_term": term, "bound": bound, "verdict": "x"}
+                "binding_term": term, "bound": bound, "verdict": verdict}
     rows = [row("a", 1000.0, 64, 1250.0, "compute"),   # 0.80
             row("b", 900.0, 64, 1250.0, "compute"),    # 0.72
             row("c", 100.0, 8, 250.0, "memory"),       # 0.40
             row("d", 1040.0, 64, 1000.0, "compute"),   # +4%: within 5%, left out
-            row("e", 1000.0, 64, 1250.0, "compute", bound="at_least")]  # a bound, left out
+            row("e", 1000.0, 64, 1250.0, "compute", bound="at_least"),  # a bound, left out
+            row("f", 500.0, 64, 1250.0, "compute", verdict=SEED_REPRODUCED)]  # judged by a
+    # seed's run, so not counted as a miss of the model (the tally's numbers)
     text = source_misses(rows)
     assert text.startswith("3 figures miss their source's model by more than 5%: 2 where "
                            "the model is compute-bound")
     # median of 0.80 and 0.72 is 0.76; the furthest first (b at 0.72)
     assert "median 0.76× the model; furthest `b` (900 tok/s summed over 64 streams" in text
     assert "1 where the model is memory-bound" in text and "`c` (100 tok/s" in text
-    assert "`d`" not in text and "`e`" not in text
+    assert "`d`" not in text and "`e`" not in text and "`f`" not in text
 
 
 

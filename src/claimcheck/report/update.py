@@ -878,8 +878,8 @@ def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
     counts = Counter(v["verdict"] for v in verdicts)
     head = (f"Set against the plain roofline of its own card and, where its source gave a "
             f"figure to calibrate on, against that source's own model, the "
-            f"{len(verdicts)} published figures come out "
-            + ", ".join(f"{counts[k]} {k}" for k in verdicts_md.kinds_in_order(verdicts))
+            f"{len(verdicts)} published figures come out: "
+            + "; ".join(f"{k}, {counts[k]}" for k in verdicts_md.kinds_in_order(verdicts))
             + ". No run here drafts tokens, so none of the H200 rows bears on the figures "
             "that need speculation.")
     return " ".join([head, verdicts_md.source_misses(verdicts),

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from claimcheck.core.verdicts import KINDS, TOLERANCE
+from claimcheck.core.verdicts import ABOVE_SOURCE, KINDS, SHORT, TOLERANCE
 from claimcheck.report import mdtext as md
 
 
@@ -343,8 +343,11 @@ def _outside_band(r: Mapping[str, Any]) -> str:
 def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 2) -> str:
     """The figures outside their source's band (under its no-overlap floor or over its
     overlap ceiling, beyond the tolerance; bounds left out), grouped by the term that binds
-    the model there: how many, their median ratio to the ceiling and the ``top`` furthest."""
-    have = [r for r in rows if _outside_band(r) != "inside"]
+    the model there: how many, their median ratio to the ceiling and the ``top`` furthest.
+    Only figures whose verdict is short of or above their source's model count, so the
+    numbers are the tally's (a figure a seed's run reproduces is judged by that run)."""
+    have = [r for r in rows if r.get("verdict") in (SHORT, ABOVE_SOURCE)
+            and _outside_band(r) != "inside"]
     if not have:
         return "No figure misses its source's model by more than the tolerance."
     by_term: dict[str, list[Mapping[str, Any]]] = {}
