@@ -367,8 +367,9 @@ def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 2) -> str:
         parts.append(f"{len(rs)} where the model is {words}, median {mid:.2f}× the model; "
                      f"furthest {furthest}")
     n_below = sum(_outside_band(r) == "below" for r in have)
-    return (f"{len(have)} figures miss their source's model by more than "
-            f"{TOLERANCE:.0%}: " + ". ".join(parts)
+    return (f"{len(have)} figures miss their source's model by more than its tolerance "
+            f"(at least {TOLERANCE:.0%}, or the spread of the source's own runs): "
+            + ". ".join(parts)
             + f" ({n_below} under the floor of the band, {len(have) - n_below} over its "
             "ceiling; the ratios are to the ceiling, the model's overlap line).")
 
