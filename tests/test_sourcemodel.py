@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.core import sourcemodel as sm
-from claimcheck.report.derive import _seed_aggregate, comparable_steps, protocol_replays
+from claimcheck.core.verdict_assembly import seed_aggregate
+from claimcheck.core.verdict_evidence import comparable_steps, protocol_replays
 from tests.conftest import ROOT
 
 
@@ -148,16 +149,16 @@ def test_a_claim_on_a_card_measured_here_is_reproduced_by_its_protocol():
                             "protocol gate, gate-run: 900.0 tok/s")
 
 
-def test_a_per_request_figure_takes_its_rows_seed_aggregate():
+def test_a_per_request_figure_takes_its_rowsseed_aggregate():
     agg = {"id": "b-64", "run": "b-c64", "metric": "e2e_aggregate", "streams": 64,
            "value": 3215.0}
     per = {"id": "b-64-per", "run": "b-c64", "metric": "per_request", "streams": 64,
            "value": 50.0}
     other = {"id": "x", "run": "other", "metric": "e2e_aggregate", "streams": 64,
              "value": 1.0}
-    assert _seed_aggregate(per, [other, agg, per]) is agg
-    assert _seed_aggregate(agg, [agg, per]) is None       # an aggregate keeps its own
-    assert _seed_aggregate(per, [other, per]) is None     # no seed aggregate for its run
+    assert seed_aggregate(per, [other, agg, per]) is agg
+    assert seed_aggregate(agg, [agg, per]) is None       # an aggregate keeps its own
+    assert seed_aggregate(per, [other, per]) is None     # no seed aggregate for its run
 
 
 # ------------------------------------------------- a hand-made registry through verdict_rows

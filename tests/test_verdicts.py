@@ -9,6 +9,7 @@ import pytest
 
 from claimcheck.core import roofline as rl
 from claimcheck.core import sourcemodel as sm
+from claimcheck.core import verdict_evidence as ev
 from claimcheck.core import verdicts as v
 
 # A roofline worked by hand: 1e10 weight bytes at 1e12 bytes/s = 10 ms per step, nothing
@@ -316,15 +317,15 @@ def test_streams_running_and_assumed_fields():
 
 
 def test_replay_sentence_is_context_with_both_fractions():
-    s = v.replay_sentence([{"protocol": "p", "run": "r1", "card": "h200", "fraction": 0.7273,
+    s = ev.replay_sentence([{"protocol": "p", "run": "r1", "card": "h200", "fraction": 0.7273,
                             "definition": "end-to-end aggregate", "streams": 64}], 0.8421,
                           "rtx3090")
     assert s == ("protocol p: this H200 run r1 at 72.7% of its plain roofline (end-to-end "
                  "aggregate, 64 streams, dummy weights); the claim at 84.2% of its "
                  "rtx3090's (context only, not the claim's verdict).")
-    assert v.replay_sentence([], 0.5, "x") == ""
+    assert ev.replay_sentence([], 0.5, "x") == ""
     # median of 70/100, 75/100, 90/100
-    assert v.replay_fraction([70.0, 75.0, 90.0], [100.0] * 3) == pytest.approx(0.75)
+    assert ev.replay_fraction([70.0, 75.0, 90.0], [100.0] * 3) == pytest.approx(0.75)
 
 
 def test_render_verdicts_one_line_per_claim():
