@@ -45,7 +45,7 @@ def _finite(x: float) -> float | None:
 def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
                    ceilings: dict[str, Ceiling], eta: float = 1.0,
                    weight_rows: dict[str, WeightRow] | None = None,
-                   tflops: float | None = None) -> dict[str, Any]:
+                   tflops: float | None = None, *, conv_state_dtype: str) -> dict[str, Any]:
     """The roofline at a claim's own configuration (card, weights, streams, context), by
     :func:`claimcheck.core.inputs.roofline_for`.
 
@@ -60,7 +60,10 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
     card's memory (None when even one does not). ``roofline_memory_ms`` and
     ``roofline_compute_ms`` are the step's two terms at the claim's streams (the band's
     inputs, :func:`claimcheck.core.sourcemodel.band`); ``tflops`` replaces the ceiling the
-    card and power limit pick (a compute range's other end).
+    card and power limit pick (a compute range's other end). S is a measured step's
+    (:func:`claimcheck.core.inputs.state_bytes`): the recurrent state at the state dtype plus
+    the conv state at ``conv_state_dtype``, the model dtype
+    (:func:`claimcheck.core.engine_inputs.model_dtype` of config.json).
     """
     m = METRICS[c["metric"]]
     out: dict[str, Any] = {"id": c["id"], "roofline_tok_s": None,
@@ -87,7 +90,8 @@ def claim_roofline(c: Claim, geom: Geometry, cards: dict[str, Card],
             geom, card, weights=weights, ceilings=ceilings,
             weight_rows=weight_rows or {}, compute_dtype=COMPUTE_DTYPE.get(fmt or "", "bf16"),
             power_limit_w=c["power_limit_w"], eta=eta, context_tokens=c["context_tokens"] or 0,
-            tflops=tflops, kv_dtype=c.get("kv_dtype") or None, check_memory=True)
+            tflops=tflops, kv_dtype=c.get("kv_dtype") or None, check_memory=True,
+            conv_state_dtype=conv_state_dtype)
         wall = memory_wall(model, card)
     except rl.RooflineInputError as e:
         out["roofline_note"] = fit_reason(e, card)

@@ -20,6 +20,7 @@ from claimcheck.core import verdicts as v
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.claim_roofline import claim_roofline
 from claimcheck.core.claims import Claim, bound_words
+from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import WeightRow, compute_ceiling
 from claimcheck.core.metrics import METRICS
@@ -44,6 +45,7 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     of its own plain roofline)."""
     tol = v.TOLERANCE if tolerance is None else tolerance
     steps = ev.comparable_steps(step_rows)
+    conv = model_dtype(config)  # the conv state's dtype, as for a measured step
     protos_of: dict[str, list[str]] = {}
     for name, p in protocols.items():
         for cid in p.source_claims:
@@ -52,7 +54,7 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     def roof(c: Any, eta: float = 1.0, tflops: float | None = None) -> dict[str, Any]:
         shared = replace(c, row={**c.row, "streams": c.streams_sharing})
         return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
-                              tflops=tflops)
+                              tflops=tflops, conv_state_dtype=conv)
 
     mlp_share = sm.mlp_flop_fraction(config)
 

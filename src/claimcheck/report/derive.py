@@ -18,6 +18,7 @@ from claimcheck.core import verdict_assembly
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
 from claimcheck.core.claims import load_claims
+from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import load_weight_rows
@@ -62,10 +63,12 @@ def claims_roofline_table(claims_csv: str | Path, cards_csv: str | Path,
     claims = load_claims(claims_csv, cards=set(cards))
     geom = geometry_from_file(config_json)
     ceilings, weight_rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
+    conv = model_dtype(load_config(config_json))
     rows = []
     for c in claims:
         for eta in etas:
-            r = claim_roofline(c, geom, cards, ceilings, eta=eta, weight_rows=weight_rows)
+            r = claim_roofline(c, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
+                               conv_state_dtype=conv)
             rows.append({"id": c["id"], "card": c["card"], "streams": c["streams"],
                          "metric": c["metric"], "value": c["value"],
                          "aggregate_tok_s": c.aggregate_tok_s,

@@ -12,7 +12,7 @@ from typing import Any
 
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
-from claimcheck.core.engine_inputs import EngineInputs, state_bytes
+from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.frames import write_table
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import Weights, roofline_for
@@ -34,11 +34,10 @@ def engine_roofline(ei: EngineInputs, geom: Geometry, card: Card,
     model, src = roofline_for(
         geom, card, weights=Weights(size=ei.weight_bytes / GB, unit="GB", source=source),
         ceilings=ceilings or {}, weight_rows={}, compute_dtype=ei.compute_dtype,
-        ceiling=ceiling, state_dtype=state, kv_dtype=kv, context_tokens=context_tokens, eta=eta)
-    s_bytes = state_bytes(geom, state, ei.conv_state_dtype)
-    model = dataclasses.replace(model, weight_bytes=ei.weight_bytes, state_bytes=s_bytes)
-    src.update(weights=ei.weights_source, weight_bytes=ei.weight_bytes,
-               state_bytes_per_stream=s_bytes, conv_state_dtype=ei.conv_state_dtype)
+        ceiling=ceiling, state_dtype=state, kv_dtype=kv, context_tokens=context_tokens, eta=eta,
+        conv_state_dtype=ei.conv_state_dtype)
+    model = dataclasses.replace(model, weight_bytes=ei.weight_bytes)  # W exactly, not via GB
+    src.update(weights=ei.weights_source, weight_bytes=ei.weight_bytes)
     return model, src
 
 
