@@ -112,17 +112,19 @@ def test_preset_past_the_wall_is_refused_unless_allowed():
 def test_claims_table_takes_the_same_check():
     import dataclasses
 
+    from claimcheck.core.claim_roofline import claim_roofline
     from claimcheck.core.claims import load_claims
-    from claimcheck.report.tables import claim_roofline
 
     c = next(c for c in load_claims() if c["id"] == "tensorfold-764-decode")
-    row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS)
+    row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,
+                         conv_state_dtype="bf16")
     assert row["roofline_tok_s"] and row["memory_check"] == ""
     assert row["memory_wall_streams"] >= c["streams"]
     # the same claim on a card of 8 GiB: its weights do not fit, so no roofline, and the
     # note is in the CLI's words
     small = {**CARDS, c["card"]: dataclasses.replace(CARDS[c["card"]], memory_gib=8.0)}
-    row = claim_roofline(c, GEOM, small, CEILINGS, weight_rows=WEIGHTS)
+    row = claim_roofline(c, GEOM, small, CEILINGS, weight_rows=WEIGHTS,
+                         conv_state_dtype="bf16")
     assert row["roofline_tok_s"] is None
     assert row["roofline_note"].endswith(f"do not fit in the card's 8 GiB ({c['card']}: "
                                          "cards.csv memory_gib)")

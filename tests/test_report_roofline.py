@@ -12,14 +12,15 @@ import yaml
 
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import load_cards, load_ceilings
+from claimcheck.core.claim_roofline import claim_roofline
 from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
+from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for, state_bytes
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.report.presets import check_unique_names, preset_roofline
 from claimcheck.report.record import load_run, reported_steps
-from claimcheck.report.tables import claim_roofline, run_rows
+from claimcheck.report.tables import run_rows
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
 CARDS = load_cards()
@@ -58,7 +59,7 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
     # TensorFold's 764 (NVFP4 on the RTX 5090) against the ceiling the 5090 figure names
     ref = csv_row(RAW / "ceilings.csv", "id", PRESETS["rtx5090-cinference"]["ceiling"])
     row = claim_roofline(claim("tensorfold-764-decode"), GEOM, CARDS, CEILINGS,
-                         weight_rows=WEIGHTS)
+                         weight_rows=WEIGHTS, conv_state_dtype="bf16")
     _, src = preset_roofline(PRESETS["rtx5090-cinference"], GEOM, CARDS["rtx5090"],
                              CEILINGS, WEIGHTS, RUNS)
     assert row["roofline_tflops"] == src["tflops"] == float(ref["tflops"])
@@ -68,7 +69,10 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_presets_and_claims_table_agree(name):
     """Every claim on a preset's card with the preset's weights row gets, in the claims
-    table, the roofline the preset's figure draws (at the same context)."""
+    table, the roofline the preset's figure draws (at the same context), S set to the one
+    rule's (recurrent + conv state, :func:`claimcheck.core.inputs.state_bytes`): a preset
+    drawn from a weights row or format (report/presets.py) still leaves the conv state out,
+    an engine preset has it."""
     p = PRESETS[name]
     fig, _ = preset_roofline(p, GEOM, CARDS[p["card"]], CEILINGS, WEIGHTS, RUNS)
     same = [c for c in load_claims() if c["card"] == p["card"] and p.get("weights")
@@ -77,11 +81,13 @@ def test_presets_and_claims_table_agree(name):
             and (c["context_tokens"] or 0) == p["context"]
             and c["metric"] != "prefill"]
     for c in same:
-        row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS)
+        row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,
+                             conv_state_dtype="bf16")
         if row["roofline_tflops"] != fig.peak_flops_s / 1e12:
             continue  # a claim at another power limit has another measured ceiling
+        one_s = fig.with_(state_bytes=state_bytes(GEOM, row["roofline_state_dtype"], "bf16"))
         assert row["roofline_tok_s"] == pytest.approx(
-            rl.point(fig, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]
+            rl.point(one_s, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]
 
 
 def test_h200_preset_and_run_table_agree():
@@ -140,3 +146,33 @@ def test_ceiling_for_another_card_refused():
     with pytest.raises(InputError, match="is for rtx3090, not h200"):
         roofline_for(GEOM, CARDS["h200"], weights=Weights(format="bf16"), ceilings=CEILINGS,
                      weight_rows=WEIGHTS, ceiling="hyperqwen-3090-250w")
+
+
+def test_a_claim_and_a_step_of_one_engine_shape_have_one_s():
+    """S for a claim and for a measured step of the same engine shape (BF16 weights, FP32
+    DeltaNet state, BF16 model dtype, H200): the same bytes, worked out by hand from the
+    geometry: layers x v-heads x dk x dv x 4 bytes + conv values x 2 bytes."""
+    from dataclasses import replace
+
+    from claimcheck.core.engine_inputs import engine_inputs
+    from claimcheck.core.geometry import load_config
+    from claimcheck.report.tables import engine_roofline
+    config = load_config(RAW / "models/qwen3.8-27b/config.json")
+    by_hand = GEOM.state_values_per_stream * 4 + GEOM.conv_state_values_per_stream * 2
+    assert GEOM.conv_state_values_per_stream > 0
+    ei = engine_inputs(GEOM, config, {"mamba_ssm_cache_dtype": "float32"}, 53.8)
+    step, _ = engine_roofline(ei, GEOM, CARDS["h200"], CEILINGS, context_tokens=1024)
+    base = load_claims()[0]  # any registry row, set to the step's shape below
+    c = replace(base, row={**base.row, "metric": "decode_aggregate", "quantization": "bf16",
+                           "card": "h200", "checkpoint": "", "system": "", "kv_dtype": "bf16",
+                           "context_tokens": 1024, "streams": 64, "power_limit_w": None})
+    row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows={}, conv_state_dtype="bf16")
+    assert ei.state_bytes_per_stream == step.state_bytes == by_hand
+    assert row["roofline_state_dtype"] == "fp32"
+    claim_m, _ = roofline_for(GEOM, CARDS["h200"], weights=Weights(format="bf16"),
+                              ceilings=CEILINGS, weight_rows={}, context_tokens=1024,
+                              conv_state_dtype="bf16")
+    assert claim_m.state_bytes == by_hand
+    # the claim's roofline is the one of that S: memory time over its 64 streams
+    assert row["roofline_tok_s"] == pytest.approx(rl.point(claim_m, 64).aggregate_tok_s,
+                                                  rel=1e-12)

@@ -6,7 +6,8 @@ roofline of a measured step, the calibrated model and the roofline presets drawn
   streamed every step); without that line, the weight format applied to the weights read
   per token (:func:`claimcheck.core.weights.weight_bytes`).
 - S, state bytes per stream: the recurrent (DeltaNet) state at the engine's state dtype plus
-  the short-convolution state at the model dtype; both are read and written every step.
+  the short-convolution state at the model dtype; both are read and written every step
+  (:func:`claimcheck.core.inputs.state_bytes`, the one rule for claims and steps).
 - kappa, KV bytes per token of context at the engine's KV dtype.
 - dtype names go through :mod:`claimcheck.core.inputs`' engine tables; "auto" state is the
   config's ``mamba_ssm_dtype`` (vLLM's rule), else the table's; "auto" KV is the model dtype.
@@ -20,7 +21,13 @@ from typing import Any
 
 from claimcheck.core.formats import state_dtype_bytes
 from claimcheck.core.geometry import Geometry
-from claimcheck.core.inputs import COMPUTE_DTYPE, ENGINE_KV_DTYPE, ENGINE_STATE_DTYPE, engine_dtype
+from claimcheck.core.inputs import (
+    COMPUTE_DTYPE,
+    ENGINE_KV_DTYPE,
+    ENGINE_STATE_DTYPE,
+    engine_dtype,
+    state_bytes,
+)
 from claimcheck.core.units import GB, GIB
 from claimcheck.core.weights import weight_bytes as format_weight_bytes
 
@@ -71,12 +78,6 @@ def weights_read_per_step(geom: Geometry, dtype: str, engine_gib: float | None,
                    f"converted) less input embedding {emb / GB:.2f} GB ({dtype}) = "
                    f"{w / GB:.2f} GB read per step")
     return format_weight_bytes(geom, fmt=weight_format or dtype)
-
-
-def state_bytes(geom: Geometry, state_dtype: str, conv_dtype: str) -> float:
-    """S, bytes per stream: recurrent state at ``state_dtype`` + conv state at ``conv_dtype``."""
-    return (geom.state_bytes_per_stream(state_dtype)
-            + geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype))
 
 
 def engine_inputs(geom: Geometry, config: Mapping[str, Any], engine: Mapping[str, Any],

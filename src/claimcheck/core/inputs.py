@@ -12,13 +12,14 @@ notebook and every roofline preset go through :func:`roofline_for`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.errors import InputError
+from claimcheck.core.formats import state_dtype_bytes
 from claimcheck.core.geometry import Geometry, check_context
 from claimcheck.core.io import read_csv
 from claimcheck.core.paths import RAW
@@ -183,6 +184,14 @@ def compute_ceiling(card: Card, dtype: str, ceilings: dict[str, Ceiling], *,
     raise ValueError(f"no compute rate for {card.card}")
 
 
+def state_bytes(geom: Geometry, state_dtype: str, conv_dtype: str) -> float:
+    """S, bytes per stream: the recurrent (DeltaNet) state at ``state_dtype`` plus the
+    short-convolution state at ``conv_dtype`` (the model dtype, config.json ``torch_dtype``);
+    both are read and written every step. The one S of every claim and every step."""
+    return (geom.state_bytes_per_stream(state_dtype)
+            + geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype))
+
+
 def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                  ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
                  compute_dtype: str | None = None, ceiling: str | None = None,
@@ -190,7 +199,8 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                  state_dtype: str | None = None, kv_dtype: str | None = None,
                  context_tokens: float = 0.0, eta: float = 1.0, rows: float = 1.0,
                  tau: float = 1.0, cards: int = 1, check_memory: bool = False,
-                 free_bytes: float | None = None, context_source: str = "context"
+                 free_bytes: float | None = None, context_source: str = "context",
+                 conv_state_dtype: str | None = None
                  ) -> tuple[rl.Roofline, dict[str, Any]]:
     """The roofline and a dict naming the value and source of each input.
 
@@ -203,7 +213,9 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
     max_position_embeddings (named ``context_source``) are refused (:class:`InputError`).
     ``check_memory`` gives the roofline the card's memory (cards.csv memory_gib), so that
     its own check refuses weights plus one stream, or weights plus ``free_bytes``, that do
-    not fit (:class:`~claimcheck.core.roofline.RooflineInputError`)."""
+    not fit (:class:`~claimcheck.core.roofline.RooflineInputError`). With
+    ``conv_state_dtype`` (the model dtype) S is :func:`state_bytes`, the conv state
+    included, as for a measured step; without it S is the recurrent state alone."""
     check_context(geom, context_tokens, context_source)
     if cards > 1 and card.link_bytes_s is None:
         raise InputError("cards.csv", f"card {card.card} has no link bandwidth for "
@@ -220,6 +232,8 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                      link_bytes_s=card.link_bytes_s if cards > 1 else None,
                      memory_bytes=card.memory_gib * GIB if check_memory else None,
                      free_bytes=free_bytes)
+    if conv_state_dtype is not None:  # S by the one rule (the memory checks run again)
+        m = replace(m, state_bytes=state_bytes(geom, state, conv_state_dtype))
     sources = {"card": card.card, "bandwidth_gb_s": card.memory_bw_gb_s,
                "bandwidth_source": card.sources.get("source_bandwidth", "cards.csv"),
                "eta": eta, "weights": w_label, "weight_bytes": w_bytes, "tflops": p_tflops,
@@ -228,6 +242,8 @@ def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                "kv_bytes_per_token": m.kv_bytes_per_token,
                "context_tokens_per_stream": context_tokens, "rows_verified_per_step": rows,
                "tokens_kept_per_step": tau, "flops_per_row": geom.flops_per_token}
+    if conv_state_dtype is not None:
+        sources["conv_state_dtype"] = conv_state_dtype
     if cards > 1:
         sources.update({"cards": cards, "link": card.link, "link_gb_s": card.link_bw_gb_s,
                         "link_source": card.sources.get("source_link", "cards.csv"),

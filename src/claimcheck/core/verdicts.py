@@ -7,7 +7,7 @@ claim's own source, calibrated on that source's one-stream figure
 definition to end to end at the nearest measured concurrency on our timelines (held-prefill
 steps left out); and, only for a claim made on a card measured here, the replay of its
 protocol on that card (:class:`Reproduction`). A replay on another card is context, never a
-verdict (:func:`replay_sentence`). Rules, in order:
+verdict (:func:`claimcheck.core.verdict_evidence.replay_sentence`). Rules, in order:
 
 1. *not comparable*: not a decode rate the roofline bounds (prefill, SSE chunks counted as
    tokens).
@@ -54,8 +54,7 @@ summed over the streams sharing it).
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -437,26 +436,3 @@ def _inflates_text(against: str, label: str, inflation: float, source: str,
     return (f"{against}, but its definition ({label}) reads {pct(inflation)} above end to end "
             f"on our timelines ({source}); end to end would read {agg / inflation:,.1f} tok/s "
             "for that workload shape, which fits.")
-
-
-def replay_fraction(measured_tok_s: Sequence[float], roofline_tok_s: Sequence[float]
-                    ) -> float | None:
-    """Median of measured / plain roofline over a replay's steps (tok/s each); None when
-    there is no step."""
-    pairs = [m / r for m, r in zip(measured_tok_s, roofline_tok_s, strict=True) if m and r]
-    return statistics.median(pairs) if pairs else None
-
-
-def replay_sentence(replays: Sequence[Mapping[str, Any]], claim_fraction: float | None,
-                    card: str) -> str:
-    """Plain words setting replays on another card beside a claim, as context only:
-    "this H200 run at X% of its plain roofline; the claim at Y% of its card's". Each replay
-    holds ``protocol``, ``run``, ``card``, ``fraction``, ``definition`` and ``streams``."""
-    if not replays:
-        return ""
-    parts = [f"protocol {r['protocol']}: this {str(r['card']).upper()} run {r['run']} at "
-             f"{r['fraction']:.1%} of its plain roofline ({r['definition']}, {r['streams']:g} "
-             f"stream{'s' if r['streams'] != 1 else ''}, dummy weights)" for r in replays]
-    claim = (f"the claim at {claim_fraction:.1%} of its {card}'s" if claim_fraction
-             else f"no plain roofline for the claim on its {card}")
-    return "; ".join(parts) + f"; {claim} (context only, not the claim's verdict)."
