@@ -164,7 +164,7 @@ def _row(pred_tpot, meas_tpot, e2e_err, dec_err):
 
 
 def test_miss_term_names_the_step_or_the_ramp():
-    from claimcheck.report.predict import miss_term
+    from claimcheck.report.modeltable import miss_term
 
     assert miss_term(_row(20.0, 20.4, 0.03, -0.02)) is None
     # TPOT 11 ms predicted, 15 ms measured: the per-step term, weights its largest part

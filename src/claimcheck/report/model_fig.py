@@ -4,7 +4,7 @@ Left: predicted against measured aggregate tok/s (end to end filled, decode aggr
 hollow), log axes, the line of equality and the 5% band. Right: the error (predicted /
 measured - 1) against streams, the same band. Colour is the protocol; calibration steps
 (the model was fitted on them, so they test nothing) are drawn in grey. Reads
-``data/derived/model.csv`` only (rows of :func:`claimcheck.report.predict.table_rows`).
+``data/derived/model.csv`` only (rows of :func:`claimcheck.report.modeltable.table_rows`).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
                     r["overhead_step"]) for r in rows})
     cal_text = "; ".join(f"bandwidth {b}, compute {c}, overhead {o}" for b, c, o in cals)
     fs.source_line(fig, "\n".join(textwrap.wrap(
-        f"data/derived/model.csv (claimcheck model; core/model.py, report/predict.py), "
+        f"data/derived/model.csv (claimcheck model; core/model.py, report/modeltable.py), "
         f"{len({r['run'] for r in rows})} runs in data/raw/runs/, {dummy}measured on one "
         f"{card}. Calibration by the stated rule: {cal_text}. Decode aggregate = tokens "
         "after each first / time with any request decoding; end to end = all tokens / first "
