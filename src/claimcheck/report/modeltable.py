@@ -2,8 +2,8 @@
 
 Each run is calibrated by :func:`claimcheck.report.calibrate.choose_for` among all the runs
 (the calibration arithmetic is :mod:`claimcheck.report.calibration`'s); a step is within the
-model when both its end-to-end and decode aggregates are (:func:`claimcheck.core.verdicts.
-within`), and a miss is named for its term by :func:`miss_term`.
+model when both its end-to-end and decode aggregates are (:func:`claimcheck.core.accuracy.
+within_both`), and a miss is named for its term by :func:`miss_term`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
+from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import steps as run_steps
@@ -44,9 +45,9 @@ def predict_run(target: run_steps.RunData, choice: Choice,
             "calibration_step": (target.name, s.record["dir"]) in used,
             "step_status": s.record.get("status") or "complete",
             "predicted_e2e_tok_s": p_e2e, "measured_e2e_tok_s": m_e2e,
-            "e2e_error": p_e2e / m_e2e - 1,
+            "e2e_error": error(p_e2e, m_e2e),
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
-            "decode_error": (p_dec / m_dec - 1) if p_dec and m_dec else None,
+            "decode_error": error(p_dec, m_dec),
             "prefill_held": held,
             "predicted_median_tpot_ms": pred["predicted_median_tpot_ms"],
             "measured_median_tpot_ms": statistics.median(tpots) if tpots else None,
@@ -85,15 +86,14 @@ def miss_term(row: dict[str, Any], tolerance: float = TOLERANCE) -> str | None:
     is not, the miss is in what lies between decode steps: admission and prefill of each
     wave (the ramp), read off the predicted and measured median TTFT.
     """
-    e2e, dec = row["e2e_error"], row["decode_error"] or 0.0
-    if abs(e2e) <= tolerance and abs(dec) <= tolerance:
+    if within_both(row["e2e_error"], row["decode_error"], tolerance):
         return None
     if row.get("prefill_held"):
         return (f"the prefill (compute) term: predicted median TTFT "
                 f"{row['predicted_median_ttft_s']:.3f} s, measured "
                 f"{row['measured_median_ttft_s']:.3f} s")
-    step_err = row["measured_median_tpot_ms"] / row["predicted_median_tpot_ms"] - 1
-    if abs(step_err) > tolerance:
+    step_err = error(row["measured_median_tpot_ms"], row["predicted_median_tpot_ms"])
+    if not within(step_err, tolerance):
         head = (f"the per-step {row['bound']} term: predicted TPOT "
                 f"{row['predicted_median_tpot_ms']:.2f} ms, measured "
                 f"{row['measured_median_tpot_ms']:.2f} ms ({step_err:+.1%} speed)")

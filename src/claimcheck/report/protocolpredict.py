@@ -16,6 +16,7 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
+from claimcheck.core.accuracy import error
 from claimcheck.core.errors import InputError
 from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, choose, run_key
@@ -183,8 +184,7 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
         m_dec = statistics.median(decs) if decs else None
         p_e2e, p_dec = row.get("predicted_e2e_tok_s"), row.get("predicted_decode_tok_s")
         row.update({"measured_e2e_tok_s": m_e2e, "measured_decode_tok_s": m_dec,
-                    "e2e_error": p_e2e / m_e2e - 1 if p_e2e and m_e2e else None,
-                    "decode_error": p_dec / m_dec - 1 if p_dec and m_dec else None})
+                    "e2e_error": error(p_e2e, m_e2e), "decode_error": error(p_dec, m_dec)})
         steps.append(row)
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
     return ProtocolPrediction(

@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any
 
 from claimcheck.core import definitions as d
+from claimcheck.core.accuracy import error, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import steps as run_steps
@@ -83,14 +84,10 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
                "predicted_e2e_tok_s": p["predicted_e2e_tok_s"], "measured_e2e_tok_s": m_e2e,
                "predicted_decode_tok_s": p["predicted_decode_tok_s"],
                "measured_decode_tok_s": m_dec}
-        row["e2e_error"] = (p["predicted_e2e_tok_s"] / m_e2e - 1
-                            if p["predicted_e2e_tok_s"] and m_e2e else None)
-        row["decode_error"] = (p["predicted_decode_tok_s"] / m_dec - 1
-                               if p["predicted_decode_tok_s"] and m_dec else None)
-        row["within"] = (row["status"] == "complete" and row["e2e_error"] is not None
-                         and abs(row["e2e_error"]) <= tolerance
-                         and (row["decode_error"] is None
-                              or abs(row["decode_error"]) <= tolerance))
+        row["e2e_error"] = error(p["predicted_e2e_tok_s"], m_e2e)
+        row["decode_error"] = error(p["predicted_decode_tok_s"], m_dec)
+        row["within"] = (row["status"] == "complete"
+                         and within_both(row["e2e_error"], row["decode_error"], tolerance))
         rows.append(row)
     spent = float(run.provenance.get("duration_s") or 0.0)
     return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,
