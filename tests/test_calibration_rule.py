@@ -1,4 +1,4 @@
-"""The calibration rule (report.predict.choose): chosen among all runs of an engine on a
+"""The calibration rule (report.calibrate.choose): chosen among all runs of an engine on a
 card, never by which run is predicted; a new run with only a short prompt does not take
 over; a run with no usable calibration is named, not a crash. Hand-made runs (copies of
 committed ones, edited in tmp_path)."""
@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from claimcheck.core.errors import InputError
-from claimcheck.report import predict
+from claimcheck.report import calibrate, calibration, modeltable
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import model_rows
 from tests.fabricate import copy_run, edit_json, edit_step
@@ -42,7 +42,7 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
     held = run_steps.load(copy_run(tmp_path, HELD))
     runs = [new, held]
     for target in runs:  # the same choice whichever run is predicted
-        c = predict.choose_for(target, runs)
+        c = calibrate.choose_for(target, runs)
         assert c.compute is not None and c.compute.label == f"{HELD} step 2 repeat 1"
         assert "held prefill" in c.compute.why
         # 1,533 decode intervals in both 128-token steps: the tie goes to the run started
@@ -51,17 +51,17 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
         assert "1,533" in c.bandwidth.why
     # compute is the held step's: 7,681 x F_body / (median TTFT - overhead), from bench.json
     shape, info = run_steps.engine_shape(held)
-    c = predict.choose_for(new, runs)
-    cal = predict.calibration(c, info["compute_dtype"])
+    c = calibrate.choose_for(new, runs)
+    cal = calibration.calibration(c, info["compute_dtype"])
     b = json.loads((held.path / "steps" / "02-c1-r1" / "bench.json").read_text())
     want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
                                                - cal.request_overhead_s)
     assert cal.flops_s == pytest.approx(want, rel=1e-6)
     # alone, the new run calibrates compute on its own 2,048-token step (the only one)
-    alone = predict.choose_for(new, [new])
+    alone = calibrate.choose_for(new, [new])
     assert alone.compute.label == "h200-20261201-bf16-dummy-16k-new step 1 repeat 1"
     assert "prompt within one token budget" in alone.compute.why
-    low = predict.calibration(alone, info["compute_dtype"])
+    low = calibration.calibration(alone, info["compute_dtype"])
     assert low.flops_s == pytest.approx(
         2048 * shape.flops_body_per_token / (0.40 - low.request_overhead_s), rel=1e-6)
     assert low.flops_s < 0.6 * cal.flops_s  # the short prompt's TTFT reads low
@@ -70,7 +70,7 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
 def test_a_step_with_more_decode_intervals_is_preferred_and_said(tmp_path):
     held = run_steps.load(copy_run(tmp_path, HELD))
     single = run_steps.load(copy_run(tmp_path, SINGLE))
-    c = predict.choose_for(held, [held, single])
+    c = calibrate.choose_for(held, [held, single])
     # both runs: 128 x 3 (1,533 intervals) and 7,681 x 3 (1,530); SINGLE started first
     assert c.bandwidth.label == f"{SINGLE} step 0 repeat 1"
     assert "of 4 one-stream decode step(s) of engine bf16-dummy-16k on h200 (2 runs)" in \
@@ -86,14 +86,14 @@ def test_held_step_beats_a_longer_split_prompt(tmp_path):
     edit_json(run / "steps" / "01-c1-r1" / "bench.json", longer)
     edit_step(run, "01-c1-r1", lambda s: s.update(input_len=15000))
     r = run_steps.load(run)
-    c = predict.choose_for(r, [r])
+    c = calibrate.choose_for(r, [r])
     assert c.compute.label.endswith("step 2 repeat 1")
     # without the held step, a 15,000-token prompt is the only one: rank 3, said
     edit_step(run, "02-c1-r1", lambda s: s.update(status="failed"))
     shutil.rmtree(run / "steps" / "02-c1-r1")
     (run / "steps" / "00-c1-r1")  # unchanged
     r = run_steps.load(run)
-    c = predict.choose_for(r, [r])
+    c = calibrate.choose_for(r, [r])
     assert c.compute.label.endswith("step 1 repeat 1")
     assert "longest prefill (split across steps)" in c.compute.why.split(";")[0]
 
@@ -102,7 +102,7 @@ def test_no_usable_calibration_is_named_not_a_crash(tmp_path):
     fp8 = copy_run(tmp_path, FP8)       # no one-stream step of any FP8 engine beside it
     ladder = copy_run(tmp_path, "h200-20261129-bf16-dummy-ladder")  # BF16 only
     with pytest.raises(InputError) as e:
-        predict.choose_for(run_steps.load(fp8), [run_steps.load(fp8), run_steps.load(ladder)])
+        calibrate.choose_for(run_steps.load(fp8), [run_steps.load(fp8), run_steps.load(ladder)])
     msg = str(e.value)
     assert "fp8-hyperqwen-dummy" in msg and "no usable calibration" in msg and "h200" in msg
     missing: list[str] = []
@@ -134,30 +134,30 @@ def _runs(*names):
 
 def test_decode_row_sources_are_the_flagged_one_wave_steps_within_the_slots():
     runs = _runs(BEND, BATCH, SINGLE)
-    rows, who = predict.row_sources(runs, "h200", "bf16-dummy-256", "bf16")
+    rows, who = calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16")
     assert who == "bf16-dummy-256"
     # 384 and 512 streams queue on 256 slots: not a measurement of that many rows
     assert sorted(p.step.timeline.streams for p in rows) == [96, 128, 192, 256]
     # a 64-slot BF16 engine without a ladder of its own borrows its weight format's, said
-    rows, who = predict.row_sources(runs, "h200", "bf16-dummy", "bf16")
+    rows, who = calibrate.row_sources(runs, "h200", "bf16-dummy", "bf16")
     assert who == "bf16-dummy-256" and "engine bf16-dummy has none" in rows[0].why
     # the batch protocol's one-wave steps are not a source (its protocol has no model_term)
-    assert predict.row_sources(_runs(BATCH), "h200", "bf16-dummy", "bf16") == ((), None)
+    assert calibrate.row_sources(_runs(BATCH), "h200", "bf16-dummy", "bf16") == ((), None)
     # FP8 never borrows BF16's
-    assert predict.row_sources(runs, "h200", "fp8-hyperqwen-dummy", "fp8") == ((), None)
+    assert calibrate.row_sources(runs, "h200", "fp8-hyperqwen-dummy", "fp8") == ((), None)
 
 
 def test_decode_row_factors_are_measured_over_modelled_tpot_and_mark_their_steps():
     runs = _runs(ROWS, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream", FP8)
     target = runs[2]
-    choice = predict.choose_for(target, runs)
+    choice = calibrate.choose_for(target, runs)
     assert len(choice.rows) == 15 and choice.rows_base is not None  # 5 rows x 3 repeats
-    cal = predict.calibration(choice, "fp8")
+    cal = calibration.calibration(choice, "fp8")
     assert [n for n, _ in cal.row_factors] == [16, 24, 32, 40, 48]
     # the committed ladder: 11.64 ms at 16 rows (as modelled), 14.33 ms at 24 (17% over)
     f = dict(cal.row_factors)
     assert f[16] == pytest.approx(1.0, abs=0.01) and f[24] == pytest.approx(1.17, abs=0.02)
-    out = predict.predict_run(runs[0], predict.choose_for(runs[0], runs))
+    out = modeltable.predict_run(runs[0], calibrate.choose_for(runs[0], runs))
     assert all(r["calibration_step"] for r in out["steps"])  # every step is a term source
 
 
@@ -166,14 +166,14 @@ WAVES = "h200-20261201-bf16-dummy-256-wave-admission"
 
 def test_admission_interval_comes_from_the_flagged_waves_send_times():
     runs = _runs(WAVES, BEND, FP8, SINGLE)
-    src = predict.admission_sources(runs, "h200", "bf16-dummy-256")
+    src = calibrate.admission_sources(runs, "h200", "bf16-dummy-256")
     assert len(src) == 12 and "engine bf16-dummy-256" in src[0].why  # 4 levels x 3
     # an engine without such a run takes the card's (the interval is the client's)
-    other = predict.admission_sources(runs, "h200", "fp8-hyperqwen-dummy")
+    other = calibrate.admission_sources(runs, "h200", "fp8-hyperqwen-dummy")
     assert len(other) == 12 and "engine fp8-hyperqwen-dummy has none" in other[0].why
-    assert predict.admission_sources(runs, "rtx3090", "bf16-dummy-256") == ()
-    choice = predict.choose_for(runs[0], runs)
-    cal = predict.calibration(choice, "bf16")
+    assert calibrate.admission_sources(runs, "rtx3090", "bf16-dummy-256") == ()
+    choice = calibrate.choose_for(runs[0], runs)
+    cal = calibration.calibration(choice, "bf16")
     # the median over the 12 waves of (last send - first send) / (requests - 1)
     from claimcheck.core import model as m
     gaps = sorted(m.send_interval_s([r.start_s for r in p.step.timeline.requests])
@@ -200,20 +200,20 @@ def test_kv_window_by_hand():
                         token_times_s=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5), chunks=6)
     b = RequestTimeline(start_s=0.0, ttft_s=1.3, prompt_tokens=300,
                         token_times_s=(1.3, 1.4, 1.5, 1.6), chunks=4)
-    step_s, ctx = predict.kv_window(Timeline(streams=2, requests=(a, b)))
+    step_s, ctx = calibration.kv_window(Timeline(streams=2, requests=(a, b)))
     assert step_s == pytest.approx(0.1)
     assert ctx == pytest.approx(203.5)
 
 
 def test_kv_read_sources_are_the_flagged_waves_of_the_engine_itself():
     runs = _runs(ATD_FP8, SINGLE_FP8, WAVES)
-    src = predict.kv_sources(runs, "h200", "fp8-hyperqwen-dummy-16k")
+    src = calibrate.kv_sources(runs, "h200", "fp8-hyperqwen-dummy-16k")
     assert sorted(p.step.timeline.streams for p in src) == [8, 16, 32, 64]
     assert "engine fp8-hyperqwen-dummy-16k" in src[0].why
     # no other engine's KV rate is borrowed (it is its KV dtype's kernel at its context)
-    assert predict.kv_sources(runs, "h200", "bf16-dummy-256") == ()
-    choice = predict.choose_for(runs[0], runs)
-    cal = predict.calibration(choice, "fp8")
+    assert calibrate.kv_sources(runs, "h200", "bf16-dummy-256") == ()
+    choice = calibrate.choose_for(runs[0], runs)
+    cal = calibration.calibration(choice, "fp8")
     # FP8 KV is read well below the weights' rate (here calibrated on single-stream alone,
     # no decode-row factors: 2,589 GB/s), the median of the four steps' own rates
     shape, _ = run_steps.engine_shape(src[0].run)
@@ -228,5 +228,5 @@ def test_kv_read_sources_are_the_flagged_waves_of_the_engine_itself():
 def m_kv(shape, cal, pick):
     """One source step's KV-read rate, from its own window (no row factors here)."""
     from claimcheck.core import model as m
-    step_s, ctx = predict.kv_window(pick.step.timeline)
+    step_s, ctx = calibration.kv_window(pick.step.timeline)
     return m.kv_bandwidth_from_decode(shape, cal, pick.step.timeline.streams, ctx, step_s)

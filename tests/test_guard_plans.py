@@ -9,7 +9,7 @@ import json
 from claimcheck.cli import main
 from claimcheck.core.paths import CONFIG
 from claimcheck.measure.engines import load_engines
-from claimcheck.report import predict
+from claimcheck.report import protocolpredict
 from claimcheck.report import steps as run_steps
 from tests._cli import QWEN, cli, one_line_error
 from tests.fabricate import LADDER, copy_run, edit_json
@@ -47,10 +47,11 @@ def test_a_tp2_engine_borrows_only_a_tp2_run_and_says_so(tmp_path):
         p["engine_config"].update(name="other-tp2", tensor_parallel_size=2)
     edit_json(run / "provenance.json", two)
     runs = run_steps.load_folder(tmp_path / "runs")
-    out = predict.predict_protocol(runs, "h200", TP2, _ladder(), load_engines())
+    pred = protocolpredict.predict_protocol(runs, "h200", TP2, _ladder(), load_engines())
+    out = pred.report
     assert out["engine_run"].startswith(f"{name} (engine other-tp2; {TP2} has no run: same ")
     assert "same parallel layout (tensor_parallel_size 2)" in out["engine_run"]
-    picks = [out["_choice"].bandwidth, out["_choice"].overhead]
+    picks = [pred.choice.bandwidth, pred.choice.overhead]
     assert {p.run.name for p in picks} == {name}
 
 
@@ -61,8 +62,8 @@ def test_a_one_gpu_twin_is_said_as_one_gpu():
     engines = load_engines()
     spec = dataclasses.replace(engines["bf16-dummy"], name="bf16-dummy-new")
     runs = run_steps.load_folder(CONFIG.parent / "data" / "raw" / "runs")
-    out = predict.predict_protocol(runs, "h200", "bf16-dummy-new", _ladder(),
-                                   {**engines, "bf16-dummy-new": spec})
+    out = protocolpredict.predict_protocol(runs, "h200", "bf16-dummy-new", _ladder(),
+                                           {**engines, "bf16-dummy-new": spec}).report
     assert "same parallel layout (one GPU)" in out["engine_run"]
     assert "tensor_parallel_size" not in out["engine_run"]
 

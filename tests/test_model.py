@@ -164,7 +164,7 @@ def _row(pred_tpot, meas_tpot, e2e_err, dec_err):
 
 
 def test_miss_term_names_the_step_or_the_ramp():
-    from claimcheck.report.predict import miss_term
+    from claimcheck.report.modeltable import miss_term
 
     assert miss_term(_row(20.0, 20.4, 0.03, -0.02)) is None
     # TPOT 11 ms predicted, 15 ms measured: the per-step term, weights its largest part
@@ -219,14 +219,14 @@ def test_start_log_says_align_mode_and_its_block():
 def test_model_section_counts_hits_by_hand():
     from claimcheck.report.verdicts_md import render_model
     base = {"run": "r", "step": 0, "repeat": 1, "streams": 8, "calibrated_on": "c",
-            "bandwidth_gb_s": "3000", "tflops": "600", "request_overhead_ms": "90",
+            "bandwidth_gb_s": 3000.0, "tflops": 600.0, "request_overhead_ms": 90.0,
             "bandwidth_source": "b", "compute_source": "p", "bound": "memory",
-            "predicted_e2e_tok_s": "100", "measured_e2e_tok_s": "100",
-            "predicted_decode_tok_s": "", "measured_decode_tok_s": "", "miss_term": ""}
-    rows = [{**base, "calibration_step": "True", "e2e_error": "0.30", "decode_error": ""},
-            {**base, "calibration_step": "False", "e2e_error": "0.02", "decode_error": "0.04"},
-            {**base, "calibration_step": "False", "e2e_error": "0.03", "decode_error": "0.08"},
-            {**base, "calibration_step": "False", "e2e_error": "-0.06", "decode_error": ""}]
+            "predicted_e2e_tok_s": 100.0, "measured_e2e_tok_s": 100.0,
+            "predicted_decode_tok_s": None, "measured_decode_tok_s": None, "miss_term": None}
+    rows = [{**base, "calibration_step": True, "e2e_error": 0.30, "decode_error": None},
+            {**base, "calibration_step": False, "e2e_error": 0.02, "decode_error": 0.04},
+            {**base, "calibration_step": False, "e2e_error": 0.03, "decode_error": 0.08},
+            {**base, "calibration_step": False, "e2e_error": -0.06, "decode_error": None}]
     md = render_model(rows)
     # 3 non-calibration steps: one within 5% on both; two within 5% on end to end
     assert "1 of 3 steps (calibration steps left out) within 5% on both" in md

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 from claimcheck.core import model as m
-from claimcheck.report import predict
+from claimcheck.report import calibrate, calibration, modeltable
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import model_rows
 from tests.fabricate import bench
@@ -28,8 +28,8 @@ def _bench(step: str) -> dict:
 
 def _cal(run, runs=None):
     """The calibration of ``run``'s engine chosen by the rule among ``runs`` (default: it)."""
-    c = predict.choose_for(run, runs or [run])
-    return predict.calibration(c, run_steps.engine_shape(run)[1]["compute_dtype"])
+    c = calibrate.choose_for(run, runs or [run])
+    return calibration.calibration(c, run_steps.engine_shape(run)[1]["compute_dtype"])
 
 
 def test_compute_is_calibrated_from_the_long_prefill():
@@ -110,13 +110,13 @@ def test_compute_run_prefers_the_same_weight_format_over_the_name():
     dirs = sorted(p for p in RUNS.iterdir() if p.is_dir())
     runs = [run_steps.load(p) for p in dirs]
     ladder = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-ladder")
-    chosen = predict.choose_for(ladder, runs).compute
+    chosen = calibrate.choose_for(ladder, runs).compute
     assert chosen is not None and chosen.run.name == HELD.name
     fp8 = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch")
-    assert predict.choose_for(fp8, runs).compute.run.name == FP8_SINGLE.name
+    assert calibrate.choose_for(fp8, runs).compute.run.name == FP8_SINGLE.name
 
 
 def test_both_calibration_steps_are_marked():
     held = run_steps.load(HELD)
-    rows = {r["step"]: r["calibration_step"] for r in predict.predict(held, held)["steps"]}
+    rows = {r["step"]: r["calibration_step"] for r in modeltable.predict(held, held)["steps"]}
     assert rows == {0: True, 1: False, 2: True}  # bandwidth from 0, compute from 2

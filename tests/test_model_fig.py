@@ -8,13 +8,13 @@ from claimcheck.report import model_fig
 def _row(protocol, streams, e2e_err, dec_err, calib=False):
     m = 100.0 * streams
     return {"engine": "e", "card": "h200", "weights": "dummy", "protocol": protocol,
-            "run": f"r-{protocol}", "streams": str(streams), "step": "0", "repeat": "1",
-            "calibration_step": str(calib),
-            "predicted_e2e_tok_s": str(m * (1 + e2e_err)), "measured_e2e_tok_s": str(m),
-            "e2e_error": str(e2e_err),
-            "predicted_decode_tok_s": "" if dec_err is None else str(m * (1 + dec_err)),
-            "measured_decode_tok_s": "" if dec_err is None else str(m),
-            "decode_error": "" if dec_err is None else str(dec_err),
+            "run": f"r-{protocol}", "streams": streams, "step": 0, "repeat": 1,
+            "calibration_step": calib,
+            "predicted_e2e_tok_s": m * (1 + e2e_err), "measured_e2e_tok_s": m,
+            "e2e_error": e2e_err,
+            "predicted_decode_tok_s": None if dec_err is None else m * (1 + dec_err),
+            "measured_decode_tok_s": None if dec_err is None else m,
+            "decode_error": dec_err,
             "bandwidth_step": "r-a step 0 repeat 1", "compute_step": "r-a step 2 repeat 1",
             "compute_source": "x", "overhead_step": "r-a step 0 repeat 1"}
 

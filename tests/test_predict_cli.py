@@ -12,7 +12,7 @@ from claimcheck.cli import main
 from claimcheck.core import runfiles
 from claimcheck.core.paths import RUNS
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import predict
+from claimcheck.report import protocolpredict
 from claimcheck.report import steps as run_steps
 from tests.fabricate import copy_run
 
@@ -50,7 +50,7 @@ def test_every_protocol_on_every_engine_with_committed_runs(committed):
     assert len(engines) == 5  # bf16-dummy(-16k, -256), fp8-hyperqwen-dummy(-16k)
     for e in engines:
         for name, proto in protos.items():
-            out = predict.predict_protocol(committed, "h200", e, proto)
+            out = protocolpredict.predict_protocol(committed, "h200", e, proto).report
             assert len(out["steps"]) == len(proto.steps), (e, name)
             for r, st in zip(out["steps"], proto.steps, strict=True):
                 assert all(k in r for k in KEYS)
@@ -68,7 +68,8 @@ def test_every_protocol_on_every_engine_with_committed_runs(committed):
 
 
 def test_measured_steps_carry_their_error(committed):
-    out = predict.predict_protocol(committed, "h200", "bf16-dummy", load_protocols()["ladder"])
+    out = protocolpredict.predict_protocol(committed, "h200", "bf16-dummy",
+                                           load_protocols()["ladder"]).report
     by = {r["streams"]: r for r in out["steps"]}
     assert by[1]["calibration_step"] and not by[8]["calibration_step"]
     assert by[8]["measured_in"] == [f"{LADDER} step 1 repeat 1"]

@@ -12,7 +12,7 @@ from claimcheck.core.cards import get_card, use_user_cards
 from claimcheck.core.paths import CONFIG, RUNS
 from claimcheck.measure.engines import load_engines
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import newcard, predict
+from claimcheck.report import calibrate, newcard, protocolpredict
 from claimcheck.report import steps as run_steps
 
 HELD = "fp8-hyperqwen-dummy"
@@ -38,19 +38,19 @@ def twin(tmp_path):
 def test_held_out_engine_predicted_from_another(runs, twin):
     protos, engines = load_protocols(CONFIG / "protocols.yaml"), load_engines()
     proto = next(p for p in protos.values()
-                 if any(predict._key(r)[1] == HELD and r.provenance.get("protocol") == p.name
+                 if any(calibrate.run_key(r)[1] == HELD and r.provenance.get("protocol") == p.name
                         for r in runs))
-    measured = predict.predict_protocol(runs, "h200", HELD, proto, engines)
-    held_out = [r for r in runs if predict._key(r)[1] != HELD]
+    measured = protocolpredict.predict_protocol(runs, "h200", HELD, proto, engines).report
+    held_out = [r for r in runs if calibrate.run_key(r)[1] != HELD]
     assert not newcard.has_runs(held_out, "h200-twin")
     out = newcard.predict_new_card(held_out, "h200-twin", HELD, proto, protos, engines,
-                                   str(twin))
+                                   str(twin)).report
     assert (out["borrowed"]["from_card"], out["borrowed"]["from_engine"]) == (
         "h200", "fp8-hyperqwen-dummy-16k")
     values = out["borrowed"]["values"]
     assert all(v["assumed"] for v in values.values())
-    src = predict.predict_protocol(held_out, "h200", "fp8-hyperqwen-dummy-16k", proto,
-                                   engines)["calibration"]
+    src = protocolpredict.predict_protocol(held_out, "h200", "fp8-hyperqwen-dummy-16k", proto,
+                                           engines).report["calibration"]
     h200 = get_card("h200")
     # eta by hand: effective over datasheet; on the twin it gives the same bandwidth back
     assert values["eta"]["value"] == pytest.approx(src["bandwidth_gb_s"] / 4800)

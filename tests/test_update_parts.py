@@ -167,7 +167,7 @@ def test_model_sentences_name_the_measured_terms_and_the_worst_miss_by_hand():
              "streams": 1},
             {**base, "calibration_step": False, "e2e_error": 0.02, "decode_error": -0.01,
              "streams": 8},
-            {**base, "calibration_step": False, "e2e_error": 0.12, "decode_error": "",
+            {**base, "calibration_step": False, "e2e_error": 0.12, "decode_error": None,
              "streams": 16, "prefill_held": True, "miss_term": "the prefill term"}]
     text = model_sentences(rows)
     assert "decode ladders and the KV cache read at its own rate" in text

@@ -112,23 +112,24 @@ def cmd_metrics(a: argparse.Namespace) -> int:
 
 
 def cmd_model(a: argparse.Namespace) -> int:
-    from claimcheck.report import predict
     from claimcheck.report import steps as run_steps
+    from claimcheck.report.calibrate import choose_for
+    from claimcheck.report.modeltable import miss_term, predict, predict_run
 
     target = run_steps.load(a.run_dir)
     if a.calibrate_from:
-        out = predict.predict(target, run_steps.load(a.calibrate_from))
+        out = predict(target, run_steps.load(a.calibrate_from))
     else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
         sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
                            if p != here and (p / "provenance.json").is_file()]
-        out = predict.predict_run(target, predict.choose_for(target, sibs))
+        out = predict_run(target, choose_for(target, sibs))
     proto = target.provenance.get("protocol_config", {})
     card = get_card(target.provenance["card"])
     out["calibration"]["bandwidth_share_of_datasheet"] = (
         out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
     for r in out["steps"]:
-        r["miss"] = predict.miss_term(r, a.tolerance)
+        r["miss"] = miss_term(r, a.tolerance)
     c, e = out["calibration"], out["engine"]
     lines = [f"{out['run']}: calibrated on {out['calibrated_on']}",
              f"  effective bandwidth {c['bandwidth_gb_s']:,.0f} GB/s "
@@ -187,8 +188,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
     from claimcheck.core.paths import CONFIG, RUNS
     from claimcheck.measure.engines import load_engines
     from claimcheck.measure.protocols import load_protocols
-    from claimcheck.report import predict
     from claimcheck.report import steps as run_steps
+    from claimcheck.report.protocolpredict import predict_protocol, verify_plan
 
     if a.verify is not None and a.verify < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
@@ -208,13 +209,13 @@ def cmd_predict(a: argparse.Namespace) -> int:
     runs = run_steps.load_folder(root)
     from claimcheck.report import newcard
     if newcard.has_runs(runs, a.card):
-        out = predict.predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
+        pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
-        out = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol], protos,
+        pred = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol], protos,
                                        engines, getattr(a, "cards_file", None))
+    out = dict(pred.report)
     if a.verify is not None:
-        out["verify"] = predict.verify_plan(out, a.verify, list(protos.values()))
-    out = {k: v for k, v in out.items() if not k.startswith("_")}
+        out["verify"] = verify_plan(pred, a.verify, list(protos.values()))
     c = out["calibration"]
     dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
     b = out.get("borrowed")

@@ -119,3 +119,21 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
                         else v.item() if isinstance(v, np.generic) else v)
                     for c, v in zip(df.columns, row, strict=True)})
     return out
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """:func:`read_table` as dict rows of Python values (:func:`records`): how a derived
+    table (model.csv) is read back, typed, by every report, figure and paragraph."""
+    return records(read_table(path))
+
+
+def flag(value: Any) -> bool:
+    """The one rule for a boolean cell of a typed row (:func:`read_rows`, or a table's JSON
+    twin): True or False as it is, missing (None) is False; anything else (a "True" read by
+    hand as text) is refused."""
+    if value is None:
+        return False
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise TypeError(f"not a boolean cell: {value!r} (read the table with "
+                    "claimcheck.core.frames.read_rows)")

@@ -34,7 +34,7 @@ use the very definitions the measurement uses.
 Pure functions; SI units (bytes, seconds, FLOP).
 
 Which measured steps calibrate an engine is a stated rule over all the runs of that engine
-on its card (then its weight format), in :mod:`claimcheck.report.predict`: bandwidth from
+on its card (then its weight format), in :mod:`claimcheck.report.calibrate`: bandwidth from
 the 1-stream decode step with the most decode intervals, overhead from the best such step
 with short prompts, compute from a *held* 1-stream prefill (long prompts back to back: on
 the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4, SM clock
@@ -42,7 +42,7 @@ the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4,
 longest prefill.
 
 One term comes from one-wave decode ladders (protocols with ``model_term: decode_rows`` in
-config/protocols.yaml, chosen in :mod:`claimcheck.report.predict` by the same rule, the
+config/protocols.yaml, chosen in :mod:`claimcheck.report.calibrate` by the same rule, the
 engine's own runs on the card, else its weight format's): a decode-only step of b rows
 costs :func:`row_factor` x the model's, the factor being the measured median TPOT over the
 simulated one at each measured row count (linear between, 1 outside: never extrapolated).

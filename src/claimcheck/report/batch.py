@@ -30,7 +30,7 @@ def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv
     PNG and SVG); then, from the same reads, the model table of all runs (``model_out``,
     :func:`claimcheck.report.derive.model_table`). Yields one line per run (name, steps,
     metric rows) as each is written, then the model's row count and any run it left out."""
-    from claimcheck.report import predict
+    from claimcheck.report.modeltable import table_rows
 
     geom = geometry_from_file(config_json)
     cards, ceilings = load_cards(cards_csv), load_ceilings(ceilings_csv)
@@ -46,7 +46,7 @@ def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv
         loaded.append(data)
         yield f"{name}: {steps} steps, {rows} metric rows"
     unmodelled: list[str] = []
-    rows = predict.table_rows(loaded, unmodelled)
+    rows = table_rows(loaded, unmodelled)
     write_csv(rows, model_out)
     yield f"{model_out}: {len(rows)} rows"
     yield from unmodelled
@@ -68,9 +68,9 @@ def model_figures(model_csv: str | Path, engines: list[str], out_base: str) -> I
     """Each engine's model figure (PNG + SVG at ``out_base`` holding ``{engine}``) from one
     read of ``model_csv``: :func:`claimcheck.report.model_fig.write_rows`, as for one engine.
     Yields the PNG written for each engine."""
-    from claimcheck.core.io import read_csv
+    from claimcheck.core.frames import read_rows
     from claimcheck.report import model_fig
 
-    rows = read_csv(model_csv)
+    rows = read_rows(model_csv)
     for engine in engines:
         yield str(model_fig.write_rows(rows, engine, out_base.format(engine=engine))[0])

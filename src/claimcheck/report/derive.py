@@ -183,9 +183,9 @@ def write_metrics_csv(data: run_steps.RunData, out: str | Path) -> int:
 def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
                ) -> list[dict[str, Any]]:
     """Predicted / measured end to end and decode aggregate for every step of every run,
-    each calibrated by the stated rule (:func:`claimcheck.report.predict.table_rows`)."""
-    from claimcheck.report import predict
-    return predict.table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
+    each calibrated by the stated rule (:func:`claimcheck.report.modeltable.table_rows`)."""
+    from claimcheck.report.modeltable import table_rows
+    return table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
 
 
 def model_table(run_dirs: list[str | Path], out: str | Path,

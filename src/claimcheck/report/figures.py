@@ -13,9 +13,10 @@ from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core.frames import read_rows
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
-from claimcheck.core.io import read_csv, read_json
+from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
@@ -408,7 +409,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     each run's provenance), from the same run records, verdicts and model table."""
     runs, steps = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
-    model_rows = read_csv(at_root(model_csv)) if model_csv else []
+    model_rows = read_rows(at_root(model_csv)) if model_csv else []
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []

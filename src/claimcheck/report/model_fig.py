@@ -4,7 +4,7 @@ Left: predicted against measured aggregate tok/s (end to end filled, decode aggr
 hollow), log axes, the line of equality and the 5% band. Right: the error (predicted /
 measured - 1) against streams, the same band. Colour is the protocol; calibration steps
 (the model was fitted on them, so they test nothing) are drawn in grey. Reads
-``data/derived/model.csv`` only (rows of :func:`claimcheck.report.predict.table_rows`).
+``data/derived/model.csv`` only (rows of :func:`claimcheck.report.modeltable.table_rows`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from claimcheck.core.io import read_csv
+from claimcheck.core.accuracy import within, within_both
+from claimcheck.core.frames import flag, read_rows
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import figstyle as fs
 
@@ -26,7 +27,7 @@ def _f(v: Any) -> float | None:
 
 
 def _calib(r: Mapping[str, Any]) -> bool:
-    return str(r.get("calibration_step")) in ("True", "true", "1")
+    return flag(r.get("calibration_step"))
 
 
 def hits(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE
@@ -36,10 +37,9 @@ def hits(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE
     failed steps."""
     rest = [r for r in rows if not _calib(r)
             and str(r.get("step_status") or "complete") == "complete"]
-    def ok(v: Any) -> bool:
-        return v is None or abs(v) <= tolerance
-    both = sum(ok(_f(r["e2e_error"])) and ok(_f(r["decode_error"])) for r in rest)
-    e2e = sum(ok(_f(r["e2e_error"])) for r in rest)
+    both = sum(within_both(_f(r["e2e_error"]), _f(r["decode_error"]), tolerance)
+               for r in rest)
+    e2e = sum(within(_f(r["e2e_error"]), tolerance) for r in rest)
     return both, e2e, len(rest)
 
 
@@ -102,7 +102,7 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
                     r["overhead_step"]) for r in rows})
     cal_text = "; ".join(f"bandwidth {b}, compute {c}, overhead {o}" for b, c, o in cals)
     fs.source_line(fig, "\n".join(textwrap.wrap(
-        f"data/derived/model.csv (claimcheck model; core/model.py, report/predict.py), "
+        f"data/derived/model.csv (claimcheck model; core/model.py, report/modeltable.py), "
         f"{len({r['run'] for r in rows})} runs in data/raw/runs/, {dummy}measured on one "
         f"{card}. Calibration by the stated rule: {cal_text}. Decode aggregate = tokens "
         "after each first / time with any request decoding; end to end = all tokens / first "
@@ -118,4 +118,4 @@ def write_rows(rows: Sequence[Mapping[str, Any]], engine: str, out_base: str | P
 
 def write(model_csv: str | Path, engine: str, out_base: str | Path) -> list[Path]:
     """Draw one engine's figure from model.csv and save PNG + SVG."""
-    return write_rows(read_csv(model_csv), engine, out_base)
+    return write_rows(read_rows(model_csv), engine, out_base)

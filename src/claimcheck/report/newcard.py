@@ -22,8 +22,9 @@ from claimcheck.core.cards import Card, get_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.inputs import ENGINE_MEMORY_SHARE, fit_reason, memory_wall
 from claimcheck.core.model import Calibration, EngineShape
-from claimcheck.report import predict as pr
 from claimcheck.report import steps as run_steps
+from claimcheck.report.calibrate import run_key
+from claimcheck.report.protocolpredict import ProtocolPrediction, plan_step, predict_protocol
 
 
 def source_card(runs: list[run_steps.RunData], card: str, engine: str,
@@ -34,7 +35,7 @@ def source_card(runs: list[run_steps.RunData], card: str, engine: str,
     def best(pick: Any) -> tuple[str, str] | None:
         count: dict[tuple[str, str], int] = {}
         for r in runs:
-            c, e, f = pr._key(r)
+            c, e, f = run_key(r)
             if c != card and pick(e, f):
                 count[(str(c), str(e))] = count.get((str(c), str(e)), 0) + 1
         return min(count, key=lambda k: (-count[k], k)) if count else None
@@ -108,16 +109,17 @@ def fits(shape: EngineShape, new: Card, context: float) -> int | None:
 
 def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, proto: Any,
                      protos: dict[str, Any], engines: dict[str, Any] | None = None,
-                     cards_file: str | None = None) -> dict[str, Any]:
+                     cards_file: str | None = None) -> ProtocolPrediction:
     """Every step of ``proto`` predicted for ``engine`` on ``card`` (no run there) by the
-    module's rule; the result of :func:`claimcheck.report.predict.predict_protocol` with
-    ``borrowed`` (every assumed value and its source), ``calibrate`` (the measure command
-    and its GPU minutes) and each step's ``past_memory_wall``."""
+    module's rule: :func:`claimcheck.report.protocolpredict.predict_protocol`'s result,
+    its calibration the new card's, its report with ``borrowed`` (every assumed value and
+    its source), ``calibrate`` (the measure command and its GPU minutes) and each step's
+    ``past_memory_wall``."""
     new = get_card(card)
     fmt = engines[engine].weight_format if engines and engine in engines else None
     src_card, src_engine = source_card(runs, card, engine, fmt)
-    base = pr.predict_protocol(runs, src_card, src_engine, proto, engines)
-    shape, cal, choice = base["_shape"], base["_cal"], base["_choice"]
+    pred = predict_protocol(runs, src_card, src_engine, proto, engines)
+    shape, cal, choice, base = pred.shape, pred.calibration, pred.choice, pred.report
     dtype = base["engine_shape"]["compute_dtype"]
     src = get_card(src_card)
     new_cal, assumed = borrowed_calibration(cal, src, new, dtype)
@@ -128,8 +130,8 @@ def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, prot
         out.update(measured_in=[], calibration_step=False, measured_e2e_tok_s=None,
                    measured_decode_tok_s=None, e2e_error=None, decode_error=None)
         if row["fits"]:
-            out.update(pr._plan_step(shape, new_cal, row["streams"], row["requests"],
-                                     row["input_len"], row["output_len"]))
+            out.update(plan_step(shape, new_cal, row["streams"], row["requests"],
+                                 row["input_len"], row["output_len"]))
             wall = fits(shape, new, row["input_len"] + row["output_len"])
             if wall is not None and row["streams"] > wall:
                 out["note"] = (out["note"] + "; " if out["note"] else "") + (
@@ -142,29 +144,29 @@ def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, prot
     gpu_s = 0.0
     for name in calib_protos:
         for st in protos[name].steps if name in protos else []:
-            gpu_s += protos[name].repeats * (pr._plan_step(
+            gpu_s += protos[name].repeats * (plan_step(
                 shape, new_cal, st.streams, st.requests, st.input_len,
                 st.output_len)["predicted_load_s"] or 0)
     cmd = (f"claimcheck measure{f' --cards-file {cards_file}' if cards_file else ''} "
            f"--card {card} --engine {engine} "
            + " ".join(f"--protocol {n}" for n in calib_protos))
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
-    return {**base, "card": card, "engine": engine, "steps": steps,
-            "predicted_load_s": load, "calibration": new_cal.as_dict(),
-            "engine_run": f"{base['engine_run']} (engine {src_engine} on {src_card}; no "
-            f"run on {card})",
-            "borrowed": {"from_card": src_card, "from_engine": src_engine,
-                         "values": assumed},
-            "calibrate": {"command": cmd, "protocols": calib_protos,
-                          "gpu_minutes": gpu_s / 60,
-                          "counted": "predicted send to last token of every step and "
-                          "repeat on the new card; engine start not counted"},
-            "_cal": new_cal}
+    report = {**base, "card": card, "engine": engine, "steps": steps,
+              "predicted_load_s": load, "calibration": new_cal.as_dict(),
+              "engine_run": f"{base['engine_run']} (engine {src_engine} on {src_card}; no "
+              f"run on {card})",
+              "borrowed": {"from_card": src_card, "from_engine": src_engine,
+                           "values": assumed},
+              "calibrate": {"command": cmd, "protocols": calib_protos,
+                            "gpu_minutes": gpu_s / 60,
+                            "counted": "predicted send to last token of every step and "
+                            "repeat on the new card; engine start not counted"}}
+    return dataclasses.replace(pred, report=report, calibration=new_cal)
 
 
 def has_runs(runs: list[run_steps.RunData], card: str) -> bool:
     """Whether any committed run was measured on ``card``."""
-    return any(pr._key(r)[0] == card for r in runs)
+    return any(run_key(r)[0] == card for r in runs)
 
 
 def lines(out: dict[str, Any]) -> list[str]:

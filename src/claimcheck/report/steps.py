@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,12 @@ class RunData:
     @property
     def name(self) -> str:
         return self.path.name
+
+    @cached_property
+    def engine(self) -> tuple[EngineShape, dict[str, Any]]:
+        """:func:`engine_shape` of this run, worked out once (the model table asks for it
+        for every step it predicts and every calibration input)."""
+        return _engine_shape(self)
 
 
 def _window(rec: dict[str, Any], duration: float | None) -> tuple[float, float]:
@@ -196,8 +203,15 @@ def engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
 
     W, S and kappa and every dtype are the run's
     :class:`~claimcheck.core.engine_inputs.EngineInputs` (the roofline's and the presets'
-    too); the token budget is from the start log (else vLLM's default, assumed).
+    too); the token budget is from the start log (else vLLM's default, assumed). Worked out
+    once per run (:attr:`RunData.engine`); the dict is a fresh copy each call.
     """
+    shape, info = run.engine
+    return shape, dict(info)
+
+
+def _engine_shape(run: RunData) -> tuple[EngineShape, dict[str, Any]]:
+    """:func:`engine_shape`, read from the run's files and config.json."""
     prov = run.provenance
     lr = run.files if run.files is not None else runload.load_run(run.path)
     ei = lr.engine_inputs

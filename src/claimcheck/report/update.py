@@ -19,6 +19,7 @@ import pandas as pd
 
 from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.errors import InputError
+from claimcheck.core.frames import flag
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
@@ -849,7 +850,7 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
         which, err = ("end to end", e2e) if dec is None or abs(e2e) >= abs(dec) \
             else ("decode", dec)
         shape = (" prefill-only requests (2 tokens out)"
-                 if str(w.get("prefill_held")) in ("True", "true", "1") else "")
+                 if flag(w.get("prefill_held")) else "")
         why = str(w.get("miss_term") or "")
         text += (f" Its largest miss is {err:+.1%} on {which}, at {w['streams']} streams of"
                  f"{shape or ' requests'}" + (f": {why}" if why else "") + ".")

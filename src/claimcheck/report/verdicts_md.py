@@ -10,13 +10,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from claimcheck.core.accuracy import within, within_both
+from claimcheck.core.frames import flag
 from claimcheck.core.verdicts import ABOVE_SOURCE, KINDS, SHORT, TOLERANCE
 from claimcheck.report import mdtext as md
-
-
-def _truthy(x: Any) -> bool:
-    """A boolean column as the table holds it (bool, or its CSV text)."""
-    return x is True or str(x) in ("True", "true")
 
 
 def _f(x: Any) -> float | None:
@@ -153,15 +150,13 @@ def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts over the model table's steps, calibration steps left out: how many within
     the tolerance on both end to end and decode, on end to end, and the worst miss."""
     def hit(r: Mapping[str, Any]) -> bool:
-        dec = r.get("decode_error")
-        return abs(float(r["e2e_error"])) <= TOLERANCE and (
-            dec in (None, "") or abs(float(dec)) <= TOLERANCE)
+        return within_both(_f(r["e2e_error"]), _f(r.get("decode_error")))
 
-    rest = [r for r in rows if not _truthy(r.get("calibration_step")) and _complete(r)]
+    rest = [r for r in rows if not flag(r.get("calibration_step")) and _complete(r)]
     worst = max(rest, key=lambda r: max(abs(float(r["e2e_error"])),
                                         abs(_f(r.get("decode_error")) or 0.0)), default=None)
     return {"steps": len(rest), "both": sum(hit(r) for r in rest),
-            "e2e": sum(abs(float(r["e2e_error"])) <= TOLERANCE for r in rest),
+            "e2e": sum(within(_f(r["e2e_error"])) for r in rest),
             "worst": worst, "runs": len({r["run"] for r in rows}),
             "incomplete": [r for r in rows if not _complete(r)],
             "row_sources": sorted({str(r["row_factor_source"]) for r in rows
@@ -223,7 +218,7 @@ def miss_terms(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]]:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         term = r.get("miss_term")
-        if not term or _truthy(r.get("calibration_step")) or not _complete(r):
+        if not term or flag(r.get("calibration_step")) or not _complete(r):
             continue
         key = re.sub(r"\s*\([^()]*on TPOT\)$", "", str(term).split(":")[0]).strip()
         groups.setdefault(key, []).append(r)

@@ -1,8 +1,8 @@
 """Verify mode: measure a sample of a protocol's steps, predict the rest (glue).
 
 For a protocol on an engine + card that already has a calibration (:func:`claimcheck.report.
-predict.choose`), :func:`plan` predicts every step, picks the ``n`` steps
-:func:`~claimcheck.report.predict.verify_plan` samples (its calibration steps are measured
+calibrate.choose`), :func:`plan` predicts every step, picks the ``n`` steps
+:func:`~claimcheck.report.protocolpredict.verify_plan` samples (its calibration steps are measured
 already, in the runs that calibrate it) and returns the protocol cut down to those steps
 (one repeat each) with a record of every prediction, written into the run's provenance
 before anything is measured. :func:`compare` sets a finished verify run's measured steps
@@ -16,10 +16,11 @@ import dataclasses
 from typing import Any
 
 from claimcheck.core import definitions as d
+from claimcheck.core.accuracy import error, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
-from claimcheck.report import predict
 from claimcheck.report import steps as run_steps
+from claimcheck.report.protocolpredict import predict_protocol, verify_plan
 
 PREDICTED_KEYS = ("predicted_e2e_tok_s", "predicted_decode_tok_s",
                   "predicted_median_tpot_ms", "predicted_median_ttft_s", "predicted_load_s")
@@ -30,8 +31,9 @@ def plan(runs: list[run_steps.RunData], card: str, engine: str, proto: Any, n: i
     """(the protocol cut to its ``n`` sampled steps, one repeat each; the verify record:
     the sampled indices, every step's prediction and the calibration used). Raises
     InputError when nothing is left to measure."""
-    pred = predict.predict_protocol(runs, card, engine, proto, engines)
-    vp = predict.verify_plan(pred, n, [proto])
+    prediction = predict_protocol(runs, card, engine, proto, engines)
+    vp = verify_plan(prediction, n, [proto])
+    pred = prediction.report
     picked = vp["sampled_steps"]
     if not picked:
         raise InputError("--verify", f"protocol {proto.name}: no step left to sample on "
@@ -82,14 +84,10 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
                "predicted_e2e_tok_s": p["predicted_e2e_tok_s"], "measured_e2e_tok_s": m_e2e,
                "predicted_decode_tok_s": p["predicted_decode_tok_s"],
                "measured_decode_tok_s": m_dec}
-        row["e2e_error"] = (p["predicted_e2e_tok_s"] / m_e2e - 1
-                            if p["predicted_e2e_tok_s"] and m_e2e else None)
-        row["decode_error"] = (p["predicted_decode_tok_s"] / m_dec - 1
-                               if p["predicted_decode_tok_s"] and m_dec else None)
-        row["within"] = (row["status"] == "complete" and row["e2e_error"] is not None
-                         and abs(row["e2e_error"]) <= tolerance
-                         and (row["decode_error"] is None
-                              or abs(row["decode_error"]) <= tolerance))
+        row["e2e_error"] = error(p["predicted_e2e_tok_s"], m_e2e)
+        row["decode_error"] = error(p["predicted_decode_tok_s"], m_dec)
+        row["within"] = (row["status"] == "complete"
+                         and within_both(row["e2e_error"], row["decode_error"], tolerance))
         rows.append(row)
     spent = float(run.provenance.get("duration_s") or 0.0)
     return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,

@@ -1,0 +1,359 @@
+"""Choose the calibration inputs of a card + engine (+ weight format) by one stated rule.
+
+
+The calibration of a card + engine (+ weight format) is chosen by one stated rule among ALL
+the runs of that engine on that card (:func:`choose`), never by which run happens to be
+predicted, so a new run can never silently recalibrate the others:
+
+- **bandwidth**: the one-stream decode step with the most decode intervals (tokens after
+  each request's first, summed: the most samples of the per-step time) among the engine's
+  runs on the card; else among the runs of its weight format there (an FP8 rate is no
+  BF16 one);
+- **per-request overhead**: the same choice among one-stream steps whose prompts are short
+  (under :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`), so that the model's prefill,
+  which is subtracted from their TTFT, is a small memory-bound step and does not depend on
+  the compute being calibrated (usually the bandwidth step itself);
+- **compute**: among one-stream steps with prompts of at least
+  :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS` of the same weight format on the card,
+  the held-prefill step (prompts back to back, at most 2 tokens out, each prompt within one
+  token budget), else a step whose prompt fits one token budget, else the longest prefill
+  (split across steps); within a rank the engine's own runs, then the longest prompt, the
+  most requests; never a short prompt's TTFT when a better measurement exists. None: the
+  card's datasheet rate at the engine's compute dtype, said as a fallback.
+
+Two measured terms come by the same kind of rule (:func:`row_sources`,
+:func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
+that say ``model_term: decode_rows`` (the engine's own runs on the card, else its weight
+format's), and the admission interval from the send times of one-wave steps of protocols
+that say ``model_term: admission`` (the engine's, else any run on the card: it is the load
+client's). A card the registry does not know (a CPU engine's ``cpu``) takes compute from
+its longest one-stream prefill, said as a lower bound.
+
+Ties go to the run started first, then the name and step: an equal measurement committed
+later does not take over. The arithmetic on the chosen steps is
+:mod:`claimcheck.report.calibration`'s.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.core import model as m
+from claimcheck.core.cards import get_card
+from claimcheck.core.errors import InputError
+from claimcheck.report import steps as run_steps
+from claimcheck.report.layout import layout_words, run_layout
+
+
+def _one_stream_steps(run: run_steps.RunData) -> list[run_steps.StepData]:
+    return [s for s in run.steps if s.timeline.streams == 1]
+
+
+def median_prompt(s: run_steps.StepData) -> float:
+    return statistics.median(r.prompt_tokens for r in s.timeline.requests)
+
+
+def decode_intervals(s: run_steps.StepData) -> int:
+    """Output tokens after each request's first, summed over the step's requests (the
+    number of per-step times its median TPOT is taken over)."""
+    return sum(max(r.output_tokens - 1, 0) for r in s.timeline.requests)
+
+
+def run_key(run: run_steps.RunData) -> tuple[str, str, Any]:
+    """(card, engine, weight format) of a run."""
+    p = run.provenance
+    return (p.get("card"), p.get("engine"),
+            (p.get("engine_config") or {}).get("weight_format"))
+
+
+def _budget(run: run_steps.RunData) -> int:
+    shape, _ = run_steps.engine_shape(run)
+    return shape.max_num_batched_tokens
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One measured step chosen for a calibration input, and why."""
+
+    run: run_steps.RunData
+    step: run_steps.StepData
+    why: str
+
+    @property
+    def label(self) -> str:
+        r = self.step.record
+        return f"{self.run.name} step {r['step']} repeat {r['repeat']}"
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.step.record
+        return {"run": self.run.name, "step": r["step"], "repeat": r["repeat"],
+                "why": self.why}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The calibration inputs of one card + engine + weight format (see the module doc)."""
+
+    card: str
+    engine: str
+    weight_format: Any
+    bandwidth: Pick
+    overhead: Pick
+    compute: Pick | None
+    compute_missing: str = ""
+    """Why no compute step was chosen (then the datasheet fallback is used)."""
+    rows: tuple[Pick, ...] = ()
+    """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
+    admission: tuple[Pick, ...] = ()
+    """The admission term's source steps (:func:`admission_sources`)."""
+    kv: tuple[Pick, ...] = ()
+    """The KV-read term's source steps (:func:`kv_sources`)."""
+    rows_base: Choice | None = None
+    """The calibration of the rows' own engine when it is not this one (the factors are
+    that engine's measured step over its own model)."""
+
+    def steps(self) -> set[tuple[str, str]]:
+        """(run name, step dir) of every step whose measured speed the calibration used,
+        the decode-row and KV-read terms' sources included (the admission term's take only
+        their send times, so their speeds remain a test of the model)."""
+        picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
+        return {(p.run.name, p.step.record["dir"])
+                for p in picks + list(self.rows) + list(self.kv)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
+                "compute": self.compute.as_dict() if self.compute else None,
+                "compute_missing": self.compute_missing,
+                "rows": [p.as_dict() for p in self.rows],
+                "admission": [p.as_dict() for p in self.admission],
+                "kv": [p.as_dict() for p in self.kv]}
+
+
+def _scope(runs: list[run_steps.RunData], card: str, engine: str, fmt: Any,
+           usable: Any) -> tuple[list[tuple[run_steps.RunData, run_steps.StepData]], str]:
+    """Usable (run, step) pairs of the engine's runs on the card, else of its weight
+    format's; and the words for where they came from."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    own = [(r, s) for r in on_card if run_key(r)[1] == engine for s in r.steps if usable(s)]
+    if own:
+        n = len({r.name for r, _ in own})
+        return own, f"engine {engine} on {card} ({n} run{'s' if n != 1 else ''})"
+    same = [(r, s) for r in on_card if run_key(r)[2] == fmt for s in r.steps if usable(s)]
+    n = len({r.name for r, _ in same})
+    return same, (f"weight format {fmt} on {card} ({n} run{'s' if n != 1 else ''}; engine "
+                  f"{engine} has none)")
+
+
+def _earliest(r: run_steps.RunData, s: run_steps.StepData) -> tuple[str, str, int, int]:
+    return (str(r.provenance.get("started_utc", "")), r.name, int(s.record["step"]),
+            int(s.record["repeat"]))
+
+
+def _is_decode(s: run_steps.StepData) -> bool:
+    return s.timeline.streams == 1 and decode_intervals(s) > 0 \
+        and not d.timeline_is_held_prefill(s.timeline)
+
+
+def _best_decode(pairs: list[tuple[run_steps.RunData, run_steps.StepData]], where: str,
+                 what: str) -> Pick:
+    r, s = min(pairs, key=lambda p: (-decode_intervals(p[1]), _earliest(*p)))
+    return Pick(r, s, f"{what}: the most decode intervals ({decode_intervals(s):,}, "
+                f"{len(s.timeline.requests)} requests of {median_prompt(s):,.0f}-token "
+                f"prompts) of {len(pairs)} one-stream decode step(s) of {where}")
+
+
+COMPUTE_RANKS = ("held prefill within one token budget", "prompt within one token budget",
+                 "longest prefill (split across steps)")
+"""The compute step's ranks, best first (see the module doc)."""
+
+
+def _compute_rank(r: run_steps.RunData, s: run_steps.StepData) -> int:
+    fits = median_prompt(s) <= _budget(r)
+    if fits and d.timeline_is_held_prefill(s.timeline):
+        return 0
+    return 1 if fits else 2
+
+
+ROW_TERM = "decode_rows"
+"""The ``model_term`` value (config/protocols.yaml) of protocols whose one-wave decode steps
+are the decode-row term's source."""
+ADMISSION_TERM = "admission"
+"""The ``model_term`` value of protocols whose one-wave steps give the send interval."""
+KV_TERM = "kv_read"
+"""The ``model_term`` value of protocols whose one-wave steps, read while every stream
+decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_decode`)."""
+
+
+@lru_cache(maxsize=4)
+def term_protocols(term: str) -> frozenset[str]:
+    """Names of the protocols in config/protocols.yaml that say ``model_term: TERM`` (a
+    committed run's snapshot may predate the field, so the current file decides)."""
+    from claimcheck.core.protocols import load_protocols
+    return frozenset(n for n, p in load_protocols().items() if p.model_term == term)
+
+
+def _one_wave(r: run_steps.RunData, s: run_steps.StepData, term: str) -> bool:
+    """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
+    ``term``'s source."""
+    tl = s.timeline
+    name = (r.provenance.get("protocol_config") or {}).get("name")
+    return (name in term_protocols(term) and 2 <= tl.streams == len(tl.requests)
+            and tl.streams <= run_steps.engine_shape(r)[0].max_num_seqs)
+
+
+def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+    """A one-wave decode step (tokens out after the first) of a decode-row source."""
+    return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
+            and not d.timeline_is_held_prefill(s.timeline))
+
+
+def _is_kv_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+    """A one-wave step of a KV-read source with a span in which every stream decodes."""
+    return (_one_wave(r, s, KV_TERM) and decode_intervals(s) > 0
+            and not d.timeline_is_held_prefill(s.timeline)
+            and bool(d.all_decoding_spans(s.timeline)))
+
+
+def kv_sources(runs: list[run_steps.RunData], card: str, engine: str) -> tuple[Pick, ...]:
+    """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
+    (the rate is its KV dtype's attention kernel at its context; no other engine's)."""
+    pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.steps
+             if _is_kv_source(r, s)]
+    why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
+           "every stream decodes")
+    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
+
+
+def admission_sources(runs: list[run_steps.RunData], card: str, engine: str
+                      ) -> tuple[Pick, ...]:
+    """The admission term's source steps: one-wave steps of the engine's own runs on the
+    card, else of every run on the card (the interval is the load client's, on its host)."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
+                        (on_card, f"any engine (engine {engine} has none)")):
+        pairs = [(r, s) for r in pool for s in r.steps if _one_wave(r, s, ADMISSION_TERM)]
+        if pairs:
+            why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
+                   "interval between a wave's sends")
+            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              _earliest(*p)))
+    return ()
+
+
+def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any
+                ) -> tuple[tuple[Pick, ...], str | None]:
+    """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
+    those of the first engine of its weight format there that has them; and that engine."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    for who in ([engine] + sorted({run_key(r)[1] for r in on_card
+                                   if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
+                                  key=lambda e: min(_earliest(r, r.steps[0]) for r in on_card
+                                                    if run_key(r)[1] == e and r.steps))):
+        pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.steps
+                 if _is_row_source(r, s)]
+        if pairs:
+            rows = sorted({p[1].timeline.streams for p in pairs})
+            why = (f"decode rows: {len(pairs)} one-wave decode step(s) at {len(rows)} row "
+                   f"count(s) ({', '.join(map(str, rows))}) of engine {who} on {card}"
+                   + ("" if who == engine else f" (engine {engine} has none; same weight "
+                      f"format {weight_format})"))
+            return (tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              _earliest(*p))), who)
+    return (), None
+
+
+def _has_datasheet(card: str) -> bool:
+    """Whether the card registry knows ``card`` (a CPU engine's runs name none)."""
+    try:
+        get_card(card)
+    except InputError:
+        return False
+    return True
+
+
+def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any,
+           *, explicit: bool = False, with_rows: bool = True,
+           layout: tuple[tuple[str, int], ...] | None = None) -> Choice:
+    """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
+    by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
+    from``), so any engine and format among them counts. ``layout``
+    (:func:`parallel_layout`): only runs of that parallel layout are borrowed. Raises
+    InputError naming the card, engine and format when no one-stream decode step exists."""
+    pool = ([r for r in runs if run_key(r)[0] == card
+             and (layout is None or run_layout(r) == layout)] if not explicit else runs)
+    if explicit:
+        def scope(usable: Any) -> tuple[list[Any], str]:
+            pairs = [(r, s) for r in pool for s in r.steps if usable(s)]
+            return pairs, "the run(s) given with --calibrate-from"
+    else:
+        def scope(usable: Any) -> tuple[list[Any], str]:
+            return _scope(pool, card, engine, weight_format, usable)
+    dec, where = scope(_is_decode)
+    if not dec:
+        raise InputError(f"card {card}, engine {engine}", f"no usable calibration: no "
+                         f"one-stream decode step among the runs of engine {engine} or of "
+                         f"weight format {weight_format} on {card} ({len(pool)} run(s) on "
+                         "the card" + ("" if layout is None else
+                                       f" of its parallel layout, {layout_words(layout)}")
+                         + "); measure a one-stream decode step "
+                         "or pass --calibrate-from a run with one")
+    bw = _best_decode(dec, where, "bandwidth")
+    short, swhere = scope(lambda s: _is_decode(s) and median_prompt(s) < m.LONG_PROMPT_TOKENS)
+    if short:
+        ov = _best_decode(short, swhere, "overhead (short prompts, so the prefill the model "
+                          "subtracts is small)")
+    else:
+        ov = Pick(bw.run, bw.step, "overhead: the bandwidth step (no one-stream step with "
+                  f"prompts under {m.LONG_PROMPT_TOKENS} tokens)")
+    long = [(r, s) for r in (pool if explicit else
+                             [r for r in pool if run_key(r)[2] == weight_format])
+            for s in _one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
+    cp, missing = None, ""
+    if long:
+        r, s = min(long, key=lambda p: (_compute_rank(*p), not explicit and
+                                        run_key(p[0])[1] != engine, -median_prompt(p[1]),
+                                        -len(p[1].timeline.requests), _earliest(*p)))
+        rank = _compute_rank(r, s)
+        cp = Pick(r, s, f"compute: {COMPUTE_RANKS[rank]} ({len(s.timeline.requests)} x "
+                  f"{median_prompt(s):,.0f}-token prompts; rank {rank + 1} of "
+                  f"{len(COMPUTE_RANKS)}: {'; '.join(COMPUTE_RANKS)}), of {len(long)} "
+                  f"one-stream step(s) with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
+                  + ("in the run(s) given" if explicit else
+                     f"of weight format {weight_format} on {card}")
+                  + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})"))
+    else:
+        missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
+                   + ("in the run(s) given" if explicit
+                      else f"of weight format {weight_format} on {card}"))
+        if not _has_datasheet(card):  # e.g. cpu: the longest prefill there is, said
+            short_pf = [(r, s) for r, s in dec if median_prompt(s) > 0]
+            if short_pf:
+                r, s = min(short_pf, key=lambda p: (-median_prompt(p[1]), _earliest(*p)))
+                cp = Pick(r, s, f"compute: {missing} and no datasheet rate for card {card}: "
+                          f"the longest one-stream prefill there is ({median_prompt(s):,.0f}"
+                          "-token prompts; short, so a lower bound of the card's compute)")
+                missing = ""
+    rows: tuple[Pick, ...] = ()
+    rows_base = None
+    admission: tuple[Pick, ...] = ()
+    kv: tuple[Pick, ...] = ()
+    if with_rows and not explicit:
+        rows, who = row_sources(pool, card, engine, weight_format)
+        if rows and who != engine:
+            rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
+                               layout=layout)
+        admission = admission_sources(pool, card, engine)
+        kv = kv_sources(pool, card, engine)
+    return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
+                  overhead=ov, compute=cp, compute_missing=missing, rows=rows,
+                  rows_base=rows_base, admission=admission, kv=kv)
+
+
+def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
+    """:func:`choose` for the target run's own card, engine and weight format."""
+    card, engine, fmt = run_key(target)
+    return choose(runs, card, engine, fmt, layout=run_layout(target))

@@ -1,0 +1,173 @@
+"""The calibration arithmetic on the steps :mod:`claimcheck.report.calibrate` chose.
+
+BW_eff (bytes/s) from the bandwidth step's median TPOT, the per-request overhead (s) from
+the overhead step's median TTFT, P_eff (FLOP/s) from the compute step's (else the card's
+datasheet rate, said), and the three measured terms: the decode-row factors (measured
+median TPOT / the model's, by row count), the admission interval (s between a wave's
+sends) and the KV-read rate (bytes/s while every stream decodes). Also the one simulated
+step (:func:`predicted_step`) that the calibration, the model table and a protocol's
+prediction all read.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.core import model as m
+from claimcheck.core.cards import get_card
+from claimcheck.report import steps as run_steps
+from claimcheck.report.calibrate import Choice, Pick, median_prompt
+
+
+def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
+    picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
+             *choice.admission, *choice.kv]
+    return (choice.card, choice.engine, compute_dtype,
+            tuple(p.label if p else "" for p in picks),
+            _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
+
+
+def calibration(choice: Choice, compute_dtype: str,
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> m.Calibration:
+    """:func:`base_calibration` with the decode-row factors of ``choice.rows``: at each
+    measured row count, the median over its source steps of measured median TPOT / the
+    model's (simulated with the rows' own engine shape and calibration, no factors).
+    ``cache``: calibrations already worked out over the same loaded runs (one table's
+    runs share a few), keyed by the steps chosen."""
+    key = _choice_key(choice, compute_dtype)
+    if cache is not None and key in cache:
+        return cache[key]
+    cal = base_calibration(choice, compute_dtype)
+    if choice.admission:
+        gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
+                for p in choice.admission]
+        gap = statistics.median(g for g in gaps if g is not None)
+        cal = replace(cal, admission_interval_s=gap, admission_source=(
+            f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "
+            f"interval between a wave's sends, {gap * 1e3:.3f} ms (last send - first send "
+            "over requests - 1)"))
+    if choice.rows:
+        src_cal = cal
+        if choice.rows_base is not None:
+            _, info = run_steps.engine_shape(choice.rows[0].run)
+            src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"]),
+                              admission_interval_s=cal.admission_interval_s)
+        by_rows: dict[int, list[float]] = {}
+        for p in choice.rows:
+            tl = p.step.timeline
+            shape, _ = run_steps.engine_shape(p.run)
+            pred, _ = predicted_step(shape, src_cal, [r.prompt_tokens for r in tl.requests],
+                           [r.output_tokens for r in tl.requests], tl.streams)
+            by_rows.setdefault(tl.streams, []).append(
+                statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
+        pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
+        src = (f"{choice.rows[0].run.name} ({len(choice.rows)} one-wave decode steps): "
+               "measured median TPOT / the model's at "
+               + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
+               + "; linear between, 1 outside")
+        cal = replace(cal, row_factors=pts, row_factor_source=src)
+    if choice.kv:
+        cal = kv_calibration(cal, choice.kv)
+    if cache is not None:
+        cache[key] = cal
+    return cal
+
+
+def kv_window(tl: Any) -> tuple[float, float]:
+    """(step s, mean context tokens) of a step's spans with every stream decoding: streams
+    over the all-streams-decoding rate, and each request's prompt plus the tokens it had at
+    the middle of those spans (their length-weighted midpoint)."""
+    spans = d.all_decoding_spans(tl)
+    length = sum(b - a for a, b in spans)
+    mid = sum((a + b) / 2 * (b - a) for a, b in spans) / length
+    rate = d.all_streams_decoding_tok_s(tl)
+    ctx = statistics.fmean(r.prompt_tokens + sum(t <= mid for t in r.token_times_s)
+                           for r in tl.requests)
+    return tl.streams / rate, ctx
+
+
+def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the KV-read rate: the median over ``picks`` of
+    :func:`claimcheck.core.model.kv_bandwidth_from_decode` at each step's streams, its
+    all-streams-decoding step time and mean context (:func:`kv_window`), over ``cal``'s
+    decode-row factor at those rows."""
+    rates = []
+    for p in picks:
+        shape, _ = run_steps.engine_shape(p.run)
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
+    rate = statistics.median(rates)
+    streams = sorted({p.step.timeline.streams for p in picks})
+    src = (f"{picks[0].run.name} ({len(picks)} one-wave steps at "
+           f"{', '.join(map(str, streams))} streams, every stream decoding): KV read at "
+           f"{rate / 1e9:,.0f} GB/s, the median of {min(rates) / 1e9:,.0f}-"
+           f"{max(rates) / 1e9:,.0f} GB/s (weights and state at "
+           f"{cal.bandwidth_bytes_s / 1e9:,.0f} GB/s)")
+    return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
+
+
+def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
+    """BW_eff from the bandwidth step (its median TPOT at its mean context, bytes of its own
+    engine), the overhead from the overhead step (median TTFT less the model's prefill of its
+    prompt) and P_eff from the compute step (prompt x F_body / (median TTFT less the
+    overhead)), else the card's datasheet dense rate at ``compute_dtype`` (said)."""
+    s = choice.bandwidth.step
+    tl = s.timeline
+    shape, _ = run_steps.engine_shape(choice.bandwidth.run)
+    tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
+    ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
+    bw_src = (f"{choice.bandwidth.label} (1 stream): median TPOT {tpot_s * 1e3:.3f} ms at "
+              f"{ctx:.0f} tokens of mean context")
+    o = choice.overhead.step
+    oshape, _ = run_steps.engine_shape(choice.overhead.run)
+    prompt = round(median_prompt(o))
+    ttft = statistics.median(r.ttft_s for r in o.timeline.requests)
+    bw = m.bandwidth_from_decode(shape, tpot_s, ctx)
+
+    def overhead(flops: float) -> float:
+        cal = m.Calibration(bw, flops, 0.0, "", "")
+        return max(0.0, ttft - m.prefill_time_s(oshape, cal, prompt))
+    x = choice.compute
+    if x is not None:
+        p = median_prompt(x.step)
+        t = statistics.median(r.ttft_s for r in x.step.timeline.requests)
+        flops = m.compute_from_prefill(shape, p, t)  # first pass: whole TTFT is compute
+        ov = 0.0
+        for _ in range(3):  # the overhead (a short prompt) depends little on P_eff
+            ov = overhead(flops)
+            flops = m.compute_from_prefill(shape, p, max(t - ov, 1e-9))
+        c_src = (f"{x.label} (1 stream): {p:.0f}-token prompts x "
+                 f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token over median TTFT "
+                 f"{t:.3f} s less the {ov * 1e3:.1f} ms per-request overhead")
+    else:
+        card = get_card(choice.card)
+        flops = card.tflops(compute_dtype) * 1e12
+        c_src = (f"fallback: {card.name} datasheet dense {compute_dtype} "
+                 f"{card.tflops(compute_dtype):g} TFLOP/s ({choice.compute_missing})")
+        ov = overhead(flops)
+    o_src = (f"{choice.overhead.label} (1 stream): median TTFT {ttft * 1e3:.1f} ms of "
+             f"{prompt}-token prompts less the model's prefill")
+    return m.Calibration(bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=ov,
+                         bandwidth_source=bw_src, compute_source=c_src,
+                         overhead_source=o_src)
+
+
+def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: list[int],
+         streams: int) -> tuple[dict[str, Any], m.Simulation]:
+    """Predicted end to end, decode aggregate, median TPOT and TTFT of one simulated step
+    (decode None for a held-prefill step)."""
+    sim = m.simulate(shape, cal, prompts, outputs, streams)
+    tl = sim.timeline
+    held = d.timeline_is_held_prefill(tl)
+    tpots = d.tpots_ms(tl)
+    return ({"predicted_e2e_tok_s": d.e2e_aggregate_tok_s(tl),
+             "predicted_decode_tok_s": None if held else d.decode_aggregate_tok_s(tl),
+             "predicted_median_tpot_ms": statistics.median(tpots) if tpots else None,
+             "predicted_median_ttft_s": statistics.median(r.ttft_s for r in tl.requests),
+             "predicted_load_s": tl.wall_s, "prefill_held": held, "bound": sim.bound,
+             "engine_steps": sim.engine_steps, **m.shares(sim)}, sim)

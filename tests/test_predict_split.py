@@ -1,0 +1,55 @@
+"""Issue 27 item 3: report/predict.py split by its jobs, each module under 450 lines, no
+shim left behind, and the engine shape read once per run."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from claimcheck.core.paths import RUNS
+from claimcheck.report import steps as run_steps
+
+REPORT = Path(__file__).resolve().parents[1] / "src" / "claimcheck" / "report"
+SPLIT = ("layout", "calibrate", "calibration", "modeltable", "protocolpredict")
+
+
+@pytest.mark.parametrize("name", SPLIT)
+def test_each_module_under_450_lines(name: str) -> None:
+    lines = (REPORT / f"{name}.py").read_text().count("\n")
+    assert lines < 450, f"report/{name}.py has {lines} lines"
+
+
+def test_predict_is_gone() -> None:
+    assert not (REPORT / "predict.py").exists()
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("claimcheck.report.predict")
+
+
+def test_no_private_keys_in_a_protocol_prediction() -> None:
+    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.report.protocolpredict import predict_protocol
+    runs = run_steps.load_folder(RUNS)
+    pred = predict_protocol(runs, "h200", "bf16-dummy", load_protocols()["ladder"])
+    assert not [k for k in pred.report if k.startswith("_")]
+    assert pred.calibration.as_dict() == pred.report["calibration"]
+    assert pred.choice.bandwidth.run.name in pred.report["choice"]["bandwidth"]["run"]
+
+
+def test_engine_shape_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One read of config.json per run however many steps ask: the model table of two
+    committed runs builds two shapes (it asked for them hundreds of times before)."""
+    from claimcheck.report.modeltable import table_rows
+    runs = [run_steps.load(RUNS / n) for n in ("h200-20261129-bf16-dummy-ladder",
+                                               "h200-20261129-bf16-dummy-16k-single-stream")]
+    calls = []
+    real = run_steps.geometry_from_file
+    monkeypatch.setattr(run_steps, "geometry_from_file",
+                        lambda p: calls.append(p) or real(p))
+    rows = table_rows(runs, [])
+    assert len(rows) == sum(len(r.steps) for r in runs)
+    assert len(calls) == 2
+    shape, info = run_steps.engine_shape(runs[0])
+    info["max_num_seqs"] = -1  # a caller's copy: the run's own reading is not changed
+    assert run_steps.engine_shape(runs[0])[1]["max_num_seqs"] == shape.max_num_seqs
