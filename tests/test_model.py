@@ -10,6 +10,7 @@ import pytest
 from claimcheck.cli import main
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
+from claimcheck.core import simulator
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
@@ -49,7 +50,7 @@ def test_one_request_chunked_prefill_then_decode():
     # prompt 10 under an 8-token budget: step 1 prefills 8, step 2 the last 2 and samples
     # the first token; then one token per step. 5 ms overhead before the first step.
     cal = m.Calibration(1e12, 1e18, 0.005, "t", "t")
-    sim = m.simulate(shape(), cal, prompts=[10], outputs=[3], streams=1)
+    sim = simulator.simulate(shape(), cal, prompts=[10], outputs=[3], streams=1)
     r = sim.timeline.requests[0]
     assert r.token_times_s == pytest.approx((0.025, 0.035, 0.045))
     assert r.ttft_s == pytest.approx(0.025)
@@ -59,12 +60,12 @@ def test_one_request_chunked_prefill_then_decode():
 
 def test_two_streams_share_every_step():
     # two prompts of 4 fit one 8-token step: first tokens at 10 ms, second at 20 ms
-    sim = m.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
+    sim = simulator.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
     assert [r.token_times_s for r in sim.timeline.requests] == [
         pytest.approx((0.01, 0.02))] * 2
     assert d.e2e_aggregate_tok_s(sim.timeline) == pytest.approx(4 / 0.02)
     # one stream at a time: a closed loop, the second sent when the first finishes
-    one = m.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=1)
+    one = simulator.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=1)
     assert one.timeline.requests[1].start_s == pytest.approx(0.02)
     assert d.e2e_aggregate_tok_s(one.timeline) == pytest.approx(4 / 0.04)
 
@@ -73,7 +74,7 @@ def test_prefill_chunk_shares_a_step_with_decode_under_the_budget():
     # budget 8: A (prompt 4) prefills in step 1; B is sent with A at once but only 4 tokens
     # of budget remain for its prompt of 6, so B finishes its prompt in step 2 beside A's
     # decode token; A: 10, 20 ms; B: first token 20 ms, then 30 ms
-    sim = m.simulate(shape(), CAL, prompts=[4, 6], outputs=[2, 2], streams=2)
+    sim = simulator.simulate(shape(), CAL, prompts=[4, 6], outputs=[2, 2], streams=2)
     a, b = sim.timeline.requests
     assert a.token_times_s == pytest.approx((0.01, 0.02))
     assert b.token_times_s == pytest.approx((0.02, 0.03))
@@ -82,7 +83,7 @@ def test_prefill_chunk_shares_a_step_with_decode_under_the_budget():
 def test_compute_bound_prefill():
     # 8 tokens x 1e9 FLOP at 1e11 FLOP/s = 80 ms > 10 ms of weights
     cal = m.Calibration(1e12, 1e11, 0.0, "t", "t")
-    sim = m.simulate(shape(), cal, prompts=[8], outputs=[1], streams=1)
+    sim = simulator.simulate(shape(), cal, prompts=[8], outputs=[1], streams=1)
     assert sim.timeline.requests[0].ttft_s == pytest.approx(0.08)
     assert sim.bound == "compute"
 
@@ -197,8 +198,8 @@ def test_align_mode_changes_the_schedule_by_hand():
     # Split anywhere: step 1 = A 6 + B 2, step 2 = A decode + B 4 (B's first token), ...
     # Aligned: step 1 = A 4 (A's last boundary) + B 4 (8 - 4 = 4 fits a block);
     # step 2 = A 2 (first token) + B 2 (first token); step 3 = both decode.
-    split = m.simulate(shape(), CAL, prompts=[6, 6], outputs=[2, 2], streams=2)
-    aligned = m.simulate(shape(mamba_align_block_tokens=4), CAL, prompts=[6, 6],
+    split = simulator.simulate(shape(), CAL, prompts=[6, 6], outputs=[2, 2], streams=2)
+    aligned = simulator.simulate(shape(mamba_align_block_tokens=4), CAL, prompts=[6, 6],
                          outputs=[2, 2], streams=2)
     assert [r.token_times_s for r in split.timeline.requests] == \
         [pytest.approx((0.01, 0.02)), pytest.approx((0.02, 0.03))]
@@ -268,9 +269,9 @@ def test_a_row_factor_scales_decode_only_steps_by_hand():
     # prompt 4 fits one 8-token step (10 ms: a prefill step, never scaled); then two decode
     # steps of 1 row at factor 1.5: 15 ms each. At 2 rows (not measured) nothing changes.
     cal = m.Calibration(1e12, 1e18, 0.0, "t", "t", row_factors=((1, 1.5),))
-    sim = m.simulate(shape(), cal, prompts=[4], outputs=[3], streams=1)
+    sim = simulator.simulate(shape(), cal, prompts=[4], outputs=[3], streams=1)
     assert sim.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
-    two = m.simulate(shape(), cal, prompts=[4, 4], outputs=[3, 3], streams=2)
+    two = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[3, 3], streams=2)
     assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.020, 0.030))
 
 
@@ -284,11 +285,11 @@ def test_a_wave_reaches_the_scheduler_one_interval_apart_by_hand():
     # (4 tokens, 10 ms), the second joins at the next step. Without the interval both
     # prefill in the first step.
     cal = m.Calibration(1e12, 1e18, 0.0, "t", "t", admission_interval_s=0.001)
-    sim = m.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=2)
+    sim = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=2)
     a, b = sim.timeline.requests
     assert a.token_times_s == pytest.approx((0.010, 0.020))
     assert b.token_times_s == pytest.approx((0.020, 0.030)) and b.ttft_s == pytest.approx(0.020)
-    together = m.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
+    together = simulator.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=2)
     assert [r.ttft_s for r in together.timeline.requests] == pytest.approx([0.010, 0.010])
 
 

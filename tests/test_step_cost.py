@@ -12,6 +12,7 @@ import pytest
 
 from claimcheck.core import model as m
 from claimcheck.core import roofline as rl
+from claimcheck.core import simulator
 from claimcheck.core.units import GB, KIB, MIB
 
 # The article's RTX 3090 figures: 16 GB of weights at 936 GB/s, 72 MiB of state per
@@ -153,9 +154,9 @@ def test_the_decode_fast_forward_prices_as_the_step_loop_does(monkeypatch):
     cal = replace(CAL, request_overhead_s=0.003, admission_interval_s=0.0004,
                   row_factors=((1, 1.0), (3, 1.2)), kv_bandwidth_bytes_s=4e11)
     args = (shape(), cal, [5, 12, 3, 9, 20, 4], [7, 3, 11, 5, 2, 9], 3)
-    fast = m.simulate(*args)
-    monkeypatch.setattr(m._Loop, "decode_run", lambda self: 0)
-    slow = m.simulate(*args)
+    fast = simulator.simulate(*args)
+    monkeypatch.setattr(simulator._Loop, "decode_run", lambda self: 0)
+    slow = simulator.simulate(*args)
     assert fast.engine_steps == slow.engine_steps
     assert fast.timeline == slow.timeline
     assert fast.time_s == slow.time_s and fast.memory_parts_s == slow.memory_parts_s
@@ -163,8 +164,8 @@ def test_the_decode_fast_forward_prices_as_the_step_loop_does(monkeypatch):
     assert sum(r.prompt_tokens for r in fast.timeline.requests) == 53
     calls = []
     monkeypatch.undo()
-    orig = m._Loop.fast_forward
-    monkeypatch.setattr(m._Loop, "fast_forward",
+    orig = simulator._Loop.fast_forward
+    monkeypatch.setattr(simulator._Loop, "fast_forward",
                         lambda self, n: (calls.append(n), orig(self, n))[1])
-    m.simulate(*args)
+    simulator.simulate(*args)
     assert calls and sum(calls) > 1

@@ -17,6 +17,7 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
+from claimcheck.core import simulator
 from claimcheck.core.cards import get_card
 from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, Pick, median_prompt
@@ -158,10 +159,10 @@ def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
 
 
 def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: list[int],
-         streams: int) -> tuple[dict[str, Any], m.Simulation]:
+         streams: int) -> tuple[dict[str, Any], simulator.Simulation]:
     """Predicted end to end, decode aggregate, median TPOT and TTFT of one simulated step
     (decode None for a held-prefill step)."""
-    sim = m.simulate(shape, cal, prompts, outputs, streams)
+    sim = simulator.simulate(shape, cal, prompts, outputs, streams)
     tl = sim.timeline
     held = d.timeline_is_held_prefill(tl)
     tpots = d.tpots_ms(tl)
@@ -170,4 +171,4 @@ def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int],
              "predicted_median_tpot_ms": statistics.median(tpots) if tpots else None,
              "predicted_median_ttft_s": statistics.median(r.ttft_s for r in tl.requests),
              "predicted_load_s": tl.wall_s, "prefill_held": held, "bound": sim.bound,
-             "engine_steps": sim.engine_steps, **m.shares(sim)}, sim)
+             "engine_steps": sim.engine_steps, **simulator.shares(sim)}, sim)
