@@ -24,9 +24,9 @@ prefill.
 
 The simulation (:mod:`claimcheck.core.simulator`) follows vLLM's V1 scheduler: running
 requests first (one decode token each, or the next prefill chunk), then waiting requests
-admitted while slots and the token budget (``max_num_batched_tokens``) last, their prompts chunked under it; a request's first token
-comes at the end of the step that finishes its prompt; with prefix caching on a hybrid model
-vLLM's Mamba 'align' mode ends chunks on block boundaries (:func:`aligned_chunk`). Clients
+admitted while slots and the token budget (``max_num_batched_tokens``) last, their prompts
+chunked under it; a request's first token comes at the end of the step that finishes its
+prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block boundaries (:func:`aligned_chunk`). Clients
 are a closed loop of C streams: a new request is sent when one finishes and reaches the
 scheduler after the overhead. The simulated requests become a
 :class:`~claimcheck.core.timeline.Timeline`, so the predicted end to end and decode aggregate
