@@ -26,12 +26,12 @@ The simulation (:mod:`claimcheck.core.simulator`) follows vLLM's V1 scheduler: r
 requests first (one decode token each, or the next prefill chunk), then waiting requests
 admitted while slots and the token budget (``max_num_batched_tokens``) last, their prompts
 chunked under it; a request's first token comes at the end of the step that finishes its
-prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block boundaries (:func:`aligned_chunk`). Clients
-are a closed loop of C streams: a new request is sent when one finishes and reaches the
-scheduler after the overhead. The simulated requests become a
-:class:`~claimcheck.core.timeline.Timeline`, so the predicted end to end and decode aggregate
-use the very definitions the measurement uses.
-Pure functions; SI units (bytes, seconds, FLOP).
+prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block
+boundaries (:func:`aligned_chunk`). Clients are a closed loop of C streams: a new request is
+sent when one finishes and reaches the scheduler after the overhead. The simulated requests
+become a :class:`~claimcheck.core.timeline.Timeline`, so the predicted end to end and decode
+aggregate use the very definitions the measurement uses. Pure functions; SI units (bytes,
+seconds, FLOP).
 
 Which measured steps calibrate an engine is a stated rule over all the runs of that engine
 on its card (then its weight format), in :mod:`claimcheck.report.calibrate`: bandwidth from
