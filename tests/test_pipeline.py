@@ -14,7 +14,7 @@ from claimcheck.core.claims import load_claims
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.report.derive import claims_table, run_record
-from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.record import find_runs
 from claimcheck.report.tables import run_rows
 from claimcheck.report.update import render_update
 from tests.fabricate import FP8, copy_run
@@ -99,8 +99,8 @@ def test_source_notebooks_are_output_free_with_one_parameters_cell():
 
 
 @pytest.fixture(scope="module")
-def update_md():
-    runs = [load_run(d) for d in find_runs(RUNS)]
+def update_md(committed_runs):
+    runs = list(committed_runs)
     steps = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
                      load_cards())
     claims = [c.tidy() for c in load_claims()]
@@ -161,11 +161,11 @@ def test_claim_map_colours_each_verdict_apart():
         figstyle.colours([f"m{i}" for i in range(len(figstyle.PALETTE) + 1)])
 
 
-def test_dummy_note_names_the_served_geometry():
+def test_dummy_note_names_the_served_geometry(committed_runs):
     cfg_path = RAW / "models/qwen3.8-27b/config.json"
     cfg = json.loads(cfg_path.read_text())
     layers = cfg.get("text_config", cfg)["num_hidden_layers"]
-    runs = [load_run(d) for d in find_runs(RUNS)]
+    runs = list(committed_runs)
     geom = geometry_from_file(cfg_path)
     md = render_update(runs, run_rows(runs, geom, load_cards()),
                        [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
