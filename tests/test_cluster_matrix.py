@@ -62,6 +62,7 @@ def dry_run(tmp_path, measure):
                           text=True, timeout=300)
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_dry_run_plans_one_job_per_entry(tmp_path):
     r = dry_run(tmp_path, {"matrix": [
         {"card": "h200", "engine": "bf16-dummy", "protocols": ["ladder", "lanes"],
@@ -79,6 +80,7 @@ def test_dry_run_plans_one_job_per_entry(tmp_path):
     assert "gpu=2" in out and "slurm_partition=big" in out
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_flat_and_matrix_together_refused(tmp_path):
     r = dry_run(tmp_path, {"card": "h200", "engine": "bf16-dummy", "protocols": ["ladder"],
                            "matrix": [{"card": "h200", "engine": "bf16-dummy",

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from claimcheck.core import definitions as d
-from claimcheck.core.runload import load_run
 from claimcheck.core.timeline import Timeline, request_timeline
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
@@ -57,16 +56,16 @@ def test_empty_times_still_refused():
         d.window_with_most([], 1.0)
 
 
-def _committed_timelines():
-    for run_dir in sorted(p for p in RUNS.iterdir() if (p / "provenance.json").exists()):
-        for step in load_run(run_dir).steps:
+def _committed_timelines(runs):
+    for run in runs:  # each run's files as core.runload.load_run read them
+        for step in run.files.steps:
             if step.timeline is not None and step.timeline.requests:
-                yield f"{run_dir.name}/{step.record.dir}", step.timeline
+                yield f"{run.path.name}/{step.record.dir}", step.timeline
 
 
-def test_equals_bisect_on_every_committed_timeline():
+def test_equals_bisect_on_every_committed_timeline(committed_runs):
     seen = 0
-    for where, tl in _committed_timelines():
+    for where, tl in _committed_timelines(committed_runs):
         times = tl.token_times()
         if not times:
             continue

@@ -14,17 +14,15 @@ from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.runfiles import bench_data
 from claimcheck.report import figstyle, h200_fig, plots
 from claimcheck.report import findings as F
-from claimcheck.report.derive import with_timeline
 from claimcheck.report.figures import wave_run_figure
-from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import run_rows
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
 
 
 @pytest.fixture(scope="module")
-def committed():
-    runs = [with_timeline(load_run(d)) for d in find_runs(RUNS)]
+def committed(committed_runs_with_timeline):
+    runs = list(committed_runs_with_timeline)
     geom = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
     cards, ceilings = load_cards(), load_ceilings(RAW / "ceilings.csv")
     return runs, run_rows(runs, geom, cards, ceilings=ceilings), geom, cards, ceilings

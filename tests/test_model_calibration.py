@@ -104,11 +104,10 @@ def test_fp8_calibration_is_below_the_fp8_datasheet_and_its_own_bandwidth_is_low
     assert 0.5 * H200_GB_S < cal.bandwidth_bytes_s / 1e9 < bf16.bandwidth_bytes_s / 1e9
 
 
-def test_compute_run_prefers_the_same_weight_format_over_the_name():
+def test_compute_run_prefers_the_same_weight_format_over_the_name(committed_run_data):
     """The BF16 4,096 engine has no long prefill of its own: its compute comes from the BF16
     16k engine's held step, never from the FP8 engine's (which sorts later by name)."""
-    dirs = sorted(p for p in RUNS.iterdir() if p.is_dir())
-    runs = [run_steps.load(p) for p in dirs]
+    runs = list(committed_run_data)
     ladder = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-ladder")
     chosen = calibrate.choose_for(ladder, runs).compute
     assert chosen is not None and chosen.run.name == HELD.name

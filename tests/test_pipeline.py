@@ -14,7 +14,7 @@ from claimcheck.core.claims import load_claims
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.report.derive import claims_table, run_record
-from claimcheck.report.record import find_runs, load_run
+from claimcheck.report.record import find_runs
 from claimcheck.report.tables import run_rows
 from claimcheck.report.update import render_update
 from tests.fabricate import FP8, copy_run
@@ -31,6 +31,7 @@ def dry_run_with(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_bad_config_value_refused_before_dag(tmp_path):
     r = dry_run_with(tmp_path, "update_card: h200", "update_card: h900")
     assert r.returncode != 0
@@ -40,11 +41,13 @@ def test_bad_config_value_refused_before_dag(tmp_path):
     assert "Job stats" not in out  # refused before any DAG was planned
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_bad_roofline_preset_refused(tmp_path):
     r = dry_run_with(tmp_path, "kv_dtype: fp8", "kv_dtype: fp7")
     assert r.returncode != 0 and "kv_dtype" in r.stdout + r.stderr
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_papermill_measured_notebook_on_any_run(tmp_path):
     # a copy of a run in another place, as a user with a new card would have
     run = copy_run(tmp_path, FP8, "rtx-copy-run")
@@ -69,6 +72,7 @@ def test_papermill_measured_notebook_on_any_run(tmp_path):
     assert "dummy weights" in md and f"{expected:,.1f}" in md
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_nbval_fails_a_broken_notebook(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1"),
@@ -99,8 +103,8 @@ def test_source_notebooks_are_output_free_with_one_parameters_cell():
 
 
 @pytest.fixture(scope="module")
-def update_md():
-    runs = [load_run(d) for d in find_runs(RUNS)]
+def update_md(committed_runs):
+    runs = list(committed_runs)
     steps = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
                      load_cards())
     claims = [c.tidy() for c in load_claims()]
@@ -161,11 +165,11 @@ def test_claim_map_colours_each_verdict_apart():
         figstyle.colours([f"m{i}" for i in range(len(figstyle.PALETTE) + 1)])
 
 
-def test_dummy_note_names_the_served_geometry():
+def test_dummy_note_names_the_served_geometry(committed_runs):
     cfg_path = RAW / "models/qwen3.8-27b/config.json"
     cfg = json.loads(cfg_path.read_text())
     layers = cfg.get("text_config", cfg)["num_hidden_layers"]
-    runs = [load_run(d) for d in find_runs(RUNS)]
+    runs = list(committed_runs)
     geom = geometry_from_file(cfg_path)
     md = render_update(runs, run_rows(runs, geom, load_cards()),
                        [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
@@ -173,6 +177,7 @@ def test_dummy_note_names_the_served_geometry():
     assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_all_builds_the_timeline_products_for_every_run():
     """`snakemake -n --forceall all` plans one metrics table and one definitions figure per
     run directory, and one model table and one verdicts table, in batches: one run_products

@@ -17,6 +17,8 @@ from claimcheck.core.paths import ROOT
 
 from .conftest import needs_seeds
 
+pytestmark = pytest.mark.pipeline  # every test runs snakemake: make pipeline
+
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):

@@ -13,7 +13,6 @@ from claimcheck.core import runfiles
 from claimcheck.core.paths import RUNS
 from claimcheck.measure.protocols import load_protocols
 from claimcheck.report import protocolpredict
-from claimcheck.report import steps as run_steps
 from tests.fabricate import copy_run
 
 LADDER = "h200-20261129-bf16-dummy-ladder"
@@ -40,8 +39,8 @@ protocols:
 
 
 @pytest.fixture(scope="module")
-def committed():
-    return [run_steps.load(p) for p in sorted(RUNS.iterdir()) if p.is_dir()]
+def committed(committed_run_data):
+    return list(committed_run_data)
 
 
 def test_every_protocol_on_every_engine_with_committed_runs(committed):

@@ -13,14 +13,13 @@ from claimcheck.core.paths import CONFIG, RUNS
 from claimcheck.measure.engines import load_engines
 from claimcheck.measure.protocols import load_protocols
 from claimcheck.report import calibrate, newcard, protocolpredict
-from claimcheck.report import steps as run_steps
 
 HELD = "fp8-hyperqwen-dummy"
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return run_steps.load_folder(RUNS)
+def runs(committed_run_data):
+    return list(committed_run_data)
 
 
 @pytest.fixture

@@ -202,6 +202,7 @@ def test_a_bad_facts_file_is_one_line(tmp_path):
 
 # ---- through `snakemake measure` --------------------------------------------------------
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_snakemake_measure_with_no_gpu_fails_in_one_line_naming_the_cause(tmp_path):
     # runs_dir: links to every committed run (the presets read one) and nothing else, so a
     # run directory made by mistake would land here, not in data/raw/runs

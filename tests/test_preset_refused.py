@@ -38,6 +38,7 @@ def test_cli_refuses_it():
     assert line == f"claimcheck: error: --weights-format: {REASON}"
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_notebook_refuses_it_before_drawing_any(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({
@@ -57,6 +58,7 @@ def test_notebook_refuses_it_before_drawing_any(tmp_path):
     assert "Unable to parse" not in r.stderr
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_pipeline_config_check_refuses_it(tmp_path):
     root = tmp_path / "checkout"
     root.mkdir()

@@ -4,6 +4,8 @@ measure: section still plans `all`. Dry runs (`snakemake -n`) on temp configs on
 
 import subprocess
 
+import pytest
+
 from claimcheck.core.paths import CONFIG, ROOT
 from tests.fabricate import LADDER, copy_run, linked_checkout
 
@@ -23,6 +25,7 @@ def config_text(**replace):
     return text
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_run_record_reads_the_whole_run_directory(tmp_path):
     run = copy_run(tmp_path, LADDER, "h200-test-dag-copy")
     copy_run(tmp_path, LADDER)  # the H200 preset's weights_run, read when the config loads
@@ -35,6 +38,7 @@ def test_run_record_reads_the_whole_run_directory(tmp_path):
         assert str(f) in r.stdout, f
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_run_without_provenance_fails_the_dag(tmp_path):
     run = copy_run(tmp_path, LADDER, "h200-test-dag-copy")
     (run / "provenance.json").unlink()
@@ -45,6 +49,7 @@ def test_run_without_provenance_fails_the_dag(tmp_path):
     assert f"{run / 'provenance.json'}: missing: every run directory needs" in out
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_missing_model_config_fails_the_dag(tmp_path):
     missing = tmp_path / "nowhere" / "config.json"
     r = dry_run(tmp_path, config_text(**{
@@ -54,6 +59,7 @@ def test_missing_model_config_fails_the_dag(tmp_path):
     assert f"config/config.yaml: model_config: {missing}: no such file" in out
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_duplicate_preset_names_refused(tmp_path):
     r = dry_run(tmp_path, config_text(**{"name: rtx5090-cinference": "name: rtx3090-hyperqwen"}))
     assert r.returncode != 0
@@ -62,12 +68,14 @@ def test_duplicate_preset_names_refused(tmp_path):
     assert "Job stats" not in out
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_unknown_card_in_a_preset_refused(tmp_path):
     r = dry_run(tmp_path, config_text(**{"card: rtx5090": "card: rtx5095"}))
     assert r.returncode != 0
     assert "rooflines[1].card: unknown card 'rtx5095'" in r.stdout + r.stderr
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_exactly_one_weight_source_per_preset(tmp_path):
     r = dry_run(tmp_path, config_text(**{
         "weights: fafstmobel-resident": "weights: fafstmobel-resident\n    weights_format: bf16"}))
@@ -75,6 +83,7 @@ def test_exactly_one_weight_source_per_preset(tmp_path):
     assert "is valid under each of" in r.stdout + r.stderr
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_no_measure_section_still_plans_all(tmp_path):
     # a checkout whose config has no measure: section
     text = (CONFIG / "config.yaml").read_text()

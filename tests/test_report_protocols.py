@@ -126,6 +126,7 @@ def test_made_up_protocol_gets_its_section(made_up):
     assert "### Not run yet" in md and "`ladder`" in md
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_made_up_protocol_gets_its_figure(made_up, tmp_path):
     _, run, record, claims = made_up
     params = tmp_path / "params.yaml"

@@ -66,25 +66,40 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
     assert float(ref["tflops"]) != CARDS["rtx5090"].tflops("fp4")
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+# Only presets drawn from a weights.csv row: a claim reaches the claims table's roofline
+# through the weights row it matches, and a preset drawn from a recorded run (h200-bf16,
+# ``weights_run``) has no row a claim could match; its agreement with the run table is
+# test_h200_preset_and_run_table_agree below.
+# Only presets drawn from a weights.csv row: a claim reaches the claims table's roofline
+# through the weights row it matches, and a preset drawn from a recorded run (h200-bf16,
+# ``weights_run``) has no row a claim could match; its agreement with the run table is
+# test_h200_preset_and_run_table_agree below.
+@pytest.mark.parametrize("name", sorted(n for n, p in PRESETS.items() if p.get("weights")))
 def test_presets_and_claims_table_agree(name):
     """Every claim on a preset's card with the preset's weights row gets, in the claims
     table, the roofline the preset's figure draws (at the same context), S set to the one
     rule's (recurrent + conv state, :func:`claimcheck.core.inputs.state_bytes`): a preset
-    drawn from a weights row or format (report/presets.py) still leaves the conv state out,
-    an engine preset has it."""
+    drawn from a weights row or format (report/presets.py) still leaves the conv state out.
+    A claim at another power limit than the preset's ceiling gets the ceiling of its own
+    limit; given the preset's ceiling by hand it must then draw the same line."""
     p = PRESETS[name]
     fig, _ = preset_roofline(p, GEOM, CARDS[p["card"]], CEILINGS, WEIGHTS, RUNS)
-    same = [c for c in load_claims() if c["card"] == p["card"] and p.get("weights")
-            and (c[WEIGHTS[p["weights"]].match_field] or "").startswith(
-                WEIGHTS[p["weights"]].match_prefix)
+    row_w = WEIGHTS[p["weights"]]
+    same = [c for c in load_claims() if c["card"] == p["card"]
+            and (c[row_w.match_field] or "").startswith(row_w.match_prefix)
             and (c["context_tokens"] or 0) == p["context"]
             and c["metric"] != "prefill"]
+    assert same, f"no claim on {p['card']} matches weights row {p['weights']}"
+    tflops = fig.peak_flops_s / 1e12
+    preset_limit = CEILINGS[p["ceiling"]].power_limit_w
     for c in same:
         row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,
                              conv_state_dtype="bf16")
-        if row["roofline_tflops"] != fig.peak_flops_s / 1e12:
-            continue  # a claim at another power limit has another measured ceiling
+        if row["roofline_tflops"] != tflops:
+            assert preset_limit is not None and c["power_limit_w"] != preset_limit, c["id"]
+            row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,
+                                 tflops=tflops, conv_state_dtype="bf16")
+            assert row["roofline_tflops"] == tflops, c["id"]
         one_s = fig.with_(state_bytes=state_bytes(GEOM, row["roofline_state_dtype"], "bf16"))
         assert row["roofline_tok_s"] == pytest.approx(
             rl.point(one_s, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]

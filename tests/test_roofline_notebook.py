@@ -3,10 +3,13 @@ workflow's rule ``rooflines``: one kernel, not one per preset)."""
 
 import subprocess
 
+import pytest
 import yaml
 
 from claimcheck.core.paths import CONFIG, RAW, ROOT
 from claimcheck.report.derive import claims_table
+
+pytestmark = pytest.mark.pipeline  # papermill in a subprocess: make pipeline
 
 
 def test_one_execution_draws_every_preset(tmp_path):

@@ -10,10 +10,8 @@ import pytest
 
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.paths import CONFIG, RAW, RUNS
+from claimcheck.core.paths import CONFIG, RAW
 from claimcheck.core.yamlcfg import load_validated
-from claimcheck.report.derive import with_timeline
-from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import run_rows
 from claimcheck.report.update import render_body
 
@@ -64,8 +62,8 @@ def cells(line: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def committed():
-    runs = [with_timeline(load_run(d)) for d in find_runs(RUNS)]
+def committed(committed_runs_with_timeline):
+    runs = list(committed_runs_with_timeline)
     rows = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
                     load_cards(), ceilings=load_ceilings(RAW / "ceilings.csv"))
     return runs, rows

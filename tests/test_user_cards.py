@@ -90,6 +90,7 @@ def test_merge_keeps_the_registry_and_names_each_file(cards):
         load_cards(RAW / "cards.csv", cards.parent / "absent.csv")
 
 
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
 def test_notebook_draws_the_readme_preset(cards, tmp_path):
     block = re.search(r"cat > l40s-preset.yaml <<'YAML'\n(.*?)YAML\n", SECTION, re.S).group(1)
     params = yaml.safe_load(block)

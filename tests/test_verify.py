@@ -10,7 +10,7 @@ import pytest
 from claimcheck.cli import main
 from claimcheck.core.engines import load_engines
 from claimcheck.core.errors import InputError
-from claimcheck.core.paths import ROOT, RUNS
+from claimcheck.core.paths import ROOT
 from claimcheck.core.protocols import load_protocols
 from claimcheck.report import steps as run_steps
 from claimcheck.report import verify as vf
@@ -20,8 +20,8 @@ ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"   # 16/24/32/40/48 ro
 
 
 @pytest.fixture(scope="module")
-def committed():
-    return [run_steps.load(p) for p in sorted(RUNS.iterdir()) if p.is_dir()]
+def committed(committed_run_data):
+    return list(committed_run_data)
 
 
 def test_plan_cuts_the_protocol_to_its_sample_and_keeps_every_prediction(committed):
