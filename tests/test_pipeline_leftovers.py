@@ -15,6 +15,8 @@ from claimcheck.core.paths import ROOT
 
 from .test_pipeline_guards import smk
 
+pytestmark = pytest.mark.pipeline  # runs snakemake in a subprocess: make pipeline
+
 LADDER = "h200-20261129-bf16-dummy-ladder"  # the h200-bf16 preset's weights_run
 
 
