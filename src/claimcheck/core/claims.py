@@ -264,18 +264,9 @@ def bound_words(bound: str, quote: str, value: float) -> tuple[str, str]:
 
 def bound_backed(bound: str, quote: str, value: float) -> bool:
     """True when ``quote`` writes a word of ``bound`` next to ``value``: "over 1,000" for
-    ``at_least``, "up to 900" or "17 tok/s or less" for ``at_most``."""
-    q = normalise(quote).lower()
-    before = "|".join(re.escape(w) for w in BOUND_BEFORE[bound])
-    after = "|".join(re.escape(w) for w in BOUND_AFTER[bound])
-    for m in _NUM.finditer(q):
-        v = float(m.group(1).replace(",", "") + (m.group(2) or ""))
-        if not math.isclose(v * (1000 if m.group(3) else 1), value, rel_tol=1e-9):
-            continue
-        if re.search(rf"\b(?:{before})\s*~?\s*$", q[:m.start()]) or \
-                re.match(rf"\s*(?:[a-z/]+\s+)?(?:{after})\b", q[m.end():]):
-            return True
-    return False
+    ``at_least``, "up to 900" or "17 tok/s or less" for ``at_most`` (:func:`bound_words`
+    finds them)."""
+    return any(bound_words(bound, quote, value))
 
 
 def _check_bound(src: str, line: int, bound: str, quote: str, value: float,
