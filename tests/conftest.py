@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.claims import seeds_dir
+from claimcheck.core.seeds import seeds_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN = ROOT / "data" / "raw" / "models" / "qwen3.8-27b" / "config.json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.core import labels as lb
-from claimcheck.core.claims import load_claims
 from claimcheck.core.metrics import METRICS
+from claimcheck.core.registry import load_claims
 
 DECODE = {"scope": "aggregate", "phase": "decode", "definition": "tokens over a decode window"}
 HEADLINE = {"scope": "aggregate", "phase": "unspecified", "definition": "as posted"}

@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.core.registry import load_claims
 from claimcheck.measure.bench import client_argv
 from claimcheck.measure.engines import get_engine, load_engines, server_argv
 from claimcheck.measure.protocols import check_source_claims, get_protocol, load_protocols

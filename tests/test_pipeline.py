@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from claimcheck.core.cards import load_cards
-from claimcheck.core.claims import load_claims
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.core.registry import load_claims
 from claimcheck.report.derive import claims_table, run_record
 from claimcheck.report.record import find_runs
 from claimcheck.report.tables import run_rows

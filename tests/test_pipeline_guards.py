@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.claims import seeds_dir
 from claimcheck.core.paths import ROOT
+from claimcheck.core.seeds import seeds_dir
 
 from .conftest import needs_seeds
 

@@ -115,7 +115,7 @@ def test_claims_table_takes_the_same_check():
     import dataclasses
 
     from claimcheck.core.claim_roofline import claim_roofline
-    from claimcheck.core.claims import load_claims
+    from claimcheck.core.registry import load_claims
 
     c = next(c for c in load_claims() if c["id"] == "tensorfold-764-decode")
     row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,

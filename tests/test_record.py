@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from claimcheck.core.cards import load_cards
-from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, ROOT, RUNS
+from claimcheck.core.registry import load_claims
 from claimcheck.core.runrecord import migrate_provenance, validate_provenance, validate_steps
 from claimcheck.report.record import load_run, reported_steps
 from claimcheck.report.tables import run_rows

@@ -8,8 +8,9 @@ import csv
 import io
 
 from claimcheck.cli import main
-from claimcheck.core.claims import COLUMNS, find_section, parse_seed
+from claimcheck.core.claims import COLUMNS
 from claimcheck.core.paths import RAW
+from claimcheck.core.seeds import find_section, parse_seed
 
 from .conftest import needs_seeds
 

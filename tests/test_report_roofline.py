@@ -13,11 +13,11 @@ import yaml
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
-from claimcheck.core.claims import load_claims
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for, state_bytes
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.core.registry import load_claims
 from claimcheck.report.presets import check_unique_names, preset_roofline
 from claimcheck.report.record import load_run, reported_steps
 from claimcheck.report.tables import run_rows

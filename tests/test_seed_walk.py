@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import re
 
-from claimcheck.core.claims import SEEDS, load_claims, load_excluded, seeds_dir
+from claimcheck.core.claims import SEEDS
+from claimcheck.core.registry import load_claims, load_excluded
+from claimcheck.core.seeds import seeds_dir
 
 from .conftest import needs_seeds
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from claimcheck.core.claims import load_claims
+from claimcheck.core.registry import load_claims
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,9 +23,10 @@ def cmd_claims(a: argparse.Namespace) -> int:
     """List the registry, or with --check validate it: structure, then every quote against
     its seed and the exclusions beside it (the seeds' absence is said, never passed over)."""
     from claimcheck.core.cards import load_cards
-    from claimcheck.core.claims import check_against_seeds, load_excluded, seeds_dir
     from claimcheck.core.io import dumps_json
     from claimcheck.core.paths import RAW
+    from claimcheck.core.registry import load_excluded
+    from claimcheck.core.seeds import check_against_seeds, seeds_dir
 
     path = Path(a.file) if a.file else RAW / "claims.csv"
     claims = load_claims(path, cards=set(load_cards()))

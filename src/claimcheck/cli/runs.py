@@ -224,9 +224,9 @@ def check_cited_claims(protos: list[Any], protocols_file: str | None) -> None:
     """Every claim id the protocols cite is in the claims registry: the pipeline's
     registry_check (:func:`claimcheck.core.protocols.check_source_claims`), before a run
     records a protocol whose claims are not there."""
-    from claimcheck.core.claims import load_claims
     from claimcheck.core.paths import CONFIG
     from claimcheck.core.protocols import check_source_claims
+    from claimcheck.core.registry import load_claims
     ids = {c["id"] for c in load_claims(cards=set(load_cards()))}
     check_source_claims({p.name: p for p in protos}, ids,
                         str(protocols_file or CONFIG / "protocols.yaml"))

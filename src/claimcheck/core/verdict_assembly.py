@@ -19,7 +19,8 @@ from claimcheck.core import verdict_evidence as ev
 from claimcheck.core import verdicts as v
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.claim_roofline import claim_roofline
-from claimcheck.core.claims import Claim, bound_words
+from claimcheck.core.claims import Claim
+from claimcheck.core.claimtext import bound_words
 from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import WeightRow, compute_ceiling

@@ -17,13 +17,13 @@ from typing import Any
 from claimcheck.core import verdict_assembly
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
-from claimcheck.core.claims import load_claims
 from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.core.protocols import load_protocols
+from claimcheck.core.registry import load_claims
 from claimcheck.report import steps as run_steps
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report.steps import timeline_columns
