@@ -12,7 +12,8 @@ from typing import Any
 from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
-from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core.definitions import is_queued as is_queued_streams
+from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.frames import read_rows
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.inputs import load_weight_rows
@@ -79,8 +80,8 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
              "label": f"{r['run']} ({r['weights_label']})"}
             for r in rows if r["reported"] and r["status"] == "complete"
             and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)
-            and not (r.get("max_num_seqs") and r["streams"] > r["max_num_seqs"])
-            and not is_held_prefill(r.get("output_len"))]
+            and not is_queued_streams(r["streams"], r.get("max_num_seqs"))
+            and not row_is_held_prefill(r)]
 
 
 PRESET_CONTEXT_BAND = (0.75, 1.25)
@@ -227,12 +228,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     md = render_run_md(run, steps, claims)
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
-            and not is_held_prefill(s.get("output_len"))]
+            and not row_is_held_prefill(s)]
     if not kept and run.provenance.status != "complete":  # nothing measured to draw
         return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
                                f"{run.provenance.failure}"), md
     done = [s for s in steps if s["reported"] and s["status"] == "complete"]
-    if not kept and done and all(is_held_prefill(s.get("output_len")) for s in done):
+    if not kept and done and all(row_is_held_prefill(s) for s in done):
         return wave_run_figure(run, done, claims), md  # no throughput answer: its TTFTs
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config, claims), md
