@@ -14,9 +14,10 @@ from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_queued as is_queued_streams
 from claimcheck.core.definitions import row_is_held_prefill
+from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.frames import read_rows
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.geometry import geometry_from_file, load_config
+from claimcheck.core.inputs import load_weight_rows, state_words
 from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
@@ -160,12 +161,13 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     without speculation and this project's measured points on its card. A preset that
     cannot be is refused naming ``source`` and ``key`` (:func:`preset_roofline`)."""
     geom = geometry_from_file(at_root(model_config))
+    conv = model_dtype(load_config(at_root(model_config)))  # S with the conv state
     user = at_root(user_cards_csv) if user_cards_csv else user_cards_csv
     card = get_card(preset["card"], at_root(cards_csv), user)
     card_file = user_cards_csv if user and card.registry == str(user) else cards_csv
     base, src = preset_roofline(preset, geom, card, load_ceilings(at_root(ceilings_csv)),
                                 load_weight_rows(at_root(weights_csv)), at_root(runs_dir),
-                                source=source, key=key)
+                                conv_state_dtype=conv, source=source, key=key)
     streams = list(range(1, preset["max_streams"] + 1))
     curves, bends = {}, {}
     for e in preset["etas"]:
@@ -201,7 +203,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
             for label, pts in curves.items() for b in TABLE_STREAMS if b <= len(pts)]
     md = (f"{card.name}: W = {src['weights']}; BW = {card.memory_bw_gb_s:g} GB/s; "
           f"P = {src['tflops']:g} TFLOP/s ({src['tflops_source']}); "
-          f"S = {base.state_bytes / MIB:g} MiB ({src['state_dtype']}); kappa = "
+          f"S = {base.state_bytes / MIB:g} MiB ({state_words(src)}); kappa = "
           f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
           "Decode only (no prefill); independent streams, all decoding; "
           f"{context_words(ctx)}; 1 row verified per step.\n\n"
