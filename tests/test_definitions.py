@@ -155,3 +155,37 @@ def test_a_held_prefill_step_has_no_decode_definition():
     assert vals["prefill_tok_s"] == pytest.approx(1000 / 0.1)
     # the definition functions themselves still compute (the bench's arithmetic)
     assert d.streams_x_1000_over_median_tpot(held) == pytest.approx(100.0)
+
+
+# A step the protocol built for decode (128 tokens asked per request) whose two requests
+# each stopped after 2 tokens: one 10 ms gap per request. Asked and observed disagree.
+STOPPED_AT_TWO = tl(1, (0.0, 0.1, [0.01], 2, 1000), (0.12, 0.1, [0.01], 2, 1000))
+
+
+def test_held_prefill_is_one_rule_of_asked_and_observed():
+    assert d.is_held_prefill(2) and d.is_held_prefill(1) and d.is_held_prefill(0)
+    assert not d.is_held_prefill(3) and not d.is_held_prefill(None)
+    assert not d.is_held_prefill(None, None)
+    # the two disagree: 128 asked (decode by design), 2 observed (one gap per request):
+    # either side at most 2 tokens makes it held, so no decode rate is read from it
+    assert d.max_output_tokens(STOPPED_AT_TWO) == 2
+    assert d.is_held_prefill(128, d.max_output_tokens(STOPPED_AT_TWO))
+    assert d.is_held_prefill(2, 128)  # asked 2: a prefill step by design
+    assert not d.is_held_prefill(128, 3)
+    assert d.max_output_tokens(Timeline(streams=1, requests=())) is None
+    vals = d.all_definitions(STOPPED_AT_TWO, requested_output_len=128)
+    assert vals["decode_aggregate_tok_s"] is None
+    assert vals["streams_x_1000_over_median_tpot"] is None  # not the 100 tok/s of one gap
+    assert vals["e2e_aggregate_tok_s"] == pytest.approx(4 / 0.23)
+    # a step row: asked 128, observed 2 -> held; a failed step's row (no observed) -> asked
+    assert d.row_is_held_prefill({"output_len": 128, "max_output_tokens": 2})
+    assert not d.row_is_held_prefill({"output_len": 128, "max_output_tokens": 128})
+    assert not d.row_is_held_prefill({"output_len": 128})
+    assert d.row_is_held_prefill({"output_len": 2})
+
+
+def test_queued_is_one_rule():
+    # 256 streams on 128 slots: 128 run at once, the rest queue
+    assert d.running_at_once(256, 128) == 128 and d.is_queued(256, 128)
+    assert d.running_at_once(128, 128) == 128 and not d.is_queued(128, 128)
+    assert d.running_at_once(64, None) == 64 and not d.is_queued(64, None)  # slots unknown

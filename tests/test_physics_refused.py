@@ -47,42 +47,46 @@ RESERVE = ("rtx3090's 24 GiB x 0.9 (the engine's gpu_memory_utilization; the res
 
 
 def test_streams_past_the_memory_wall(tmp_path):
-    # 24 GiB x 0.9 (vLLM's default share) = 21.60 GiB - 16 GB (14.90 GiB) = 6.70 GiB; FP32
-    # state 144 MiB per stream at context 0: 6.70 GiB / 144 MiB = 47.6 -> 47 streams
+    # 24 GiB x 0.9 (vLLM's default share) = 21.60 GiB - 16 GB (14.90 GiB) = 6.70 GiB; S at
+    # context 0: FP32 recurrent state 144 MiB + the conv state at the model's bf16
+    # (2,949,120 B = 2.8125 MiB) = 146.8125 MiB: 6.6988 GiB x 1024 / 146.8125 = 46.7 -> 46
     line = one_line_error(roofline(tmp_path, *R3090, "--streams", "1,1000000000"))
-    assert line.endswith("--streams: 1,000,000,000 streams is past the memory wall: 47 "
-                         "streams of 144.0 MiB each (state and KV at 0 tokens of context) fit "
+    assert line.endswith("--streams: 1,000,000,000 streams is past the memory wall: 46 "
+                         "streams of 146.8 MiB each (state and KV at 0 tokens of context) fit "
                          f"in 6.70 GiB ({RESERVE}); give --allow-past-wall to compute them "
                          "anyway")
-    r = roofline(tmp_path, *R3090, "--streams", "1,47,48", "--allow-past-wall", "--json")
+    r = roofline(tmp_path, *R3090, "--streams", "1,46,47", "--allow-past-wall", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["memory_wall_streams"] == 47
+    assert out["memory_wall_streams"] == 46
     assert [p["past_memory_wall"] for p in out["points"]] == [False, False, True]
-    text = roofline(tmp_path, *R3090, "--streams", "48", "--allow-past-wall").stdout
+    text = roofline(tmp_path, *R3090, "--streams", "47", "--allow-past-wall").stdout
     assert "(past the memory wall)" in text
-    assert f"memory wall: 47 streams in 6.70 GiB ({RESERVE})" in text
-    # the whole card for streams (no reserve): 24 GiB - 14.90 GiB = 9.10 GiB -> 64 streams
+    assert f"memory wall: 46 streams in 6.70 GiB ({RESERVE})" in text
+    # the whole card for streams (no reserve): 24 GiB - 14.90 GiB = 9.0988 GiB x 1024 /
+    # 146.8125 MiB = 63.5 -> 63 streams
     out = json.loads(roofline(tmp_path, *R3090, "--gpu-memory-utilization", "1", "--streams",
-                              "64", "--json").stdout)
-    assert out["memory_wall_streams"] == 64
+                              "63", "--json").stdout)
+    assert out["memory_wall_streams"] == 63
     assert out["memory_wall_source"] == "rtx3090's 24 GiB less the weights"
-    # with --free-gib the wall is in that memory: 6.2 GiB / (72 MiB + 640 x 32 KiB) = 69
+    # with --free-gib the wall is in that memory: 6.2 GiB / (72 MiB fp16 recurrent + 2.8125
+    # MiB bf16 conv + 640 x 32 KiB fp8 KV = 94.8125 MiB) = 6,348.8 / 94.8125 = 66.96 -> 66
     line = one_line_error(roofline(tmp_path, *R3090, "--state-dtype", "fp16", "--kv-dtype",
                                    "fp8", "--context", "640", "--free-gib", "6.2",
-                                   "--streams", "70"))
-    assert "--streams: 70 streams is past the memory wall: 69 streams of 92.0 MiB" in line
+                                   "--streams", "67"))
+    assert "--streams: 67 streams is past the memory wall: 66 streams of 94.8 MiB" in line
     assert "fit in 6.20 GiB (--free-gib)" in line
 
 
 def test_weights_that_leave_no_room_beside_the_reserve(tmp_path):
     # 21 GB = 19.56 GiB fits the 24 GiB card with one stream, but 24 x 0.9 = 21.60 GiB less
-    # 19.56 GiB = 2.04 GiB ... at 0.82 the share is 19.68 GiB: 0.12 GiB < 144 MiB
+    # 19.56 GiB = 2.04 GiB ... at 0.82 the share is 19.68 GiB: 0.12 GiB < 146.8 MiB (144 MiB
+    # fp32 recurrent state + 2.8125 MiB bf16 conv state)
     line = one_line_error(roofline(tmp_path, "--card", "rtx3090", "--weights-gb", "21",
                                    "--gpu-memory-utilization", "0.82", "--streams", "1"))
     assert line.endswith("--weights-gb: 19.56 GiB of weights leave 0.12 GiB for streams in "
                          "rtx3090's 24 GiB x 0.82 (the engine's gpu_memory_utilization; the "
-                         "rest is its reserve), less than one stream's 144.0 MiB of state and "
+                         "rest is its reserve), less than one stream's 146.8 MiB of state and "
                          "KV (rtx3090: cards.csv memory_gib)")
 
 
@@ -96,17 +100,19 @@ def test_streams_too_many_for_floating_point(tmp_path):
 def test_unreachable_target(tmp_path):
     # compute-bound at 64 streams with 63 TFLOP/s: no tau beats P / F = 63e12 / 51.24e9
     # = 1,229.4 tok/s (more kept tokens need as many more verified rows)
-    # (64 streams fit the whole card, no reserve: the wall above)
-    line = one_line_error(roofline(tmp_path, *R3090, "--tflops", "63", "--streams", "64",
+    # (63 streams fit the whole card, no reserve: the wall above)
+    line = one_line_error(roofline(tmp_path, *R3090, "--tflops", "63", "--streams", "63",
                                    "--gpu-memory-utilization", "1", "--target", "1300"))
-    assert line.endswith("--target: 1,300 tok/s at 64 streams is unreachable: no number of "
+    assert line.endswith("--target: 1,300 tok/s at 63 streams is unreachable: no number of "
                          "tokens kept per stream per step gives it, the compute plateau being "
                          "1,229.4 tok/s aggregate")
-    # memory-bound at 8 streams (t_step 23.50 ms at eta 0.79): tau = 500 x 23.50 ms / 8
+    # memory-bound at 8 streams, eta 0.79 x 936 GB/s = 739.44 GB/s: t_step = (16e9 + 8 x
+    # (2 x 78,446,592 B of S (fp16 recurrent + bf16 conv), read and written + 640 x 32 KiB
+    # of fp8 KV read)) / 739.44e9 = 17.4229e9 / 739.44e9 = 23.56 ms; tau = 500 x t / 8
     out = json.loads(roofline(tmp_path, *R3090, "--tflops", "63", "--eta", "0.79",
                               "--state-dtype", "fp16", "--kv-dtype", "fp8", "--context",
                               "640", "--streams", "8", "--target", "500", "--json").stdout)
-    assert out["tau_needed"]["tau"] == pytest.approx(500 * 23.50e-3 / 8, rel=1e-3)
+    assert out["tau_needed"]["tau"] == pytest.approx(500 * 23.562e-3 / 8, rel=1e-3)
 
 
 def test_tau_needed_is_infinite_past_the_compute_plateau():

@@ -91,22 +91,25 @@ def test_preset_past_the_wall_is_refused_unless_allowed():
     p = {**PRESET, "weights_format": "w4a16", "compute_dtype": "fp16", "max_streams": 128}
     with pytest.raises(InputError) as e:
         preset_roofline(p, GEOM, CARDS["rtx4090"], CEILINGS, WEIGHTS, RAW / "runs",
-                        source="my.yaml", key="rooflines[5]")
+                        conv_state_dtype="bf16", source="my.yaml", key="rooflines[5]")
     m, src = preset_roofline({**p, "allow_past_wall": True}, GEOM, CARDS["rtx4090"],
-                             CEILINGS, WEIGHTS, RAW / "runs")
+                             CEILINGS, WEIGHTS, RAW / "runs", conv_state_dtype="bf16")
     w = src["memory_wall"]
-    # the wall by hand: 24 GiB x 0.9 less W, over 184 MiB per stream
-    assert w.streams == int((24 * 2**30 * 0.9 - m.weight_bytes) // (184 * 2**20))
+    # the wall by hand: 24 GiB x 0.9 less W, over 186.8125 MiB per stream: 184 MiB of fp16
+    # recurrent state and fp8 KV at 640 tokens, plus the conv state at the model's bf16
+    # (2,949,120 B = 2.8125 MiB): 9.98e9 B / 195,887,104 B = 50.96 -> 50 streams
+    assert w.streams == int((24 * 2**30 * 0.9 - m.weight_bytes) // (186.8125 * 2**20)) == 50
     assert str(e.value) == (
         f"my.yaml: rooflines[5].max_streams: 128 streams is past the memory wall: "
-        f"{w.streams} streams of 184.0 MiB each (state and KV at 640 tokens of context) fit "
+        f"{w.streams} streams of 186.8 MiB each (state and KV at 640 tokens of context) fit "
         f"in {w.free_bytes / 2**30:.2f} GiB (rtx4090's 24 GiB x 0.9 (the engine's "
         "gpu_memory_utilization; the rest is its reserve) less the weights); set "
         "allow_past_wall: true to draw them anyway")
     # a free_gib the card cannot hold beside the weights: the CLI's words
     with pytest.raises(InputError) as e:
         preset_roofline({**p, "free_gib": 20}, GEOM, CARDS["rtx4090"], CEILINGS, WEIGHTS,
-                        RAW / "runs", source="my.yaml", key="rooflines[5]")
+                        RAW / "runs", conv_state_dtype="bf16", source="my.yaml",
+                        key="rooflines[5]")
     assert str(e.value).startswith("my.yaml: rooflines[5].free_gib: 20 GiB free plus ")
     assert str(e.value).endswith("exceeds the card's 24 GiB (rtx4090: cards.csv memory_gib)")
 

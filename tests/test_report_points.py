@@ -27,6 +27,14 @@ def test_a_held_prefill_step_is_not_a_point():
     assert [p["aggregate_tok_s"] for p in measured_points(rows)] == [64.7]
 
 
+def test_a_step_whose_requests_stopped_at_two_tokens_is_not_a_point():
+    """512 asked, but every request produced 2 (the observed tokens, ``max_output_tokens``):
+    one gap per request, no decode rate, so the same rule leaves it out."""
+    rows = [{**_row(1, 64, 64.7), "output_len": 512, "max_output_tokens": 512},
+            {**_row(1, 64, 100.5), "output_len": 512, "max_output_tokens": 2}]
+    assert [p["aggregate_tok_s"] for p in measured_points(rows)] == [64.7]
+
+
 def test_a_preset_draws_only_steps_of_its_own_configuration():
     from claimcheck.report.figures import matches_preset
     base = {"roofline_weights_gib": 50.22, "roofline_state_dtype": "fp32",

@@ -13,8 +13,9 @@ import yaml
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
+from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for, state_bytes
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.core.registry import load_claims
@@ -23,6 +24,7 @@ from claimcheck.report.record import load_run, reported_steps
 from claimcheck.report.tables import run_rows
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
+CONV = model_dtype(load_config(RAW / "models/qwen3.8-27b/config.json"))  # bf16: S's conv state
 CARDS = load_cards()
 CEILINGS = load_ceilings()
 WEIGHTS = load_weight_rows()
@@ -61,7 +63,8 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
     row = claim_roofline(claim("tensorfold-764-decode"), GEOM, CARDS, CEILINGS,
                          weight_rows=WEIGHTS, conv_state_dtype="bf16")
     _, src = preset_roofline(PRESETS["rtx5090-cinference"], GEOM, CARDS["rtx5090"],
-                             CEILINGS, WEIGHTS, RUNS)
+                             CEILINGS, WEIGHTS, RUNS,
+                             conv_state_dtype=CONV)
     assert row["roofline_tflops"] == src["tflops"] == float(ref["tflops"])
     assert float(ref["tflops"]) != CARDS["rtx5090"].tflops("fp4")
 
@@ -77,13 +80,13 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
 @pytest.mark.parametrize("name", sorted(n for n, p in PRESETS.items() if p.get("weights")))
 def test_presets_and_claims_table_agree(name):
     """Every claim on a preset's card with the preset's weights row gets, in the claims
-    table, the roofline the preset's figure draws (at the same context), S set to the one
-    rule's (recurrent + conv state, :func:`claimcheck.core.inputs.state_bytes`): a preset
-    drawn from a weights row or format (report/presets.py) still leaves the conv state out.
+    table, the roofline the preset's figure draws (at the same context), S included: both
+    take the conv state at the model dtype (:func:`claimcheck.core.inputs.state_bytes`).
     A claim at another power limit than the preset's ceiling gets the ceiling of its own
     limit; given the preset's ceiling by hand it must then draw the same line."""
     p = PRESETS[name]
-    fig, _ = preset_roofline(p, GEOM, CARDS[p["card"]], CEILINGS, WEIGHTS, RUNS)
+    fig, _ = preset_roofline(p, GEOM, CARDS[p["card"]], CEILINGS, WEIGHTS, RUNS,
+                             conv_state_dtype=CONV)
     row_w = WEIGHTS[p["weights"]]
     same = [c for c in load_claims() if c["card"] == p["card"]
             and (c[row_w.match_field] or "").startswith(row_w.match_prefix)
@@ -100,14 +103,15 @@ def test_presets_and_claims_table_agree(name):
             row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,
                                  tflops=tflops, conv_state_dtype="bf16")
             assert row["roofline_tflops"] == tflops, c["id"]
-        one_s = fig.with_(state_bytes=state_bytes(GEOM, row["roofline_state_dtype"], "bf16"))
+        assert fig.state_bytes == state_bytes(GEOM, row["roofline_state_dtype"], CONV)
         assert row["roofline_tok_s"] == pytest.approx(
-            rl.point(one_s, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]
+            rl.point(fig, c["streams"]).aggregate_tok_s, rel=1e-12), c["id"]
 
 
 def test_h200_preset_and_run_table_agree():
     p = PRESETS["h200-bf16"]
-    fig, src = preset_roofline(p, GEOM, CARDS["h200"], CEILINGS, WEIGHTS, RUNS)
+    fig, src = preset_roofline(p, GEOM, CARDS["h200"], CEILINGS, WEIGHTS, RUNS,
+                             conv_state_dtype=CONV)
     run = load_run(RUNS / p["weights_run"])
     assert src["weights"].startswith(f"engine log: weights {run.weights_gib * 2**30 / 1e9:.2f} "
                                      "GB (the log's figure, converted) less input embedding")
@@ -120,7 +124,8 @@ def test_h200_preset_and_run_table_agree():
 
 def test_cli_gives_the_preset_roofline():
     p = PRESETS["rtx3090-hyperqwen"]
-    fig, _ = preset_roofline(p, GEOM, CARDS["rtx3090"], CEILINGS, WEIGHTS, RUNS)
+    fig, _ = preset_roofline(p, GEOM, CARDS["rtx3090"], CEILINGS, WEIGHTS, RUNS,
+                             conv_state_dtype=CONV)
     r = subprocess.run([sys.executable, "-m", "claimcheck.cli", "roofline", "--config",
                         str(RAW / "models/qwen3.8-27b/config.json"), "--card", "rtx3090",
                         "--weights", p["weights"], "--ceiling", p["ceiling"],

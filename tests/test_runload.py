@@ -126,3 +126,29 @@ def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
         # the two roads agree to vLLM's clock reads: TPOT within 1e-6, e2e within 0.5%
         assert row["median_tpot_ms"] == pytest.approx(bench["median_tpot_ms"], rel=1e-6)
         assert row["e2e_output_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)
+
+
+def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):
+    from claimcheck.core.errors import InputError
+    from claimcheck.report import steps as run_steps
+    for name in ("run-b", "run-a"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "provenance.json").write_text("{}")
+    (tmp_path / "bench-sha256.txt").write_text("")  # the manifest: a file, not a run
+    (tmp_path / ".cache").mkdir()  # hidden: not a run
+    assert [p.name for p in find_runs(tmp_path)] == ["run-a", "run-b"]
+    (tmp_path / "notes").mkdir()
+    for reader in (find_runs, run_steps.load_folder):
+        with pytest.raises(InputError, match=r"notes/provenance\.json.*missing"):
+            reader(tmp_path)
+
+
+def test_load_window_is_the_last_duration_before_the_client_exited():
+    from claimcheck.report.record import load_window
+    # client ran 900 -> 1000 s, the bench's load lasted 50 s: 1000 - 1 = 999, 999 - 50 = 949
+    assert load_window(900.0, 1000.0, 50.0) == (949.0, 999.0)
+    # a duration longer than the client ran: never before its start
+    assert load_window(980.0, 1000.0, 50.0) == (980.0, 999.0)
+    assert load_window(900.0, 1000.0, None) == (900.0, 1000.0)  # no duration: as recorded
+    # no start recorded: the window collapses to its end (as before: start or t1)
+    assert load_window(None, 1000.0, 50.0) == (999.0, 999.0)

@@ -3,9 +3,10 @@ itself) gives a roofline on the CLI and a figure under papermill; a bad row of a
 file is refused in one line naming the file, line and column. Real CLI subprocesses.
 
 By hand for the L40S at W4A16 (25.62 B weights x 0.515625 byte = 13.21 GB = 12.30 GiB),
-640 tokens of BF16 KV (64 KiB/token) and FP32 state (144 MiB): one stream holds 184 MiB;
-the wall is (44.7 GiB x 0.9 - 12.30 GiB) / 184 MiB = 27.93 GiB / 0.1797 GiB = 155 streams;
-B = 1 step = (13.21 GB + 2 x 144 MiB + 640 x 64 KiB) / 864 GB/s = 15.68 ms."""
+640 tokens of BF16 KV (64 KiB/token), FP32 recurrent state (144 MiB) and the conv state at
+the model's BF16 (2,949,120 B = 2.8125 MiB): one stream holds 186.8125 MiB; the wall is
+(44.7 GiB x 0.9 - 12.30 GiB) / 186.8125 MiB = 27.93 GiB / 0.18244 GiB = 153.1 -> 153 streams;
+B = 1 step = (13.21 GB + 2 x 146.8125 MiB + 640 x 64 KiB) / 864 GB/s = 15.69 ms."""
 
 import json
 import os
@@ -36,12 +37,12 @@ def cards(tmp_path):
 
 def test_readme_card_gives_a_roofline(cards):
     r = cli("roofline", "--cards-file", cards, "--card", "l40s", "--config", QWEN,
-            "--weights-format", "w4a16", "--context", "640", "--streams", "1,155", "--json")
+            "--weights-format", "w4a16", "--context", "640", "--streams", "1,153", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["memory_wall_streams"] == 155
+    assert out["memory_wall_streams"] == 153
     assert out["points"][0]["step_ms"] == pytest.approx(
-        (25.62e9 * 0.515625 + 2 * 144 * 2**20 + 640 * 64 * 1024) / 864e9 * 1e3, rel=2e-3)
+        (25.62e9 * 0.515625 + 2 * 146.8125 * 2**20 + 640 * 64 * 1024) / 864e9 * 1e3, rel=2e-3)
     assert out["inputs"]["tflops_source"] == "datasheet dense bf16"
     assert out["inputs"]["bandwidth_source"] == "NVIDIA L40S datasheet (864 GB/s)"
     # without the file the card is unknown, and the refusal says where to add one
@@ -108,5 +109,5 @@ def test_notebook_draws_the_readme_preset(cards, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "roofline-l40s.png").stat().st_size > 10_000
     out = (tmp_path / "out.ipynb").read_text()
-    assert ("memory wall: 155 streams of 184.0 MiB in 27.93 GiB (l40s's 44.7 GiB x 0.9 "
+    assert ("memory wall: 153 streams of 186.8 MiB in 27.93 GiB (l40s's 44.7 GiB x 0.9 "
             "(the engine's gpu_memory_utilization") in out

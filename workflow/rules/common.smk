@@ -12,6 +12,7 @@ from claimcheck.core.seeds import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
+from claimcheck.report.record import find_runs
 
 # One render at a time in a checkout: two started at once both met Snakemake's own lock
 # and failed with its traceback. The first holds an flock on RENDER_LOCK for as long as it
@@ -101,12 +102,7 @@ RUNS_DIR = Path(config["runs_dir"])
 if not RUNS_DIR.is_dir():
     raise InputError("config/config.yaml", f"{RUNS_DIR}: no such folder", key="runs_dir")
 # Every folder under runs_dir is a run; one without provenance.json is an error.
-RUNS = sorted(p.name for p in RUNS_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))
-for _run in RUNS:
-    if not (RUNS_DIR / _run / "provenance.json").is_file():
-        raise InputError(str(RUNS_DIR / _run / "provenance.json"), "missing: every run "
-                         "directory needs its provenance.json (move the folder out of "
-                         f"{RUNS_DIR} if it is not a run)")
+RUNS = [p.name for p in find_runs(RUNS_DIR)]
 
 
 def run_provenance(run):

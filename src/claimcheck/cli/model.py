@@ -115,14 +115,15 @@ def cmd_model(a: argparse.Namespace) -> int:
     from claimcheck.report import steps as run_steps
     from claimcheck.report.calibrate import choose_for
     from claimcheck.report.modeltable import miss_term, predict, predict_run
+    from claimcheck.report.record import find_runs
 
     target = run_steps.load(a.run_dir)
     if a.calibrate_from:
         out = predict(target, run_steps.load(a.calibrate_from))
     else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
-        sibs = [target] + [run_steps.load(p) for p in sorted(here.parent.iterdir())
-                           if p != here and (p / "provenance.json").is_file()]
+        sibs = [target] + [run_steps.load(p) for p in find_runs(here.parent)
+                           if p.resolve() != here]
         out = predict_run(target, choose_for(target, sibs))
     proto = target.provenance.get("protocol_config", {})
     card = get_card(target.provenance["card"])

@@ -13,7 +13,8 @@ from claimcheck.core import roofline as rl
 from claimcheck.core.cards import TENSOR_COLUMN, get_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
-from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.geometry import geometry_from_file, load_config
+from claimcheck.core.inputs import state_words
 from claimcheck.core.units import GIB, MIB
 
 
@@ -163,9 +164,11 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
     so that the roofline's own memory check refuses what does not fit."""
     from claimcheck.core.cards import load_ceilings
+    from claimcheck.core.engine_inputs import model_dtype
     from claimcheck.core.inputs import Weights, fit_reason, load_weight_rows, roofline_for
 
     g = geometry_from_file(a.config)
+    conv = model_dtype(load_config(a.config))  # S with the conv state, as every road
     card = get_card(a.card)
     if a.weights_gb is not None:
         weights = Weights(size=a.weights_gb, unit="GB", source="--weights-gb")
@@ -182,7 +185,7 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
                             kv_dtype=a.kv_dtype, context_tokens=a.context, eta=a.eta,
                             rows=a.rows, tau=a.tau, check_memory=True,
                             free_bytes=None if a.free_gib is None else a.free_gib * GIB,
-                            context_source="--context")
+                            context_source="--context", conv_state_dtype=conv)
     except rl.RooflineInputError as e:
         opt = _weights_option(a) if e.field == "weight_bytes" else FIELD_OPTION.get(
             e.field, a.config)
@@ -301,7 +304,7 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     lines = [f"{inputs['card']}: W = {inputs['weights']}",
              f"{inputs['card']}: BW = {inputs['bandwidth_gb_s']:g} GB/s x eta {a.eta:g}, P = "
              f"{inputs['tflops']:g} TFLOP/s ({inputs['tflops_source']})",
-             f"per stream: state {m.state_bytes / MIB:g} MiB ({inputs['state_dtype']}), KV "
+             f"per stream: state {m.state_bytes / MIB:g} MiB ({state_words(inputs)}), KV "
              f"{m.kv_bytes_per_token / 1024:g} KiB/token ({inputs['kv_dtype']}) x "
              f"{a.context:g} tokens of context; {a.rows:g} row(s) verified, {a.tau:g} "
              "token(s) kept per step",

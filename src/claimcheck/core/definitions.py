@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -119,16 +119,42 @@ HELD_PREFILL_MAX_OUTPUT = 2
 one inter-token gap is no decode rate, so no decode definition is shown or compared for it."""
 
 
-def is_held_prefill(output_tokens_per_request: int | None) -> bool:
-    """True for a prefill-only step (see :data:`HELD_PREFILL_MAX_OUTPUT`); tokens."""
-    return output_tokens_per_request is not None and \
-        output_tokens_per_request <= HELD_PREFILL_MAX_OUTPUT
+def max_output_tokens(tl: Timeline | None) -> int | None:
+    """The most output tokens any request of the step produced (None without requests)."""
+    return max((r.output_tokens for r in tl.requests), default=None) if tl is not None \
+        else None
 
 
-def timeline_is_held_prefill(tl: Timeline) -> bool:
-    """True when every request of the step asked for at most
-    :data:`HELD_PREFILL_MAX_OUTPUT` tokens (its largest output, tokens)."""
-    return bool(tl.requests) and is_held_prefill(max(r.output_tokens for r in tl.requests))
+def is_held_prefill(requested: int | None, observed: int | None = None) -> bool:
+    """True for a step that measures prefill only, the one rule every reader calls.
+
+    ``requested``: the output tokens each request asked for (the protocol's data, the
+    step's own length where it has one); ``observed``: the most any request produced
+    (:func:`max_output_tokens`, the measurement's). The rule: held when either is at most
+    :data:`HELD_PREFILL_MAX_OUTPUT`. The protocol's length says what the step was built to
+    measure; the observed tokens say whether a decode rate can be read at all (a step asked
+    for 128 tokens whose requests each stopped at 2 has one gap per request, no decode
+    rate). A recorded step never produces more than it asked (the run checks refuse it),
+    so the two disagree only that way. None: not known, that side says nothing."""
+    return any(n is not None and n <= HELD_PREFILL_MAX_OUTPUT for n in (requested, observed))
+
+
+def running_at_once(streams: int, max_num_seqs: int | None) -> int:
+    """Streams that run at once: the step's streams, or the engine's slots (max-num-seqs)
+    when it asked for more; the rest queue. No slot count known: every stream runs."""
+    return min(streams, int(max_num_seqs)) if max_num_seqs else streams
+
+
+def is_queued(streams: int, max_num_seqs: int | None) -> bool:
+    """Whether a step asked for more streams than the engine runs at once (the one
+    "queued" rule: :func:`running_at_once` below its streams)."""
+    return running_at_once(streams, max_num_seqs) < streams
+
+
+def row_is_held_prefill(row: Mapping[str, Any]) -> bool:
+    """:func:`is_held_prefill` of a step row (``output_len`` asked, ``max_output_tokens``
+    observed; a row without the latter, a failed step's, is decided by the former)."""
+    return is_held_prefill(row.get("output_len"), row.get("max_output_tokens"))
 
 
 def e2e_aggregate_tok_s(tl: Timeline) -> float:
@@ -320,12 +346,14 @@ def lanes_line(tl: Timeline) -> LanesLine:
 
 
 def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
-                    energy: float | None = None) -> dict[str, float | None]:
+                    energy: float | None = None, requested_output_len: int | None = None
+                    ) -> dict[str, float | None]:
     """Every definition in :data:`DEFINITIONS` for one step (aggregate scope as listed).
 
     A held-prefill step (:func:`is_held_prefill`) gets None for every decode definition: its
     one inter-token gap per request is no decode rate (1000 / that gap read 100 tok/s on an
-    H200 whose decode runs at 65)."""
+    H200 whose decode runs at 65). ``requested_output_len``: tokens each request asked for.
+    """
     vals = {
         "e2e_aggregate_tok_s": e2e_aggregate_tok_s(tl),
         "decode_aggregate_tok_s": decode_aggregate_tok_s(tl),
@@ -338,7 +366,7 @@ def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
         "prefill_tok_s": prefill_tok_s(tl),
         "tokens_per_joule": tokens_per_joule(tl.output_tokens, energy),
     }
-    if timeline_is_held_prefill(tl):
+    if is_held_prefill(requested_output_len, max_output_tokens(tl)):
         vals.update({k: None for k in vals if DEFINITIONS[k].phase == "decode"})
     return vals
 

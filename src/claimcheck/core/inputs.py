@@ -192,6 +192,14 @@ def state_bytes(geom: Geometry, state_dtype: str, conv_dtype: str) -> float:
             + geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype))
 
 
+def state_words(sources: dict[str, Any]) -> str:
+    """What S holds, in words, from :func:`roofline_for`'s sources: the recurrent state's
+    dtype, and the conv state's where S includes it ("fp32 recurrent + bf16 conv")."""
+    conv = sources.get("conv_state_dtype")
+    return f"{sources['state_dtype']} recurrent + {conv} conv" if conv else \
+        str(sources["state_dtype"])
+
+
 def roofline_for(geom: Geometry, card: Card, *, weights: Weights,
                  ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
                  compute_dtype: str | None = None, ceiling: str | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claimcheck.core import sourcemodel as sm
-from claimcheck.core.definitions import REGISTRY_METRIC, is_held_prefill
+from claimcheck.core.definitions import REGISTRY_METRIC, row_is_held_prefill
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.verdicts import Reproduction
 
@@ -40,7 +40,7 @@ def comparable_steps(step_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The measured steps a claim may be set against: completed, with a roofline, and not a
     held-prefill step (2 tokens or fewer out per request: a prefill rate, no decode)."""
     return [s for s in step_rows if s.get("status") == "complete"
-            and not is_held_prefill(s.get("output_len")) and s.get("roofline_tok_s")]
+            and not row_is_held_prefill(s) and s.get("roofline_tok_s")]
 
 
 def protocol_replays(c: Any, protocols: list[str], steps: list[dict[str, Any]],

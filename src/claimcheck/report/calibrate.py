@@ -155,7 +155,7 @@ def _earliest(r: run_steps.RunData, s: run_steps.StepData) -> tuple[str, str, in
 
 def _is_decode(s: run_steps.StepData) -> bool:
     return s.timeline.streams == 1 and decode_intervals(s) > 0 \
-        and not d.timeline_is_held_prefill(s.timeline)
+        and not s.held_prefill
 
 
 def _best_decode(pairs: list[tuple[run_steps.RunData, run_steps.StepData]], where: str,
@@ -173,7 +173,7 @@ COMPUTE_RANKS = ("held prefill within one token budget", "prompt within one toke
 
 def _compute_rank(r: run_steps.RunData, s: run_steps.StepData) -> int:
     fits = median_prompt(s) <= _budget(r)
-    if fits and d.timeline_is_held_prefill(s.timeline):
+    if fits and s.held_prefill:
         return 0
     return 1 if fits else 2
 
@@ -208,13 +208,13 @@ def _one_wave(r: run_steps.RunData, s: run_steps.StepData, term: str) -> bool:
 def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
     return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
-            and not d.timeline_is_held_prefill(s.timeline))
+            and not s.held_prefill)
 
 
 def _is_kv_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
     return (_one_wave(r, s, KV_TERM) and decode_intervals(s) > 0
-            and not d.timeline_is_held_prefill(s.timeline)
+            and not s.held_prefill
             and bool(d.all_decoding_spans(s.timeline)))
 
 

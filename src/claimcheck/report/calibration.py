@@ -164,7 +164,7 @@ def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int],
     (decode None for a held-prefill step)."""
     sim = simulator.simulate(shape, cal, prompts, outputs, streams)
     tl = sim.timeline
-    held = d.timeline_is_held_prefill(tl)
+    held = d.is_held_prefill(max(outputs, default=None), d.max_output_tokens(tl))
     tpots = d.tpots_ms(tl)
     return ({"predicted_e2e_tok_s": d.e2e_aggregate_tok_s(tl),
              "predicted_decode_tok_s": None if held else d.decode_aggregate_tok_s(tl),

@@ -49,8 +49,7 @@ def max_num_seqs(run: run_steps.RunData) -> int | None:
 
 def queued(run: run_steps.RunData, i: int) -> bool:
     """Whether step ``i`` asked for more streams than the server runs at once."""
-    seqs = max_num_seqs(run)
-    return bool(seqs) and run.steps[i].record["streams"] > seqs
+    return d.is_queued(run.steps[i].record["streams"], max_num_seqs(run))
 
 
 def default_step(run: run_steps.RunData) -> int:
@@ -59,7 +58,7 @@ def default_step(run: run_steps.RunData) -> int:
     and whose streams all ran at once (a queued level's streams x 1000 / TPOT is no
     aggregate of what ran); the others are drawn only when nothing else is there."""
     def decodes(i: int) -> bool:
-        return not d.timeline_is_held_prefill(run.steps[i].timeline)
+        return not run.steps[i].held_prefill
 
     best = max(range(len(run.steps)),
                key=lambda i: (decodes(i), not queued(run, i), run.steps[i].record["streams"],
@@ -86,7 +85,7 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     i = default_step(run) if step_index is None else step_index
     s = run.steps[i]
     tl = s.timeline
-    vals = d.all_definitions(tl, s.log_lines, s.energy_j)
+    vals = d.all_definitions(tl, s.log_lines, s.energy_j, s.output_len)
     e2e = vals["e2e_aggregate_tok_s"]
     t0 = tl.first_send_s
 

@@ -12,10 +12,12 @@ from typing import Any
 from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
-from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core.definitions import is_queued as is_queued_streams
+from claimcheck.core.definitions import row_is_held_prefill
+from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.frames import read_rows
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import load_weight_rows
+from claimcheck.core.geometry import geometry_from_file, load_config
+from claimcheck.core.inputs import load_weight_rows, state_words
 from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
@@ -79,8 +81,8 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
              "label": f"{r['run']} ({r['weights_label']})"}
             for r in rows if r["reported"] and r["status"] == "complete"
             and r.get("aggregate_tpot_tok_s") and (card is None or r["card"] == card)
-            and not (r.get("max_num_seqs") and r["streams"] > r["max_num_seqs"])
-            and not is_held_prefill(r.get("output_len"))]
+            and not is_queued_streams(r["streams"], r.get("max_num_seqs"))
+            and not row_is_held_prefill(r)]
 
 
 PRESET_CONTEXT_BAND = (0.75, 1.25)
@@ -159,12 +161,13 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
     without speculation and this project's measured points on its card. A preset that
     cannot be is refused naming ``source`` and ``key`` (:func:`preset_roofline`)."""
     geom = geometry_from_file(at_root(model_config))
+    conv = model_dtype(load_config(at_root(model_config)))  # S with the conv state
     user = at_root(user_cards_csv) if user_cards_csv else user_cards_csv
     card = get_card(preset["card"], at_root(cards_csv), user)
     card_file = user_cards_csv if user and card.registry == str(user) else cards_csv
     base, src = preset_roofline(preset, geom, card, load_ceilings(at_root(ceilings_csv)),
                                 load_weight_rows(at_root(weights_csv)), at_root(runs_dir),
-                                source=source, key=key)
+                                conv_state_dtype=conv, source=source, key=key)
     streams = list(range(1, preset["max_streams"] + 1))
     curves, bends = {}, {}
     for e in preset["etas"]:
@@ -200,7 +203,7 @@ def roofline_preset(preset: dict[str, Any], *, model_config: str, model_name: st
             for label, pts in curves.items() for b in TABLE_STREAMS if b <= len(pts)]
     md = (f"{card.name}: W = {src['weights']}; BW = {card.memory_bw_gb_s:g} GB/s; "
           f"P = {src['tflops']:g} TFLOP/s ({src['tflops_source']}); "
-          f"S = {base.state_bytes / MIB:g} MiB ({src['state_dtype']}); kappa = "
+          f"S = {base.state_bytes / MIB:g} MiB ({state_words(src)}); kappa = "
           f"{base.kv_bytes_per_token / 1024:g} KiB/token ({src['kv_dtype']}) x {ctx} tokens\n\n"
           "Decode only (no prefill); independent streams, all decoding; "
           f"{context_words(ctx)}; 1 row verified per step.\n\n"
@@ -227,12 +230,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     md = render_run_md(run, steps, claims)
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
-            and not is_held_prefill(s.get("output_len"))]
+            and not row_is_held_prefill(s)]
     if not kept and run.provenance.status != "complete":  # nothing measured to draw
         return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
                                f"{run.provenance.failure}"), md
     done = [s for s in steps if s["reported"] and s["status"] == "complete"]
-    if not kept and done and all(is_held_prefill(s.get("output_len")) for s in done):
+    if not kept and done and all(row_is_held_prefill(s) for s in done):
         return wave_run_figure(run, done, claims), md  # no throughput answer: its TTFTs
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config, claims), md

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from claimcheck.core import definitions as d
 from claimcheck.core.units import GB
 
 FORMAT_WORDS = {"bf16": "BF16", "fp8": "FP8", "w4a16": "W4A16", "nvfp4": "NVFP4",
@@ -101,6 +102,11 @@ NEEDED = ("run", "status", "reported", "streams", "requests", "max_num_seqs", "i
           "weights_label")
 
 
+
+def _known(v: Any) -> int | None:
+    """A table cell as tokens, None where missing (NaN, NA)."""
+    return None if v is None or pd.isna(v) else int(v)
+
 def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
     """The derived step table with each run's engine columns, and per step: ``waves``
     (requests / streams running at once, rounded up), ``decode`` (tok/s summed while every
@@ -114,11 +120,16 @@ def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
             steps[col] = None
     f = steps.merge(engines, on="run", how="left")
     f = f[(f["status"] == "complete") & f["reported"].astype(bool)].copy()
-    seqs = f["max_num_seqs"].fillna(f["streams"])
-    running = f["streams"].where(f["streams"] <= seqs, seqs)
+    seqs = f["max_num_seqs"]
+    running = pd.Series([d.running_at_once(int(n), _known(s))
+                         for n, s in zip(f["streams"], seqs, strict=True)],
+                        index=f.index, dtype="int64")
     f["queued"] = f["streams"] > running
+    seen = f.get("max_output_tokens", f["output_len"])
+    f["held_prefill"] = [d.is_held_prefill(_known(a), _known(b))
+                         for a, b in zip(f["output_len"], seen, strict=True)]
     f["waves"] = (f["requests"] / running).apply(math.ceil)
-    ok = (~f["queued"]) & (f["output_len"] > 2) & f["all_streams_decoding_tok_s"].notna()
+    ok = (~f["queued"]) & ~f["held_prefill"] & f["all_streams_decoding_tok_s"].notna()
     f["decode"] = pd.to_numeric(f["all_streams_decoding_tok_s"].where(ok))
     f["share"] = f["decode"] / f["roofline_tok_s"]
     f["step_ms"] = 1000 * f["streams"] / f["decode"]
@@ -328,8 +339,8 @@ def second_wave(f: pd.DataFrame) -> Finding:
     and output, prompts within 30%."""
     cond = f"every matched pair differs by at most {SMALL_COST:.0%} end to end"
     f = f[f["kind"] == "bench"]  # independent requests: a closed loop has no waves
-    one = f[(f["waves"] == 1) & ~f["queued"] & (f["output_len"] > 2)]
-    many = f[(f["waves"] > 1) & ~f["queued"] & (f["output_len"] > 2) & (f["streams"] > 1)]
+    one = f[(f["waves"] == 1) & ~f["queued"] & ~f["held_prefill"]]
+    many = f[(f["waves"] > 1) & ~f["queued"] & ~f["held_prefill"] & (f["streams"] > 1)]
     pairs = []
     for (fm, n, out, lg), g in many.groupby(["weight_format", "streams", "output_len",
                                              "long"]):
@@ -394,7 +405,7 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     that could stop early ran to its cap (answer lengths set by the cap)."""
     cond = ("no run drafts tokens, every run is on one vLLM version, and every request "
             "without --ignore-eos ran to its output cap")
-    free = f[~f["ignore_eos"].astype(bool) & (f["output_len"] > 2)]
+    free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
     capped = (free["total_output_tokens"] == free["requests"] * free["output_len"]).all()
     versions = sorted(set(map(str, f["vllm"].dropna())))
     spec = bool(f["speculative"].astype(bool).any())

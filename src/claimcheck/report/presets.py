@@ -80,8 +80,8 @@ def run_engine_inputs(run_dir: str | Path) -> EngineInputs:
 
 def _raw_preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
                          ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
-                         runs_dir: str | Path, free_bytes: float | None
-                         ) -> tuple[rl.Roofline, dict[str, Any]]:
+                         runs_dir: str | Path, free_bytes: float | None,
+                         conv_state_dtype: str) -> tuple[rl.Roofline, dict[str, Any]]:
     if preset.get("weights_run"):
         ei = run_engine_inputs(Path(runs_dir) / preset["weights_run"])
         if preset.get("compute_dtype"):
@@ -99,7 +99,8 @@ def _raw_preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
                         compute_dtype=preset.get("compute_dtype"),
                         ceiling=preset.get("ceiling"), state_dtype=preset["state_dtype"],
                         kv_dtype=preset["kv_dtype"], context_tokens=preset["context"],
-                        check_memory=True, free_bytes=free_bytes)
+                        check_memory=True, free_bytes=free_bytes,
+                        conv_state_dtype=conv_state_dtype)
 
 
 def weights_key(preset: dict[str, Any]) -> str:
@@ -110,7 +111,7 @@ def weights_key(preset: dict[str, Any]) -> str:
 
 def preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
                     ceilings: dict[str, Ceiling], weight_rows: dict[str, WeightRow],
-                    runs_dir: str | Path, *, source: str = "preset",
+                    runs_dir: str | Path, *, conv_state_dtype: str, source: str = "preset",
                     key: str = "preset") -> tuple[rl.Roofline, dict[str, Any]]:
     """The roofline of a preset at eta = 1, and the source of each input, after the one
     physics check of every road (:mod:`claimcheck.core.inputs`): weights of at least half
@@ -130,7 +131,7 @@ def preset_roofline(preset: dict[str, Any], geom: Geometry, card: Card,
               "context_tokens": "context"}
     try:
         m, src = _raw_preset_roofline(preset, geom, card, ceilings, weight_rows, runs_dir,
-                                      free_bytes)
+                                      free_bytes, conv_state_dtype)
         wall = memory_wall(m, card, free_bytes=free_bytes, free_source="free_gib",
                            memory_share=preset.get("gpu_memory_utilization",
                                                    ENGINE_MEMORY_SHARE))
@@ -160,16 +161,18 @@ def check_presets(presets: list[dict[str, Any]], *, source: str, model_config: s
     anything renders: the first that cannot be is refused naming ``source`` and
     ``key[i]``. Card names are checked first (unknown: refused with the known ones)."""
     from claimcheck.core.cards import load_ceilings
-    from claimcheck.core.geometry import geometry_from_file
+    from claimcheck.core.engine_inputs import model_dtype
+    from claimcheck.core.geometry import geometry_from_file, load_config
     from claimcheck.core.inputs import load_weight_rows
 
     check_unique_names(presets, source)
     geom = geometry_from_file(model_config)
+    conv = model_dtype(load_config(model_config))
     ceilings, rows = load_ceilings(ceilings_csv), load_weight_rows(weights_csv)
     for i, p in enumerate(presets):
         k = f"{key}[{i}]" if key else "preset"
         if p["card"] not in cards:
             raise InputError(source, f"unknown card {p['card']!r}; known: "
                              f"{', '.join(sorted(cards))}", key=f"{k}.card")
-        preset_roofline(p, geom, cards[p["card"]], ceilings, rows, runs_dir, source=source,
-                        key=k)
+        preset_roofline(p, geom, cards[p["card"]], ceilings, rows, runs_dir,
+                        conv_state_dtype=conv, source=source, key=k)

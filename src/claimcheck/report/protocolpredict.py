@@ -69,7 +69,7 @@ def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
     if max_len and need > int(max_len):
         return False, (f"{step.input_len} + {step.output_len} tokens + {FIT_MARGIN_TOKENS} "
                        f"margin exceed max_model_len {max_len}: not predicted")
-    if seqs and step.streams > int(seqs):
+    if d.is_queued(step.streams, seqs):
         return True, (f"{step.streams} streams on {seqs} slots: requests queue in the "
                       "server" + ("" if proto.queue_ok else " (measure refuses it: the "
                                   "protocol does not set queue_ok)"))
@@ -180,7 +180,7 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
         m_e2e = (statistics.median(d.e2e_aggregate_tok_s(s.timeline) for _, s in got)
                  if got else None)
         decs = [d.decode_aggregate_tok_s(s.timeline) for _, s in got
-                if not d.timeline_is_held_prefill(s.timeline)]
+                if not s.held_prefill]
         m_dec = statistics.median(decs) if decs else None
         p_e2e, p_dec = row.get("predicted_e2e_tok_s"), row.get("predicted_decode_tok_s")
         row.update({"measured_e2e_tok_s": m_e2e, "measured_decode_tok_s": m_dec,

@@ -21,7 +21,6 @@ from typing import Any
 from claimcheck.core import definitions as d
 from claimcheck.core import runchecks, runfiles, runload, serverlog, telemetry
 from claimcheck.core.bench import summarize
-from claimcheck.core.definitions import is_held_prefill
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Protocol
@@ -66,7 +65,7 @@ def step_context(proto: Protocol, index: int) -> dict[str, int]:
     one place they are worked out (the step's own lengths where it has them)."""
     st = proto.steps[index] if 0 <= index < len(proto.steps) else None
     in_len = getattr(st, "input_len", None) or proto.input_len
-    out_len = getattr(st, "output_len", None) or proto.output_len
+    out_len = runload.step_output_len(proto, index)
     return {"input_len": in_len, "output_len": out_len,
             "context_tokens_per_stream": in_len + out_len}
 
@@ -97,6 +96,18 @@ def check_bench(bench: dict[str, Any], rec: StepRecord, proto: Protocol, source:
                           output_len=step_context(proto, rec.step)["output_len"])
 
 
+def load_window(start: float | None, end: float | None, duration: float | None
+                ) -> tuple[float | None, float | None]:
+    """A step's load window, unix s: the load itself, without the client's start-up (~10 s
+    of importing). The bench's start times are on a monotonic clock, so the window is the
+    last ``duration`` s (the bench's) before the client exited, less 1 s for writing its
+    results, never earlier than the client's start; without a duration, start to end."""
+    if not duration or end is None:
+        return start, end
+    t1 = end - 1.0
+    return max(start if start is not None else t1, t1 - duration), t1
+
+
 def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
     """The tidy metrics of one step (only status, reason and window for a failed step)."""
     rec, proto = st.record, lr.protocol
@@ -118,13 +129,7 @@ def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
         m.update({f"vllm_{k}": vllm[k] for k in VLLM_CROSS_CHECK})
         if st.timeline is not None:
             m.update(timeline_speeds(st.timeline))
-        if raw.get("duration") and t1 is not None:
-            # The load itself, without the client's start-up (~10 s of importing):
-            # the bench's start_times are on a monotonic clock, so the window is the
-            # last `duration` seconds before the client exited (less 1 s for writing
-            # its results), never earlier than the client's start.
-            t1 = t1 - 1.0
-            t0 = max(rec.start_unix_s or t1, t1 - raw["duration"])
+        t0, t1 = load_window(t0, t1, raw.get("duration"))
     m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
     if rec.ok and t0 is not None and t1 is not None:
         sel = step_log_lines(lr.stats_lines, t0, t1 + 5, lr.year)
@@ -139,7 +144,9 @@ def _step_row(lr: LoadedRun, st: RunStep) -> dict[str, Any]:
     m["context_tokens_per_stream"] = ctx["context_tokens_per_stream"]
     m["input_len"] = ctx["input_len"]
     m["output_len"] = ctx["output_len"]
-    if is_held_prefill(ctx["output_len"]):  # one gap per request: no decode rate to read
+    if rec.ok and st.timeline is not None:
+        m["max_output_tokens"] = d.max_output_tokens(st.timeline)
+    if d.row_is_held_prefill(m):  # one gap per request: no decode rate to read
         m.update(per_stream_tok_s=None, aggregate_tpot_tok_s=None,
                  aggregate_mean_tpot_tok_s=None, vllm_aggregate_tpot_tok_s=None,
                  vllm_aggregate_mean_tpot_tok_s=None)
@@ -210,9 +217,17 @@ def engine_facts(run: Run) -> dict[str, Any]:
 
 
 def find_runs(root: str | Path) -> list[Path]:
-    """Run directories under ``root``: every folder not starting with '.', sorted. A
-    folder without provenance.json is an error when loaded, not silently skipped."""
-    return sorted(d for d in Path(root).iterdir() if d.is_dir() and not d.name.startswith("."))
+    """Run directories under ``root``, sorted: the one run discovery every reader calls
+    (the pipeline, the CLI, the calibration's runs). Every folder not starting with '.' is a
+    run; files (the manifest, notes) and hidden entries are not. A folder without
+    provenance.json is refused, naming it (the runs folder holds runs only)."""
+    runs = sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith("."))
+    for p in runs:
+        if not (p / "provenance.json").is_file():
+            raise InputError(str(p / "provenance.json"), "missing: every run directory needs "
+                             f"its provenance.json (move the folder out of {root} if it is "
+                             "not a run)")
+    return runs
 
 
 def run_to_json(run: Run, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from claimcheck.core import energy
-from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
 from claimcheck.core.protocols import Protocol
 from claimcheck.report import mdtext as md
@@ -310,7 +310,7 @@ def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
             if s["streams"] != 1:
                 continue
             m = merged(run, s, rows)
-            if is_held_prefill(s.get("output_len")):
+            if row_is_held_prefill(s):
                 out.append(
                     f"- {run.name}, 1 stream, {s.get('requests', 0):,} prompts of "
                     f"{s['input_len']:,} tokens back to back, {s['output_len']} out each "

@@ -37,6 +37,13 @@ class StepData:
     energy_j: float | None
     window_unix_s: tuple[float, float]
     energy_source: str | None = None
+    output_len: int | None = None
+    """Output tokens each request asked for (the step's own length, else the protocol's)."""
+
+    @property
+    def held_prefill(self) -> bool:
+        """:func:`claimcheck.core.definitions.is_held_prefill`: asked, and observed."""
+        return d.is_held_prefill(self.output_len, d.max_output_tokens(self.timeline))
 
     @property
     def label(self) -> str:
@@ -68,11 +75,9 @@ class RunData:
 
 
 def _window(rec: dict[str, Any], duration: float | None) -> tuple[float, float]:
-    """The load's unix-time window: the last ``duration`` s before the client exited, less
-    1 s for writing its results (the bench's own clock is monotonic; as report.record)."""
-    t1 = rec["end_unix_s"] - 1.0 if duration else rec["end_unix_s"]
-    t0 = max(rec["start_unix_s"], t1 - duration) if duration else rec["start_unix_s"]
-    return t0, t1
+    """The load's unix-time window (:func:`claimcheck.report.record.load_window`)."""
+    t0, t1 = record.load_window(rec["start_unix_s"], rec["end_unix_s"], duration)
+    return float(t0), float(t1)  # type: ignore[arg-type]  # a step.json has both
 
 
 def load(path: str | Path, run: record.Run | None = None) -> RunData:
@@ -95,21 +100,23 @@ def load(path: str | Path, run: record.Run | None = None) -> RunData:
         e = step_energy(rec, power, t0, t1)
         steps.append(StepData(record=rec, timeline=st.timeline, log_lines=sel,
                               energy_j=e.joules, window_unix_s=(t0, t1),
-                              energy_source=e.source))
+                              energy_source=e.source,
+                              output_len=record.step_context(lr.protocol,
+                                                             st.record.step)["output_len"]))
     return RunData(path=lr.path, provenance=lr.provenance.raw, steps=steps,
                    skipped=tuple(skipped), files=lr)
 
 
 def load_folder(root: str | Path) -> list[RunData]:
-    """Every run under ``root`` (a folder holding a provenance.json), sorted by name: the
-    runs a calibration is chosen among."""
-    return [load(p) for p in sorted(Path(root).iterdir()) if (p / "provenance.json").is_file()]
+    """Every run under ``root`` (:func:`claimcheck.report.record.find_runs`: a folder without
+    provenance.json is refused), sorted by name: the runs a calibration is chosen among."""
+    return [load(p) for p in record.find_runs(root)]
 
 
 def step_metrics(s: StepData) -> dict[str, Any]:
     """Every definition of one step, aggregate and per stream, with streams and requests."""
     tl = s.timeline
-    vals = d.all_definitions(tl, s.log_lines, s.energy_j)
+    vals = d.all_definitions(tl, s.log_lines, s.energy_j, s.output_len)
     out: dict[str, Any] = {"step": s.record["step"], "repeat": s.record["repeat"],
                            "streams": tl.streams, "requests": s.record["requests"],
                            "completed": len(tl.requests), "failed": tl.failed,

@@ -17,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from claimcheck.core.definitions import is_held_prefill
+from claimcheck.core import definitions as d
+from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.errors import InputError
 from claimcheck.core.frames import flag
 from claimcheck.core.geometry import Geometry
@@ -424,13 +425,12 @@ def headline_metric(proto: Protocol) -> str:
 def running_at_once(run: Run, s: dict[str, Any]) -> int:
     """Streams that ran at once in a step: its streams, or the server's max-num-seqs when
     the step asked for more (the rest queue)."""
-    seqs = run.provenance.engine_config.max_num_seqs
-    return min(s["streams"], seqs) if seqs else s["streams"]
+    return d.running_at_once(s["streams"], run.provenance.engine_config.max_num_seqs)
 
 
 def is_queued(run: Run, s: dict[str, Any]) -> bool:
     """Whether a step asked for more streams than the server runs at once."""
-    return running_at_once(run, s) < s["streams"]
+    return d.is_queued(s["streams"], run.provenance.engine_config.max_num_seqs)
 
 
 def per_stream(run: Run, s: dict[str, Any], col: Column) -> float | None:
@@ -473,7 +473,7 @@ def run_label(run: Run) -> str:
 
 def _streams_cell(run: Run, s: dict[str, Any]) -> str:
     n = s["streams"]
-    if is_held_prefill(s.get("output_len")):
+    if row_is_held_prefill(s):
         return (f"{n} (held prefill: {s.get('requests')} prompts of "
                 f"{s.get('input_len') or 0:,} tokens, {s.get('output_len')} out each)")
     if is_queued(run, s):
@@ -484,7 +484,7 @@ def _streams_cell(run: Run, s: dict[str, Any]) -> str:
 def _body_cell(run: Run, s: dict[str, Any], col: Column) -> str:
     v = s.get(col.key)
     if v is None:
-        return ("n/a (held prefill)" if is_held_prefill(s.get("output_len"))
+        return ("n/a (held prefill)" if row_is_held_prefill(s)
                 else "n/a")
     if col.streams_times_tpot and is_queued(run, s):
         return "n/a (queued)"
@@ -580,7 +580,7 @@ def headline_sentence(proto: Protocol, run: Run, rows: dict[tuple[str, int, int]
     cands = [{**rows.get((run.name, s["step"], s["repeat"]), {}), **s}
              for s in reported_steps(run)]
     cands = [s for s in cands if s.get(col.key) is not None and not is_queued(run, s)
-             and not is_held_prefill(s.get("output_len"))]
+             and not row_is_held_prefill(s)]
     if not cands:
         return None
     s = max(cands, key=lambda s: (s["streams"], s.get("context_tokens_per_stream") or 0))
