@@ -196,3 +196,13 @@ def test_a_claim_and_a_step_of_one_engine_shape_have_one_s():
     # the claim's roofline is the one of that S: memory time over its 64 streams
     assert row["roofline_tok_s"] == pytest.approx(rl.point(claim_m, 64).aggregate_tok_s,
                                                   rel=1e-12)
+
+
+def test_model_dtype_reads_dtype_and_torch_dtype_at_top_or_in_text_config():
+    """The committed config.json says ``text_config.dtype``; older ones ``torch_dtype``."""
+    assert model_dtype({"text_config": {"dtype": "float16"}}) == "fp16"
+    assert model_dtype({"torch_dtype": "float16", "text_config": {}}) == "fp16"
+    assert model_dtype({}) == "bf16"
+    assert model_dtype(json.loads((RAW / "models/qwen3.8-27b/config.json").read_text())) == "bf16"
+    with pytest.raises(ValueError, match="unknown engine model dtype 'int3'"):
+        model_dtype({"dtype": "int3"})

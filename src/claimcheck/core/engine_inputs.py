@@ -56,10 +56,13 @@ class EngineInputs:
 
 
 def model_dtype(config: Mapping[str, Any]) -> str:
-    """The model's dtype (config.json ``torch_dtype``, default bfloat16) in the roofline's
-    names (bf16, fp16, fp32); ValueError naming an unknown one."""
-    return engine_dtype(ENGINE_KV_DTYPE, str(config.get("torch_dtype") or "bfloat16"),
-                        "model")
+    """The model's dtype in the roofline's names (bf16, fp16, fp32): config.json's ``dtype``
+    or ``torch_dtype`` (the older key), at the top or in ``text_config`` (a multimodal
+    wrapper's), default bfloat16; ValueError naming an unknown one."""
+    text = config.get("text_config") or {}
+    raw = next((c[k] for c in (config, text) for k in ("dtype", "torch_dtype") if c.get(k)),
+               "bfloat16")
+    return engine_dtype(ENGINE_KV_DTYPE, str(raw), "model")
 
 
 def embed_bytes(geom: Geometry, dtype: str) -> float:
