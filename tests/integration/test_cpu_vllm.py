@@ -99,12 +99,14 @@ def verify_run(d: Path) -> None:
             rec["streams"] * 1000 / raw["median_tpot_ms"])
         # vLLM's own end to end is kept as the cross-check column; the reported one is the
         # timeline's (first send to last token), which leaves out the client's start-up:
-        # never lower, and on these short CPU steps within 1% (+0.016% and +0.29% seen here;
-        # +0.01-0.02% on the committed H200 steps)
+        # never lower, and the two windows differ by that start-up alone, well under half a
+        # second (a ratio would depend on the step's length and the machine's load: +1.6%
+        # on a 1.2 s CPU step of a busy 2-core machine, +0.01-0.02% on the H200 steps)
         assert st["vllm_e2e_output_tok_s"] == pytest.approx(
             raw["total_output_tokens"] / raw["duration"])
         assert st["e2e_output_tok_s"] >= st["vllm_e2e_output_tok_s"]
-        assert st["e2e_output_tok_s"] == pytest.approx(st["vllm_e2e_output_tok_s"], rel=1e-2)
+        wall_s = raw["total_output_tokens"] / st["e2e_output_tok_s"]
+        assert 0 <= raw["duration"] - wall_s < 0.5
     assert engine_facts(run)["kv_pool_tokens"] > 0  # "CPU KV cache size" parsed
 
 
