@@ -6,6 +6,8 @@ runs (fp8-hyperqwen-dummy-16k on the H200). With the same datasheet the borrowed
 is that engine's effective bandwidth exactly, so the prediction must fall near what the
 held-out runs measured (within 10%), every borrowed value marked assumed."""
 
+import dataclasses
+
 import pytest
 
 from claimcheck.core.cards import get_card, use_user_cards
@@ -67,3 +69,27 @@ def test_held_out_engine_predicted_from_another(runs, twin):
     text = "\n".join(newcard.lines(out))
     assert text.count("(assumed;") == len(values)
     assert f"calibrate first: {cal['command']}" in text
+
+
+def test_the_kv_read_rate_moves_as_a_share_of_the_datasheet_not_in_gb_s():
+    """FP8 KV read at 1,667 GB/s on the H200 (4,800 GB/s datasheet) is a share of 0.3473;
+    on an RTX 4090 (1,008 GB/s) that share gives 350.1 GB/s, never the H200's 1,667 (more
+    than the 4090's whole bandwidth). The weights' eta moves the same way."""
+    from claimcheck.core.model import Calibration
+
+    cal = Calibration(bandwidth_bytes_s=2.558e12, flops_s=7.7e14, request_overhead_s=0.08,
+                      bandwidth_source="b", compute_source="c",
+                      kv_bandwidth_bytes_s=1.667e12, kv_source="k")
+    new_cal, assumed = newcard.borrowed_calibration(cal, get_card("h200"), get_card("rtx4090"),
+                                                    "fp8")
+    assert assumed["kv_read_eta"]["assumed"] is True
+    assert assumed["kv_read_eta"]["value"] == pytest.approx(1.667 / 4.8)
+    assert new_cal.kv_bandwidth_bytes_s == pytest.approx(1.667e12 / 4800 * 1008)
+    assert new_cal.kv_bandwidth_bytes_s / 1e9 == pytest.approx(350.07, abs=0.01)
+    assert new_cal.bandwidth_bytes_s == pytest.approx(2.558e12 / 4800 * 1008)
+    assert "KV-read share 0.347 assumed from h200" in new_cal.kv_source
+    # no KV-read term measured: none borrowed
+    plain, assumed = newcard.borrowed_calibration(
+        dataclasses.replace(cal, kv_bandwidth_bytes_s=None, kv_source=""), get_card("h200"),
+        get_card("rtx4090"), "fp8")
+    assert plain.kv_bandwidth_bytes_s is None and "kv_read_eta" not in assumed

@@ -74,6 +74,13 @@ def borrowed_calibration(cal: Calibration, src: Card, new: Card, dtype: str
         "row_factors": {"value": [list(x) for x in cal.row_factors], "assumed": True,
                         "from": f"{src.card}: {cal.row_factor_source or 'none measured'}"},
     }
+    kv_eta = (cal.kv_bandwidth_bytes_s / src.bandwidth_bytes_s
+              if cal.kv_bandwidth_bytes_s else None)
+    if kv_eta is not None:  # a rate, like eta: its share of the datasheet moves, not GB/s
+        assumed["kv_read_eta"] = {
+            "value": kv_eta, "assumed": True, "from": f"{src.card}: KV read at "
+            f"{cal.kv_bandwidth_bytes_s / 1e9:,.0f} GB/s over the datasheet "
+            f"{src.memory_bw_gb_s:g} GB/s ({cal.kv_source})"}
     if new_dtype != dtype:
         assumed["compute_dtype"] = {
             "value": new_dtype, "assumed": True,
@@ -87,7 +94,11 @@ def borrowed_calibration(cal: Calibration, src: Card, new: Card, dtype: str
         compute_source=f"{new.name} datasheet dense {new_dtype} {new.tflops(new_dtype):g} "
         "TFLOP/s "
         f"({new.sources.get('source_tensor', '')}) x {eff:.3f} assumed from {src.card}",
-        overhead_source=f"assumed: as measured on {src.card} ({cal.overhead_source})")
+        overhead_source=f"assumed: as measured on {src.card} ({cal.overhead_source})",
+        kv_bandwidth_bytes_s=None if kv_eta is None else kv_eta * new.bandwidth_bytes_s,
+        kv_source="" if kv_eta is None else (
+            f"{new.name} datasheet {new.memory_bw_gb_s:g} GB/s x KV-read share {kv_eta:.3f} "
+            f"assumed from {src.card}"))
     return new_cal, assumed
 
 
@@ -188,6 +199,9 @@ def lines(out: dict[str, Any]) -> list[str]:
             + (", ".join(f"{n} rows x{f:.3f}" for n, f in v["row_factors"]["value"]) or "none")
             + " (assumed; "
             f"{v['row_factors']['from']})"]
+    if "kv_read_eta" in v:
+        rows.append(f"    KV-read share of the datasheet bandwidth {v['kv_read_eta']['value']:.3f} "
+                    f"(assumed; {v['kv_read_eta']['from']})")
     if "compute_dtype" in v:
         rows.append(f"    compute dtype {v['compute_dtype']['value']} (assumed; "
                     f"{v['compute_dtype']['from']})")
