@@ -151,7 +151,7 @@ def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, prot
     fits(shape, new, 0)  # the weights and one stream at least
     calib_protos = sorted({p.run.provenance.get("protocol") or "" for p in
                            (choice.bandwidth, choice.overhead, choice.compute,
-                            *choice.rows, *choice.admission) if p is not None} - {""})
+                            *choice.rows, *choice.admission, *choice.kv) if p is not None} - {""})
     gpu_s = 0.0
     for name in calib_protos:
         for st in protos[name].steps if name in protos else []:
