@@ -768,7 +768,8 @@ def share_table(x: Any) -> str:
                       "Bandwidth line, tok/s", "η"], body) + "\n\n"
             + _caption("Decode while every stream decodes, against the bandwidth line, at "
                        "powers of two streams.", rows,
-                       "Per stream = the sum over the streams decoding at once (all of them)."))
+                       "Per stream = the sum divided by the streams decoding at once (all "
+                       "of them)."))
 
 
 def bytes_table(x: Any) -> str:
