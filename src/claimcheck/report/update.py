@@ -942,8 +942,8 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         out += [f"![BF16 and FP8 decode against their bandwidth lines]({figures['h200']})", ""]
     if "bandwidth share" in by:
         out += [share_table(by["bandwidth share"]), "",
-                "Each format holds about one share of its line from one stream to its most, "
-                "at short and at 8K context; FP8 holds a lower share than BF16 at every "
+                "Each format holds about the same share of its line from one stream to its "
+                "most, at every context measured; FP8 holds a lower share than BF16 at every "
                 "level, which is why it buys less than its bytes.", ""]
     if "step growth" in by:
         out += [bytes_table(by["step growth"]), "",
@@ -954,8 +954,9 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         if "long" in figures:
             out += [f"![Long prompts: all streams decoding against mean TPOT]"
                     f"({figures['long']})", ""]
-        out += ["All streams decoding sits at the same η as short prompts; the mean TPOT "
-                "and end to end fall as the prefills of the second wave take steps.", ""]
+        out += ["All streams decoding sits at the same η as short prompts; the mean-TPOT "
+                "reading and end to end fall as the prefills of the second wave take steps.",
+                ""]
     if "second wave" in by:
         out += [wave_table(by["second wave"]), "",
                 "More waves of the same requests leave the end-to-end speed where one wave "
