@@ -127,6 +127,15 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     return records(read_table(path))
 
 
+def number(value: Any) -> float | None:
+    """The one rule for a numeric cell of a row (typed, or a CSV/JSON cell): None when
+    missing (None, "" or NaN), else the float."""
+    if value is None or value == "":
+        return None
+    v = float(value)
+    return None if math.isnan(v) else v
+
+
 def flag(value: Any) -> bool:
     """The one rule for a boolean cell of a typed row (:func:`read_rows`, or a table's JSON
     twin): True or False as it is, missing (None) is False; anything else (a "True" read by

@@ -17,13 +17,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from claimcheck.core.accuracy import within, within_both
-from claimcheck.core.frames import flag, read_rows
+from claimcheck.core.frames import flag, number, read_rows
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import figstyle as fs
-
-
-def _f(v: Any) -> float | None:
-    return None if v in (None, "") else float(v)
 
 
 def _calib(r: Mapping[str, Any]) -> bool:
@@ -37,9 +33,9 @@ def hits(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE
     failed steps."""
     rest = [r for r in rows if not _calib(r)
             and str(r.get("step_status") or "complete") == "complete"]
-    both = sum(within_both(_f(r["e2e_error"]), _f(r["decode_error"]), tolerance)
+    both = sum(within_both(number(r["e2e_error"]), number(r["decode_error"]), tolerance)
                for r in rest)
-    e2e = sum(within(_f(r["e2e_error"]), tolerance) for r in rest)
+    e2e = sum(within(number(r["e2e_error"]), tolerance) for r in rest)
     return both, e2e, len(rest)
 
 
@@ -58,7 +54,7 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     for r in rows:
         c = fs.MUTED if _calib(r) else colour[r["protocol"]]
         for kind, filled in (("e2e", True), ("decode", False)):
-            p, m = _f(r[f"predicted_{kind}_tok_s"]), _f(r[f"measured_{kind}_tok_s"])
+            p, m = number(r[f"predicted_{kind}_tok_s"]), number(r[f"measured_{kind}_tok_s"])
             if p is None or m is None:
                 continue
             lo, hi = min(lo, p, m), max(hi, p, m)

@@ -8,7 +8,6 @@ and prefill) or end to end (which includes prefill, ramp and tail).
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -20,7 +19,7 @@ import pandas as pd
 from claimcheck.core import definitions as d
 from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.errors import InputError
-from claimcheck.core.frames import flag
+from claimcheck.core.frames import flag, number
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
@@ -847,7 +846,7 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
             f"alone; figures {links}).")
     w = m["worst"]
     if w is not None:
-        e2e, dec = float(w["e2e_error"]), _number(w.get("decode_error"))
+        e2e, dec = float(w["e2e_error"]), number(w.get("decode_error"))
         which, err = ("end to end", e2e) if dec is None or abs(e2e) >= abs(dec) \
             else ("decode", dec)
         shape = (" prefill-only requests (2 tokens out)"
@@ -856,15 +855,6 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
         text += (f" Its largest miss is {err:+.1%} on {which}, at {w['streams']} streams of"
                  f"{shape or ' requests'}" + (f": {why}" if why else "") + ".")
     return text
-
-
-def _number(x: Any) -> float | None:
-    """A table cell as a float; None for an empty or NaN cell."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
 
 
 def plain_list(xs: list[str]) -> str:

@@ -11,14 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claimcheck.core.accuracy import within, within_both
-from claimcheck.core.frames import flag
+from claimcheck.core.frames import flag, number
 from claimcheck.core.verdicts import ABOVE_SOURCE, KINDS, SHORT, TOLERANCE
 from claimcheck.report import mdtext as md
-
-
-def _f(x: Any) -> float | None:
-    """A CSV or JSON cell as a float, None when empty or absent."""
-    return None if x is None or x == "" else float(x)
 
 
 def _streams(n: Any) -> str:
@@ -38,11 +33,11 @@ def ratio_text(r: Mapping[str, Any]) -> str:
     reproduction verdict, to the source's ceiling where there is a source model, else to
     the plain roofline ("0.84 of its ceiling")."""
     if str(r.get("verdict", "")).endswith("by a seed's run") and \
-            _f(r.get("claim_over_reproduction")):
+            number(r.get("claim_over_reproduction")):
         return f"{float(r['claim_over_reproduction']):.2f} of the reproduction's nearest end"
-    if _f(r.get("claim_over_source")):
+    if number(r.get("claim_over_source")):
         return f"{float(r['claim_over_source']):.2f} of its ceiling"
-    if _f(r.get("claim_over_roofline")):
+    if number(r.get("claim_over_roofline")):
         return f"{float(r['claim_over_roofline']):.2f} of the plain roofline"
     return ""
 
@@ -51,20 +46,21 @@ def verdict_line(r: Mapping[str, Any]) -> str:
     """One claim: ``- **id** (card, metric): *verdict* (ratio): numbers. reason Labels:
     ...``."""
     running = r.get("streams_running")
-    streams = (f"{md.num(_f(running), '{:g}')} running of {r['streams']} requested" if running
+    streams = (f"{md.num(number(running), '{:g}')} running of {r['streams']} requested" if running
                else _streams(r["streams"]))
-    nums = (f"{md.num(_f(r.get('aggregate_tok_s')))} tok/s summed over {streams} "
-            f"({md.num(_f(r.get('per_stream_tok_s')))} tok/s per stream); plain roofline "
-            f"{md.num(_f(r.get('roofline_tok_s')))} tok/s")
+    nums = (f"{md.num(number(r.get('aggregate_tok_s')))} tok/s summed over {streams} "
+            f"({md.num(number(r.get('per_stream_tok_s')))} tok/s per stream); plain roofline "
+            f"{md.num(number(r.get('roofline_tok_s')))} tok/s")
     if r.get("tau_needed") not in (None, "") and float(r["tau_needed"]) > 1:
-        nums += f"; tau needed {md.num(_f(r['tau_needed']), '{:.2f}')}"  # only above the roofline
-    src = _f(r.get("source_model_tok_s"))
+        # only above the roofline
+        nums += f"; tau needed {md.num(number(r['tau_needed']), '{:.2f}')}"
+    src = number(r.get("source_model_tok_s"))
     if src:
-        floor = _f(r.get("source_floor_tok_s"))
+        floor = number(r.get("source_floor_tok_s"))
         band = (f"its source's band {floor:,.1f} to {src:,.1f} tok/s (no-overlap floor to "
                 "overlap ceiling" if floor else f"its source's ceiling {src:,.1f} tok/s (")
         nums += (f"; {band}, claim / ceiling "
-                 f"{md.num(_f(r.get('claim_over_source')), '{:.2f}')}"
+                 f"{md.num(number(r.get('claim_over_source')), '{:.2f}')}"
                  + (f", {r['binding_term']}-bound" if r.get("binding_term") else "")
                  + f"; calibrated on {r.get('calibrated_on') or 'n/a'}: "
                  f"{r.get('calibration') or 'no calibration stated'})")
@@ -134,9 +130,10 @@ def render_model(rows: Sequence[Mapping[str, Any]]) -> str:
         dec = "n/a" if dec_err in (None, "") else f"{float(dec_err):+.1%}"
         lines.append(
             f"| {r['run']} | {r['step']} | {r['repeat']} | {r['streams']} | "
-            f"{md.num(_f(r['predicted_e2e_tok_s']))} | {md.num(_f(r['measured_e2e_tok_s']))} | "
-            f"{float(r['e2e_error']):+.1%} | {md.num(_f(r['predicted_decode_tok_s']))} | "
-            f"{md.num(_f(r['measured_decode_tok_s']))} | {dec} | {r['bound']} | "
+            f"{md.num(number(r['predicted_e2e_tok_s']))} | "
+            f"{md.num(number(r['measured_e2e_tok_s']))} | "
+            f"{float(r['e2e_error']):+.1%} | {md.num(number(r['predicted_decode_tok_s']))} | "
+            f"{md.num(number(r['measured_decode_tok_s']))} | {dec} | {r['bound']} | "
             f"{r.get('miss_term') or ''} |")
     return "\n".join(lines) + "\n"
 
@@ -150,13 +147,13 @@ def model_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts over the model table's steps, calibration steps left out: how many within
     the tolerance on both end to end and decode, on end to end, and the worst miss."""
     def hit(r: Mapping[str, Any]) -> bool:
-        return within_both(_f(r["e2e_error"]), _f(r.get("decode_error")))
+        return within_both(number(r["e2e_error"]), number(r.get("decode_error")))
 
     rest = [r for r in rows if not flag(r.get("calibration_step")) and _complete(r)]
     worst = max(rest, key=lambda r: max(abs(float(r["e2e_error"])),
-                                        abs(_f(r.get("decode_error")) or 0.0)), default=None)
+                                        abs(number(r.get("decode_error")) or 0.0)), default=None)
     return {"steps": len(rest), "both": sum(hit(r) for r in rest),
-            "e2e": sum(within(_f(r["e2e_error"])) for r in rest),
+            "e2e": sum(within(number(r["e2e_error"])) for r in rest),
             "worst": worst, "runs": len({r["run"] for r in rows}),
             "incomplete": [r for r in rows if not _complete(r)],
             "row_sources": sorted({str(r["row_factor_source"]) for r in rows
@@ -194,7 +191,7 @@ def model_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
             "to end")
     w = m["worst"]
     if w is not None:
-        err = max((float(w["e2e_error"]), _f(w.get("decode_error")) or 0.0), key=abs)
+        err = max((float(w["e2e_error"]), number(w.get("decode_error")) or 0.0), key=abs)
         text += (f"; its largest miss is {w['run']} at {_streams(w['streams'])} "
                  f"({err:+.1%}"
                  + (f": {w['miss_term']}" if w.get("miss_term") else "") + ")")
@@ -273,7 +270,7 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
     from claimcheck.core.sourcemodel import band_side
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
-        if r.get("calibration") and _f(r.get("source_model_tok_s")) and not _is_calibration(r):
+        if r.get("calibration") and number(r.get("source_model_tok_s")) and not _is_calibration(r):
             key = (r["card"], r.get("calibrated_on") or "", r["calibration"])
             groups.setdefault(key, []).append(r)
     if not groups:
@@ -282,9 +279,9 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
     table = []
     for (card, on, how), rs in sorted(groups.items()):
         ratios = sorted(float(r["claim_over_source"]) for r in rs
-                        if _f(r.get("claim_over_source")))
+                        if number(r.get("claim_over_source")))
         inside = sum(band_side(float(r["aggregate_tok_s"]), float(r["source_model_tok_s"]),
-                               _f(r.get("source_floor_tok_s"))
+                               number(r.get("source_floor_tok_s"))
                                or float(r["source_model_tok_s"]),
                                float(r.get("tolerance") or TOLERANCE),
                                str(r.get("bound") or "")) == "inside" for r in rs)
@@ -303,8 +300,8 @@ def source_models_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def _claim_words(r: Mapping[str, Any]) -> str:
     """"`id` (up to 900 tok/s at 1 stream, rtx5090)": a bound printed with the seed's own
     qualifier (``bound_words``, "up to X"), else "at most" / "at least"."""
-    agg, n = _f(r.get("aggregate_tok_s")) or float(r["value"]), r.get("streams_sharing")
-    n = _f(n) or float(r["streams"])
+    agg, n = number(r.get("aggregate_tok_s")) or float(r["value"]), r.get("streams_sharing")
+    n = number(n) or float(r["streams"])
     words = str(r.get("bound_words") or "") or {"at_least": "at least X",
                                                  "at_most": "at most X"}.get(
         str(r.get("bound") or ""), "X")
@@ -327,12 +324,12 @@ def _outside_band(r: Mapping[str, Any]) -> str:
     ``source_model_tok_s``, floor ``source_floor_tok_s``, the ceiling when absent), at its
     tolerance; a bound is never counted outside."""
     from claimcheck.core.sourcemodel import band_side
-    ceil = _f(r.get("source_model_tok_s"))
-    if not ceil or str(r.get("bound") or "") or not _f(r.get("claim_over_source")):
+    ceil = number(r.get("source_model_tok_s"))
+    if not ceil or str(r.get("bound") or "") or not number(r.get("claim_over_source")):
         return "inside"
     agg = float(r["claim_over_source"]) * ceil
-    return band_side(agg, ceil, _f(r.get("source_floor_tok_s")) or ceil,
-                     _f(r.get("tolerance")) or TOLERANCE)
+    return band_side(agg, ceil, number(r.get("source_floor_tok_s")) or ceil,
+                     number(r.get("tolerance")) or TOLERANCE)
 
 
 def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 2) -> str:
@@ -356,7 +353,7 @@ def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 2) -> str:
             f"{_claim_words(r)} at {float(r['claim_over_source']):.2f}× its source's model "
             f"of {float(r['source_model_tok_s']):,.0f} tok/s"
             + (f" (its no-overlap floor {float(r['source_floor_tok_s']):,.0f})"
-               if _f(r.get("source_floor_tok_s")) else "")
+               if number(r.get("source_floor_tok_s")) else "")
             for r in rs[:top])
         words = TERM_WORDS.get(term, "not bound by a stated term")
         parts.append(f"{len(rs)} where the model is {words}, median {mid:.2f}× the model; "
@@ -371,7 +368,7 @@ def source_misses(rows: Sequence[Mapping[str, Any]], top: int = 2) -> str:
 
 def above_roofline(rows: Sequence[Mapping[str, Any]], top: int = 5) -> str:
     """The figures furthest above their card's plain roofline."""
-    above = sorted((r for r in rows if (_f(r.get("claim_over_roofline")) or 0) > 1),
+    above = sorted((r for r in rows if (number(r.get("claim_over_roofline")) or 0) > 1),
                    key=lambda r: -float(r["claim_over_roofline"]))
     if not above:
         return "No figure sits above its card's plain roofline."
