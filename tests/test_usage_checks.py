@@ -121,3 +121,17 @@ def test_every_token_on_the_one_chunk_has_no_tpot():
     assert loadclient.stream_problem(rec, max_tokens=3, ignore_eos=True) == (
         "all 3 completion tokens were counted on the first chunk that carried text, so no "
         "time per output token can be measured")
+
+
+def test_two_tokens_in_one_chunk_are_a_prefill_measurement_not_a_fault():
+    """CPU vLLM streamed a 2-token answer's both tokens in one chunk (gaps sum to 0 s): a
+    request of at most 2 tokens is read for no decode rate, so it is kept; 3 tokens with no
+    time after the first are refused."""
+    from claimcheck.core.errors import InputError
+    from claimcheck.core.runchecks import check_decode_time
+
+    check_decode_time({"output_lens": [2, 2], "itls": [[0.0], [0.0]]}, source="b.json")
+    with pytest.raises(InputError, match="request 1 reports 3 output tokens all dated at its "
+                                         "first"):
+        check_decode_time({"output_lens": [2, 3], "itls": [[0.0], [0.0, 0.0]]},
+                          source="b.json")
