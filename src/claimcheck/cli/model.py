@@ -11,6 +11,7 @@ from typing import Any
 from claimcheck.cli.common import emit, fmt
 from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
+from claimcheck.core.protocols import context_words, relation_words
 
 
 def term_lines(c: dict[str, Any]) -> list[str]:
@@ -64,18 +65,18 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     run = run_steps.load(a.run_dir)
     proto = run.provenance.get("protocol_config", {})
     rows = [run_steps.step_metrics(s) for s in run.steps]
-    ctx = f"{proto.get('input_len', '?')} prompt + {proto.get('output_len', '?')} output"
+    ctx = context_words(run.provenance.get("steps") or [])
     status = run.provenance.get("status")
     lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
              f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}"
              + ("" if status == "complete" else
                 f"; run {status}: {run.provenance.get('failure')}"),
-             "streams are independent requests, a closed loop (a new one starts when one "
-             f"finishes); context per stream up to {ctx} tokens"]
-    for r in rows:
+             f"streams: {relation_words(proto.get('kind'))}; context per stream: {ctx}"]
+    for st, r in zip(run.steps, rows, strict=True):
         lines.append("")
         lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
-                     f"{r['requests']} requests ({r['completed']} completed), "
+                     f"{r['requests']} requests ({r['completed']} completed) of "
+                     f"{st.record['input_len']:,} + {st.record['output_len']:,} tokens, "
                      f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
                      f"to last token, decode window {r['decode_window_s']:.2f} s")
         lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
@@ -152,13 +153,12 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"({e['kv_dtype']})",
              f"  engine: token budget {e['max_num_batched_tokens']} "
              f"({e['max_num_batched_tokens_source']}); {e['max_num_seqs']} slots",
-             "  aggregates in tok/s summed over the streams (independent requests, closed "
-             "loop); e2e = all tokens / first send to last token; decode = tokens after "
+             f"  aggregates in tok/s summed over the streams ({relation_words(proto.get('kind'))}"
+             "); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
-             f"  context per stream: up to {proto.get('input_len', '?')} prompt + "
-             f"{proto.get('output_len', '?')} output tokens (protocol "
-             f"{proto.get('name', '?')}); simulated with each request's recorded prompt and "
-             "output lengths",
+             f"  context per stream: {context_words(target.provenance.get('steps') or [])} "
+             f"(protocol {proto.get('name', '?')}); simulated with each request's recorded "
+             "prompt and output lengths",
              "  per stream = aggregate / streams; TPOT = median time per output token "
              "after the first",
              f"{'step':>4} {'rep':>3} {'streams':>7} {'pred e2e':>9} {'meas e2e':>9} "

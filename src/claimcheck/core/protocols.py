@@ -38,6 +38,35 @@ class Step:
         return self.input_len + self.output_len
 
 
+RELATIONS = {"bench": "independent requests, at most the step's streams in flight (a new one "
+             "is sent when one finishes)",
+             "closed_loop": "closed-loop clients, each sending its requests one after another",
+             "lanes": "lanes: one prompt sent as identical requests admitted together"}
+"""How a kind's streams relate, in words (every table and command line says it so)."""
+
+
+def relation_words(kind: str | None) -> str:
+    """How the streams of a protocol of ``kind`` relate (:data:`RELATIONS`)."""
+    return RELATIONS.get(kind or "bench", RELATIONS["bench"])
+
+
+def _span(xs: list[int]) -> str:
+    lo, hi = min(xs), max(xs)
+    return f"{lo:,}" if lo == hi else f"{lo:,} to {hi:,}"
+
+
+def context_words(steps: list[dict[str, Any]]) -> str:
+    """A run's context per stream in words from its step records (each with ``input_len``
+    and ``output_len``, tokens): '1,024 to 12,000 prompt + 384 output tokens, by step' where
+    the steps differ, '128 prompt + 512 output tokens' where they do not; '?' for none."""
+    ins = [int(s["input_len"]) for s in steps if s.get("input_len") is not None]
+    outs = [int(s["output_len"]) for s in steps if s.get("output_len") is not None]
+    if not ins or not outs:
+        return "? prompt + ? output tokens"
+    by = ", by step" if len(set(ins)) > 1 or len(set(outs)) > 1 else ""
+    return f"{_span(ins)} prompt + {_span(outs)} output tokens{by}"
+
+
 @dataclass(frozen=True)
 class Protocol:
     name: str

@@ -22,7 +22,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.frames import flag, number
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.protocols import Protocol
+from claimcheck.core.protocols import Protocol, relation_words
 from claimcheck.report import findings as F
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
@@ -158,9 +158,7 @@ def workload_sentence(proto: Protocol) -> str:
                                          f"({c['context_tokens_per_stream']} tokens of "
                                          "context per stream)" for c in ctx)
                   + (" (`--ignore-eos`)" if proto.ignore_eos else ""))
-    relation = {"closed_loop": "closed-loop clients, each sending its requests one after "
-                "another", "lanes": "lanes: one prompt sent as identical requests admitted "
-                "together"}.get(proto.kind, "independent requests")
+    relation = relation_words(proto.kind)
     counts = {s.streams for s in proto.steps}
     streams = (plural(proto.steps[0].streams, "stream") if len(counts) == 1
                else f"{streams} streams")
