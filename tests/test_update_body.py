@@ -146,3 +146,17 @@ def test_per_stream_is_the_sum_over_the_row_streams(body):
                 if m:
                     total, per = (float(x.replace(",", "")) for x in m.groups()[:2])
                     assert per == pytest.approx(total / n, abs=0.06)
+
+
+def test_context_table_per_stream_divides_by_the_column_streams(body):
+    md, _ = body
+    t = next(t for t in tables(md) if "Context per stream, tokens" in cells(t[0])
+             and any("streams, tok/s" in h for h in cells(t[0])))
+    head = cells(t[0])
+    for row in t[2:]:
+        for h, v in zip(head[2:], cells(row)[2:], strict=True):
+            n = float(h.split(" ")[0].replace(",", ""))
+            m = re.fullmatch(r"([\d,.]+) \(([\d,.]+)\), (\d+)%", v)
+            assert m, v
+            total, per = (float(x.replace(",", "")) for x in m.groups()[:2])
+            assert per == pytest.approx(total / n, abs=0.06)

@@ -81,7 +81,8 @@ rule measured_figures:
 
 # The two figures of the Update card's runs that the body links (update_figure_links):
 # decode against each format's bandwidth line, and what long prompts cost.
-CARD_FIGURES = {"h200": "figures/h200-decode", "long": "figures/h200-long-prompts"}
+CARD_FIGURES = {"h200": "figures/h200-decode", "long": "figures/h200-long-prompts",
+                "context": "figures/h200-context"}
 
 
 rule card_figures:
@@ -96,6 +97,8 @@ rule card_figures:
         decode_svg=CARD_FIGURES["h200"] + ".svg",
         long_png=CARD_FIGURES["long"] + ".png",
         long_svg=CARD_FIGURES["long"] + ".svg",
+        context_png=CARD_FIGURES["context"] + ".png",
+        context_svg=CARD_FIGURES["context"] + ".svg",
     params:
         card=config["update_card"],
         model_name=config["model_name"],

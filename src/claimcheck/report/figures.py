@@ -366,18 +366,21 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
 
 def card_figures(run_records: list[str] | None, card: str, model_config: str,
                  cards_csv: str, ceilings_csv: str, model_name: str, decode_base: str,
-                 long_base: str) -> list[str]:
-    """The two figures of one card's runs that the Update's body links (PNG + SVG each):
-    decode against each format's bandwidth line (``decode_base``, no extension) and what
-    long prompts cost (``long_base``); the paths written."""
-    from claimcheck.report import h200_fig
+                 long_base: str, context_base: str) -> list[str]:
+    """The three figures of one card's runs that the Update's body links (PNG + SVG each):
+    decode against each format's bandwidth line (``decode_base``, no extension), what
+    long prompts cost (``long_base``) and decode against context (``context_base``); the
+    paths written."""
+    from claimcheck.report import context_fig, h200_fig
     runs, steps = read_run_records(records(run_records))
     cards = load_cards(at_root(cards_csv))
     geom = geometry_from_file(at_root(model_config))
     decode = h200_fig.decode_figure(runs, steps, card, geom, cards,
                                     load_ceilings(at_root(ceilings_csv), cards), model_name)
     long = h200_fig.long_figure(runs, steps, card, cards[card].name)
-    return [str(p) for fig, base in ((decode, decode_base), (long, long_base))
+    context = context_fig.context_figure(runs, steps, card, cards[card].name)
+    return [str(p) for fig, base in ((decode, decode_base), (long, long_base),
+                                     (context, context_base))
             for p in figstyle.save(fig, at_root(base))]
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from claimcheck.core import definitions as d
 from claimcheck.core.units import GB
+from claimcheck.report import context_cost as CC
 
 FORMAT_WORDS = {"bf16": "BF16", "fp8": "FP8", "w4a16": "W4A16", "nvfp4": "NVFP4",
                 "int8": "INT8"}
@@ -167,6 +168,20 @@ def main_context(d: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep) if keep else d
 
 
+def long_context(d: pd.DataFrame) -> float | None:
+    """The long context shown beside each format's main context (the body's first table,
+    the decode figure): of the contexts longer than every main context, the one measured
+    at the most stream counts (the longer on a tie); None when there is none."""
+    if d.empty:
+        return None
+    longer = d[d["context_tokens_per_stream"] > main_context(d)["context_tokens_per_stream"]
+               .max()]
+    if longer.empty:
+        return None
+    n = longer.groupby("context_tokens_per_stream")["streams"].nunique()
+    return float(n[n == n.max()].index.max())
+
+
 def _fail(key: str, condition: str, why: str) -> Finding:
     return Finding(key, "", {}, condition, False, why)
 
@@ -237,6 +252,80 @@ def fp8_buys(f: pd.DataFrame, fast: str = "fp8", base: str = "bf16") -> Finding:
     bad = [f"{i}: gain {g:.2f}× against bytes {r:.2f}×" for i, g, r
            in zip(both, gain, ratio, strict=True) if not 1 < g < r]
     return Finding("what FP8 buys", text + ".", nums, cond, not bad, "; ".join(bad))
+
+
+RESIDUAL_MS = 0.5
+"""How far (ms) a step may sit from its format's KV line for the context finding."""
+
+
+def and_list(xs: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def _trend(ln: CC.ContextLine) -> str:
+    return f"{pct(ln.share[0])} to {pct(ln.share[-1])} at {ln.streams:,} streams"
+
+
+def context_cost(f: pd.DataFrame) -> Finding:
+    """What context costs decode: per weight format measured at three or more contexts at
+    the same streams (:mod:`claimcheck.report.context_cost`), how its η moves with context,
+    the rate its step reads its KV cache at (the KV bytes a step adds over the time it
+    adds), the time one token of context per stream adds, and the faster format's lead at
+    its shortest and longest context."""
+    cond = ("one run measured a format at three or more contexts at the same streams, one "
+            f"wave each, and every step lies within {RESIDUAL_MS} ms of its KV line")
+    one = f[(f["waves"] == 1) & f["decode"].notna()]
+    lines = [ln for _, g in one.groupby("run")
+             for ln in CC.context_lines(levels(g, ["weight_format",
+                                                   "context_tokens_per_stream", "streams"]))]
+    if not lines:
+        return _fail("context", cond, "no run measured a format at three or more contexts "
+                     "at the same streams in one wave")
+    by: dict[str, list[CC.ContextLine]] = {}
+    for ln in lines:
+        by.setdefault(ln.fmt, []).append(ln)
+    order = sorted(by, key=lambda k: -max(max(ln.share) for ln in by[k]))
+    lo = min(ln.contexts[0] for ln in lines)
+    hi = max(ln.contexts[-1] for ln in lines)
+    streams = sorted({ln.streams for ln in lines})
+    eta = []
+    for fm in order:
+        shares = [v for ln in by[fm] for v in ln.share]
+        if max(shares) - min(shares) <= 0.03:
+            eta.append(f"{fmt_name(fm)}'s η holds at {span(shares)}")
+        else:
+            ends = sorted(by[fm], key=lambda ln: ln.streams)
+            moves = "falls" if ends[-1].share[-1] < ends[-1].share[0] else "moves"
+            eta.append(f"{fmt_name(fm)}'s {moves} from {_trend(ends[0])}"
+                       + (f" and from {_trend(ends[-1])}" if len(ends) > 1 else ""))
+    gbs = lambda v: f"{v:,.0f}"  # noqa: E731
+    rates = " and ".join(f"{span([ln.kv_gb_s for ln in by[fm]], gbs)} GB/s for "
+                         f"{fmt_name(fm)}" for fm in order)
+    top = max(streams)
+    at_top = {fm: next((ln for ln in by[fm] if ln.streams == top), None) for fm in order}
+    ns = " against ".join(f"{at_top[fm].ns_per_token():.1f} ns for {fmt_name(fm)}"
+                          for fm in order if at_top[fm])
+    worst = max(ln.worst_residual_ms for ln in lines)
+    text = (f"From {lo:,} to {hi:,} tokens of context per stream (one wave at "
+            f"{and_list([f'{n:,}' for n in streams])} streams), " + "; ".join(eta).replace(
+                "'s falls", "'s η falls").replace("'s moves", "'s η moves")
+            + f". Each step grows in a straight line with the KV cache it reads (every step "
+            f"within {worst:.2f} ms of its line): the KV bytes a step adds over the time it "
+            f"adds put the KV read at {rates}, so one more token of context per stream costs "
+            f"a step {ns} per stream at {top:,} streams")
+    nums = {f"{ln.fmt}_{ln.streams}_kv_gb_s": ln.kv_gb_s for ln in lines}
+    both = [at_top[fm] for fm in order if at_top[fm]]
+    if len(both) == 2 and both[0].contexts == both[1].contexts:
+        slow, fast = sorted(both, key=lambda ln: ln.decode[0])
+        g0, g1 = fast.decode[0] / slow.decode[0], fast.decode[-1] / slow.decode[-1]
+        nums |= {"lead_short": g0, "lead_long": g1}
+        text += (f"; at {top:,} streams {fmt_name(fast.fmt)}'s lead over "
+                 f"{fmt_name(slow.fmt)} goes from {g0:.2f}× at {fast.contexts[0]:,} tokens "
+                 f"to {g1:.2f}× at {fast.contexts[-1]:,}")
+    nums["worst_residual_ms"] = worst
+    why = "" if worst <= RESIDUAL_MS else f"a step lies {worst:.2f} ms from its line"
+    return Finding("context", text + ".", nums, cond, not why, why, CC.lines_frame(lines))
 
 
 def state_crossover(f: pd.DataFrame) -> dict[str, float]:
@@ -430,7 +519,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
 
 
 FINDINGS: tuple[Callable[[pd.DataFrame], Finding], ...] = (
-    bandwidth_share, fp8_buys, step_growth, long_prompts, second_wave, energy, cannot_say)
+    bandwidth_share, fp8_buys, context_cost, step_growth, long_prompts, second_wave, energy,
+    cannot_say)
 
 
 def all_findings(f: pd.DataFrame) -> list[Finding]:

@@ -60,10 +60,11 @@ def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str
 
 def figure_contexts(d: pd.DataFrame) -> list[int]:
     """The contexts the decode figure draws, as the body's first table chooses them: each
-    format's main context (:func:`claimcheck.report.findings.main_context`) and the
-    longest measured."""
+    format's main context (:func:`claimcheck.report.findings.main_context`) and the long
+    context beside it (:func:`claimcheck.report.findings.long_context`)."""
     main = set(F.main_context(d)["context_tokens_per_stream"])
-    return sorted(int(c) for c in main | {d["context_tokens_per_stream"].max()})
+    long = F.long_context(d)
+    return sorted(int(c) for c in main | ({long} if long is not None else set()))
 
 
 def line_streams(top: float) -> list[int]:

@@ -753,7 +753,7 @@ def share_table(x: Any) -> str:
     rows = [r for r in x.rows if r["streams"] in POWERS]
     d = F.main_context(pd.DataFrame(x.rows))
     main = {(r["weight_format"], r["context_tokens_per_stream"]) for r in d.to_dict("records")}
-    longest = max(r["context_tokens_per_stream"] for r in x.rows)
+    longest = F.long_context(pd.DataFrame(x.rows))
     rows = [r for r in rows if (r["weight_format"], r["context_tokens_per_stream"]) in main
             or r["context_tokens_per_stream"] == longest]
     rows.sort(key=lambda r: (r["weight_format"], r["context_tokens_per_stream"], r["streams"]))
@@ -767,6 +767,54 @@ def share_table(x: Any) -> str:
                        "powers of two streams.", rows,
                        "Per stream = the sum divided by the streams decoding at once (all "
                        "of them)."))
+
+
+def share_words(x: Any, buys: bool) -> str:
+    """What the first table shows, from the bandwidth-share finding's rows (which holds
+    only where the formats' η bands do not overlap): the format lower at every level, and,
+    where the what-it-buys finding holds too, that this is why it buys less than its
+    bytes."""
+    top = {fm: g["share"].max() for fm, g in pd.DataFrame(x.rows).groupby("weight_format")}
+    lo, hi = sorted(top, key=top.get)[0], sorted(top, key=top.get)[-1]
+    return (f"{F.fmt_name(lo)} holds a lower share of its line than {F.fmt_name(hi)} at "
+            "every level" + (", which is why it buys less than its bytes." if buys else "."))
+
+
+def context_table(x: Any) -> str:
+    """Decode while every stream decodes at each context of the context finding: one row
+    per format and context, one column per stream count (tok/s summed, per stream, η)."""
+    rows = x.rows
+    streams = sorted({r["streams"] for r in rows})
+    cell = {(r["weight_format"], r["context_tokens_per_stream"], r["streams"]): r
+            for r in rows}
+    keys = sorted({(r["weight_format"], r["context_tokens_per_stream"]) for r in rows})
+    body = [[F.fmt_name(fm), f"{t:,.0f}"]
+            + [(f"{_ps(c['decode'], n)}, {c['share']:.0%}" if (c := cell.get((fm, t, n)))
+                else "not measured") for n in streams] for fm, t in keys]
+    return (md.table(["Weights", "Context per stream, tokens"]
+                     + [f"{n:,.0f} streams, tok/s summed (per stream), η" for n in streams],
+                     body)
+            + "\n\n" + _caption("All streams decoding at each context per stream (prompt + "
+                                  "output tokens at the end of the request) and stream "
+                                  "count; one wave per step, every prompt prefilled before "
+                                  "the decode that is read.", rows, "Per stream = the sum "
+                                  "divided by the streams of the column."))
+
+
+def context_words(x: Any) -> str:
+    """What the context table shows, from its rows: per format, η at its shortest and its
+    longest context at the most streams."""
+    rows = x.rows
+    top = max(r["streams"] for r in rows)
+    parts = []
+    for fm in sorted({r["weight_format"] for r in rows}):
+        g = sorted((r for r in rows if r["weight_format"] == fm and r["streams"] == top),
+                   key=lambda r: r["context_tokens_per_stream"])
+        if g:
+            parts.append(f"{F.fmt_name(fm)} {g[0]['share']:.0%} of its line at "
+                         f"{g[0]['context_tokens_per_stream']:,.0f} tokens and "
+                         f"{g[-1]['share']:.0%} at {g[-1]['context_tokens_per_stream']:,.0f}")
+    return f"At {top:,.0f} streams: " + "; ".join(parts) + "."
 
 
 def bytes_table(x: Any) -> str:
@@ -855,9 +903,7 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
     return text
 
 
-def plain_list(xs: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+plain_list = F.and_list
 
 
 def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
@@ -930,9 +976,11 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         out += [f"![BF16 and FP8 decode against their bandwidth lines]({figures['h200']})", ""]
     if "bandwidth share" in by:
         out += [share_table(by["bandwidth share"]), "",
-                "Each format holds about the same share of its line from one stream to its "
-                "most, at every context measured; FP8 holds a lower share than BF16 at every "
-                "level, which is why it buys less than its bytes.", ""]
+                share_words(by["bandwidth share"], "what FP8 buys" in by), ""]
+    if "context" in by:
+        out += [context_table(by["context"]), "", context_words(by["context"]), ""]
+        if "context" in figures:
+            out += [f"![Decode against context per stream]({figures['context']})", ""]
     if "step growth" in by:
         out += [bytes_table(by["step growth"]), "",
                 "The step follows its bytes to where the state read and written nears the "

@@ -1,0 +1,92 @@
+"""The Update's context figure: decode while every stream decodes against context per
+stream, each format at each stream count of the context finding, beside its bandwidth
+line, and η against context.
+
+Every number is a row of the context finding (:func:`claimcheck.report.findings.
+context_cost`): the same levels its sentence and the body's context table print. Units:
+tok/s summed over the streams; tokens of context per stream (prompt + output)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from claimcheck.report import figstyle as fs
+from claimcheck.report import findings as F
+from claimcheck.report.h200_fig import card_frame
+from claimcheck.report.plots import format_colours
+from claimcheck.report.record import Run
+
+
+def context_rows(runs: list[Run], steps: list[dict[str, Any]], card: str
+                 ) -> list[dict[str, Any]]:
+    """The context finding's rows for one card's runs (empty where it has none)."""
+    _, frame = card_frame(runs, steps, card)
+    return F.context_cost(frame).rows
+
+
+def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> Any:
+    """Left: tok/s summed while every stream decodes (markers) and the bandwidth line
+    (dashed) against context per stream, one colour per format, one marker per streams;
+    right: η (measured / line) against context."""
+    fig, (a1, a2) = fs.new(9.4, 4.0, ncols=2)
+    colour = format_colours(sorted({r["weight_format"] for r in rows}))
+    streams = sorted({r["streams"] for r in rows})
+    marker = {n: fs.MARKERS[i % len(fs.MARKERS)] for i, n in enumerate(streams)}
+    for fm, col in colour.items():
+        for n in streams:
+            g = sorted((r for r in rows if r["weight_format"] == fm and r["streams"] == n),
+                       key=lambda r: r["context_tokens_per_stream"])
+            if not g:
+                continue
+            x = [r["context_tokens_per_stream"] for r in g]
+            a1.plot(x, [r["decode"] for r in g], marker=marker[n], color=col, lw=1.1,
+                    ms=4.5, label=f"{F.fmt_name(fm)}, {n} streams")
+            a1.plot(x, [r["roofline_tok_s"] for r in g], ls="--", color=col, lw=0.8,
+                    alpha=0.7)
+            a2.plot(x, [r["share"] for r in g], marker=marker[n], color=col, lw=1.1,
+                    ms=4.5, label=f"{F.fmt_name(fm)}, {n} streams")
+    ctx = sorted({r["context_tokens_per_stream"] for r in rows})
+    for ax in (a1, a2):
+        ax.set_xscale("log")
+        ax.set_xticks(ctx)
+        ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_xlabel("context per stream, tokens (prompt + output; log scale)")
+    a1.set_yscale("log")
+    a1.set_ylabel("all streams decoding, tok/s summed (log)")
+    a1.set_title("Decode (markers) and bandwidth line (dashed)", loc="left")
+    a2.set_ylim(0, 1)
+    a2.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    a2.set_ylabel("η: all streams decoding ÷ bandwidth line")
+    a2.set_title("Share of the bandwidth line", loc="left")
+    a2.legend(loc="lower left", fontsize=6.5, ncol=2, title="both panels", title_fontsize=6.5)
+    fig.suptitle(title, x=0.0, ha="left", fontsize=10)
+    fs.caption_and_source(fig, caption, source)
+    return fig
+
+
+def context_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
+                   card_name: str) -> Any:
+    """The context figure of one card's runs, or a notice where no run measured a format
+    at three or more contexts at the same streams."""
+    rows = context_rows(runs, steps, card)
+    if not rows:
+        return fs.notice(f"No run on the {card_name} measured a weight format at three or "
+                         "more contexts at the same streams: nothing to draw.")
+    used = sorted({n for r in rows for n in str(r["runs"]).split(", ")})
+    return draw(
+        rows, title=f"Decode against context on one {card_name} (dummy weights)",
+        caption=("Each point: tok/s summed over the window in which every stream decodes "
+                 "(the last request's first token to the first request's last), one wave "
+                 "per step, so every prompt is prefilled before the decode that is read; "
+                 "per stream = the sum divided by the streams. Dashed: the bandwidth line "
+                 "(plain roofline, η = 1) at the same streams and context: the weights once, "
+                 "each stream's recurrent state twice and its KV cache once per step, at "
+                 f"the {card_name}'s datasheet bandwidth. Each point the median of its level "
+                 "over repeats."),
+        source=("runs " + ", ".join(used) + " (dummy weights) in data/raw/runs, read "
+                "through data/derived/runs/*.json; KV bytes per token from each engine's "
+                "KV dtype and the model's config.json"))
