@@ -230,3 +230,38 @@ def m_kv(shape, cal, pick):
     from claimcheck.core import model as m
     step_s, ctx = calibration.kv_window(pick.step.timeline)
     return m.kv_bandwidth_from_decode(shape, cal, pick.step.timeline.streams, ctx, step_s)
+
+
+LADDER_FP8 = "h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"  # 5 contexts x 8/24/48
+
+
+def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
+    """With a run that measured 8, 24 and 48 streams at five contexts each, the KV-read
+    term is the median of three lines' inverse slopes (step time over KV bytes at fixed
+    streams), worked out here with numpy's least squares; admit-then-decode's one context
+    per stream count is no line, so its steps are no source and the model is tested on
+    them."""
+    import numpy as np
+
+    from claimcheck.core import model as m
+    runs = _runs(ATD_FP8, LADDER_FP8, SINGLE_FP8, ROWS)
+    src = calibrate.kv_sources(runs, "h200", "fp8-hyperqwen-dummy-16k")
+    assert {p.run.name for p in src} == {LADDER_FP8} and len(src) == 15
+    assert "three or more contexts" in src[0].why
+    choice = calibrate.choose_for(runs[0], runs)
+    cal = calibration.calibration(choice, "fp8")
+    rates = []
+    for n in (8, 24, 48):
+        pts = [p for p in src if p.step.timeline.streams == n]
+        shape, _ = run_steps.engine_shape(pts[0].run)
+        factor = m.row_factor(cal.row_factors, n) if cal.row_factors else 1.0
+        x, y = [], []
+        for p in pts:
+            step_s, ctx = calibration.kv_window(p.step.timeline)
+            x.append(n * shape.kv_bytes_per_token * ctx)
+            y.append(step_s / factor)
+        rates.append(1 / np.polyfit(x, y, 1)[0])
+    assert cal.kv_bandwidth_bytes_s == pytest.approx(sorted(rates)[1], rel=1e-9)
+    assert 1.2e12 < cal.kv_bandwidth_bytes_s < 1.8e12  # FP8 KV well below its weights
+    assert LADDER_FP8 in cal.kv_source and "3 line(s)" in cal.kv_source
+    assert not any(n == ATD_FP8 for n, _ in choice.steps())

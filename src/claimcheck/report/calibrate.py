@@ -46,6 +46,7 @@ from claimcheck.core import model as m
 from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
 from claimcheck.report import steps as run_steps
+from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout
 
 
@@ -220,11 +221,21 @@ def _is_kv_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
 
 def kv_sources(runs: list[run_steps.RunData], card: str, engine: str) -> tuple[Pick, ...]:
     """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
-    (the rate is its KV dtype's attention kernel at its context; no other engine's)."""
+    (the rate is its KV dtype's attention kernel at its context; no other engine's); where
+    one run measured the same streams at three or more contexts, only those steps (the
+    lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests."""
     pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.steps
              if _is_kv_source(r, s)]
+    lines: dict[tuple[str, int], list] = {}
+    for r, s in pairs:
+        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
+    lined = [p for g in lines.values()
+             if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
+    if lined:  # a run that measured the same streams at 3+ contexts: its lines alone
+        pairs = lined
     why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
-           "every stream decodes")
+           "every stream decodes" + (", at three or more contexts per stream count of one "
+                                     "run" if lined else ""))
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 

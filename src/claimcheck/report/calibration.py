@@ -21,6 +21,7 @@ from claimcheck.core import simulator
 from claimcheck.core.cards import get_card
 from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, Pick, median_prompt
+from claimcheck.report.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
@@ -90,11 +91,52 @@ def kv_window(tl: Any) -> tuple[float, float]:
     return tl.streams / rate, ctx
 
 
+def kv_lines(cal: m.Calibration, picks: tuple[Pick, ...]) -> list[tuple[str, int, float]]:
+    """(run, streams, bytes/s) for each run and stream count whose source steps span
+    :data:`claimcheck.report.context_cost.MIN_CONTEXTS` or more contexts: the inverse slope
+    of the step time (:func:`kv_window`, over the decode-row factor at those rows) against
+    the KV bytes the step reads (rows x kappa x mean context), the line
+    :func:`claimcheck.report.context_cost.fit_line` fits. At fixed streams only the KV read
+    grows with context, so this is the KV-read rate with no other term in it."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for p in picks:
+        shape, _ = run_steps.engine_shape(p.run)
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        groups.setdefault((p.run.name, b), []).append(
+            (b * shape.kv_bytes_per_token * ctx, step_s / factor))
+    out = []
+    for (run, b), pts in sorted(groups.items()):
+        if len({round(x / 1e6) for x, _ in pts}) < MIN_CONTEXTS:
+            continue
+        slope, _, _ = fit_line([x for x, _ in pts], [y for _, y in pts])
+        if slope > 0:
+            out.append((run, b, 1 / slope))
+    return out
+
+
 def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
-    """``cal`` with the KV-read rate: the median over ``picks`` of
-    :func:`claimcheck.core.model.kv_bandwidth_from_decode` at each step's streams, its
-    all-streams-decoding step time and mean context (:func:`kv_window`), over ``cal``'s
-    decode-row factor at those rows."""
+    """``cal`` with the KV-read rate. Where a source run measured the same streams at
+    three or more contexts (:func:`kv_lines`), the median of those lines' rates; else the
+    median over ``picks`` of :func:`claimcheck.core.model.kv_bandwidth_from_decode` at each
+    step's streams, its all-streams-decoding step time and mean context
+    (:func:`kv_window`), over ``cal``'s decode-row factor at those rows. The source text
+    names every run the rate came from."""
+    lines = kv_lines(cal, picks)
+    if lines:
+        rates = [r for *_, r in lines]
+        rate = statistics.median(rates)
+        runs = sorted({run for run, *_ in lines})
+        streams = sorted({b for _, b, _ in lines})
+        src = (f"{', '.join(runs)} ({len(lines)} line(s) of one-wave steps {LINES_MARK}, "
+               f"at {', '.join(map(str, streams))} streams, every stream decoding; KV read at "
+               f"{rate / 1e9:,.0f} GB/s, the median of "
+               f"{min(rates) / 1e9:,.0f}-{max(rates) / 1e9:,.0f} GB/s, each the KV bytes a "
+               "step adds over the time it adds at the same streams"
+               + (", each step over the decode-row factor at its rows)" if cal.row_factors
+                  else ")"))
+        return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
     rates = []
     for p in picks:
         shape, _ = run_steps.engine_shape(p.run)
@@ -104,7 +146,8 @@ def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration
         rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
     rate = statistics.median(rates)
     streams = sorted({p.step.timeline.streams for p in picks})
-    src = (f"{picks[0].run.name} ({len(picks)} one-wave steps at "
+    runs = sorted({p.run.name for p in picks})
+    src = (f"{', '.join(runs)} ({len(picks)} one-wave steps at "
            f"{', '.join(map(str, streams))} streams, every stream decoding): KV read at "
            f"{rate / 1e9:,.0f} GB/s, the median of {min(rates) / 1e9:,.0f}-"
            f"{max(rates) / 1e9:,.0f} GB/s (weights and state at "

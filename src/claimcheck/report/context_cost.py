@@ -17,6 +17,8 @@ import pandas as pd
 
 MIN_CONTEXTS = 3
 """Contexts a (format, streams) level needs before its line is fitted."""
+LINES_MARK = "at three or more contexts"
+"""Words a KV-read source read from such lines says (the model's term and its prose)."""
 
 
 @dataclass(frozen=True)

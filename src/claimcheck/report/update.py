@@ -23,6 +23,7 @@ from claimcheck.core.frames import flag, number
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol, relation_words
+from claimcheck.report import context_cost as CC
 from claimcheck.report import findings as F
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
@@ -878,8 +879,12 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
                               "decode ladders"),
         ("admission_source", "a wave's requests reaching the scheduler one measured send "
                              "interval apart"),
-        ("kv_source", "the KV cache read at its own rate, measured while every stream of a "
-                      "one-wave long-prompt step decodes"))
+        ("kv_source", "the KV cache read at its own rate, "
+                      + ("the KV bytes a step adds over the time it adds from one context to "
+                         "the next at the same streams"
+                         if any(CC.LINES_MARK in str(r.get("kv_source") or "") for r in rows)
+                         else "measured while every stream of a one-wave long-prompt step "
+                              "decodes")))
         if any(r.get(col) for r in rows)]
     engines = sorted({str(r["engine"]) for r in rows if r.get("engine")})
     links = ", ".join(f"[{i + 1}](model-{e}.png)" for i, e in enumerate(engines))
