@@ -292,6 +292,32 @@ def indexed_predictions(index_csv: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def load_listed(path: str | Path) -> dict[str, Any]:
+    """:func:`load_prediction`, with its ``written_at_commit`` and ``what_model`` when an
+    ``index.csv`` beside it lists it (``claimcheck model --before``)."""
+    path = Path(path)
+    pred = load_prediction(path)
+    index = path.parent / "index.csv"
+    if index.is_file():
+        for r in read_index(index):
+            if r["file"] == path.name:
+                pred.update(written_at_commit=r["written_at_commit"],
+                            what_model=r["what_model"])
+    return pred
+
+
+def compare(prediction_path: str | Path, run_dir: str | Path,
+            tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """``claimcheck model RUN_DIR --before PREDICTION``: the prediction file (checked before
+    the run is read) against the run, as rows, their summary and text lines."""
+    pred = load_listed(prediction_path)
+    run = run_steps.load(run_dir)
+    extra = {k: pred[k] for k in ("written_at_commit", "what_model") if k in pred}
+    rows = [{**r, **extra} for r in against(pred, run, tolerance)]
+    return {"prediction": str(prediction_path), "run": run.name, "rows": rows,
+            "summary": summary(rows, tolerance), "lines": render(rows, tolerance)}
+
+
 def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
           tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     """``data/derived/beforehand.csv``'s rows: every indexed prediction against each of
