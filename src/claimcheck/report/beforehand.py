@@ -407,7 +407,8 @@ def step_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head = ["step", "rep", "streams", "context per stream (in + out tokens)",
             "e2e aggregate tok/s pred / meas", "e2e err",
             "e2e per stream tok/s pred / meas", "decode aggregate tok/s pred / meas",
-            "decode err", "median TPOT ms pred / meas", "median TTFT s pred / meas"]
+            "decode err", "median TPOT ms pred / meas", "median TTFT s pred / meas",
+            f"within {TOLERANCE:.0%} on both"]
     body = []
     for r in rows:
         n = int(r["streams"])
@@ -423,7 +424,8 @@ def step_table(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{md.num(number(r.get('predicted_median_tpot_ms')), '{:.2f}')} / "
             f"{md.num(number(r.get('measured_median_tpot_ms')), '{:.2f}')}",
             f"{md.num(number(r.get('predicted_median_ttft_s')), '{:.3f}')} / "
-            f"{md.num(number(r.get('measured_median_ttft_s')), '{:.3f}')}"])
+            f"{md.num(number(r.get('measured_median_ttft_s')), '{:.3f}')}",
+            "yes" if flag(r.get("within")) else "no"])
     return md.table(head, body)
 
 
@@ -448,12 +450,14 @@ def appendix_section(rows: Sequence[Mapping[str, Any]]) -> str:
     for r in rows:
         groups.setdefault((r["prediction_file"], r.get("run") or ""), []).append(r)
     out += [f"- {summary_line(summary(g))}" for g in groups.values()]
+    kinds = sorted({str(g[0].get("kind")) for g in groups.values()
+                    if g[0].get("status") != NOT_MEASURED})
+    out += [f"\nIn the step tables: {legend(k if k != 'None' else None)}" for k in kinds]
     for (f, run), g in groups.items():
         if g[0].get("status") == NOT_MEASURED:
             continue
         dummy = " (dummy weights)" if g[0].get("weights") == "dummy" else ""
-        out += ["", f"#### `{f}` against {run}{dummy}", "", legend(g[0].get("kind")), "",
-                step_table(g)]
+        out += ["", f"#### `{f}` against {run}{dummy}", "", step_table(g)]
     return "\n".join(out) + "\n"
 
 
