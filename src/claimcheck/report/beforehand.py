@@ -452,7 +452,9 @@ def appendix_section(rows: Sequence[Mapping[str, Any]]) -> str:
     out += [f"- {summary_line(summary(g))}" for g in groups.values()]
     kinds = sorted({str(g[0].get("kind")) for g in groups.values()
                     if g[0].get("status") != NOT_MEASURED})
-    out += [f"\nIn the step tables: {legend(k if k != 'None' else None)}" for k in kinds]
+    for k in kinds:
+        words = legend(k if k != "None" else None)
+        out.append(f"\nIn the step tables, {words[0].lower()}{words[1:]}")
     for (f, run), g in groups.items():
         if g[0].get("status") == NOT_MEASURED:
             continue
