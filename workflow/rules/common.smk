@@ -218,6 +218,7 @@ def notebook_params(wildcards):
         return {**common, "card": config["update_card"],
                 "verdicts_json": "data/derived/verdicts.json",
                 "model_csv": "data/derived/model.csv",
+                "beforehand_csv": "data/derived/beforehand.csv",
                 "definitions_links": {f"definitions-{r}": f"definitions-{r}.png"
                                       for r in RUNS},
                 "protocols_yaml": "config/protocols.yaml",
@@ -287,4 +288,5 @@ touch_changed_content(
     PACKAGE_SOURCES + all_run_files() + [str(p) for p in Path("notebooks").glob("*.ipynb")]
     + [config[k] for k in ("claims", "cards", "ceilings", "weights", "model_config")]
     + [EXCLUDED, "config/protocols.yaml"]
+    + [str(p) for p in Path("data/raw/predictions").glob("*") if p.is_file()]
     + ([config["user_cards"]] if config.get("user_cards") else []))

@@ -123,6 +123,7 @@ rule update:
         model=config["model_config"],
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
+        beforehand="data/derived/beforehand.csv",
         figures=["figures/claim_map.png", "figures/verdicts.png"]
         + [f"{base}.png" for base in CARD_FIGURES.values()]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)

@@ -42,6 +42,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "engine first, then the same weight format)")
     s.add_argument("--tolerance", type=float, default=0.05,
                    help="relative miss allowed before a term is named (default 0.05)")
+    s.add_argument("--before", default=None, metavar="PREDICTION.json",
+                   help="instead: set a prediction written before the run (`claimcheck "
+                        "predict --json` output, e.g. data/raw/predictions/*.json) against "
+                        "what RUN_DIR measured, step by step")
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
     s = sub.add_parser("predict", help="predict every step of a protocol for an engine on a "
@@ -118,6 +122,14 @@ def cmd_model(a: argparse.Namespace) -> int:
     from claimcheck.report.modeltable import miss_term, predict, predict_run
     from claimcheck.report.record import find_runs
 
+    if a.before:  # a prediction kept before the run, against what it measured
+        from claimcheck.report.beforehand import compare
+        if a.calibrate_from:
+            raise InputError("--before", "sets a kept prediction against the run; it takes "
+                             "no --calibrate-from (the prediction has its calibration)")
+        c = compare(a.before, a.run_dir, a.tolerance)
+        emit({k: v for k, v in c.items() if k != "lines"}, a.json, "\n".join(c["lines"]))
+        return 0
     target = run_steps.load(a.run_dir)
     if a.calibrate_from:
         out = predict(target, run_steps.load(a.calibrate_from))

@@ -409,10 +409,12 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                      definitions_links: dict[str, str] | None = None,
                      appendix_link: str = "update-appendix.md",
                      verdict_figure: str | None = None,
-                     cards_csv: str | None = "data/raw/cards.csv") -> tuple[str, str]:
+                     cards_csv: str | None = "data/raw/cards.csv",
+                     beforehand_csv: str | None = None) -> tuple[str, str]:
     """The Update as an article prints it (the body, figures/update.md) and its appendix
     (every step of every run, each protocol's blocks, every verdict line, the model table,
-    each run's provenance), from the same run records, verdicts and model table."""
+    the predictions kept before a run (``beforehand_csv``), each run's provenance), from
+    the same run records, verdicts and tables."""
     runs, steps = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
     model_rows = read_rows(at_root(model_csv)) if model_csv else []
@@ -433,6 +435,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
         appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
     if model_rows:
         appendix += "\n" + verdicts_md.render_model(model_rows)
+    if beforehand_csv:  # the predictions kept before a run, against it
+        from claimcheck.report.beforehand import appendix_section
+        appendix += "\n" + appendix_section(read_rows(at_root(beforehand_csv)))
     if verdicts:
         appendix += "\n" + verdicts_md.render_verdicts(verdicts)
     return body, appendix

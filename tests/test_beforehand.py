@@ -1,0 +1,272 @@
+"""Predictions written before a run set against what the run measured (issue 31): a
+hand-made run whose errors are worked out by hand, refusals naming the file and key, and the
+pipeline's table for the two committed context-ladder runs on the H200 (dummy weights)
+against counts computed here from the prediction JSON and each run's metrics table."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from claimcheck.cli import main
+from claimcheck.core.errors import InputError
+from claimcheck.core.frames import read_rows
+from claimcheck.core.paths import ROOT, RUNS
+from claimcheck.core.timeline import RequestTimeline, Timeline
+from claimcheck.report import beforehand as bh
+from claimcheck.report import steps as run_steps
+
+PREDICTIONS = ROOT / "data" / "raw" / "predictions"
+LADDERS = {"bf16-dummy-16k": "h200-20261202-bf16-dummy-16k-context-ladder",
+           "fp8-hyperqwen-dummy-16k": "h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"}
+
+
+# ---- a hand-made run: 2 streams, 2 requests per step ---------------------------------------
+
+def _request(ttft: float, tokens: int, last: float) -> RequestTimeline:
+    """A request sent at 0 s whose ``tokens`` arrive evenly from ``ttft`` to ``last`` s."""
+    gap = (last - ttft) / (tokens - 1)
+    return RequestTimeline(0.0, ttft, 1000, tuple(ttft + i * gap for i in range(tokens)),
+                           tokens)
+
+
+def _step(index: int, tokens: int, last: float) -> run_steps.StepData:
+    rec = {"step": index, "repeat": 1, "streams": 2, "requests": 2, "input_len": 1000,
+           "output_len": tokens, "status": "complete", "dir": f"0{index}-c2-r1",
+           "start_unix_s": 100.0 * index, "end_unix_s": 100.0 * index + last + 3.0}
+    tl = Timeline(2, (_request(0.2, tokens, last), _request(0.2, tokens, last)))
+    return run_steps.StepData(record=rec, timeline=tl, log_lines=[], energy_j=None,
+                              window_unix_s=(0.0, last), output_len=tokens)
+
+
+def hand_run() -> run_steps.RunData:
+    """Step 0: 2 x 211 tokens in 1.0 s from first send to last token (422.0 tok/s end to
+    end); decode 2 x 210 tokens after the first over (0.2, 1.0] s = 525.0 tok/s; TPOT 0.8 s
+    / 210 = 3.810 ms; TTFT 0.2 s. Step 1: 2 x 101 tokens in 2.0 s (101.0 tok/s end to end),
+    decode 200 / 1.8 s = 111.1 tok/s."""
+    prov = {"card": "h200", "engine": "bf16-dummy-16k", "protocol": "hand-ladder",
+            "weights": "dummy", "engine_config": {"weight_format": "bf16"},
+            "duration_s": 210.0}
+    return run_steps.RunData(path=Path("/nowhere/hand-run"), provenance=prov,
+                             steps=[_step(0, 211, 1.0), _step(1, 101, 2.0)])
+
+
+def hand_prediction() -> dict:
+    def step(i, tokens, e2e, dec, tpot, ttft, load):
+        return {"index": i, "streams": 2, "requests": 2, "input_len": 1000,
+                "output_len": tokens, "repeats": 2, "predicted_e2e_tok_s": e2e,
+                "predicted_decode_tok_s": dec, "predicted_median_tpot_ms": tpot,
+                "predicted_median_ttft_s": ttft, "predicted_load_s": load}
+    return {"card": "h200", "engine": "bf16-dummy-16k", "protocol": "hand-ladder",
+            "kind": "bench", "weights": "dummy", "file": "hand.json",
+            "steps": [step(0, 211, 442.4, 556.5, 4.0, 0.25, 0.9),
+                      step(1, 101, 101.0, 200 / 1.8, 9.0, 0.2, 2.1)]}
+
+
+def test_errors_worked_out_by_hand():
+    rows = bh.against(hand_prediction(), hand_run())
+    assert [r["step"] for r in rows] == [0, 1]
+    r0, r1 = rows
+    assert r0["measured_e2e_tok_s"] == pytest.approx(422.0)
+    assert r0["e2e_error"] == pytest.approx(0.048341, abs=1e-6)      # 442.4 / 422.0 - 1
+    assert r0["measured_decode_tok_s"] == pytest.approx(525.0)
+    assert r0["decode_error"] == pytest.approx(0.06)                  # 556.5 / 525.0 - 1
+    assert r0["measured_median_tpot_ms"] == pytest.approx(800 / 210)  # 3.810 ms
+    assert r0["tpot_error"] == pytest.approx(4.0 / (800 / 210) - 1)   # +5.0%
+    assert r0["measured_median_ttft_s"] == pytest.approx(0.2)
+    assert r0["ttft_error"] == pytest.approx(0.25)                    # 0.25 / 0.2 - 1
+    assert r0["context_tokens"] == 1211
+    assert not r0["within"] and r0["within_e2e"]   # decode +6.0% is beyond 5%
+    assert r1["e2e_error"] == pytest.approx(0.0) and r1["within"]
+    s = bh.summary(rows)
+    assert (s["measured"], s["steps"], s["within"], s["within_e2e"]) == (2, 2, 1, 2)
+    assert s["mean_abs_e2e_error"] == pytest.approx(0.048341 / 2, abs=1e-6)
+    assert s["mean_abs_decode_error"] == pytest.approx(0.03)
+    assert s["largest_miss"] == {"metric": "decode", "error": pytest.approx(0.06),
+                                 "step": 0, "repeat": 1, "streams": 2, "input_len": 1000,
+                                 "output_len": 211}
+    # load per repeat: 0.9 + 2.1 s predicted; 1.0 + 2.0 s first send to last token; the
+    # clients' spans 4.0 + 5.0 s (3 s of start-up each, by hand above); the run 210 s
+    assert s["predicted_load_s_per_repeat"] == pytest.approx(3.0)
+    assert s["measured_send_to_last_s_per_repeat"] == pytest.approx(3.0)
+    assert s["measured_client_s_per_repeat"] == pytest.approx(9.0)
+    line = bh.summary_line(s)
+    assert "1 of 2 measured steps within 5% on both" in line
+    assert "+6.0% on decode at 2 streams of 1,000-token prompts (step 0)" in line
+    assert "(dummy weights)" in line and "client start-up" in line
+
+
+def test_body_sentence_from_the_rows():
+    rows = [{**r, "written_at_commit": "abc1234", "what_model": "the hand model"}
+            for r in bh.against(hand_prediction(), hand_run())]
+    text = bh.body_sentence([bh.summary(rows)])
+    assert text == ("Written before the hand-ladder protocol ran (commit abc1234), the model's "
+                    "predictions land within 5% of the measured end-to-end and decode speed "
+                    "on 1 of 2 BF16 steps (bf16-dummy-16k, dummy weights); its largest miss "
+                    "is +6.0% on decode at 2 streams of 1,000-token prompts.")
+    # a second prediction for the same engine is named with its own count, the last leads
+    other = [{**r, "written_at_commit": "def5678", "prediction_file": "hand-2.json"}
+             for r in rows]
+    other[1] = {**other[1], "within": False}
+    two = bh.body_sentence([bh.summary(other), bh.summary(rows)])
+    assert two.count("Written before") == 1
+    assert "(commit abc1234)" in two and "commit def5678 (the hand model) land within 5% " \
+        "on 0 of 2." in two
+
+
+def test_a_mismatched_step_is_refused_naming_the_file_and_key():
+    pred = hand_prediction()
+    pred["steps"][1]["input_len"] = 2000
+    with pytest.raises(InputError, match=r"^hand\.json: steps\[1\]\.input_len: 2000 predicted, "
+                       r"but run hand-run's step 1 \(repeat 1\) has 1000"):
+        bh.against(pred, hand_run())
+    pred = hand_prediction()
+    pred["engine"] = "fp8-hyperqwen-dummy-16k"
+    with pytest.raises(InputError, match=r"^hand\.json: engine: predicted for "
+                       "'fp8-hyperqwen-dummy-16k', but run hand-run is of 'bf16-dummy-16k'"):
+        bh.against(pred, hand_run())
+    pred = hand_prediction()
+    del pred["steps"][1]
+    with pytest.raises(InputError, match=r"hand\.json: steps: run hand-run has a step 1"):
+        bh.against(pred, hand_run())
+
+
+def test_a_file_that_is_not_a_prediction_is_refused_naming_it(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"steps": []}))
+    with pytest.raises(InputError, match=rf"^{f}: card: not a `claimcheck predict --json`"):
+        bh.load_prediction(f)
+    pred = hand_prediction()
+    del pred["steps"][0]["predicted_decode_tok_s"]
+    f.write_text(json.dumps(pred))
+    with pytest.raises(InputError, match=r"steps\[0\]\.predicted_decode_tok_s: no such key"):
+        bh.load_prediction(f)
+    f.write_text("[1, 2]")
+    with pytest.raises(InputError, match="got list"):
+        bh.load_prediction(f)
+
+
+def _index_dir(tmp_path: Path, rows: list[str]) -> Path:
+    d = tmp_path / "predictions"
+    d.mkdir()
+    shutil.copy(PREDICTIONS / "context-ladder-bf16-dummy-16k.json", d)
+    (d / "index.csv").write_text(
+        "file,protocol,engine,card,written_at_commit,what_model\n" + "\n".join(rows) + "\n")
+    return d / "index.csv"
+
+
+def test_the_index_is_checked(tmp_path):
+    row = "context-ladder-bf16-dummy-16k.json,context-ladder,bf16-dummy-16k,h200,{c},m"
+    bad = _index_dir(tmp_path, [row.format(c="not-a-commit")])
+    with pytest.raises(InputError, match=r"index\.csv:2: written_at_commit: not a commit"):
+        bh.indexed_predictions(bad)
+    shutil.rmtree(bad.parent)
+    unlisted = _index_dir(tmp_path, [])
+    with pytest.raises(InputError, match="context-ladder-bf16-dummy-16k.json is beside the "
+                       "index but not listed"):
+        bh.indexed_predictions(unlisted)
+    shutil.rmtree(unlisted.parent)
+    wrong = _index_dir(tmp_path, [row.format(c="86c9c56").replace(",bf16-dummy-16k,",
+                                                                  ",fp8-hyperqwen-dummy-16k,")])
+    with pytest.raises(InputError, match=r"index\.csv:2: engine: 'fp8-hyperqwen-dummy-16k', "
+                       "but context-ladder-bf16-dummy-16k.json is predicted for"):
+        bh.indexed_predictions(wrong)
+
+
+def test_a_prediction_with_no_run_is_listed_not_measured(tmp_path):
+    index = _index_dir(tmp_path, ["context-ladder-bf16-dummy-16k.json,context-ladder,"
+                                  "bf16-dummy-16k,h200,86c9c56,m"])
+    rows = bh.table(index, [])  # no run of it
+    assert len(rows) == 15 and {r["status"] for r in rows} == {bh.NOT_MEASURED}
+    assert all(r.get("e2e_error") is None for r in rows)
+    s = bh.summary(rows)
+    assert s["status"] == bh.NOT_MEASURED and s["measured"] == 0
+    assert "not measured yet" in bh.summary_line(s)
+    assert bh.body_sentence([s]) == ""
+
+
+# ---- the committed ladders: the pipeline's table against counts worked out here ------------
+
+def _independent(pred: dict, metrics: list[dict]) -> dict:
+    """Within 5% on both, on e2e alone, and the largest |error|, from the prediction JSON
+    and the run's metrics table (arithmetic written out here, not the module's)."""
+    by = {p["index"]: p for p in pred["steps"]}
+    both = e2e_only = 0
+    worst = 0.0
+    for m in metrics:
+        p = by[m["step"]]
+        e = p["predicted_e2e_tok_s"] / m["e2e_aggregate_tok_s"] - 1
+        dec = p["predicted_decode_tok_s"] / m["decode_aggregate_tok_s"] - 1
+        e2e_only += abs(e) <= 0.05
+        both += abs(e) <= 0.05 and abs(dec) <= 0.05
+        worst = max(worst, abs(e), abs(dec))
+    return {"within": both, "within_e2e": e2e_only, "worst": worst, "n": len(metrics)}
+
+
+@pytest.fixture(scope="module")
+def ladder_table(tmp_path_factory):
+    out = tmp_path_factory.mktemp("beforehand") / "beforehand.csv"
+    runs = sorted(str(p) for p in RUNS.iterdir() if (p / "provenance.json").is_file())
+    bh.write_table(PREDICTIONS / "index.csv", runs, out)
+    return read_rows(out)
+
+
+def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
+    rows = ladder_table
+    assert len(rows) == 4 * 15  # four predictions, 15 steps each, every one with its run
+    sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
+    index = {r["file"]: r for r in bh.read_index(PREDICTIONS / "index.csv")}
+    assert set(sums) == set(index)
+    metrics = {e: run_steps.metrics_table(run_steps.load(RUNS / r)) for e, r in LADDERS.items()}
+    for f, s in sums.items():
+        pred = json.loads((PREDICTIONS / f).read_text())
+        want = _independent(pred, metrics[pred["engine"]])
+        assert s["run"] == LADDERS[pred["engine"]]
+        assert s["written_at_commit"] == index[f]["written_at_commit"]
+        assert (s["measured"], s["within"], s["within_e2e"]) == (
+            want["n"], want["within"], want["within_e2e"]), f
+        assert abs(s["largest_miss"]["error"]) == pytest.approx(want["worst"], rel=1e-5)
+        assert s["predicted_load_s_per_repeat"] == pytest.approx(
+            sum(p["predicted_load_s"] for p in pred["steps"]), rel=1e-5)
+        assert s["measured_send_to_last_s_per_repeat"] == pytest.approx(
+            sum(m["wall_s"] for m in metrics[pred["engine"]]), rel=1e-5)
+    sentence = bh.body_sentence(list(sums.values()))
+    assert sentence.count("Written before the context-ladder protocol ran (commit 006cb56)") == 2
+    for s in sums.values():
+        assert f"on {s['within']} of 15" in sentence
+
+
+def test_appendix_section_reads_the_table(ladder_table):
+    text = bh.appendix_section(ladder_table)
+    assert text.startswith("### Predicted before the run\n")
+    assert text.count("\n- `context-ladder-") == 4
+    assert "(written at commit 006cb56; model:" in text
+    assert "against h200-20261202-bf16-dummy-16k-context-ladder (dummy weights)" in text
+    assert "e2e per stream tok/s pred / meas" in text and "summed over the streams" in text
+    assert text.count("| 12,000 + 384 |") == 4 * 3  # 8, 24 and 48 streams, each table
+
+
+def test_cli_model_before(capsys):
+    run = str(RUNS / LADDERS["bf16-dummy-16k"])
+    pred = str(PREDICTIONS / "context-ladder-bf16-dummy-16k-kv-read.json")
+    assert main(["model", run, "--before", pred]) == 0
+    out = capsys.readouterr().out
+    assert "(written at commit 006cb56;" in out and "per stream = aggregate / streams" in out
+    assert "context per stream = input + output tokens" in out and "dummy weights" in out
+    assert main(["model", run, "--before", pred, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["summary"]["measured"] == 15 and len(got["rows"]) == 15
+    other = str(PREDICTIONS / "context-ladder-fp8-hyperqwen-dummy-16k.json")
+    assert main(["model", run, "--before", other]) == 2
+    assert f"{other}: engine: predicted for 'fp8-hyperqwen-dummy-16k'" in capsys.readouterr().err
+
+
+def test_the_hand_prediction_is_not_changed_by_a_comparison():
+    pred = hand_prediction()
+    before = copy.deepcopy(pred)
+    bh.against(pred, hand_run())
+    assert pred == before
