@@ -270,3 +270,36 @@ def test_the_hand_prediction_is_not_changed_by_a_comparison():
     before = copy.deepcopy(pred)
     bh.against(pred, hand_run())
     assert pred == before
+
+
+def test_body_paragraph_counts_and_misses_from_hand_made_rows():
+    from claimcheck.report.beforehand import body_paragraph
+
+    def row(f, commit, fmt, step, e2e_err, within, ttft=(1.0, 1.2), tpot=(10.0, 11.0)):
+        return {"prediction_file": f, "written_at_commit": commit, "what_model": "m",
+                "card": "h200", "engine": f"e-{fmt}", "protocol": "my-ladder",
+                "kind": "bench", "weights": "dummy", "weight_format": fmt, "run": f"r-{fmt}",
+                "run_duration_s": 10.0, "prediction_repeats": 1, "status": "complete",
+                "step": step, "repeat": 1, "streams": 8, "requests": 8,
+                "input_len": 1000 * (step + 1), "output_len": 10,
+                "context_tokens": 1000 * (step + 1) + 10, "predicted_e2e_tok_s": 100.0,
+                "measured_e2e_tok_s": 100.0 / (1 + e2e_err), "e2e_error": e2e_err,
+                "predicted_decode_tok_s": 100.0, "measured_decode_tok_s": 100.0,
+                "decode_error": 0.0, "predicted_median_tpot_ms": tpot[0],
+                "measured_median_tpot_ms": tpot[1], "tpot_error": None,
+                "predicted_median_ttft_s": ttft[0], "measured_median_ttft_s": ttft[1],
+                "ttft_error": None, "predicted_load_s": 1.0, "measured_send_to_last_s": 1.0,
+                "measured_client_s": 1.0, "within": within, "within_e2e": within}
+    rows = [row("old-bf16", "aaa1111", "bf16", 0, 0.01, True),
+            row("old-bf16", "aaa1111", "bf16", 1, 0.02, True),
+            row("new-bf16", "bbb2222", "bf16", 0, 0.01, True),
+            row("new-bf16", "bbb2222", "bf16", 1, 0.08, False, (2.0, 2.5), (20.0, 22.0))]
+    text = body_paragraph(rows)
+    assert text.startswith("Set against the predictions written before the my ladder ran "
+                           "(commit bbb2222)")
+    assert "on 1 of 2 BF16 steps" in text
+    assert "(the predictions of commit aaa1111, before its latest term: 2 BF16)" in text
+    assert ("+8.0% on end to end at 8 streams of 2,000-token prompts (BF16: median TTFT "
+            "2.00 s predicted, 2.50 s measured; median TPOT 20.0 ms against 22.0)") in text
+    assert "e-bf16" not in text and "r-bf16" not in text  # no engine or run names
+    assert body_paragraph([]) == ""

@@ -517,3 +517,54 @@ def render(rows: Sequence[Mapping[str, Any]], tolerance: float = TOLERANCE) -> l
             f"{md.num(r['measured_median_ttft_s'], '{:.3f}'):<6}  "
             + ("yes" if r["within"] else "no"))
     return lines
+
+
+def _step_row(rows: Sequence[Mapping[str, Any]], s: Mapping[str, Any]
+              ) -> Mapping[str, Any] | None:
+    """The table row of a summary's largest miss (same file, step and repeat)."""
+    m = s.get("largest_miss") or {}
+    return next((r for r in rows if r.get("prediction_file") == s["prediction_file"]
+                 and r.get("step") == m.get("step") and r.get("repeat") == m.get("repeat")),
+                None)
+
+
+def body_paragraph(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The Update body's words on the predictions kept before a run, from the table rows
+    (:func:`table`): per protocol, the latest-written predictions' count within the
+    tolerance on both end to end and decode per weight format, the earlier predictions'
+    counts, and each format's largest miss with its step's median TTFT and TPOT predicted
+    against measured. No run or engine names (the appendix has them); '' when nothing
+    kept before a run was measured."""
+    sums = [s for s in summaries(rows) if s.get("status") == "measured"]
+    if not sums:
+        return ""
+    out = []
+    for proto in dict.fromkeys(s["protocol"] for s in sums):
+        mine = [s for s in sums if s["protocol"] == proto]
+        commits = list(dict.fromkeys(s.get("written_at_commit") or "?" for s in mine))
+        lead = [s for s in mine if (s.get("written_at_commit") or "?") == commits[-1]]
+        fmt = lambda s: (s.get("weight_format") or "").upper() or "?"  # noqa: E731
+        counts = " and ".join(f"{s['within']} of {s['measured']} {fmt(s)} steps"
+                              for s in lead)
+        text = (f"Set against the predictions written before the {proto.replace('-', ' ')} "
+                f"ran (commit {commits[-1]}), the measured steps land within "
+                f"{lead[0]['tolerance']:.0%} on both end to end and decode on {counts}")
+        for c in commits[:-1]:
+            old = [s for s in mine if (s.get("written_at_commit") or "?") == c]
+            text += (f" (the predictions of commit {c}, before its "
+                     f"{'latest term' if len(commits) == 2 else 'later terms'}: "
+                     + " and ".join(f"{s['within']} {fmt(s)}" for s in old) + ")")
+        misses = []
+        for s in lead:
+            r = _step_row(rows, s)
+            words = miss_words(s.get("largest_miss"))
+            if r is not None and r.get("measured_median_ttft_s") is not None:
+                first = ", the run's first step" if r["step"] == 0 else ""
+                words += (f" ({fmt(s)}{first}:"
+                          f" median TTFT {float(r['predicted_median_ttft_s']):.2f} s predicted, "
+                          f"{float(r['measured_median_ttft_s']):.2f} s measured; median TPOT "
+                          f"{float(r['predicted_median_tpot_ms']):.1f} ms against "
+                          f"{float(r['measured_median_tpot_ms']):.1f})")
+            misses.append(words)
+        out.append(text + "; the largest misses are " + " and ".join(misses) + ".")
+    return " ".join(out)

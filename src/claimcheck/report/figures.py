@@ -421,8 +421,10 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []
+    before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
     body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
-                       appendix_link, model_name, geom, verdict_figure, protocols, log=log)
+                       appendix_link, model_name, geom, verdict_figure, protocols, log=log,
+                       before_rows=before)
     for line in log:  # the render's log: each finding left out, and why
         print(line, file=sys.stderr)
     appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "

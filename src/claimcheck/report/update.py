@@ -952,13 +952,15 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
                 model: str | None = None, geometry: Geometry | None = None,
                 verdict_figure: str | None = None,
                 protocols: list[str] | None = None,
-                log: list[str] | None = None) -> str:
+                log: list[str] | None = None,
+                before_rows: list[dict[str, Any]] | None = None) -> str:
     """figures/update.md: the body an article can print, in the article's own form: a
     title stating the main finding, the dummy-weights box, the stack, the findings (each a
     sentence with its numbers, computed and checked by :mod:`claimcheck.report.findings`),
     at most five narrow tables each followed by what it shows, the published figures in
-    one paragraph, the model in three sentences, provenance in two lines. ``log`` gets one
-    line per finding left out."""
+    one paragraph, the model in three sentences and, from ``before_rows`` (the
+    predictions kept before a run, :mod:`claimcheck.report.beforehand`), how they fared,
+    provenance in two lines. ``log`` gets one line per finding left out."""
     runs = [r for r in runs if r.provenance.card == card]
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -1008,7 +1010,12 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         out += [f"![Each published figure against its card's plain roofline and its "
                 f"source's model]({verdict_figure})", ""]
     p = [r.provenance for r in runs]
-    out += ["### The model", "", model_sentences(model_rows), "",
+    out += ["### The model", "", model_sentences(model_rows), ""]
+    if before_rows:  # the predictions kept before a run, against what it measured
+        from claimcheck.report.beforehand import body_paragraph
+        if words := body_paragraph(before_rows):
+            out += [words, ""]
+    out += [
             "### Provenance", "",
             f"{len(runs)} runs, {min(x.started_utc[:10] for x in p)} to "
             f"{max(x.started_utc[:10] for x in p)}, each with its exact commands, server log "
