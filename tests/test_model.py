@@ -88,14 +88,6 @@ def test_compute_bound_prefill():
     assert sim.bound == "compute"
 
 
-def test_calibrate_overhead_is_ttft_less_model_prefill():
-    s = shape()
-    cal = m.calibrate(s, tpot_s=0.01, context_tokens=0, ttft_s=0.05, prompt_tokens=8,
-                      bandwidth_source="b", flops_s=1e18, compute_source="c")
-    assert cal.bandwidth_bytes_s == pytest.approx(1e12)
-    assert cal.request_overhead_s == pytest.approx(0.04)  # 50 ms less one 10 ms step
-
-
 def test_model_cli_on_the_h200_ladder(capsys):
     assert main(["model", str(LADDER), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -380,18 +380,6 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
     return total
 
 
-def calibrate(shape: EngineShape, *, tpot_s: float, context_tokens: float, ttft_s: float,
-              prompt_tokens: int, bandwidth_source: str, flops_s: float,
-              compute_source: str) -> Calibration:
-    """Bandwidth from a 1-stream decode; overhead = that step's median TTFT less the model's
-    prefill of its prompt (never below 0). ``flops_s`` comes from
-    :func:`compute_from_prefill` or a documented fallback."""
-    bw = bandwidth_from_decode(shape, tpot_s, context_tokens)
-    cal = Calibration(bw, flops_s, 0.0, bandwidth_source, compute_source)
-    overhead = max(0.0, ttft_s - prefill_time_s(shape, cal, prompt_tokens))
-    return Calibration(bw, flops_s, overhead, bandwidth_source, compute_source)
-
-
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
               max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
               mamba_align_block_tokens: int | None = None) -> EngineShape:
