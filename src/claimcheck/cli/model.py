@@ -62,6 +62,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
+def lengths(record: dict[str, Any], proto: dict[str, Any]) -> str:
+    """'1,024 + 384 tokens' from a step record, the protocol's lengths where the record
+    (an interrupted run's) has none."""
+    i = record.get("input_len", proto.get("input_len"))
+    o = record.get("output_len", proto.get("output_len"))
+    return f"{i:,} + {o:,} tokens" if i is not None and o is not None else "? + ? tokens"
+
+
 def cmd_metrics(a: argparse.Namespace) -> int:
     from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
     from claimcheck.report import steps as run_steps
@@ -80,7 +88,7 @@ def cmd_metrics(a: argparse.Namespace) -> int:
         lines.append("")
         lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
                      f"{r['requests']} requests ({r['completed']} completed) of "
-                     f"{st.record['input_len']:,} + {st.record['output_len']:,} tokens, "
+                     f"{lengths(st.record, proto)}, "
                      f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
                      f"to last token, decode window {r['decode_window_s']:.2f} s")
         lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
