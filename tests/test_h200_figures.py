@@ -13,7 +13,7 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.runfiles import bench_data
 from claimcheck.report import figstyle, h200_fig, plots
-from claimcheck.report import findings as F
+from claimcheck.report import findings_decode as FD
 from claimcheck.report.figures import wave_run_figure
 from claimcheck.report.tables import run_rows
 
@@ -49,7 +49,7 @@ def test_decode_figure_draws_the_body_tables_numbers(committed, panels):
     assert round(pts[256][1], 2) == 0.65
     # one road: the bandwidth-share finding's rows, the same levels
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "fp8") & (d["context_tokens_per_stream"] == 8192)]
     assert [(n, v) for n, v, _ in panel(panels, 8192, "fp8").points] == list(
         zip(at["streams"], at["decode"], strict=True))
@@ -66,7 +66,7 @@ def test_bandwidth_line_is_bytes_over_datasheet_bandwidth(committed, panels):
     assert line[1] == pytest.approx(92.79, abs=0.01)  # the body table's 93
     # at every measured level, the line is the level's own roofline_tok_s
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "bf16") & (d["context_tokens_per_stream"] == 640)]
     for n, roof in zip(at["streams"], at["roofline_tok_s"], strict=True):
         assert line[n] == pytest.approx(roof, rel=1e-9)
@@ -79,7 +79,7 @@ def test_crossover_and_eta_band_are_the_findings(committed, panels):
         ei.weight_bytes / (2 * ei.state_bytes_per_stream))
     assert round(panels.crossover["bf16"]) == 167 and round(panels.crossover["fp8"]) == 173
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    n = F.bandwidth_share(frame).numbers
+    n = FD.bandwidth_share(frame).numbers
     assert panel(panels, 640, "fp8").eta_band == (n["fp8_min"], n["fp8_max"])
     assert [round(x, 2) for x in panel(panels, 8192, "bf16").eta_band] == [0.65, 0.74]
 

@@ -491,7 +491,7 @@ def format_colours(fmts: list[str]) -> dict[str, str]:
 
 
 def _fmt(f: str) -> str:
-    from claimcheck.report.findings import fmt_name
+    from claimcheck.report.stepframe import fmt_name
     return fmt_name(f)
 
 

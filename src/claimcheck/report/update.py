@@ -27,6 +27,7 @@ from claimcheck.report import context_cost as CC
 from claimcheck.report import findings as F
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
+from claimcheck.report import stepframe as SF
 from claimcheck.report.record import Run, median_step, reported_steps, step_context
 from claimcheck.report.tables import measured_over
 
@@ -680,8 +681,8 @@ def body_order(runs: list[Run], steps: list[dict[str, Any]]) -> dict[str, int]:
     a run of it (the appendix follows the body's order)."""
     names = {r.name for r in runs}
     proto = {r.name: r.protocol.name for r in runs}
-    found = F.all_findings(F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
-                                        F.engine_rows(runs)))
+    found = F.all_findings(SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                                        SF.engine_rows(runs)))
     order: dict[str, int] = {}
     for x in found:
         for row in x.rows:
@@ -752,13 +753,13 @@ POWERS = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
 def share_table(x: Any) -> str:
     """Decode against the bandwidth line per format, context and streams."""
     rows = [r for r in x.rows if r["streams"] in POWERS]
-    d = F.main_context(pd.DataFrame(x.rows))
+    d = SF.main_context(pd.DataFrame(x.rows))
     main = {(r["weight_format"], r["context_tokens_per_stream"]) for r in d.to_dict("records")}
-    longest = F.long_context(pd.DataFrame(x.rows))
+    longest = SF.long_context(pd.DataFrame(x.rows))
     rows = [r for r in rows if (r["weight_format"], r["context_tokens_per_stream"]) in main
             or r["context_tokens_per_stream"] == longest]
     rows.sort(key=lambda r: (r["weight_format"], r["context_tokens_per_stream"], r["streams"]))
-    body = [[F.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
+    body = [[SF.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
              f"{r['context_tokens_per_stream']:,.0f}", _ps(r["decode"], r["streams"]),
              f"{r['roofline_tok_s']:,.0f}", f"{r['share']:.0%}"] for r in rows]
     return (md.table(["Weights", "Streams", "Context per stream, tokens",
@@ -777,7 +778,7 @@ def share_words(x: Any, buys: bool) -> str:
     bytes."""
     top = {fm: g["share"].max() for fm, g in pd.DataFrame(x.rows).groupby("weight_format")}
     lo, hi = sorted(top, key=top.get)[0], sorted(top, key=top.get)[-1]
-    return (f"{F.fmt_name(lo)} holds a lower share of its line than {F.fmt_name(hi)} at "
+    return (f"{SF.fmt_name(lo)} holds a lower share of its line than {SF.fmt_name(hi)} at "
             "every level" + (", which is why it buys less than its bytes." if buys else "."))
 
 
@@ -789,7 +790,7 @@ def context_table(x: Any) -> str:
     cell = {(r["weight_format"], r["context_tokens_per_stream"], r["streams"]): r
             for r in rows}
     keys = sorted({(r["weight_format"], r["context_tokens_per_stream"]) for r in rows})
-    body = [[F.fmt_name(fm), f"{t:,.0f}"]
+    body = [[SF.fmt_name(fm), f"{t:,.0f}"]
             + [(f"{_ps(c['decode'], n)}, {c['share']:.0%}" if (c := cell.get((fm, t, n)))
                 else "not measured") for n in streams] for fm, t in keys]
     return (md.table(["Weights", "Context per stream, tokens"]
@@ -812,7 +813,7 @@ def context_words(x: Any) -> str:
         g = sorted((r for r in rows if r["weight_format"] == fm and r["streams"] == top),
                    key=lambda r: r["context_tokens_per_stream"])
         if g:
-            parts.append(f"{F.fmt_name(fm)} {g[0]['share']:.0%} of its line at "
+            parts.append(f"{SF.fmt_name(fm)} {g[0]['share']:.0%} of its line at "
                          f"{g[0]['context_tokens_per_stream']:,.0f} tokens and "
                          f"{g[-1]['share']:.0%} at {g[-1]['context_tokens_per_stream']:,.0f}")
     return f"At {top:,.0f} streams: " + "; ".join(parts) + "."
@@ -825,7 +826,7 @@ def bytes_table(x: Any) -> str:
              f"{r['kv_gb']:.1f}", f"{r['step_ms']:.1f}", f"{r['share']:.0%}"] for r in rows]
     return (md.table(["Streams", "Weights, GB", "State read and written, GB", "KV, GB",
                       "Step, ms (streams × 1000 / all streams decoding)", "η"], body)
-            + "\n\n" + _caption(f"What one {F.fmt_name(rows[0]['weight_format'])} step "
+            + "\n\n" + _caption(f"What one {SF.fmt_name(rows[0]['weight_format'])} step "
                                   f"moves at {rows[0]['context_tokens_per_stream']:,.0f} "
                                   "tokens of context per stream (from the geometry) and how "
                                   "long it takes.", rows,
@@ -836,7 +837,7 @@ def bytes_table(x: Any) -> str:
 def long_table(x: Any) -> str:
     """Long prompts with a second wave: all streams decoding, mean TPOT, end to end."""
     rows = sorted(x.rows, key=lambda r: (r["weight_format"], r["streams"]))
-    body = [[F.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
+    body = [[SF.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
              _ps(r["decode"], r["streams"]),
              _ps(r["aggregate_mean_tpot_tok_s"], r["streams"]),
              _ps(r["e2e_output_tok_s"], r["streams"]), f"{r['share']:.0%}"] for r in rows]
@@ -855,7 +856,7 @@ def long_table(x: Any) -> str:
 def wave_table(x: Any) -> str:
     """One wave against several, end to end."""
     rows = sorted(x.rows, key=lambda r: (r["long"], r["weight_format"], r["streams"]))
-    body = [[F.fmt_name(r["weight_format"]), f"{r['input_len']:,.0f}", f"{r['streams']:,.0f}",
+    body = [[SF.fmt_name(r["weight_format"]), f"{r['input_len']:,.0f}", f"{r['streams']:,.0f}",
              _ps(r["one"], r["streams"]), _ps(r["many"], r["streams"]) +
              f", {r['waves']:.0f} waves", f"{r['change']:+.1%}"] for r in rows]
     return (md.table(["Weights", "Prompt, tokens", "Streams", "One wave, end to end, tok/s "
@@ -908,7 +909,7 @@ def model_sentences(rows: list[dict[str, Any]]) -> str:
     return text
 
 
-plain_list = F.and_list
+plain_list = SF.and_list
 
 
 def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
@@ -939,7 +940,7 @@ def body_title(found: list[Any], runs: list[Run]) -> str:
     parts = []
     for i, k in enumerate(fm):
         n = [r["streams"] for r in share.rows if r["weight_format"] == k]
-        parts.append(f"{F.fmt_name(k)} decodes at {share.numbers[f'{k}_min']:.0%}–"
+        parts.append(f"{SF.fmt_name(k)} decodes at {share.numbers[f'{k}_min']:.0%}–"
                      f"{share.numbers[f'{k}_max']:.0%} of {'its' if i == 0 else 'its own'} "
                      f"bandwidth line from {min(n):,.0f} to {max(n):,.0f} streams")
     return (f"## Update, {days[-1]}: on one {card} (dummy weights), "
@@ -965,8 +966,8 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
     names = {r.name for r in runs}
-    frame = F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
-                         F.engine_rows(runs))
+    frame = SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                         SF.engine_rows(runs))
     found = F.all_findings(frame)
     if log is not None:
         log += F.report(found)
