@@ -12,7 +12,7 @@ from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.runfiles import bench_data
-from claimcheck.report import figstyle, h200_fig, plots
+from claimcheck.report import figstyle, h200_fig, run_plots
 from claimcheck.report import findings_decode as FD
 from claimcheck.report.figures import wave_run_figure
 from claimcheck.report.tables import run_rows
@@ -151,7 +151,7 @@ def test_bend_figure_draws_queued_levels_and_the_departure():
            for n, r in roof.items()]
     queued = [{"streams": 384, "running": 256, "e2e": 4640.0, "roofline_tok_s": 8700.0},
               {"streams": 512, "running": 256, "e2e": 4980.0, "roofline_tok_s": 8700.0}]
-    fig = plots.measured_figure(pts, "bend", "src", "streams × 1000 / median TPOT",
+    fig = run_plots.measured_figure(pts, "bend", "src", "streams × 1000 / median TPOT",
                                 queued=queued)
     a1 = fig.axes[0]
     lines = {ln.get_label(): ln for ln in a1.get_lines()}
@@ -171,7 +171,7 @@ def test_other_cards_published_points_name_their_card():
                "card": "b200", "same": True},
               {"streams": 1, "aggregate_tok_s": 30.0, "per_stream_tok_s": 30.0,
                "card": "rtx3090", "same": False}]
-    fig = plots.measured_figure(pts, "t", "src", "h", claims=claims)
+    fig = run_plots.measured_figure(pts, "t", "src", "h", claims=claims)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "published on B200 (its own card), same definition" in labels
     assert "published on RTX3090 (its own card), other definitions" in labels

@@ -16,7 +16,7 @@ from claimcheck.report import figstyle as fs
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
 from claimcheck.report.h200_fig import card_frame
-from claimcheck.report.plots import format_colours
+from claimcheck.report.plot_common import format_colours
 from claimcheck.report.record import Run
 
 

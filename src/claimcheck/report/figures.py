@@ -22,11 +22,19 @@ from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
-from claimcheck.report import definitions_fig, figstyle, mdtext, plots, sections, verdicts_md
+from claimcheck.report import (
+    definitions_fig,
+    figstyle,
+    mdtext,
+    plots,
+    run_plots,
+    sections,
+    verdicts_md,
+)
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
-from claimcheck.report.plots import plural_streams
 from claimcheck.report.presets import preset_roofline
+from claimcheck.report.run_plots import plural_streams
 from claimcheck.report.update import (
     REPORT_METRICS,
     headline_metric,
@@ -265,7 +273,7 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     roof_at = {p["streams"]: p["roofline_tok_s"] for p in points}
     for q in queued:
         q["roofline_tok_s"] = roof_at.get(q["running"])
-    fig = plots.measured_figure(
+    fig = run_plots.measured_figure(
         points, queued=queued, title=f"{run.name}: {run.label}", headline=in_prose(col),
         claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
@@ -306,7 +314,7 @@ def wave_run_figure(run: Any, done: list[dict[str, Any]],
                        "ttft_ms": [1000 * r.ttft_s for r in reqs]})
     replayed = replayed_points(run, claims or [], headline_metric(run.protocol))
     named = "; ".join(f"{c['id']} ({c['card']})" for c in replayed)
-    return plots.wave_figure(
+    return run_plots.wave_figure(
         series, title=f"{run.name}: {run.label}",
         source=(f"{run.path}/steps/*/bench.json (each request's send time and first "
                 f"token); {run.provenance.weights_label}; every request asks "
@@ -331,7 +339,7 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
     line = ("gate passes" if res.passed else "gate fails: " + "; ".join(res.failures))
     line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "
                     f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
-    return plots.gate_figure(
+    return run_plots.gate_figure(
         list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
         claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
@@ -350,7 +358,7 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
     sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
               == (step["step"], step["repeat"]))
     tl = sd.timeline
-    return plots.lanes_figure(
+    return run_plots.lanes_figure(
         [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
         list(tl.token_times()), step.get("lanes_stats") or "",
         title=f"{run.name}: {run.label}",

@@ -17,9 +17,9 @@ import pandas as pd
 
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.geometry import Geometry
+from claimcheck.report import decode_plots
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
-from claimcheck.report import plots
 from claimcheck.report import stepframe as SF
 from claimcheck.report.record import Run
 from claimcheck.report.tables import step_roofline
@@ -130,7 +130,7 @@ def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
                "context. Measured: tok/s summed while every stream decodes, the median of "
                "each level over its repeats and runs. Dotted: the streams at which the "
                "recurrent state read and written equals the weights (from the geometry).")
-    return plots.decode_lines_figure(
+    return decode_plots.decode_lines_figure(
         p.panels, p.crossover,
         title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
         caption=caption,
@@ -161,7 +161,7 @@ def long_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
                                f"on the {card_name}: nothing to draw.")
     r0 = rows[0]
     used = sorted({n for r in rows for n in str(r["runs"]).split(", ")})
-    return plots.long_prompts_figure(
+    return decode_plots.long_prompts_figure(
         rows,
         title=(f"Long prompts on one {card_name}: {r0['input_len']:,.0f} in, "
                f"{r0['output_len']:,.0f} out (dummy weights)"),
