@@ -446,7 +446,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     if model_rows:
         appendix += "\n" + verdicts_md.render_model(model_rows)
     if beforehand_csv:  # the predictions kept before a run, against it
-        from claimcheck.report.beforehand import appendix_section
+        from claimcheck.report.beforehand_words import appendix_section
         appendix += "\n" + appendix_section(read_rows(at_root(beforehand_csv)))
     if verdicts:
         appendix += "\n" + verdicts_md.render_verdicts(verdicts)

@@ -1013,7 +1013,7 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
     p = [r.provenance for r in runs]
     out += ["### The model", "", model_sentences(model_rows), ""]
     if before_rows:  # the predictions kept before a run, against what it measured
-        from claimcheck.report.beforehand import body_paragraph
+        from claimcheck.report.beforehand_words import body_paragraph
         if words := body_paragraph(before_rows):
             out += [words, ""]
     out += [
