@@ -35,15 +35,14 @@ from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline
 from claimcheck.report.run_plots import plural_streams
-from claimcheck.report.update import (
+from claimcheck.report.update import render_run_md, render_update
+from claimcheck.report.update_body import render_body
+from claimcheck.report.update_metrics import (
     REPORT_METRICS,
     headline_metric,
     in_prose,
     is_queued,
     per_stream,
-    render_body,
-    render_run_md,
-    render_update,
     running_at_once,
 )
 
@@ -231,7 +230,7 @@ def context_words(tokens: int) -> str:
 
 def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
     """One run against the roofline at its own configuration, headlined by the metric its
-    protocol answers with (:func:`claimcheck.report.update.headline_metric`), with every
+    protocol answers with (:func:`claimcheck.report.update_metrics.headline_metric`), with every
     published figure the protocol replays; and its Markdown section."""
     (run,), steps = read_run_records([at_root(run_record)])
     claims = read_claims_json(at_root(claims_json))
