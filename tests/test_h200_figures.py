@@ -14,7 +14,7 @@ from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.runfiles import bench_data
 from claimcheck.report import figstyle, h200_fig, run_plots
 from claimcheck.report import findings_decode as FD
-from claimcheck.report.figures import wave_run_figure
+from claimcheck.report.run_figures import wave_run_figure
 from claimcheck.report.tables import run_rows
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
