@@ -18,6 +18,8 @@ from claimcheck.core.frames import read_rows
 from claimcheck.core.paths import ROOT, RUNS
 from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report import beforehand as bh
+from claimcheck.report import beforehand_index as bi
+from claimcheck.report import beforehand_words as bw
 from claimcheck.report import steps as run_steps
 
 PREDICTIONS = ROOT / "data" / "raw" / "predictions"
@@ -94,7 +96,7 @@ def test_errors_worked_out_by_hand():
     assert s["predicted_load_s_per_repeat"] == pytest.approx(3.0)
     assert s["measured_send_to_last_s_per_repeat"] == pytest.approx(3.0)
     assert s["measured_client_s_per_repeat"] == pytest.approx(9.0)
-    line = bh.summary_line(s)
+    line = bw.summary_line(s)
     assert "1 of 2 measured steps within 5% on both" in line
     assert "+6.0% on decode at 2 streams of 1,000-token prompts (step 0)" in line
     assert "(dummy weights)" in line and "client start-up" in line
@@ -103,7 +105,7 @@ def test_errors_worked_out_by_hand():
 def test_body_sentence_from_the_rows():
     rows = [{**r, "written_at_commit": "abc1234", "what_model": "the hand model"}
             for r in bh.against(hand_prediction(), hand_run())]
-    text = bh.body_sentence([bh.summary(rows)])
+    text = bw.body_sentence([bh.summary(rows)])
     assert text == ("Written before the hand-ladder protocol ran (commit abc1234), the model's "
                     "predictions land within 5% of the measured end-to-end and decode speed "
                     "on 1 of 2 BF16 steps (bf16-dummy-16k, dummy weights); its largest miss "
@@ -112,7 +114,7 @@ def test_body_sentence_from_the_rows():
     other = [{**r, "written_at_commit": "def5678", "prediction_file": "hand-2.json"}
              for r in rows]
     other[1] = {**other[1], "within": False}
-    two = bh.body_sentence([bh.summary(other), bh.summary(rows)])
+    two = bw.body_sentence([bh.summary(other), bh.summary(rows)])
     assert two.count("Written before") == 1
     assert "(commit abc1234)" in two and "commit def5678 (the hand model) land within 5% " \
         "on 0 of 2." in two
@@ -163,30 +165,30 @@ def test_the_index_is_checked(tmp_path):
     row = "context-ladder-bf16-dummy-16k.json,context-ladder,bf16-dummy-16k,h200,{c},m"
     bad = _index_dir(tmp_path, [row.format(c="not-a-commit")])
     with pytest.raises(InputError, match=r"index\.csv:2: written_at_commit: not a commit"):
-        bh.indexed_predictions(bad)
+        bi.indexed_predictions(bad)
     shutil.rmtree(bad.parent)
     unlisted = _index_dir(tmp_path, [])
     with pytest.raises(InputError, match="context-ladder-bf16-dummy-16k.json is beside the "
                        "index but not listed"):
-        bh.indexed_predictions(unlisted)
+        bi.indexed_predictions(unlisted)
     shutil.rmtree(unlisted.parent)
     wrong = _index_dir(tmp_path, [row.format(c="86c9c56").replace(",bf16-dummy-16k,",
                                                                   ",fp8-hyperqwen-dummy-16k,")])
     with pytest.raises(InputError, match=r"index\.csv:2: engine: 'fp8-hyperqwen-dummy-16k', "
                        "but context-ladder-bf16-dummy-16k.json is predicted for"):
-        bh.indexed_predictions(wrong)
+        bi.indexed_predictions(wrong)
 
 
 def test_a_prediction_with_no_run_is_listed_not_measured(tmp_path):
     index = _index_dir(tmp_path, ["context-ladder-bf16-dummy-16k.json,context-ladder,"
                                   "bf16-dummy-16k,h200,86c9c56,m"])
-    rows = bh.table(index, [])  # no run of it
+    rows = bi.table(index, [])  # no run of it
     assert len(rows) == 15 and {r["status"] for r in rows} == {bh.NOT_MEASURED}
     assert all(r.get("e2e_error") is None for r in rows)
     s = bh.summary(rows)
     assert s["status"] == bh.NOT_MEASURED and s["measured"] == 0
-    assert "not measured yet" in bh.summary_line(s)
-    assert bh.body_sentence([s]) == ""
+    assert "not measured yet" in bw.summary_line(s)
+    assert bw.body_sentence([s]) == ""
 
 
 # ---- the committed ladders: the pipeline's table against counts worked out here ------------
@@ -211,7 +213,7 @@ def _independent(pred: dict, metrics: list[dict]) -> dict:
 def ladder_table(tmp_path_factory):
     out = tmp_path_factory.mktemp("beforehand") / "beforehand.csv"
     runs = sorted(str(p) for p in RUNS.iterdir() if (p / "provenance.json").is_file())
-    bh.write_table(PREDICTIONS / "index.csv", runs, out)
+    bi.write_table(PREDICTIONS / "index.csv", runs, out)
     return read_rows(out)
 
 
@@ -219,7 +221,7 @@ def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
     rows = ladder_table
     assert len(rows) == 4 * 15  # four predictions, 15 steps each, every one with its run
     sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
-    index = {r["file"]: r for r in bh.read_index(PREDICTIONS / "index.csv")}
+    index = {r["file"]: r for r in bi.read_index(PREDICTIONS / "index.csv")}
     assert set(sums) == set(index)
     metrics = {e: run_steps.metrics_table(run_steps.load(RUNS / r)) for e, r in LADDERS.items()}
     for f, s in sums.items():
@@ -234,14 +236,14 @@ def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
             sum(p["predicted_load_s"] for p in pred["steps"]), rel=1e-5)
         assert s["measured_send_to_last_s_per_repeat"] == pytest.approx(
             sum(m["wall_s"] for m in metrics[pred["engine"]]), rel=1e-5)
-    sentence = bh.body_sentence(list(sums.values()))
+    sentence = bw.body_sentence(list(sums.values()))
     assert sentence.count("Written before the context-ladder protocol ran (commit 006cb56)") == 2
     for s in sums.values():
         assert f"on {s['within']} of 15" in sentence
 
 
 def test_appendix_section_reads_the_table(ladder_table):
-    text = bh.appendix_section(ladder_table)
+    text = bw.appendix_section(ladder_table)
     assert text.startswith("### Predicted before the run\n")
     assert text.count("\n- `context-ladder-") == 4
     assert "(written at commit 006cb56; model:" in text
@@ -273,7 +275,7 @@ def test_the_hand_prediction_is_not_changed_by_a_comparison():
 
 
 def test_body_paragraph_counts_and_misses_from_hand_made_rows():
-    from claimcheck.report.beforehand import body_paragraph
+    from claimcheck.report.beforehand_words import body_paragraph
 
     def row(f, commit, fmt, step, e2e_err, within, ttft=(1.0, 1.2), tpot=(10.0, 11.0)):
         return {"prediction_file": f, "written_at_commit": commit, "what_model": "m",

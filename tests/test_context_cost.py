@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from claimcheck.report import context_cost as CC
-from claimcheck.report import findings as F
+from claimcheck.report import findings_decode as FD
+from claimcheck.report import stepframe as SF
 
 KV_BF16, KV_FP8 = 65536, 32768  # bytes per token of context (the engines' KV dtypes)
 
@@ -59,7 +60,7 @@ def test_context_finding_in_words_from_hand_made_steps():
     frame = pd.DataFrame(
         _levels("bf16", KV_BF16, 3500.0, 20.0, 48, ctx, "a")
         + _levels("fp8", KV_FP8, 1350.0, 13.6, 48, ctx, "b", line_tok_s=6000.0))
-    x = F.context_cost(frame)
+    x = FD.context_cost(frame)
     assert x.holds, x.why
     assert "From 1,408 to 12,384 tokens of context per stream (one wave at 48 streams)" \
         in x.sentence
@@ -77,10 +78,10 @@ def test_context_finding_refuses_levels_from_different_runs_and_far_steps():
     ctx = [1408, 4480, 12384]
     mixed = _levels("bf16", KV_BF16, 3500.0, 20.0, 48, ctx[:2], "a") + _levels(
         "bf16", KV_BF16, 3500.0, 20.0, 48, ctx[2:], "b")
-    assert not F.context_cost(pd.DataFrame(mixed)).holds  # no one run has 3 contexts
+    assert not FD.context_cost(pd.DataFrame(mixed)).holds  # no one run has 3 contexts
     far = _levels("bf16", KV_BF16, 3500.0, 20.0, 48, ctx + [8576], "a")
     far[1]["step_ms"] += 2.0  # 2 ms off the line
-    x = F.context_cost(pd.DataFrame(far))
+    x = FD.context_cost(pd.DataFrame(far))
     assert not x.holds and "ms from its line" in x.why
 
 
@@ -89,5 +90,5 @@ def test_long_context_is_the_long_block_with_most_streams():
                        "streams": n} for c, ns in ((640, [1, 8, 16, 32, 64]),
                                                    (8192, [1, 8, 16]), (12384, [8]))
                       for n in ns])
-    assert F.long_context(d) == 8192
-    assert F.long_context(d[d["context_tokens_per_stream"] == 640]) is None
+    assert SF.long_context(d) == 8192
+    assert SF.long_context(d[d["context_tokens_per_stream"] == 640]) is None

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 
 from claimcheck.report import findings as F
+from claimcheck.report import findings_decode as FD
+from claimcheck.report import stepframe as SF
 
 GB = 1e9
 # two engines: W = 50 GB, S = 0.1 GB per stream, kappa = 1e5 B/token (bf16);
@@ -36,7 +38,7 @@ def step(run, streams, decode, roof, ctx=1000, requests=None, e2e=None, input_le
 
 
 def frame(rows):
-    return F.step_frame(pd.DataFrame(rows), ENGINES)
+    return SF.step_frame(pd.DataFrame(rows), ENGINES)
 
 
 ROWS = [step("a", 1, 70, 100), step("a", 8, 520, 800), step("a", 8, 500, 700, ctx=8000,
@@ -46,7 +48,7 @@ ROWS = [step("a", 1, 70, 100), step("a", 8, 520, 800), step("a", 8, 500, 700, ct
 
 
 def test_share_of_the_line_per_format():
-    x = F.bandwidth_share(frame(ROWS))
+    x = FD.bandwidth_share(frame(ROWS))
     # bf16: 70/100, 520/800 = 0.65, 500/700 = 0.714; fp8: 0.5, 0.5, 700/1300 = 0.538
     assert x.holds
     assert x.numbers["bf16_min"] == pytest.approx(0.65)
@@ -59,7 +61,7 @@ def test_share_of_the_line_per_format():
 def test_a_failing_condition_is_left_out_and_named():
     # fp8 at 8 streams above bf16's lowest share: the bands overlap
     rows = ROWS[:4] + [step("b", 8, 1100, 1600), ROWS[5]]
-    x = F.bandwidth_share(frame(rows))
+    x = FD.bandwidth_share(frame(rows))
     assert not x.holds and "overlap" in x.why
     log = F.report([x])
     assert log == [f"finding 'bandwidth share' not printed: {x.condition} does not hold "
@@ -67,7 +69,7 @@ def test_a_failing_condition_is_left_out_and_named():
 
 
 def test_fp8_buys_against_its_byte_ratio():
-    x = F.fp8_buys(frame(ROWS))
+    x = FD.fp8_buys(frame(ROWS))
     # 1 stream, 1000 ctx: bytes bf16 50 + 0.2 + 0.1 = 50.3, fp8 25 + 0.1 + 0.05 = 25.15
     assert x.holds and x.numbers["levels"] == 3
     assert x.numbers["bytes_min"] == pytest.approx(2.0)
@@ -79,7 +81,7 @@ def test_fp8_buys_against_its_byte_ratio():
 def test_step_growth_names_the_state_crossover():
     rows = [step("a", 1, 70, 100), step("a", 64, 64 * 50, 64 * 71.4),
             step("a", 128, 128 * 33, 128 * 50)]
-    x = F.step_growth(frame(rows))
+    x = FD.step_growth(frame(rows))
     # step ms: 1000 / 70 = 14.3; 1000 * 64 / 3200 = 20.0; 1000 * 128 / 4224 = 30.3
     # shares 0.70, 0.70, 0.66; bytes at 1: 50.3 GB, at 128: 50 + 25.6 + 12.8 = 88.4
     assert x.holds, x.why
@@ -88,7 +90,7 @@ def test_step_growth_names_the_state_crossover():
     assert x.numbers["cross_bf16"] == pytest.approx(250)  # 50 GB / (2 x 0.1 GB)
     assert "to 20.0 ms at 64 (η 70% and 70%)" in x.sentence
     # the same run with the last level back on its line: eta does not fall, left out
-    flat = F.step_growth(frame(rows[:2] + [step("a", 128, 128 * 35, 128 * 50)]))
+    flat = FD.step_growth(frame(rows[:2] + [step("a", 128, 128 * 35, 128 * 50)]))
     assert not flat.holds and "does not fall" in flat.why
     assert "25.6 GB of recurrent state read and written and 12.8 GB of KV" in x.sentence
 

@@ -12,9 +12,9 @@ from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.runfiles import bench_data
-from claimcheck.report import figstyle, h200_fig, plots
-from claimcheck.report import findings as F
-from claimcheck.report.figures import wave_run_figure
+from claimcheck.report import figstyle, h200_fig, run_plots
+from claimcheck.report import findings_decode as FD
+from claimcheck.report.run_figures import wave_run_figure
 from claimcheck.report.tables import run_rows
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
@@ -49,7 +49,7 @@ def test_decode_figure_draws_the_body_tables_numbers(committed, panels):
     assert round(pts[256][1], 2) == 0.65
     # one road: the bandwidth-share finding's rows, the same levels
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "fp8") & (d["context_tokens_per_stream"] == 8192)]
     assert [(n, v) for n, v, _ in panel(panels, 8192, "fp8").points] == list(
         zip(at["streams"], at["decode"], strict=True))
@@ -66,7 +66,7 @@ def test_bandwidth_line_is_bytes_over_datasheet_bandwidth(committed, panels):
     assert line[1] == pytest.approx(92.79, abs=0.01)  # the body table's 93
     # at every measured level, the line is the level's own roofline_tok_s
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    d = pd.DataFrame(F.bandwidth_share(frame).rows)
+    d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "bf16") & (d["context_tokens_per_stream"] == 640)]
     for n, roof in zip(at["streams"], at["roofline_tok_s"], strict=True):
         assert line[n] == pytest.approx(roof, rel=1e-9)
@@ -79,7 +79,7 @@ def test_crossover_and_eta_band_are_the_findings(committed, panels):
         ei.weight_bytes / (2 * ei.state_bytes_per_stream))
     assert round(panels.crossover["bf16"]) == 167 and round(panels.crossover["fp8"]) == 173
     _, frame = h200_fig.card_frame(runs, rows, "h200")
-    n = F.bandwidth_share(frame).numbers
+    n = FD.bandwidth_share(frame).numbers
     assert panel(panels, 640, "fp8").eta_band == (n["fp8_min"], n["fp8_max"])
     assert [round(x, 2) for x in panel(panels, 8192, "bf16").eta_band] == [0.65, 0.74]
 
@@ -151,7 +151,7 @@ def test_bend_figure_draws_queued_levels_and_the_departure():
            for n, r in roof.items()]
     queued = [{"streams": 384, "running": 256, "e2e": 4640.0, "roofline_tok_s": 8700.0},
               {"streams": 512, "running": 256, "e2e": 4980.0, "roofline_tok_s": 8700.0}]
-    fig = plots.measured_figure(pts, "bend", "src", "streams × 1000 / median TPOT",
+    fig = run_plots.measured_figure(pts, "bend", "src", "streams × 1000 / median TPOT",
                                 queued=queued)
     a1 = fig.axes[0]
     lines = {ln.get_label(): ln for ln in a1.get_lines()}
@@ -171,7 +171,7 @@ def test_other_cards_published_points_name_their_card():
                "card": "b200", "same": True},
               {"streams": 1, "aggregate_tok_s": 30.0, "per_stream_tok_s": 30.0,
                "card": "rtx3090", "same": False}]
-    fig = plots.measured_figure(pts, "t", "src", "h", claims=claims)
+    fig = run_plots.measured_figure(pts, "t", "src", "h", claims=claims)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "published on B200 (its own card), same definition" in labels
     assert "published on RTX3090 (its own card), other definitions" in labels

@@ -20,7 +20,7 @@ import pytest
 
 from claimcheck.core.paths import RAW
 from claimcheck.measure import clientproc, loadclient
-from claimcheck.report import definitions_fig, figures
+from claimcheck.report import definitions_fig, run_figures
 from claimcheck.report.derive import claims_table
 from tests._cli import cli
 from tests.test_runner_faults import FAKE, fake_engine_env, free_port, measure, provenance
@@ -210,7 +210,7 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
     if sig == signal.SIGTERM:  # the measured-run figure says it too (papermill's cell)
         claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp / "claims.csv",
                      tmp / "claims.json")
-        fig, md = figures.measured_run(str(tmp / "run.json"), str(tmp / "claims.json"),
+        fig, md = run_figures.measured_run(str(tmp / "run.json"), str(tmp / "claims.json"),
                                        str(RAW / "models/qwen3.8-27b/config.json"))
         assert [t.get_text() for ax in fig.axes for t in ax.texts] == [
             f"{run.name}: run interrupted, no step to draw\n{prov['failure']}"]

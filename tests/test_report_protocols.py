@@ -14,7 +14,7 @@ import yaml
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, RAW, ROOT
 from claimcheck.measure.protocols import load_protocols
-from claimcheck.report import figures
+from claimcheck.report import update_docs
 from claimcheck.report.derive import claims_table, run_record
 from tests.fabricate import LADDER, copy_run, edit_json
 
@@ -106,9 +106,9 @@ def made_up(tmp_path):
 
 def test_made_up_protocol_gets_its_section(made_up):
     protocols_yaml, run, record, claims = made_up
-    md = figures.update_section([str(record)], str(claims), "h200",
-                                {f"measured-{run.name}": f"measured-{run.name}.png"},
-                                str(protocols_yaml))
+    md = update_docs.update_section([str(record)], str(claims), "h200",
+                                    {f"measured-{run.name}": f"measured-{run.name}.png"},
+                                    str(protocols_yaml))
     assert f"### Protocol `{NAME}`" in md and MADE_UP["description"] in md
     # the columns are the protocol's metrics, in its order
     assert ("| Run | Streams | Requests | Streams × 1000 / median TPOT, tok/s (decode) "
@@ -177,7 +177,7 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
     run_record(run, RAW / "cards.csv", RAW / "ceilings.csv",
                RAW / "models/qwen3.8-27b/config.json", record)
     claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp_path / "claims.csv", claims)
-    md = figures.update_section([str(record)], str(claims), "h200", {}, str(protocols_yaml))
+    md = update_docs.update_section([str(record)], str(claims), "h200", {}, str(protocols_yaml))
     out = MADE_UP["output_len"]
     for st in MADE_UP["steps"]:
         b, n = st["streams"], st["requests"]

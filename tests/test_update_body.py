@@ -13,7 +13,7 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW
 from claimcheck.core.yamlcfg import load_validated
 from claimcheck.report.tables import run_rows
-from claimcheck.report.update import render_body
+from claimcheck.report.update_body import render_body
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"
 # Hand-made verdict rows with the verdicts helper's contract columns.

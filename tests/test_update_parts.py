@@ -10,7 +10,8 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.measure.protocols import Protocol, Step
 from claimcheck.report import definitions_fig, figstyle, plots, steps, verdicts_md
-from claimcheck.report.update import headline_metric, plain_words
+from claimcheck.report.update_metrics import headline_metric
+from claimcheck.report.update_words import plain_words
 from tests.test_update_body import GATE, VERDICTS
 
 
@@ -159,7 +160,7 @@ def test_model_sentences_name_the_measured_terms_and_the_worst_miss_by_hand():
     """Three steps, one of them a calibration step: 2 tests, one within 5% on both (+2% /
     -1%), one off by +12% on end to end with a held prefill; the terms named are those
     the table gives a source for (rows and KV read here, no admission)."""
-    from claimcheck.report.update import model_sentences
+    from claimcheck.report.update_body import model_sentences
 
     base = {"engine": "e1", "step_status": "complete", "row_factor_source": "x",
             "admission_source": "", "kv_source": "y", "run": "r", "calibrated_on": "r"}

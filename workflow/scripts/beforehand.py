@@ -2,7 +2,7 @@
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.beforehand import write_table
+    from claimcheck.report.beforehand_index import write_table
 
     i = snakemake.input  # noqa: F821
     for line in write_table(i.index, snakemake.params.run_dirs, snakemake.output.csv):  # noqa: F821

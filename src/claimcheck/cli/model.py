@@ -131,7 +131,7 @@ def cmd_model(a: argparse.Namespace) -> int:
     from claimcheck.report.record import find_runs
 
     if a.before:  # a prediction kept before the run, against what it measured
-        from claimcheck.report.beforehand import compare
+        from claimcheck.report.beforehand_index import compare
         if a.calibrate_from:
             raise InputError("--before", "sets a kept prediction against the run; it takes "
                              "no --calibrate-from (the prediction has its calibration)")

@@ -3,7 +3,7 @@ import of the plotting stack and one read of each run directory, instead of one 
 (or notebook kernel) per run and product. Each product is the same function's output as
 for one run (:func:`claimcheck.report.derive.run_record`, :func:`~claimcheck.report.derive.
 metrics_csv`, :func:`claimcheck.report.definitions_fig.write`, the measured notebook's
-:func:`claimcheck.report.figures.measured_run`), byte for byte.
+:func:`claimcheck.report.run_figures.measured_run`), byte for byte.
 
 Output paths are patterns holding ``{run}`` (the run directory's name).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
-from claimcheck.report import definitions_fig, figures
+from claimcheck.report import definitions_fig, figures, run_figures
 from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import write_metrics_csv, write_run_record
 from claimcheck.report.record import load_run
@@ -58,7 +58,7 @@ def measured_figures(runs: list[str], record_in: str, claims_json: str, model_co
     (``out_md``) for each run named, from its run record (``record_in``). Yields one line
     per run as each is written."""
     for name in runs:
-        fig, md = figures.measured_run(record_in.format(run=name), claims_json, model_config)
+        fig, md = run_figures.measured_run(record_in.format(run=name), claims_json, model_config)
         figures.write_md(md, out_md.format(run=name))
         figures.save(fig, out_base.format(run=name), per_run=True)
         yield f"{name}: {out_base.format(run=name)}.png"

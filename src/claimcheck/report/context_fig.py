@@ -2,7 +2,7 @@
 stream, each format at each stream count of the context finding, beside its bandwidth
 line, and η against context.
 
-Every number is a row of the context finding (:func:`claimcheck.report.findings.
+Every number is a row of the context finding (:func:`claimcheck.report.findings_decode.
 context_cost`): the same levels its sentence and the body's context table print. Units:
 tok/s summed over the streams; tokens of context per stream (prompt + output)."""
 
@@ -13,9 +13,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from claimcheck.report import figstyle as fs
-from claimcheck.report import findings as F
+from claimcheck.report import findings_decode as FD
+from claimcheck.report import stepframe as SF
 from claimcheck.report.h200_fig import card_frame
-from claimcheck.report.plots import format_colours
+from claimcheck.report.plot_common import format_colours
 from claimcheck.report.record import Run
 
 
@@ -23,7 +24,7 @@ def context_rows(runs: list[Run], steps: list[dict[str, Any]], card: str
                  ) -> list[dict[str, Any]]:
     """The context finding's rows for one card's runs (empty where it has none)."""
     _, frame = card_frame(runs, steps, card)
-    return F.context_cost(frame).rows
+    return FD.context_cost(frame).rows
 
 
 def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> Any:
@@ -42,11 +43,11 @@ def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> A
                 continue
             x = [r["context_tokens_per_stream"] for r in g]
             a1.plot(x, [r["decode"] for r in g], marker=marker[n], color=col, lw=1.1,
-                    ms=4.5, label=f"{F.fmt_name(fm)}, {n} streams")
+                    ms=4.5, label=f"{SF.fmt_name(fm)}, {n} streams")
             a1.plot(x, [r["roofline_tok_s"] for r in g], ls="--", color=col, lw=0.8,
                     alpha=0.7)
             a2.plot(x, [r["share"] for r in g], marker=marker[n], color=col, lw=1.1,
-                    ms=4.5, label=f"{F.fmt_name(fm)}, {n} streams")
+                    ms=4.5, label=f"{SF.fmt_name(fm)}, {n} streams")
     ctx = sorted({r["context_tokens_per_stream"] for r in rows})
     for ax in (a1, a2):
         ax.set_xscale("log")

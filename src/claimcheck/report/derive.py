@@ -28,7 +28,7 @@ from claimcheck.report import steps as run_steps
 from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
 from claimcheck.report.steps import timeline_columns
 from claimcheck.report.tables import run_rows, write_csv
-from claimcheck.report.update import metric_columns
+from claimcheck.report.update_metrics import metric_columns
 
 
 def write_json(obj: Any, path: str | Path) -> None:

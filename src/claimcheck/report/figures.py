@@ -1,43 +1,30 @@
-"""What each notebook draws, from the derived data: the tidy claims JSON and one run-record
-JSON per run (data/derived/). Each function returns a figure and the Markdown shown beside
-it; the notebook saves the figure with :func:`claimcheck.report.figstyle.save`.
+"""What the article notebooks draw, from the derived data: the tidy claims JSON and one
+run-record JSON per run (data/derived/): the claim map, a roofline preset, the verdict
+figure, a card's figures; and the paths every notebook shares (:func:`at_root`,
+:func:`records`, :func:`save`, :func:`write_md`). Each figure function returns a figure
+(and the Markdown shown beside it); the notebook saves it with :func:`save`. One run's
+figure is :mod:`claimcheck.report.run_figures`; the Update's documents
+:mod:`claimcheck.report.update_docs`.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import gate
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_queued as is_queued_streams
 from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.engine_inputs import model_dtype
-from claimcheck.core.frames import read_rows
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import load_weight_rows, state_words
 from claimcheck.core.io import read_json
 from claimcheck.core.paths import DERIVED, ROOT
-from claimcheck.core.protocols import load_protocols
 from claimcheck.core.units import GIB, MIB
-from claimcheck.report import definitions_fig, figstyle, mdtext, plots, sections, verdicts_md
-from claimcheck.report import steps as run_steps
+from claimcheck.report import figstyle, mdtext, plots, verdicts_md
 from claimcheck.report.derive import read_claims_json, read_run_records
-from claimcheck.report.plots import plural_streams
 from claimcheck.report.presets import preset_roofline
-from claimcheck.report.update import (
-    REPORT_METRICS,
-    headline_metric,
-    in_prose,
-    is_queued,
-    per_stream,
-    render_body,
-    render_run_md,
-    render_update,
-    running_at_once,
-)
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
 
@@ -221,149 +208,6 @@ def context_words(tokens: int) -> str:
     return f"{tokens:,} tokens of context per stream"
 
 
-def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
-    """One run against the roofline at its own configuration, headlined by the metric its
-    protocol answers with (:func:`claimcheck.report.update.headline_metric`), with every
-    published figure the protocol replays; and its Markdown section."""
-    (run,), steps = read_run_records([at_root(run_record)])
-    claims = read_claims_json(at_root(claims_json))
-    md = render_run_md(run, steps, claims)
-    # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
-    kept = [s for s in steps if s["reported"] and s["status"] == "complete"
-            and not row_is_held_prefill(s)]
-    if not kept and run.provenance.status != "complete":  # nothing measured to draw
-        return figstyle.notice(f"{run.name}: run {run.provenance.status}, no step to draw\n"
-                               f"{run.provenance.failure}"), md
-    done = [s for s in steps if s["reported"] and s["status"] == "complete"]
-    if not kept and done and all(row_is_held_prefill(s) for s in done):
-        return wave_run_figure(run, done, claims), md  # no throughput answer: its TTFTs
-    if run.protocol.gate:
-        return gate_run_figure(run, steps, model_config, claims), md
-    if "lanes_stats" in run.protocol.metrics and kept:
-        return lanes_run_figure(run, kept[-1], claims), md
-    metric = headline_metric(run.protocol)
-    col = REPORT_METRICS[metric]
-    e2e_key = "e2e_output_tok_s"  # the record's end-to-end aggregate
-    points, queued = [], []
-    for s in kept:
-        v = s.get(col.key)
-        if col.streams_times_tpot and is_queued(run, s):
-            # streams x 1000 / TPOT would divide by streams that never ran at once: the
-            # level is drawn by end to end only, against the line of the streams running
-            queued.append({"streams": s["streams"], "running": running_at_once(run, s),
-                           "e2e": s.get(e2e_key)})
-            continue
-        if v is None:
-            continue
-        agg = v if col.speed == "aggregate" else v * s["streams"]
-        points.append({"streams": s["streams"], "context": s.get("context_tokens_per_stream"),
-                       "headline": agg,
-                       "headline_per_stream": per_stream(run, s, col) or v,
-                       "e2e": s.get(e2e_key) if col.key != e2e_key else None,
-                       "roofline_tok_s": s.get("roofline_tok_s"),
-                       "roofline_per_stream_tok_s": s.get("roofline_per_stream_tok_s")})
-    roof_at = {p["streams"]: p["roofline_tok_s"] for p in points}
-    for q in queued:
-        q["roofline_tok_s"] = roof_at.get(q["running"])
-    fig = plots.measured_figure(
-        points, queued=queued, title=f"{run.name}: {run.label}", headline=in_prose(col),
-        claims=replayed_points(run, claims, metric),
-        source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
-                f"{run.provenance.weights_label}; roofline from {model_config} and "
-                "data/raw/cards.csv at η = 1; published figures: the claims registry rows "
-                "this protocol replays, on their own cards"))
-    return fig, md
-
-
-def replayed_points(run: Any, claims: list[dict[str, Any]], metric: str
-                    ) -> list[dict[str, Any]]:
-    """The published figures a run's protocol replays, as points (streams sharing the
-    aggregate, aggregate and per-stream tok/s, the card, whether by ``metric``)."""
-    ids = set(run.protocol.source_claims)
-    return [{"streams": c.get("streams_running") or c["streams"],
-             "aggregate_tok_s": c["aggregate_tok_s"], "per_stream_tok_s": c["per_stream_tok_s"],
-             "card": c["card"], "id": c["id"], "metric": c["metric"],
-             "context": c.get("context_tokens") or None,
-             "same": c["metric"] == metric} for c in claims if c["id"] in ids]
-
-
-def wave_run_figure(run: Any, done: list[dict[str, Any]],
-                    claims: list[dict[str, Any]] | None = None) -> Any:
-    """What a run whose every reported step asks at most two tokens per request measures:
-    each request's time to first token (ms) against its place in the wave (1 = sent first,
-    by send time), one series per step and repeat (bench.json timelines)."""
-    data = run_steps.load(at_root(run.path))
-    keep = {(s["step"], s["repeat"]) for s in done}
-    series = []
-    for sd in data.steps:
-        rec = sd.record
-        if (rec["step"], rec["repeat"]) not in keep or sd.timeline is None:
-            continue
-        reqs = sorted(sd.timeline.requests, key=lambda r: r.start_s)
-        series.append({"label": f"{plural_streams(rec['streams'])}, "
-                                f"{rec['input_len']:,}-token prompts",
-                       "repeat": rec["repeat"],
-                       "ttft_ms": [1000 * r.ttft_s for r in reqs]})
-    replayed = replayed_points(run, claims or [], headline_metric(run.protocol))
-    named = "; ".join(f"{c['id']} ({c['card']})" for c in replayed)
-    return plots.wave_figure(
-        series, title=f"{run.name}: {run.label}",
-        source=(f"{run.path}/steps/*/bench.json (each request's send time and first "
-                f"token); {run.provenance.weights_label}; every request asks "
-                f"{max(s['output_len'] for s in done)} tokens, so a step has no decode "
-                "to set against a roofline"
-                + (f"; the published figures this protocol replays are throughputs, not "
-                   f"times to first token, so none is drawn: {named}" if named else "")))
-
-
-def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
-                    claims: list[dict[str, Any]] | None = None) -> Any:
-    """The serving-gate figure of a run whose protocol has a ``gate``: every completed
-    repeat's end-to-end aggregate grouped by level (:mod:`claimcheck.core.gate`), with the
-    published figures the protocol replays."""
-    g = gate.Gate.from_dict(run.protocol.gate)
-    seqs = run.provenance.engine_config.max_num_seqs
-    lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
-                           reference=sections.is_reference(run.protocol, r),
-                           roofline_tok_s=r.get("roofline_tok_s"))
-             for r in rows if r["status"] == "complete" and r.get("e2e_output_tok_s")]
-    res = gate.check(lrows, g, seqs)
-    line = ("gate passes" if res.passed else "gate fails: " + "; ".join(res.failures))
-    line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "
-                    f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
-    return plots.gate_figure(
-        list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
-        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
-        source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
-                f"roofline from {model_config} and data/raw/cards.csv at η = 1; published "
-                "figures: the claims registry rows this protocol replays, on their own "
-                "cards"))
-
-
-def lanes_run_figure(run: Any, step: dict[str, Any],
-                     claims: list[dict[str, Any]] | None = None) -> Any:
-    """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
-    step's lanes from its token timeline (bench.json) and its rebuilt stats line, the plain
-    roofline at its streams and context and the published figures the protocol replays.
-    The load came from the protocol's own client (its ``kind``), named in the source."""
-    data = run_steps.load(at_root(run.path))
-    sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
-              == (step["step"], step["repeat"]))
-    tl = sd.timeline
-    return plots.lanes_figure(
-        [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
-        list(tl.token_times()), step.get("lanes_stats") or "",
-        title=f"{run.name}: {run.label}",
-        roofline_tok_s=step.get("roofline_tok_s"),
-        claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
-        source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token times and "
-                f"usage token counts, written by "
-                f"{definitions_fig.load_client(run.protocol.kind).split(':')[0]}); "
-                f"{run.provenance.weights_label}; plain roofline at η = 1 at the step's "
-                "streams and context; published figures: the claims registry rows this "
-                "protocol replays, on their own cards"))
-
-
 def card_figures(run_records: list[str] | None, card: str, model_config: str,
                  cards_csv: str, ceilings_csv: str, model_name: str, decode_base: str,
                  long_base: str, context_base: str) -> list[str]:
@@ -382,67 +226,6 @@ def card_figures(run_records: list[str] | None, card: str, model_config: str,
     return [str(p) for fig, base in ((decode, decode_base), (long, long_base),
                                      (context, context_base))
             for p in figstyle.save(fig, at_root(base))]
-
-
-def update_section(run_records: list[str] | None, claims_json: str, card: str,
-                   figures: dict[str, str] | None, protocols_yaml: str | None = None,
-                   model_config: str | None = None, model_name: str | None = None,
-                   cards_csv: str | None = "data/raw/cards.csv") -> str:
-    """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
-    a figure name to its link relative to figures/; ``cards_csv`` gives each card's rated
-    board power for the claims' per-nominal-watt figures."""
-    runs, steps = read_run_records(records(run_records))
-    nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
-                if c.default_power_w} if cards_csv else None)
-    defined = load_protocols(at_root(protocols_yaml)) if protocols_yaml else {}
-    protocols = sorted(defined) if protocols_yaml else None
-    geom = geometry_from_file(at_root(model_config)) if model_config else None
-    return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
-                         figures or {}, protocols, model_name, geom, nominal,
-                         descriptions={k: p.description for k, p in defined.items()})
-
-
-def update_documents(run_records: list[str] | None, claims_json: str, card: str,
-                     figures: dict[str, str] | None, protocols_yaml: str | None = None,
-                     model_config: str | None = None, model_name: str | None = None,
-                     verdicts_json: str | None = None, model_csv: str | None = None,
-                     definitions_links: dict[str, str] | None = None,
-                     appendix_link: str = "update-appendix.md",
-                     verdict_figure: str | None = None,
-                     cards_csv: str | None = "data/raw/cards.csv",
-                     beforehand_csv: str | None = None) -> tuple[str, str]:
-    """The Update as an article prints it (the body, figures/update.md) and its appendix
-    (every step of every run, each protocol's blocks, every verdict line, the model table,
-    the predictions kept before a run (``beforehand_csv``), each run's provenance), from
-    the same run records, verdicts and tables."""
-    runs, steps = read_run_records(records(run_records))
-    verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
-    model_rows = read_rows(at_root(model_csv)) if model_csv else []
-    geom = geometry_from_file(at_root(model_config)) if model_config else None
-    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
-    log: list[str] = []
-    before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
-    body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
-                       appendix_link, model_name, geom, verdict_figure, protocols, log=log,
-                       before_rows=before)
-    for line in log:  # the render's log: each finding left out, and why
-        print(line, file=sys.stderr)
-    appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
-                "every step of every run, each protocol's blocks in full, each run's "
-                "provenance, the definitions figures, the model table and every verdict "
-                "with its numbers.\n\n"
-                + update_section(run_records, claims_json, card, figures, protocols_yaml,
-                                 model_config, model_name, cards_csv))
-    if definitions_links:
-        appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
-    if model_rows:
-        appendix += "\n" + verdicts_md.render_model(model_rows)
-    if beforehand_csv:  # the predictions kept before a run, against it
-        from claimcheck.report.beforehand import appendix_section
-        appendix += "\n" + appendix_section(read_rows(at_root(beforehand_csv)))
-    if verdicts:
-        appendix += "\n" + verdicts_md.render_verdicts(verdicts)
-    return body, appendix
 
 
 def verdict_figure(verdicts_json: str) -> Any:

@@ -1,9 +1,9 @@
 """The two figures of one card's runs that carry the Update's findings: decode against each
 weight format's bandwidth line (the main result) and what long prompts cost.
 
-Every measured number comes from :mod:`claimcheck.report.findings` (the step frame, the
-bandwidth-share and long-prompt findings' rows, the state crossover), the same numbers the
-findings paragraph and the body's tables print; every bandwidth line from
+Every measured number comes from :mod:`claimcheck.report.stepframe` (the step frame) and
+the findings (the bandwidth-share and long-prompt findings' rows, the state crossover),
+the same numbers the findings paragraph and the body's tables print; every bandwidth line from
 :func:`claimcheck.report.tables.step_roofline`, the function that gave each step its
 ``roofline_tok_s``. Units: tok/s, streams, tokens of context per stream.
 """
@@ -17,8 +17,10 @@ import pandas as pd
 
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.geometry import Geometry
+from claimcheck.report import decode_plots
 from claimcheck.report import findings as F
-from claimcheck.report import plots
+from claimcheck.report import findings_decode as FD
+from claimcheck.report import stepframe as SF
 from claimcheck.report.record import Run
 from claimcheck.report.tables import step_roofline
 
@@ -54,16 +56,16 @@ def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str
     """One card's runs and the findings' step frame of their steps."""
     runs = [r for r in runs if r.provenance.card == card]
     names = {r.name for r in runs}
-    return runs, F.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
-                              F.engine_rows(runs))
+    return runs, SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                              SF.engine_rows(runs))
 
 
 def figure_contexts(d: pd.DataFrame) -> list[int]:
     """The contexts the decode figure draws, as the body's first table chooses them: each
-    format's main context (:func:`claimcheck.report.findings.main_context`) and the long
-    context beside it (:func:`claimcheck.report.findings.long_context`)."""
-    main = set(F.main_context(d)["context_tokens_per_stream"])
-    long = F.long_context(d)
+    format's main context (:func:`claimcheck.report.stepframe.main_context`) and the long
+    context beside it (:func:`claimcheck.report.stepframe.long_context`)."""
+    main = set(SF.main_context(d)["context_tokens_per_stream"])
+    long = SF.long_context(d)
     return sorted(int(c) for c in main | ({long} if long is not None else set()))
 
 
@@ -90,7 +92,7 @@ def decode_panels(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
     the bandwidth-share finding at the contexts of :func:`figure_contexts`, each format's
     line drawn from one of its runs, its η band and the state crossover."""
     runs, frame = card_frame(runs, steps, card)
-    share = F.bandwidth_share(frame)
+    share = FD.bandwidth_share(frame)
     if not share.rows:
         return DecodePanels({}, {})
     d = pd.DataFrame(share.rows)
@@ -109,7 +111,7 @@ def decode_panels(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
                 (float(everywhere.min()), float(everywhere.max()))))
     drawn = d[d["context_tokens_per_stream"].isin(list(panels))]
     used = sorted({n for r in drawn["runs"] for n in str(r).split(", ")})
-    return DecodePanels(panels, F.state_crossover(frame), used)
+    return DecodePanels(panels, FD.state_crossover(frame), used)
 
 
 def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom: Geometry,
@@ -128,7 +130,7 @@ def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
                "context. Measured: tok/s summed while every stream decodes, the median of "
                "each level over its repeats and runs. Dotted: the streams at which the "
                "recurrent state read and written equals the weights (from the geometry).")
-    return plots.decode_lines_figure(
+    return decode_plots.decode_lines_figure(
         p.panels, p.crossover,
         title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
         caption=caption,
@@ -159,7 +161,7 @@ def long_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
                                f"on the {card_name}: nothing to draw.")
     r0 = rows[0]
     used = sorted({n for r in rows for n in str(r["runs"]).split(", ")})
-    return plots.long_prompts_figure(
+    return decode_plots.long_prompts_figure(
         rows,
         title=(f"Long prompts on one {card_name}: {r0['input_len']:,.0f} in, "
                f"{r0['output_len']:,.0f} out (dummy weights)"),

@@ -1,0 +1,132 @@
+"""The kept predictions' index and the pipeline's table: ``data/raw/predictions/index.csv``
+read and checked, every prediction it lists loaded, and ``data/derived/beforehand.csv``
+(every indexed prediction against each run of its card, engine and protocol, by
+:func:`claimcheck.report.beforehand.against`); ``claimcheck model RUN --before PRED``
+(:func:`compare`). I/O at this edge; the arithmetic is :mod:`claimcheck.report.beforehand`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core.errors import InputError
+from claimcheck.core.io import read_csv_lines
+from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.report import steps as run_steps
+from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
+from claimcheck.report.beforehand_words import render, summary_line
+
+INDEX_COLUMNS = ("file", "protocol", "engine", "card", "written_at_commit", "what_model")
+COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+def read_index(path: str | Path) -> list[dict[str, str]]:
+    """``data/raw/predictions/index.csv``, checked: its columns, a file that exists beside
+    it, a commit of 7-40 hex digits, no file twice; errors name the file, line and column."""
+    path = Path(path)
+    _, rows = read_csv_lines(path, INDEX_COLUMNS)
+    seen: set[str] = set()
+    out = []
+    for line, r in rows:
+        for k in INDEX_COLUMNS:
+            if not r[k].strip():
+                raise InputError(str(path), "empty", line=line, key=k)
+        if not (path.parent / r["file"]).is_file():
+            raise InputError(str(path), f"{r['file']}: no such file beside the index",
+                             line=line, key="file")
+        if not COMMIT.match(r["written_at_commit"]):
+            raise InputError(str(path), f"not a commit (7-40 hex digits): "
+                             f"{r['written_at_commit']!r}", line=line, key="written_at_commit")
+        if r["file"] in seen:
+            raise InputError(str(path), f"{r['file']} listed twice", line=line, key="file")
+        seen.add(r["file"])
+        out.append({**r, "line": line})
+    return out
+
+
+def indexed_predictions(index_csv: str | Path) -> list[dict[str, Any]]:
+    """Every prediction the index lists, loaded and checked against its index row (its
+    card, engine and protocol), with ``written_at_commit`` and ``what_model``; a prediction
+    JSON beside the index that it does not list is refused."""
+    index_csv = Path(index_csv)
+    rows = read_index(index_csv)
+    listed = {r["file"] for r in rows}
+    for p in sorted(index_csv.parent.glob("*.json")):
+        if p.name not in listed:
+            raise InputError(str(index_csv), f"{p.name} is beside the index but not listed in "
+                             "it (every kept prediction needs its commit)", key="file")
+    out = []
+    for r in rows:
+        pred = load_prediction(index_csv.parent / r["file"])
+        for k in ("protocol", "engine", "card"):
+            if pred[k] != r[k]:
+                raise InputError(str(index_csv), f"{r[k]!r}, but {r['file']} is predicted "
+                                 f"for {pred[k]!r}", line=r["line"], key=k)
+        out.append({**pred, "written_at_commit": r["written_at_commit"],
+                    "what_model": r["what_model"]})
+    return out
+
+
+def load_listed(path: str | Path) -> dict[str, Any]:
+    """:func:`~claimcheck.report.beforehand.load_prediction`, with its
+    ``written_at_commit`` and ``what_model`` when an ``index.csv`` beside it lists it
+    (``claimcheck model --before``)."""
+    path = Path(path)
+    pred = load_prediction(path)
+    index = path.parent / "index.csv"
+    if index.is_file():
+        for r in read_index(index):
+            if r["file"] == path.name:
+                pred.update(written_at_commit=r["written_at_commit"],
+                            what_model=r["what_model"])
+    return pred
+
+
+def compare(prediction_path: str | Path, run_dir: str | Path,
+            tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """``claimcheck model RUN_DIR --before PREDICTION``: the prediction file (checked before
+    the run is read) against the run, as rows, their summary and text lines."""
+    pred = load_listed(prediction_path)
+    run = run_steps.load(run_dir)
+    extra = {k: pred[k] for k in ("written_at_commit", "what_model") if k in pred}
+    rows = [{**r, **extra} for r in against(pred, run, tolerance)]
+    return {"prediction": str(prediction_path), "run": run.name, "rows": rows,
+            "summary": summary(rows, tolerance), "lines": render(rows, tolerance)}
+
+
+def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
+          tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
+    """``data/derived/beforehand.csv``'s rows: every indexed prediction against each of
+    ``run_dirs`` of its card, engine and protocol (a run's provenance is read first, its
+    steps only when it matches), or listed :data:`NOT_MEASURED` when none is."""
+    from claimcheck.core.runload import read_provenance
+
+    preds = indexed_predictions(index_csv)
+    keys = {(p["card"], p["engine"], p["protocol"]) for p in preds}
+    matching: dict[tuple[str, str, str], list[run_steps.RunData]] = {}
+    for rd in sorted(Path(x) for x in run_dirs):
+        prov = read_provenance(rd).raw
+        k = (prov.get("card"), prov.get("engine"), prov.get("protocol"))
+        if k in keys:
+            matching.setdefault(k, []).append(run_steps.load(rd))
+    rows = []
+    for p in preds:
+        extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}
+        runs = matching.get((p["card"], p["engine"], p["protocol"]), [])
+        got = ([r for run in runs for r in against(p, run, tolerance)] if runs
+               else not_measured(p))
+        rows += [{"prediction_file": r["prediction_file"], **extra, **r} for r in got]
+    return rows
+
+
+def write_table(index_csv: str | Path, run_dirs: Sequence[str | Path], out_csv: str | Path
+                ) -> list[str]:
+    """Write :func:`table` to ``out_csv`` (with its dtypes); one log line per prediction."""
+    from claimcheck.report.tables import write_csv
+
+    rows = table(index_csv, run_dirs)
+    write_csv(rows, out_csv)
+    return [summary_line(s) for s in summaries(rows)]

@@ -1,0 +1,82 @@
+"""The Update's two documents (the update notebook): the body an article prints
+(figures/update.md, :func:`claimcheck.report.update_body.render_body`) and its appendix
+(figures/update-appendix.md: :func:`claimcheck.report.update.render_update`, the
+definitions links, the model table, the predictions kept before a run, every verdict),
+from the same run records, verdicts and tables.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from claimcheck.core.cards import load_cards
+from claimcheck.core.frames import read_rows
+from claimcheck.core.geometry import geometry_from_file
+from claimcheck.core.io import read_json
+from claimcheck.core.protocols import load_protocols
+from claimcheck.report import verdicts_md
+from claimcheck.report.derive import read_claims_json, read_run_records
+from claimcheck.report.figures import at_root, records
+from claimcheck.report.update import render_update
+from claimcheck.report.update_body import render_body
+
+
+def update_section(run_records: list[str] | None, claims_json: str, card: str,
+                   figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                   model_config: str | None = None, model_name: str | None = None,
+                   cards_csv: str | None = "data/raw/cards.csv") -> str:
+    """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
+    a figure name to its link relative to figures/; ``cards_csv`` gives each card's rated
+    board power for the claims' per-nominal-watt figures."""
+    runs, steps = read_run_records(records(run_records))
+    nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
+                if c.default_power_w} if cards_csv else None)
+    defined = load_protocols(at_root(protocols_yaml)) if protocols_yaml else {}
+    protocols = sorted(defined) if protocols_yaml else None
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
+    return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
+                         figures or {}, protocols, model_name, geom, nominal,
+                         descriptions={k: p.description for k, p in defined.items()})
+
+
+def update_documents(run_records: list[str] | None, claims_json: str, card: str,
+                     figures: dict[str, str] | None, protocols_yaml: str | None = None,
+                     model_config: str | None = None, model_name: str | None = None,
+                     verdicts_json: str | None = None, model_csv: str | None = None,
+                     definitions_links: dict[str, str] | None = None,
+                     appendix_link: str = "update-appendix.md",
+                     verdict_figure: str | None = None,
+                     cards_csv: str | None = "data/raw/cards.csv",
+                     beforehand_csv: str | None = None) -> tuple[str, str]:
+    """The Update as an article prints it (the body, figures/update.md) and its appendix
+    (every step of every run, each protocol's blocks, every verdict line, the model table,
+    the predictions kept before a run (``beforehand_csv``), each run's provenance), from
+    the same run records, verdicts and tables."""
+    runs, steps = read_run_records(records(run_records))
+    verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
+    model_rows = read_rows(at_root(model_csv)) if model_csv else []
+    geom = geometry_from_file(at_root(model_config)) if model_config else None
+    protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
+    log: list[str] = []
+    before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
+    body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
+                       appendix_link, model_name, geom, verdict_figure, protocols, log=log,
+                       before_rows=before)
+    for line in log:  # the render's log: each finding left out, and why
+        print(line, file=sys.stderr)
+    appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
+                "every step of every run, each protocol's blocks in full, each run's "
+                "provenance, the definitions figures, the model table and every verdict "
+                "with its numbers.\n\n"
+                + update_section(run_records, claims_json, card, figures, protocols_yaml,
+                                 model_config, model_name, cards_csv))
+    if definitions_links:
+        appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
+    if model_rows:
+        appendix += "\n" + verdicts_md.render_model(model_rows)
+    if beforehand_csv:  # the predictions kept before a run, against it
+        from claimcheck.report.beforehand_words import appendix_section
+        appendix += "\n" + appendix_section(read_rows(at_root(beforehand_csv)))
+    if verdicts:
+        appendix += "\n" + verdicts_md.render_verdicts(verdicts)
+    return body, appendix
