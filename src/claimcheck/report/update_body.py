@@ -30,7 +30,7 @@ from claimcheck.report.update_tables import (
     share_words,
     wave_table,
 )
-from claimcheck.report.update_words import dummy_note, plural
+from claimcheck.report.update_words import dummy_note
 
 
 def engine_words(run: Run) -> str:
@@ -69,30 +69,6 @@ def stack_paragraph(runs: list[Run]) -> str:
             f"{joined(str(x.sw('torch_cuda_runtime')) for x in p)}). "
             f"The engines served {len(engines)} configurations: "
             + "; ".join(sorted(engines)) + ". No run drafts tokens.")
-
-
-def provenance_paragraph(runs: list[Run]) -> str:
-    """All runs in one paragraph: how many, on which cards and power limits, engine
-    builds, drivers, weights (dummy from each run's provenance) and where the commands
-    are kept; per-run detail is the appendix's."""
-    def joined(xs: Iterable[str]) -> str:
-        return ", ".join(sorted(set(xs)))
-
-    p = [r.provenance for r in runs]
-    dummy = [r for r in runs if r.dummy]
-    limits = joined(f"{x.gpu.power_limit_enforced_w:.0f} W" for x in p
-                    if x.gpu.power_limit_enforced_w)
-    weights = ("all with dummy weights (random weights of the real geometry, "
-               "`--load-format dummy`)" if len(dummy) == len(runs) else
-               f"{len(dummy)} with dummy weights" if dummy else "with the published weights")
-    return (f"{plural(len(runs), 'run')} on {joined(x.gpu.name or x.card for x in p)} "
-            f"(power limit {limits or 'not recorded'} enforced), "
-            f"{joined(x.started_utc[:10] for x in p)}; vLLM {joined(x.sw('vllm') for x in p)}, "
-            f"torch {joined(x.sw('torch') for x in p)}, driver "
-            f"{joined(x.driver_version or 'not recorded' for x in p)}; engines "
-            f"{joined(x.engine for x in p)}; {weights}. Each run's exact commands, server "
-            "log and 1-Hz telemetry are kept under `data/raw/runs/`; the appendix gives "
-            "each run's provenance line.")
 
 
 def findings_paragraph(found: list[Any]) -> str:
