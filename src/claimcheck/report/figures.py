@@ -15,7 +15,6 @@ from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_queued as is_queued_streams
 from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.engine_inputs import model_dtype
-from claimcheck.core.frames import read_rows
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import load_weight_rows, state_words
 from claimcheck.core.io import read_json
@@ -38,6 +37,7 @@ from claimcheck.report.update import (
     render_update,
     running_at_once,
 )
+from claimcheck.runio.frames import read_rows
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
 

@@ -19,14 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
-from claimcheck.core import runchecks, runfiles, runload, serverlog, telemetry
+from claimcheck.core import runchecks, serverlog, telemetry
 from claimcheck.core.bench import summarize
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Protocol
-from claimcheck.core.runload import LoadedRun, RunStep, protocol_from_record
-from claimcheck.core.runrecord import Provenance, StepRecord, validate_provenance
+from claimcheck.core.runrecord import (
+    Provenance,
+    StepRecord,
+    protocol_from_record,
+    validate_provenance,
+)
 from claimcheck.core.timeline import Timeline
+from claimcheck.runio import runfiles, runload
+from claimcheck.runio.runload import LoadedRun, RunStep
 
 
 @dataclass(frozen=True)
