@@ -27,17 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import runchecks
+from claimcheck.core.engines import Engine, server_argv
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
+from claimcheck.core.protocols import Protocol
 from claimcheck.core.runrecord import validate_provenance, validate_steps
 from claimcheck.measure import clientproc, energy, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
 from claimcheck.measure.bench import client_argv
-from claimcheck.measure.engines import Engine, engine_python, server_argv, vllm_command
+from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.loadclient import synthetic_prompt
-from claimcheck.measure.protocols import Protocol
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
 from claimcheck.runio.runfiles import BENCH_MANIFEST, compact_bench, load_bench
 
