@@ -33,7 +33,7 @@ def qwen_config_path() -> Path:
 def committed_runs():
     """Every committed run as :func:`claimcheck.report.record.load_run` reads it, in
     :func:`claimcheck.report.record.find_runs` order (each keeps its
-    :class:`claimcheck.core.runload.LoadedRun` as ``.files``)."""
+    :class:`claimcheck.runio.runload.LoadedRun` as ``.files``)."""
     from claimcheck.core.paths import RUNS
     from claimcheck.report.record import find_runs, load_run
 

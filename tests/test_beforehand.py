@@ -14,13 +14,13 @@ import pytest
 
 from claimcheck.cli import main
 from claimcheck.core.errors import InputError
-from claimcheck.core.frames import read_rows
 from claimcheck.core.paths import ROOT, RUNS
 from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report import beforehand as bh
 from claimcheck.report import beforehand_index as bi
 from claimcheck.report import beforehand_words as bw
 from claimcheck.report import steps as run_steps
+from claimcheck.runio.frames import read_rows
 
 PREDICTIONS = ROOT / "data" / "raw" / "predictions"
 LADDERS = {"bf16-dummy-16k": "h200-20261202-bf16-dummy-16k-context-ladder",

@@ -57,7 +57,7 @@ def test_empty_times_still_refused():
 
 
 def _committed_timelines(runs):
-    for run in runs:  # each run's files as core.runload.load_run read them
+    for run in runs:  # each run's files as runio.runload.load_run read them
         for step in run.files.steps:
             if step.timeline is not None and step.timeline.requests:
                 yield f"{run.path.name}/{step.record.dir}", step.timeline

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.frames import column_dtype, read_table, records, write_table
+from claimcheck.core.frames import column_dtype, records
 from claimcheck.core.paths import RUNS
 from claimcheck.report.derive import metrics_csv
+from claimcheck.runio.frames import read_table, write_table
 
 ROWS = [{"run": "a", "reported": True, "streams": 64, "tok_s": 1165.0123456, "note": None},
         {"run": "b", "reported": False, "streams": 8, "tok_s": None, "extra": 2.5e-05}]

@@ -11,11 +11,11 @@ import pytest
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
-from claimcheck.core.runfiles import bench_data
 from claimcheck.report import figstyle, h200_fig, run_plots
 from claimcheck.report import findings_decode as FD
 from claimcheck.report.run_figures import wave_run_figure
 from claimcheck.report.tables import run_rows
+from claimcheck.runio.runfiles import bench_data
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
 

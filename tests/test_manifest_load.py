@@ -10,9 +10,10 @@ import shutil
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core import runfiles, runload
+from claimcheck.core import benchcols
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
+from claimcheck.runio import runfiles, runload
 from tests.fabricate import LADDER
 
 STEP = "01-c8-r1"
@@ -33,10 +34,10 @@ def restore(run, edit):
     """Re-encode the step's bench.cols after ``edit(dict)``: a valid container whose bytes
     are no longer the client's; those bytes, as json.dumps writes them."""
     cols = run / "steps" / STEP / runfiles.BENCH_COLS
-    d, indent = runfiles._cols_data(cols.read_bytes())
+    d, indent = benchcols.cols_data(cols.read_bytes())
     edit(d)
     raw = json.dumps(d, indent=indent).encode()
-    packed = runfiles.encode_cols(raw)
+    packed = benchcols.encode_cols(raw)
     assert packed is not None
     cols.write_bytes(packed)
     return cols, raw

@@ -200,7 +200,7 @@ def test_align_mode_changes_the_schedule_by_hand():
 
 
 def test_start_log_says_align_mode_and_its_block():
-    from claimcheck.measure import serverlog
+    from claimcheck.core import serverlog
     fp8 = (RUNS / "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream"
            / "server-start.log").read_text()
     bf16 = (RUNS / "h200-20261129-bf16-dummy-16k-single-stream-2"

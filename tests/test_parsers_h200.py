@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from claimcheck.core import serverlog
+from claimcheck.core.bench import per_request, summarize
 from claimcheck.core.paths import RUNS
-from claimcheck.measure import serverlog
-from claimcheck.measure.bench import per_request, summarize
 from claimcheck.report.record import engine_facts, load_run, reported_steps
 from tests.fabricate import bench, copy_run
 

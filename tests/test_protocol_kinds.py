@@ -7,19 +7,19 @@ import sys
 import pytest
 import yaml
 
+from claimcheck.core.engines import get_engine
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, ROOT
-from claimcheck.measure.bench import client_argv
-from claimcheck.measure.clientproc import bench_args
-from claimcheck.measure.engines import get_engine
-from claimcheck.measure.loadclient import RequestRecord, read_chunk, result_json
-from claimcheck.measure.protocols import (
+from claimcheck.core.protocols import (
     FIT_MARGIN_TOKENS,
     Step,
     check_fit,
     get_protocol,
     load_protocols,
 )
+from claimcheck.measure.bench import client_argv
+from claimcheck.measure.clientproc import bench_args
+from claimcheck.measure.loadclient import RequestRecord, read_chunk, result_json
 
 
 def test_fit_refuses_an_8k_protocol_on_a_4k_engine_naming_both_numbers():

@@ -7,8 +7,10 @@ import time
 import pytest
 
 from claimcheck.core.paths import ROOT
+from claimcheck.core.telemetry import summarize
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import telemetry
+from claimcheck.runio.runload import read_telemetry
 
 
 def nvml_here() -> bool:
@@ -22,7 +24,7 @@ def test_no_nvml_is_recorded_not_raised(tmp_path):
     with telemetry.Sampler(tmp_path / "t.csv") as s:
         pass
     assert s.available is False and not (tmp_path / "t.csv").exists()
-    assert telemetry.summarize(telemetry.read_telemetry(tmp_path / "t.csv")) == {"samples": 0}
+    assert summarize(read_telemetry(tmp_path / "t.csv")) == {"samples": 0}
 
 
 def test_telemetry_summary_by_hand():
@@ -30,7 +32,7 @@ def test_telemetry_summary_by_hand():
              "sm_clock_mhz": c, "temp_c": tc, "mem_used_mib": 10.0}
             for t, p, c, tc in ((0, 100.0, 1000.0, 40.0), (1, 300.0, 2000.0, 50.0),
                                 (2, 500.0, 1500.0, 45.0), (3, 900.0, 10.0, 90.0))]
-    s = telemetry.summarize(rows, 0.5, 2.5)  # the window holds t = 1 and t = 2
+    s = summarize(rows, 0.5, 2.5)  # the window holds t = 1 and t = 2
     assert s["samples"] == 2 and s["mean_power_w"] == 400.0 and s["max_power_w"] == 500.0
     assert s["mean_sm_clock_mhz"] == 1750.0 and s["max_temp_c"] == 50.0
 
@@ -127,7 +129,7 @@ def test_sampler_records_a_real_nvml_failure(tmp_path):
     assert rec["first_error"].startswith("NVMLError")
     assert s._thread is not None and not s._thread.is_alive()  # stopped, not died early
     # the file holds the header and no invented rows
-    assert telemetry.read_telemetry(tmp_path / "telemetry.csv") == []
+    assert read_telemetry(tmp_path / "telemetry.csv") == []
 
 
 def test_provenance_record_keeps_counts_summary_and_read_errors(tmp_path):

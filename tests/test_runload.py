@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import runload
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.engine_inputs import engine_inputs, state_bytes
 from claimcheck.core.geometry import geometry_from_file, load_config
@@ -22,6 +21,7 @@ from claimcheck.report import presets, steps
 from claimcheck.report.derive import run_record
 from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import engine_roofline, step_roofline
+from claimcheck.runio import runload
 
 CONFIG = RAW / "models/qwen3.8-27b/config.json"
 GEOM = geometry_from_file(CONFIG)

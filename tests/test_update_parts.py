@@ -8,7 +8,7 @@ import pytest
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
-from claimcheck.measure.protocols import Protocol, Step
+from claimcheck.core.protocols import Protocol, Step
 from claimcheck.report import definitions_fig, figstyle, plots, steps, verdicts_md
 from claimcheck.report.update_metrics import headline_metric
 from claimcheck.report.update_words import plain_words

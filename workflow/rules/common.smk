@@ -242,7 +242,7 @@ PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "data/derived/metrics/{run}.csv", "data/derived/metrics/{run}.dtypes.json",
                    "figures/definitions-{run}.png", "figures/definitions-{run}.svg"]
 # (the per-run .svg names stay listed: a render from before 2026-12-01 wrote them; a CSV's
-# .dtypes.json is its companion, core.frames)
+# .dtypes.json is its companion, runio.frames)
 
 
 onstart:

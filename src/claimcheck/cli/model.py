@@ -206,9 +206,9 @@ def cmd_model(a: argparse.Namespace) -> int:
 
 
 def cmd_predict(a: argparse.Namespace) -> int:
+    from claimcheck.core.engines import load_engines
     from claimcheck.core.paths import CONFIG, RUNS
-    from claimcheck.measure.engines import load_engines
-    from claimcheck.measure.protocols import load_protocols
+    from claimcheck.core.protocols import load_protocols
     from claimcheck.report import steps as run_steps
     from claimcheck.report.protocolpredict import predict_protocol, verify_plan
 

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.cards import detect_card, get_card, load_cards
+from claimcheck.core.engines import get_engine
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
+from claimcheck.core.protocols import check_fit, get_protocol
 from claimcheck.measure import clientproc, preflight, telemetry
 from claimcheck.measure import server as srv
-from claimcheck.measure.engines import engine_python, get_engine, vllm_command
-from claimcheck.measure.protocols import check_fit, get_protocol
+from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.runner import (
     Interrupted,
     raise_on_signals,
@@ -187,7 +188,7 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
                  ) -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """Verify mode (``--verify N``): each protocol cut to its N sampled steps, and the
     record of every prediction (:func:`claimcheck.report.verify.plan`), by protocol name."""
-    from claimcheck.measure.engines import load_engines
+    from claimcheck.core.engines import load_engines
     from claimcheck.report import steps as run_steps
     from claimcheck.report import verify as vf
     if a.verify < 1:

@@ -1,27 +1,11 @@
-"""A step's ``vllm bench serve --save-result --save-detailed`` result: read (compact or
-plain, :mod:`claimcheck.core.runfiles`), vLLM's own summary figures named with their units,
-and its per-request rows. vLLM's figures are a cross-check; reported speeds come from
-:mod:`claimcheck.core.definitions` on the step's timeline."""
+"""A step's ``vllm bench serve --save-result --save-detailed`` result (a dict, as
+:func:`claimcheck.runio.runfiles.load_bench` reads it): vLLM's own summary figures named with
+their units, and its per-request rows. vLLM's figures are a cross-check; reported speeds come
+from :mod:`claimcheck.core.definitions` on the step's timeline."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-from claimcheck.core import runfiles
-from claimcheck.core.io import read_bytes
-
-
-def load_bench(path: str | Path) -> dict[str, Any]:
-    """A step's bench result from its step directory or its ``bench.json`` path; a step
-    kept compact (``bench.cols``, ``bench.json.xz``) is read from there."""
-    p = Path(path)
-    if p.is_dir():
-        return runfiles.bench_data(p)
-    if not p.exists() and p.name == runfiles.BENCH:
-        return runfiles.bench_data(p.parent)
-    return json.loads(read_bytes(p))
 
 
 def summarize(result: dict[str, Any], streams: int) -> dict[str, Any]:

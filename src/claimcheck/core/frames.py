@@ -1,6 +1,6 @@
-"""Derived tables as pandas DataFrames with dtypes: written as CSV with a dtypes file beside
-it (``<name>.dtypes.json``) and read back with those dtypes, so no reader re-parses
-"True"/"true" or numbers by hand.
+"""Derived tables as pandas DataFrames with dtypes (written as CSV with a dtypes file beside
+it and read back with those dtypes by :mod:`claimcheck.runio.frames`, so no reader re-parses
+"True"/"true" or numbers by hand), and the one rule for a numeric and a boolean cell.
 
 Column dtypes are worked out from the values: booleans -> ``boolean``, integers ->
 ``Int64``, any float among numbers -> ``float64``, text -> ``string``; None is a missing
@@ -10,21 +10,18 @@ tables always were; anything else (a list, a dict) is written as its text, ``obj
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_json, read_text
-
 FLOAT_FORMAT = "%.6g"
+"""How a float cell is written (6 significant digits)."""
 DTYPES = ("boolean", "Int64", "float64", "string", "object")
+"""The dtypes a column may have (:func:`column_dtype`)."""
 
 
 def column_dtype(values: Iterable[Any]) -> str:
@@ -64,53 +61,6 @@ def to_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=list(cols))
 
 
-def dtypes_path(csv_path: str | Path) -> Path:
-    p = Path(csv_path)
-    return p.with_name(p.stem + ".dtypes.json")
-
-
-def write_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, path: str | Path) -> int:
-    """Write a table as CSV (``%.6g`` floats, empty cells for missing values) and its dtypes
-    beside it. Returns the row count."""
-    df = rows if isinstance(rows, pd.DataFrame) else to_frame(rows)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if len(df.columns):
-        df.to_csv(p, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-    else:
-        p.write_text("\n")
-    dtypes_path(p).write_text(json.dumps({c: str(t) for c, t in df.dtypes.items()},
-                                         indent=1) + "\n")
-    return len(df)
-
-
-def read_table(path: str | Path) -> pd.DataFrame:
-    """A table written by :func:`write_table`, with its dtypes (the dtypes file must be
-    beside it; a column it does not name, or a cell of the wrong type, is refused naming
-    the file)."""
-    p = Path(path)
-    dt_path = dtypes_path(p)
-    types = read_json(dt_path)
-    if not isinstance(types, dict) or any(t not in DTYPES for t in types.values()):
-        raise InputError(str(dt_path), f"not a dtypes file (each column one of {DTYPES})")
-    text = read_text(p)
-    header = text.split("\n", 1)[0].split(",") if text.strip() else []
-    unknown = [c for c in header if c not in types]
-    if unknown:
-        raise InputError(str(p), f"columns {unknown} have no dtype in {dt_path.name}", line=1)
-    read_as = {c: ("string" if t == "object" else t) for c, t in types.items()
-               if t != "boolean"}
-    try:
-        df = pd.read_csv(p, dtype=read_as, keep_default_na=False, na_values=[""])
-        for c, t in types.items():
-            if t == "boolean" and c in df:
-                df[c] = df[c].map({"True": True, "False": False, True: True, False: False},
-                                  na_action="ignore").astype("boolean")
-    except (ValueError, TypeError) as e:
-        raise InputError(str(p), f"a cell does not fit its column's dtype ({e})") from None
-    return df
-
-
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """The rows of a typed DataFrame as dicts of Python values, None for missing ones."""
     out = []
@@ -119,12 +69,6 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
                         else v.item() if isinstance(v, np.generic) else v)
                     for c, v in zip(df.columns, row, strict=True)})
     return out
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """:func:`read_table` as dict rows of Python values (:func:`records`): how a derived
-    table (model.csv) is read back, typed, by every report, figure and paragraph."""
-    return records(read_table(path))
 
 
 def number(value: Any) -> float | None:
@@ -145,4 +89,4 @@ def flag(value: Any) -> bool:
     if isinstance(value, bool | np.bool_):
         return bool(value)
     raise TypeError(f"not a boolean cell: {value!r} (read the table with "
-                    "claimcheck.core.frames.read_rows)")
+                    "claimcheck.runio.frames.read_rows)")

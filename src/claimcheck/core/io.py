@@ -17,17 +17,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.benchcols import decode_cols
 from claimcheck.core.errors import InputError
 
-
-def _decode_cols(packed: bytes) -> bytes:
-    from claimcheck.core.runfiles import decode_cols  # runfiles reads through this module
-    return decode_cols(packed)
-
-
-COMPRESSED = {".xz": lzma.decompress, ".gz": gzip.decompress, ".cols": _decode_cols}
+COMPRESSED = {".xz": lzma.decompress, ".gz": gzip.decompress, ".cols": decode_cols}
 """File name suffix -> decoder of a file stored compressed at rest (runs' bench results;
-``.cols``: :mod:`claimcheck.core.runfiles`' columnar form)."""
+``.cols``: :mod:`claimcheck.core.benchcols`' columnar form)."""
 
 
 def read_bytes(path: str | Path) -> bytes:

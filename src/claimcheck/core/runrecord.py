@@ -1,7 +1,8 @@
 """The run record: ``provenance.json`` and ``steps.json`` of a run directory, validated by
 the JSON schemas in ``claimcheck/schemas`` and read into typed dataclasses.
 
-Pure: objects in, objects out. The runner validates what it writes with
+Pure: objects in, objects out (the run's Protocol from its record too,
+:func:`protocol_from_record`). The runner validates what it writes with
 :func:`validate_provenance` / :func:`validate_steps`; the report side validates what it reads
 (after :func:`migrate_provenance`, which fills fields older runs lack, in memory only).
 Errors are :class:`~claimcheck.core.errors.InputError` naming the file and the key path.
@@ -9,6 +10,7 @@ Errors are :class:`~claimcheck.core.errors.InputError` naming the file and the k
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ import jsonschema
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_schema
+from claimcheck.core.protocols import Protocol, Step
 
 SCHEMA_VERSION = "claimcheck.run/1"
 STEP_OK = "complete"
@@ -216,3 +219,32 @@ def validate_provenance(obj: Any, source: str) -> Provenance:
             mean_sm_clock_mhz=summ.get("mean_sm_clock_mhz"),
             max_temp_c=summ.get("max_temp_c")),
         steps=tuple(_step(d) for d in obj["steps"]), raw=obj)
+
+
+def protocol_from_record(d: dict[str, Any]) -> Protocol:
+    """The Protocol a run recorded (``protocol_config``), through the Protocol and Step
+    dataclasses' own fields: keys they do not know are left out; fields the record lacks
+    take their defaults, a step's lengths the protocol's (older records), else None."""
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(Protocol):
+        if f.name in d:
+            kw[f.name] = d[f.name]
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kw[f.name] = None
+    steps = []
+    for s in d["steps"]:
+        sk: dict[str, Any] = {}
+        for f in dataclasses.fields(Step):
+            if f.name in s:
+                sk[f.name] = s[f.name]
+            elif f.name in d:  # per-step lengths default to the protocol's
+                sk[f.name] = d[f.name]
+            elif f.default is dataclasses.MISSING:
+                sk[f.name] = None
+        steps.append(Step(**sk))
+    kw["steps"] = tuple(steps)
+    for k in ("source_claims", "metrics"):
+        kw[k] = tuple(kw.get(k) or ())
+    kw["description"] = " ".join(str(kw.get("description") or "").split())
+    return Protocol(**kw)
+

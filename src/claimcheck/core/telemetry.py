@@ -1,6 +1,6 @@
-"""Reading a run's telemetry.csv (NVML samples at 1 Hz) and summarizing a window of it.
-
-The sampler that writes the file is :mod:`claimcheck.measure.telemetry`.
+"""A run's telemetry.csv (NVML samples at 1 Hz) parsed from its text, and a window of it
+summarized. The sampler that writes the file is :mod:`claimcheck.measure.telemetry`; the
+reader of a run's file, :func:`claimcheck.runio.runload.read_telemetry`.
 """
 
 from __future__ import annotations
@@ -9,30 +9,25 @@ import csv
 import io
 import math
 import statistics
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_text
 
 
-def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a telemetry.csv (absent file: no rows). Numbers must be finite; a bad cell is
-    refused naming the file, line and column."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
+def parse_telemetry(text: str, source: str) -> list[dict[str, Any]]:
+    """Rows of a telemetry.csv's text read from ``source``. Numbers must be finite; a bad
+    cell is refused naming the source, line and column."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [k for k in ("t_unix_s", "gpu") if k not in (reader.fieldnames or [])]
     if missing:
-        raise InputError(str(p), f"missing columns {missing} in the header", line=1)
+        raise InputError(source, f"missing columns {missing} in the header", line=1)
     rows = []
     for r in reader:
         line = reader.line_num
         if None in r:
-            raise InputError(str(p), "more fields than the header", line=line)
+            raise InputError(source, "more fields than the header", line=line)
         if None in r.values():
-            raise InputError(str(p), "fewer fields than the header (a row cut off?)",
+            raise InputError(source, "fewer fields than the header (a row cut off?)",
                              line=line)
         row: dict[str, Any] = {}
         for k, v in r.items():
@@ -42,13 +37,13 @@ def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
             try:
                 x = float(v)
             except ValueError:
-                raise InputError(str(p), f"not a number: {v[:40]!r}", line=line,
+                raise InputError(source, f"not a number: {v[:40]!r}", line=line,
                                  key=k) from None
             if not math.isfinite(x):
-                raise InputError(str(p), f"not a finite number: {v!r}", line=line, key=k)
+                raise InputError(source, f"not a finite number: {v!r}", line=line, key=k)
             row[k] = x
         if row.get("t_unix_s") in ("", None):
-            raise InputError(str(p), "empty", line=line, key="t_unix_s")
+            raise InputError(source, "empty", line=line, key="t_unix_s")
         rows.append(row)
     return rows
 

@@ -1,12 +1,12 @@
-"""The load generator: ``vllm bench serve`` argv. Reading its result JSON lives in
-:mod:`claimcheck.core.bench` (re-exported here for the measuring side)."""
+"""The load generator: ``vllm bench serve`` argv (or claimcheck's load client's). Its
+result is read by :func:`claimcheck.runio.runfiles.load_bench` and summarized by
+:mod:`claimcheck.core.bench`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from claimcheck.core.bench import load_bench, per_request, summarize  # noqa: F401
 from claimcheck.core.protocols import Protocol, Step
 
 

@@ -1,20 +1,13 @@
-"""How vLLM is called here. The engine configurations (:class:`Engine`, :func:`load_engines`)
-and the exact ``vllm serve`` command each makes (:func:`server_argv`, checked by
-:func:`check_engine`) live in :mod:`claimcheck.core.engines`, re-exported here for the
-measuring side."""
+"""How vLLM is called here: its CLI and the interpreter that runs it. The engine
+configurations and the exact ``vllm serve`` command each makes live in
+:mod:`claimcheck.core.engines` (:class:`~claimcheck.core.engines.Engine`,
+:func:`~claimcheck.core.engines.load_engines`, :func:`~claimcheck.core.engines.server_argv`,
+checked by :func:`~claimcheck.core.engines.check_engine`)."""
 
 from __future__ import annotations
 
 import shutil
 import sys
-
-from claimcheck.core.engines import (  # noqa: F401
-    Engine,
-    check_engine,
-    get_engine,
-    load_engines,
-    server_argv,
-)
 
 
 def vllm_command() -> list[str]:

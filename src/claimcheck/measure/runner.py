@@ -9,7 +9,7 @@ One run directory per (card, date, engine, protocol) run, never overwritten:
         telemetry.csv          NVML at 1 Hz (absent when there is no NVML; said in provenance)
         steps/NN-cS-rR/        one `vllm bench serve` call: bench.cols (the result,
                                columnar and xz-compressed at rest; bench.json.xz where
-                               that is not exact: core.runfiles), client.log, step.json
+                               that is not exact: runio.runfiles), client.log, step.json
 """
 
 from __future__ import annotations
@@ -27,19 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import runchecks
+from claimcheck.core.engines import Engine, server_argv
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
-from claimcheck.core.runfiles import BENCH_MANIFEST, compact_bench
+from claimcheck.core.protocols import Protocol
 from claimcheck.core.runrecord import validate_provenance, validate_steps
 from claimcheck.measure import clientproc, energy, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
-from claimcheck.measure.bench import client_argv, load_bench
-from claimcheck.measure.engines import Engine, engine_python, server_argv, vllm_command
+from claimcheck.measure.bench import client_argv
+from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.loadclient import synthetic_prompt
-from claimcheck.measure.protocols import Protocol
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
+from claimcheck.runio.runfiles import BENCH_MANIFEST, compact_bench, load_bench
 
 
 class Interrupted(BaseException):  # noqa: N818 - what happened, like KeyboardInterrupt
@@ -287,7 +288,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     if result_path.exists():
         res = load_bench(result_path)
         # kept at rest as bench.cols or bench.json.xz, its bytes recorded in the runs
-        # folder's manifest (core.runfiles), which every reader checks it against
+        # folder's manifest (runio.runfiles), which every reader checks it against
         compact_bench(sdir, sdir.parents[2] / BENCH_MANIFEST)
         failed = res.get("failed") or 0
         rec["completed"] = res.get("completed")

@@ -68,8 +68,8 @@ def model_figures(model_csv: str | Path, engines: list[str], out_base: str) -> I
     """Each engine's model figure (PNG + SVG at ``out_base`` holding ``{engine}``) from one
     read of ``model_csv``: :func:`claimcheck.report.model_fig.write_rows`, as for one engine.
     Yields the PNG written for each engine."""
-    from claimcheck.core.frames import read_rows
     from claimcheck.report import model_fig
+    from claimcheck.runio.frames import read_rows
 
     rows = read_rows(model_csv)
     for engine in engines:

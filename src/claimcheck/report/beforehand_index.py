@@ -102,7 +102,7 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
     """``data/derived/beforehand.csv``'s rows: every indexed prediction against each of
     ``run_dirs`` of its card, engine and protocol (a run's provenance is read first, its
     steps only when it matches), or listed :data:`NOT_MEASURED` when none is."""
-    from claimcheck.core.runload import read_provenance
+    from claimcheck.runio.runload import read_provenance
 
     preds = indexed_predictions(index_csv)
     keys = {(p["card"], p["engine"], p["protocol"]) for p in preds}

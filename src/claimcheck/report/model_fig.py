@@ -17,9 +17,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from claimcheck.core.accuracy import within, within_both
-from claimcheck.core.frames import flag, number, read_rows
+from claimcheck.core.frames import flag, number
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import figstyle as fs
+from claimcheck.runio.frames import read_rows
 
 
 def _calib(r: Mapping[str, Any]) -> bool:

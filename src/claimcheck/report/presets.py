@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core import runload, serverlog
+from claimcheck.core import serverlog
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
@@ -30,6 +30,7 @@ from claimcheck.core.inputs import (
 from claimcheck.core.io import read_text
 from claimcheck.core.units import GIB
 from claimcheck.report.tables import engine_roofline
+from claimcheck.runio import runload
 
 
 def check_unique_names(presets: list[dict[str, Any]], source: str) -> None:

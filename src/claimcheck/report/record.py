@@ -19,14 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
-from claimcheck.core import runchecks, runfiles, runload, serverlog, telemetry
+from claimcheck.core import runchecks, serverlog, telemetry
 from claimcheck.core.bench import summarize
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Protocol
-from claimcheck.core.runload import LoadedRun, RunStep, protocol_from_record
-from claimcheck.core.runrecord import Provenance, StepRecord, validate_provenance
+from claimcheck.core.runrecord import (
+    Provenance,
+    StepRecord,
+    protocol_from_record,
+    validate_provenance,
+)
 from claimcheck.core.timeline import Timeline
+from claimcheck.runio import runfiles, runload
+from claimcheck.runio.runload import LoadedRun, RunStep
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,7 @@ def timeline_speeds(tl: Timeline) -> dict[str, float | None]:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read one run directory once (:func:`claimcheck.core.runload.load_run`: provenance.json
+    """Read one run directory once (:func:`claimcheck.runio.runload.load_run`: provenance.json
     and steps.json validated, each step's step.json and bench result, server.log,
     server-start.log and telemetry.csv) into tidy step rows. Every error names the file."""
     lr = runload.load_run(path)

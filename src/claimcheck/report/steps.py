@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import definitions as d
-from claimcheck.core import runload, serverlog
+from claimcheck.core import serverlog
 from claimcheck.core.energy import step_energy
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
@@ -24,6 +24,7 @@ from claimcheck.core.model import EngineShape, shape_for
 from claimcheck.core.paths import ROOT
 from claimcheck.core.timeline import Timeline
 from claimcheck.report import record
+from claimcheck.runio import runload
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import Any
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.engine_inputs import EngineInputs
-from claimcheck.core.frames import write_table
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import Weights, roofline_for
 from claimcheck.core.units import GB, GIB
 from claimcheck.report.record import Run, reported_steps
+from claimcheck.runio.frames import write_table
 
 
 def engine_roofline(ei: EngineInputs, geom: Geometry, card: Card,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 
 from claimcheck.core.cards import load_cards
-from claimcheck.core.frames import read_rows
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.io import read_json
 from claimcheck.core.protocols import load_protocols
@@ -19,6 +18,7 @@ from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records
 from claimcheck.report.update import render_update
 from claimcheck.report.update_body import render_body
+from claimcheck.runio.frames import read_rows
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,

@@ -1,26 +1,10 @@
-"""Where a run directory keeps each file, and the compact forms of a step's bench result.
+"""Where a run directory keeps each file, and a step's bench result read and stored.
 
 A step's ``vllm bench serve --save-detailed`` result (``bench.json``) is kept at rest as
-``bench.cols`` when that form gives back the client's exact bytes, else as ``bench.json.xz``
-(the exact bytes, lzma preset 9e); a run recorded before compaction keeps its plain
-``bench.json``. Every form is read back to the exact bytes the client wrote.
-
-``bench.cols`` is one xz stream (preset 9e) holding: the line ``MAGIC``; one JSON line
-``{"indent": null|int, "columns": [...], "rest": {...}}`` where ``rest`` is the result with
-each float column replaced by null (so key order is kept) and each column entry is
-``{"key", "n" (values), "lens" (per-row lengths of a list of lists, or null),
-"exp" (null: float64; E: int64 k with value k * 2**-E, exact), "word"}``; then each
-column's values, 8 bytes each little-endian, byte-shuffled (all first bytes, then all
-second ...). A float column is a top-level list (or list of lists, like ``itls``) whose
-values are all JSON floats. A word column (``"word": " w"``) is a list of texts made only
-of the synthetic tokenizer's words ``" w17 w4032"`` (dummy-weight runs' ``generated_texts``):
-its values are the int64 word numbers, ``lens`` the words per text. The result is rebuilt
-with ``json.dumps(rest, indent=indent)``.
-
-Measured on the 112 committed bench results (89.11 MB of JSON, 2026-12-01): xz -9e of the
-JSON 28.17 MB, ``bench.cols`` 19.07 MB (-32%; an itl value ~4 bytes instead of ~9, a
-synthetic word ~2.3 instead of ~2.8); decoding all of them takes 3.0 s of CPU instead of
-1.8 s (mostly ``json.dumps`` writing the floats back).
+``bench.cols`` (:mod:`claimcheck.core.benchcols`) when that form gives back the client's
+exact bytes, else as ``bench.json.xz`` (the exact bytes, lzma preset 9e); a run recorded
+before compaction keeps its plain ``bench.json``. Every form is read back to the exact bytes
+the client wrote, and checked against the runs folder's manifest (:data:`BENCH_MANIFEST`).
 """
 
 from __future__ import annotations
@@ -35,15 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from claimcheck.core.benchcols import (
+    XZ_PRESET,
+    cols_data,
+    decode_cols,
+    decode_cols_data,
+    encode_cols,
+)
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_bytes, read_json_bytes
 
 BENCH = "bench.json"
 """The name the client writes (and runs recorded before compaction keep)."""
 BENCH_COLS = "bench.cols"
-"""The columnar form a bench result is kept under at rest (see the module docstring)."""
+"""The columnar form a bench result is kept under at rest (:mod:`claimcheck.core.benchcols`)."""
 BENCH_COMPACT = "bench.json.xz"
 """The xz form, kept when ``bench.cols`` would not give back the exact bytes."""
 AT_REST = (BENCH_COLS, BENCH_COMPACT)
@@ -52,157 +41,6 @@ BENCH_MANIFEST = "bench-sha256.txt"
 """In the runs folder: ``sha256  size  run/steps/dir/bench.json  [container-sha256]`` of
 each original (:func:`read_manifest`); every reader of a run checks its steps against it
 (:func:`bench_data`)."""
-XZ_PRESET = 9 | lzma.PRESET_EXTREME
-MAGIC = b"claimcheck bench.cols 1\n"
-"""First line of a decompressed ``bench.cols``."""
-WORD = " w"
-"""What precedes each word number in a text of the synthetic tokenizer's words."""
-_WORDS = re.compile(r"(?: w(?:0|[1-9][0-9]{0,17}))*")
-_LAYOUTS: tuple[int | None, ...] = (None, 1)
-"""``json.dumps`` indents tried: vLLM's client (none) and claimcheck's load client (1)."""
-
-
-def _shuffle(a: np.ndarray) -> bytes:
-    """8-byte little-endian values, byte-shuffled: byte 0 of each, then byte 1, ..."""
-    return a.view(np.uint8).reshape(-1, 8).T.tobytes()
-
-
-def _unshuffle(b: bytes, n: int, dtype: str) -> np.ndarray:
-    return np.frombuffer(b, np.uint8).reshape(8, n).T.copy().view(dtype).reshape(n)
-
-
-def _float_column(v: Any) -> tuple[list[float], list[int] | None] | None:
-    """The values of a list (or list of lists) of JSON floats and the row lengths; None
-    when ``v`` is anything else (ints, strings, nulls stay in the JSON part)."""
-    if not isinstance(v, list) or not v:
-        return None
-    if all(type(x) is float for x in v):
-        return v, None
-    if all(type(r) is list and all(type(x) is float for x in r) for r in v):
-        return [x for r in v for x in r], [len(r) for r in v]
-    return None
-
-
-def _word_column(v: Any) -> tuple[list[int], list[int]] | None:
-    """The word numbers of a list of texts each made only of ``" w<number>"`` words (the
-    synthetic tokenizer's output, :mod:`claimcheck.measure.tokenizer`) and the words per
-    text; None when ``v`` is anything else or holds no word."""
-    if not isinstance(v, list) or not all(type(t) is str and _WORDS.fullmatch(t) for t in v):
-        return None
-    rows = [t.split(WORD)[1:] for t in v]
-    nums = [int(x) for r in rows for x in r]
-    return (nums, [len(r) for r in rows]) if nums else None
-
-
-def _fixed_exp(a: np.ndarray) -> int | None:
-    """The least E in 0..60 with every value an integer multiple of 2**-E below 2**53 in
-    magnitude (so int64 k = value * 2**E is exact both ways); None when there is none
-    (or a value is not finite, or is -0.0)."""
-    if not np.all(np.isfinite(a)) or np.any(np.signbit(a) & (a == 0)):
-        return None
-    for e in range(61):
-        k = np.ldexp(a, e)
-        if np.abs(k).max(initial=0.0) >= 2.0**53:
-            return None
-        if np.array_equal(k, np.round(k)):
-            return e
-    return None
-
-
-def encode_cols(raw: bytes) -> bytes | None:
-    """``raw`` (a bench.json's bytes) as a ``bench.cols`` container, or None when it does
-    not decode back to exactly ``raw`` (not a JSON object, another layout, no float column)."""
-    try:
-        d = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(d, dict):
-        return None
-    layout = next((i for i in _LAYOUTS if json.dumps(d, indent=i).encode() == raw), "none")
-    if layout == "none":
-        return None
-    rest, cols, body = dict(d), [], []
-    for key, v in d.items():
-        col, words = _float_column(v), _word_column(v)
-        if col is not None:
-            a = np.asarray(col[0], dtype="<f8")
-            e = _fixed_exp(a)
-            body.append(_shuffle(a if e is None else np.ldexp(a, e).astype("<i8")))
-            cols.append({"key": key, "n": len(a), "lens": col[1], "exp": e, "word": None})
-        elif words is not None:
-            body.append(_shuffle(np.asarray(words[0], dtype="<i8")))
-            cols.append({"key": key, "n": len(words[0]), "lens": words[1], "exp": None,
-                         "word": WORD})
-        else:
-            continue
-        rest[key] = None
-    if not cols:
-        return None
-    head = json.dumps({"indent": layout, "columns": cols, "rest": rest}).encode()
-    packed = lzma.compress(MAGIC + head + b"\n" + b"".join(body), preset=XZ_PRESET)
-    return packed if decode_cols(packed) == raw else None
-
-
-def decode_cols(packed: bytes) -> bytes:
-    """The exact bench.json bytes a ``bench.cols`` container holds; ValueError (or
-    lzma.LZMAError) saying what is wrong when it is not one."""
-    d, indent = _cols_data(packed)
-    return json.dumps(d, indent=indent).encode()
-
-
-def decode_cols_data(packed: bytes) -> dict[str, Any]:
-    """What ``json.loads`` of :func:`decode_cols`'s bytes gives, built directly from the
-    columns (no float written out and parsed back); errors as :func:`decode_cols`, and a
-    ValueError for a NaN or infinite value, which :func:`claimcheck.core.io.read_json`
-    refuses too."""
-    d, _ = _cols_data(packed, finite=True)
-    return d
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"the header holds {name}, not a JSON number")
-
-
-def _cols_data(packed: bytes, finite: bool = False) -> tuple[dict[str, Any], int | None]:
-    """(the bench dict, its JSON indent) of a ``bench.cols`` container; ``finite``: a NaN
-    or infinite column value is a ValueError."""
-    data = lzma.decompress(packed)
-    if not data.startswith(MAGIC):
-        raise ValueError("not a bench.cols container (no magic line)")
-    end = data.find(b"\n", len(MAGIC))
-    if end < 0:
-        raise ValueError("bench.cols header line is cut off")
-    try:
-        head = json.loads(data[len(MAGIC):end],
-                          parse_constant=_no_constant if finite else None)
-        d, off, body = head["rest"], 0, data[end + 1:]
-        for c in head["columns"]:
-            n, size = int(c["n"]), 8 * int(c["n"])
-            if off + size > len(body):
-                raise ValueError(f"column {c['key']!r} is cut off "
-                                 f"({len(body) - off} of {size} bytes)")
-            word, e = c.get("word"), c["exp"]
-            a = _unshuffle(body[off:off + size], n, "<i8" if word or e is not None else "<f8")
-            off += size
-            a = a if e is None else np.ldexp(a.astype("<f8"), -e)
-            if finite and not word and not np.isfinite(a).all():
-                raise ValueError(f"column {c['key']!r} holds NaN or infinity (not a JSON "
-                                 "number)")
-            vals = a.tolist()
-            if c["lens"] is not None:
-                at = np.cumsum([0, *c["lens"]]).tolist()
-                if at[-1] != n:
-                    raise ValueError(f"column {c['key']!r}: row lengths sum to {at[-1]}, not {n}")
-                vals = [vals[i:j] for i, j in zip(at[:-1], at[1:], strict=True)]
-            if word:
-                vals = [word + word.join(map(str, r)) if r else "" for r in vals]
-            d[c["key"]] = vals
-        if off != len(body):
-            raise ValueError(f"{len(body) - off} bytes after the last column")
-        indent = head["indent"]
-        return d, (None if indent == "none" else indent)
-    except (KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"bench.cols header is malformed ({e!r})") from None
 
 
 def bench_path(step_dir: str | Path) -> Path | None:
@@ -213,6 +51,17 @@ def bench_path(step_dir: str | Path) -> Path | None:
         if (d / name).is_file():
             return d / name
     return None
+
+
+def load_bench(path: str | Path) -> dict[str, Any]:
+    """A step's bench result from its step directory or its ``bench.json`` path; a step
+    kept compact (``bench.cols``, ``bench.json.xz``) is read from there."""
+    p = Path(path)
+    if p.is_dir():
+        return bench_data(p)
+    if not p.exists() and p.name == BENCH:
+        return bench_data(p.parent)
+    return json.loads(read_bytes(p))
 
 
 def bench_bytes(step_dir: str | Path) -> bytes:
@@ -244,7 +93,7 @@ MANIFEST_HEAD = (
     "# SHA-256, size in bytes and path of each step's bench.json as the client wrote it, and\n"
     "# (4th field, where recorded) the SHA-256 of the compact file checked to give those\n"
     "# bytes back when it was written (bench.json.xz, since 2026-12-01 bench.cols: see\n"
-    "# src/claimcheck/core/runfiles.py). Every reader of a run checks its steps against it.\n")
+    "# src/claimcheck/core/benchcols.py). Every reader of a run checks its steps against it.\n")
 
 
 def read_manifest(path: str | Path) -> dict[str, ManifestEntry]:
@@ -332,7 +181,7 @@ def bench_data(step_dir: str | Path, entry: ManifestEntry | None = None,
         packed = p.read_bytes()
         if entry is None or entry.container_sha256 == sha256_hex(packed):
             return decode_cols_data(packed)
-        d, indent = _cols_data(packed, finite=True)
+        d, indent = cols_data(packed, finite=True)
     except (lzma.LZMAError, OSError, EOFError, ValueError) as e:
         raise InputError(str(p), f"not a valid .cols archive ({e})") from None
     _check_entry(json.dumps(d, indent=indent).encode(), entry, p, manifest)
@@ -405,7 +254,7 @@ def recompact_runs(runs: str | Path) -> dict[str, int]:
     """Migration: every step listed in ``runs``' manifest kept compact is re-stored as
     bench.cols where exact (each checked against its manifest SHA-256 and size first), and
     its line completed with the SHA-256 of the file it is kept in; the count of steps per
-    name kept. Run: ``python3 -c "from claimcheck.core.runfiles import recompact_runs;
+    name kept. Run: ``python3 -c "from claimcheck.runio.runfiles import recompact_runs;
     print(recompact_runs('data/raw/runs'))"``."""
     root, kept = Path(runs), {}
     manifest = root / BENCH_MANIFEST
@@ -425,7 +274,7 @@ def complete_manifest(runs: str | Path) -> int:
     """Migration: each line of ``runs``' manifest whose step is kept compact gets the
     SHA-256 of that file, after checking the bytes it gives back against the line (size
     and SHA-256); InputError naming the file when they differ. The lines completed. Run:
-    ``python3 -c "from claimcheck.core.runfiles import complete_manifest;
+    ``python3 -c "from claimcheck.runio.runfiles import complete_manifest;
     print(complete_manifest('data/raw/runs'))"``."""
     root = Path(runs)
     manifest = root / BENCH_MANIFEST

@@ -6,29 +6,31 @@ and the engine's inputs to the arithmetic. Every file is opened once; every erro
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import runchecks, runfiles, serverlog, telemetry
+from claimcheck.core import runchecks, serverlog
 from claimcheck.core.cards import load_cards
 from claimcheck.core.engine_inputs import EngineInputs, engine_inputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry, geometry_from_file, load_config
 from claimcheck.core.io import read_json, read_text
 from claimcheck.core.paths import ROOT
-from claimcheck.core.protocols import Protocol, Step
+from claimcheck.core.protocols import Protocol
 from claimcheck.core.runrecord import (
     Provenance,
     StepRecord,
     migrate_provenance,
+    protocol_from_record,
     validate_provenance,
     validate_step,
     validate_steps,
 )
+from claimcheck.core.telemetry import parse_telemetry
 from claimcheck.core.timeline import Timeline, from_bench
+from claimcheck.runio import runfiles
 
 
 @dataclass(frozen=True)
@@ -75,34 +77,6 @@ class LoadedRun:
             if isinstance(r.get("power_w"), float) and isinstance(r.get("t_unix_s"), float):
                 by_t[r["t_unix_s"]] += r["power_w"]
         return sorted(by_t.items())
-
-
-def protocol_from_record(d: dict[str, Any]) -> Protocol:
-    """The Protocol a run recorded (``protocol_config``), through the Protocol and Step
-    dataclasses' own fields: keys they do not know are left out; fields the record lacks
-    take their defaults, a step's lengths the protocol's (older records), else None."""
-    kw: dict[str, Any] = {}
-    for f in dataclasses.fields(Protocol):
-        if f.name in d:
-            kw[f.name] = d[f.name]
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kw[f.name] = None
-    steps = []
-    for s in d["steps"]:
-        sk: dict[str, Any] = {}
-        for f in dataclasses.fields(Step):
-            if f.name in s:
-                sk[f.name] = s[f.name]
-            elif f.name in d:  # per-step lengths default to the protocol's
-                sk[f.name] = d[f.name]
-            elif f.default is dataclasses.MISSING:
-                sk[f.name] = None
-        steps.append(Step(**sk))
-    kw["steps"] = tuple(steps)
-    for k in ("source_claims", "metrics"):
-        kw[k] = tuple(kw.get(k) or ())
-    kw["description"] = " ".join(str(kw.get("description") or "").split())
-    return Protocol(**kw)
 
 
 def step_output_len(proto: Protocol, index: int) -> int | None:
@@ -168,6 +142,15 @@ def run_engine_inputs(prov: Provenance, start_log: str, where: str,
         raise InputError(where, str(e), key="engine_config") from None
 
 
+def read_telemetry(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a run's telemetry.csv (:func:`claimcheck.core.telemetry.parse_telemetry`;
+    absent file: no rows)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return parse_telemetry(read_text(p), str(p))
+
+
 def read_provenance(p: Path) -> Provenance:
     """A run's provenance.json, validated (older layouts migrated in memory)."""
     prov_path = p / "provenance.json"
@@ -192,7 +175,7 @@ def load_run(path: str | Path) -> LoadedRun:
         raise InputError(str(p / "steps"), "missing: provenance.json lists "
                          f"{len(prov.steps)} steps")
     proto = protocol_from_record(prov.protocol_config)
-    tel = telemetry.read_telemetry(p / "telemetry.csv")
+    tel = read_telemetry(p / "telemetry.csv")
     log = p / "server.log"
     lines = serverlog.stats_lines(read_text(log) if log.exists() else "")
     start = p / "server-start.log"
