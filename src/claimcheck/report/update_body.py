@@ -72,8 +72,8 @@ def stack_paragraph(runs: list[Run]) -> str:
 
 
 def findings_paragraph(found: list[Any]) -> str:
-    """The findings that hold, one sentence each, as one paragraph."""
-    return " ".join(x.sentence for x in found if x.holds)
+    """The findings that hold, each its own paragraph (its sentences as computed)."""
+    return "\n\n".join(x.sentence for x in found if x.holds)
 
 
 def model_sentences(rows: list[dict[str, Any]]) -> str:
