@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import definitions as d
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.frames import flag, number
@@ -95,24 +94,6 @@ def check_matches(prediction: Mapping[str, Any], run: run_steps.RunData) -> None
                                  key=f"steps[{i}].{key}")
 
 
-def measured(s: run_steps.StepData) -> dict[str, float | None]:
-    """One step's measured aggregates, medians and seconds, through the definitions the
-    model table uses: e2e and decode aggregate (tok/s, summed over the streams; no decode
-    for a held prefill), median TPOT (ms) and TTFT (s), first send to last token (s) and
-    the client's span from start to end (s, its start-up included)."""
-    tl = s.timeline
-    tpots = d.tpots_ms(tl)
-    rec = s.record
-    span = (rec["end_unix_s"] - rec["start_unix_s"]
-            if rec.get("end_unix_s") is not None and rec.get("start_unix_s") is not None
-            else None)
-    return {"e2e": d.e2e_aggregate_tok_s(tl),
-            "decode": None if s.held_prefill else d.decode_aggregate_tok_s(tl),
-            "tpot": statistics.median(tpots) if tpots else None,
-            "ttft": statistics.median(r.ttft_s for r in tl.requests) if tl.requests else None,
-            "send_to_last_s": tl.wall_s, "client_s": span}
-
-
 def against(prediction: Mapping[str, Any], run: run_steps.RunData,
             tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     """One row per measured step and repeat of ``run``: its lengths, the predicted and
@@ -133,7 +114,7 @@ def against(prediction: Mapping[str, Any], run: run_steps.RunData,
     rows = []
     for s in run.steps:
         p = by_index[int(s.record["step"])]
-        m = measured(s)
+        m = run_steps.measured_values(s)
         status = s.record.get("status") or "complete"
         pe2e, pdec = p["predicted_e2e_tok_s"], p["predicted_decode_tok_s"]
         row = {**base, "status": status, "step": p["index"], "repeat": s.record["repeat"],

@@ -8,10 +8,8 @@ within_both`), and a miss is named for its term by :func:`miss_term`.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
-from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
@@ -34,11 +32,10 @@ def predict_run(target: run_steps.RunData, choice: Choice,
         reqs = tl.requests
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
                        [r.output_tokens for r in reqs], tl.streams)
-        held = pred["prefill_held"]
-        m_e2e = d.e2e_aggregate_tok_s(tl)
-        m_dec = None if held else d.decode_aggregate_tok_s(tl)
+        held = s.held_prefill
+        got = run_steps.measured_values(s)
+        m_e2e, m_dec = got["e2e"], got["decode"]
         p_e2e, p_dec = pred["predicted_e2e_tok_s"], pred["predicted_decode_tok_s"]
-        tpots = d.tpots_ms(tl)
         rows.append({
             "step": s.record["step"], "repeat": s.record["repeat"], "streams": tl.streams,
             "requests": len(reqs),
@@ -50,9 +47,9 @@ def predict_run(target: run_steps.RunData, choice: Choice,
             "decode_error": error(p_dec, m_dec),
             "prefill_held": held,
             "predicted_median_tpot_ms": pred["predicted_median_tpot_ms"],
-            "measured_median_tpot_ms": statistics.median(tpots) if tpots else None,
+            "measured_median_tpot_ms": got["tpot"],
             "predicted_median_ttft_s": pred["predicted_median_ttft_s"],
-            "measured_median_ttft_s": statistics.median(r.ttft_s for r in reqs),
+            "measured_median_ttft_s": got["ttft"],
             **{k: v for k, v in pred.items() if not k.startswith("predicted_")
                and k != "prefill_held"},
         })

@@ -10,6 +10,7 @@ lines of its window and the board energy over that window. It uses
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -112,6 +113,27 @@ def load_folder(root: str | Path) -> list[RunData]:
     """Every run under ``root`` (:func:`claimcheck.report.record.find_runs`: a folder without
     provenance.json is refused), sorted by name: the runs a calibration is chosen among."""
     return [load(p) for p in record.find_runs(root)]
+
+
+def measured_values(s: StepData) -> dict[str, float | None]:
+    """What a model comparison reads off one measured step (the model table, verify mode
+    and the predictions kept before a run): ``e2e`` and ``decode`` aggregate (tok/s summed
+    over the streams, :func:`claimcheck.core.definitions.e2e_aggregate_tok_s` and
+    :func:`~claimcheck.core.definitions.decode_aggregate_tok_s`; no decode for a held
+    prefill, :attr:`StepData.held_prefill`), median ``tpot`` (ms) and ``ttft`` (s),
+    ``send_to_last_s`` (first send to last token, s) and ``client_s`` (the client's span
+    from its start to its end, s, its start-up included; None where not recorded)."""
+    tl = s.timeline
+    tpots = d.tpots_ms(tl)
+    rec = s.record
+    span = (rec["end_unix_s"] - rec["start_unix_s"]
+            if rec.get("end_unix_s") is not None and rec.get("start_unix_s") is not None
+            else None)
+    return {"e2e": d.e2e_aggregate_tok_s(tl),
+            "decode": None if s.held_prefill else d.decode_aggregate_tok_s(tl),
+            "tpot": statistics.median(tpots) if tpots else None,
+            "ttft": statistics.median(r.ttft_s for r in tl.requests) if tl.requests else None,
+            "send_to_last_s": tl.wall_s, "client_s": span}
 
 
 def step_metrics(s: StepData) -> dict[str, Any]:

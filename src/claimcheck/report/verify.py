@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from claimcheck.core import definitions as d
 from claimcheck.core.accuracy import error, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
@@ -75,9 +74,8 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
         idx = rec["sampled_steps"][k]
         p = by_index[idx]
         tl = s.timeline
-        held = s.held_prefill
-        m_e2e = d.e2e_aggregate_tok_s(tl)
-        m_dec = None if held else d.decode_aggregate_tok_s(tl)
+        got = run_steps.measured_values(s)
+        m_e2e, m_dec = got["e2e"], got["decode"]
         row = {"index": idx, "streams": tl.streams, "requests": len(tl.requests),
                "context_tokens": p["input_len"] + p["output_len"],
                "status": s.record.get("status") or "complete",
