@@ -162,3 +162,20 @@ def test_context_table_per_stream_divides_by_the_column_streams(body):
             assert m, v
             total, per = (float(x.replace(",", "")) for x in m.groups()[:2])
             assert per == pytest.approx(total / n, abs=0.06)
+
+
+def test_appendix_table_says_each_steps_lengths_when_they_differ(committed):
+    """The context ladder's rows at 8 streams differ only in their prompts: the protocol
+    table gives each row its prompt + output tokens (it printed five alike rows)."""
+    from claimcheck.report.update import _step_rows, protocol_table
+    runs, rows = committed
+    ladder = [r for r in runs if r.name == "h200-20261202-bf16-dummy-16k-context-ladder"]
+    md = protocol_table(ladder[0].protocol, ladder, _step_rows(rows), [], "bench")
+    head = cells(md.splitlines()[0])
+    assert head[3] == "Prompt + output, tokens per stream"
+    got = [cells(line)[3] for line in md.splitlines()[2:] if cells(line)[1] == "8"]
+    assert got == ["1,024 + 384", "2,048 + 384", "4,096 + 384", "8,192 + 384",
+                   "12,000 + 384"]
+    gate = [r for r in runs if r.protocol.name == "lanes"][0]
+    one = protocol_table(gate.protocol, [gate], _step_rows(rows), [], "bench")
+    assert "Prompt + output" not in one  # one length for every step: no column

@@ -111,7 +111,10 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
     """One table for a protocol: its replayed claims first (each in the column of its own
     metric), then every step of every run; failed steps say so with their reason."""
     cols = metric_columns(proto, source)
-    header = (["Run", "Streams", "Requests"] + [c.header for c in cols]
+    varied = len({(st.input_len, st.output_len) for st in proto.steps}) > 1
+    header = (["Run", "Streams", "Requests"]
+              + (["Prompt + output, tokens per stream"] if varied else [])
+              + [c.header for c in cols]
               + ["Roofline (η = 1), tok/s", "Streams × 1000 / median TPOT ÷ roofline",
                  "Completed"])
     out: list[list[str]] = []
@@ -125,15 +128,19 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
         watts = f", {c['power_limit_w']:.0f} W" if c["power_limit_w"] else ""
         cells[0] = f"{c['system']} ({c['id']}), {c['card']}{watts}"
         cells[1] = str(c["streams"])
-        cells[3 + by_key[col.key]] = md.num(c["value"], "{:,.0f}")
+        first = 4 if varied else 3  # the first metric column
+        cells[first + by_key[col.key]] = md.num(c["value"], "{:,.0f}")
         if per_stream is not None:
-            cells[3 + per_stream] = md.num(c["per_stream_tok_s"])
+            cells[first + per_stream] = md.num(c["per_stream_tok_s"])
         out.append(cells)
     for run in runs:
         kept = {id(s) for s in reported_steps(run)}
         for s in run.steps:
             cells = [_step_label(run, s, id(s) in kept, len(run.steps) > len(proto.steps)),
                      str(s["streams"]), str(s["requests"])]
+            if varied:
+                cells.append(f"{s['input_len']:,} + {s['output_len']:,}"
+                             if s.get("input_len") is not None else "not recorded")
             if s["status"] != "complete":
                 cells += [f"**{s['status']}**: {s['reason'] or 'no reason recorded'}"]
                 cells += ["" for _ in range(len(header) - len(cells))]
