@@ -10,6 +10,8 @@
 #                               .offline/bundle/vllm-$VLLM/) to /tmp/parts
 #   device.sh install           check, reassemble and install the bundle into /tmp/site
 #   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
+#   device.sh wait              wait for /health alone (HEALTH_TIMEOUT s, default 540), so
+#                               a start of 5-6 minutes takes a call of its own
 #   device.sh measure ENGINE PROTOCOL...   wait for /health, run protocols, tar runs to $OUT
 #                             (CALL_S: this call's seconds; the runner gets SIGINT in time
 #                             for what was measured to be written and still come back)
@@ -33,6 +35,8 @@ case "${1:?}" in
     bash envs/offline/install-bundle.sh /tmp/parts /tmp/site ;;
   serve)
     cc serve --engine "$2" --state "$STATE" --no-wait ;;
+  wait)
+    cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}" ;;
   measure)
     engine=$2; shift 2
     cc wait --state "$STATE" --health-timeout "${HEALTH_TIMEOUT:-540}"
