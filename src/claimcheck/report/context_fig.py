@@ -16,7 +16,7 @@ from claimcheck.report import figstyle as fs
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
 from claimcheck.report.h200_fig import card_frame
-from claimcheck.report.plot_common import format_colours
+from claimcheck.report.plot_common import eta_axis, format_colours
 from claimcheck.report.record import Run
 
 
@@ -59,10 +59,7 @@ def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> A
     a1.set_yscale("log")
     a1.set_ylabel("all streams decoding, tok/s summed (log)")
     a1.set_title("Decode (markers) and bandwidth line (dashed)", loc="left")
-    a2.set_ylim(0, 1)
-    a2.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    a2.set_ylabel("η: all streams decoding ÷ bandwidth line")
-    a2.set_title("Share of the bandwidth line", loc="left")
+    eta_axis(a2, "Share of the bandwidth line")
     a2.legend(loc="lower left", fontsize=6.5, ncol=2, title="both panels", title_fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from claimcheck.report import figstyle as fs
-from claimcheck.report.plot_common import format_colours, pow2_axis
+from claimcheck.report.plot_common import eta_axis, format_colours, pow2_axis
 from claimcheck.report.stepframe import fmt_name
 
 
@@ -112,10 +111,7 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     a1.set_ylim(bottom=0)
     a1.set_ylabel("tok/s summed over the streams")
     a1.set_title("Three readings of the same steps", loc="left")
-    a2.set_ylim(0, 1)
-    a2.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    a2.set_ylabel("η: all streams decoding ÷ bandwidth line")
-    a2.set_title("All streams decoding, long vs short prompts", loc="left")
+    eta_axis(a2, "All streams decoding, long vs short prompts")
     a1.legend(loc="upper left", fontsize=6.5)
     a2.legend(loc="lower left", fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)

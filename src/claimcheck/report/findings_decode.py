@@ -128,7 +128,7 @@ def context_cost(f: pd.DataFrame) -> Finding:
         else:
             ends = sorted(by[fm], key=lambda ln: ln.streams)
             moves = "falls" if ends[-1].share[-1] < ends[-1].share[0] else "moves"
-            eta.append(f"{fmt_name(fm)}'s {moves} from {_trend(ends[0])}"
+            eta.append(f"{fmt_name(fm)}'s η {moves} from {_trend(ends[0])}"
                        + (f" and from {_trend(ends[-1])}" if len(ends) > 1 else ""))
     gbs = lambda v: f"{v:,.0f}"  # noqa: E731
     rates = " and ".join(f"{span([ln.kv_gb_s for ln in by[fm]], gbs)} GB/s for "
@@ -139,8 +139,7 @@ def context_cost(f: pd.DataFrame) -> Finding:
                           for fm in order if at_top[fm])
     worst = max(ln.worst_residual_ms for ln in lines)
     text = (f"From {lo:,} to {hi:,} tokens of context per stream (one wave at "
-            f"{and_list([f'{n:,}' for n in streams])} streams), " + "; ".join(eta).replace(
-                "'s falls", "'s η falls").replace("'s moves", "'s η moves")
+            f"{and_list([f'{n:,}' for n in streams])} streams), " + "; ".join(eta)
             + f". Each step grows in a straight line with the KV cache it reads (every step "
             f"within {worst:.2f} ms of its line): the KV bytes a step adds over the time it "
             f"adds put the KV read at {rates}, so one more token of context per stream costs "

@@ -1,7 +1,9 @@
-"""What the decode and context figures share: one colour per weight format and a
-power-of-two streams axis."""
+"""What the decode and context figures share: one colour per weight format, a
+power-of-two streams axis and the η axis."""
 
 from __future__ import annotations
+
+import matplotlib.pyplot as plt
 
 from claimcheck.report import figstyle as fs
 
@@ -23,3 +25,11 @@ def pow2_axis(ax, lo: float, hi: float) -> None:
     ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
     ax.minorticks_off()
     ax.set_xlim(lo / 1.25, hi * 1.25)
+
+
+def eta_axis(ax, title: str) -> None:
+    """An η axis (all streams decoding over the bandwidth line) from 0 to 100%."""
+    ax.set_ylim(0, 1)
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.set_ylabel("η: all streams decoding ÷ bandwidth line")
+    ax.set_title(title, loc="left")
