@@ -305,3 +305,16 @@ def test_body_paragraph_counts_and_misses_from_hand_made_rows():
             "2.00 s predicted, 2.50 s measured; median TPOT 20.0 ms against 22.0)") in text
     assert "e-bf16" not in text and "r-bf16" not in text  # no engine or run names
     assert body_paragraph([]) == ""
+
+
+def test_a_truncated_or_missing_prediction_file_is_one_line_naming_it(tmp_path):
+    from claimcheck.core.errors import InputError
+    from claimcheck.report.beforehand import load_prediction
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"card": "h200", "engine": "bf16-dummy-16k", "steps": [')
+    with pytest.raises(InputError) as e:
+        load_prediction(cut)
+    assert str(cut) in str(e.value) and "not valid JSON" in str(e.value)
+    with pytest.raises(InputError) as e:
+        load_prediction(tmp_path / "absent.json")
+    assert "absent.json" in str(e.value)
