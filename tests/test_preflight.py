@@ -250,3 +250,51 @@ def test_engine_python_reads_the_script_as_the_preflight_does(tmp_path):
         script.write_text(head)
         assert engine_python([str(script)]) == want, head
     assert engine_python(["/x/python", "-m", "vllm.entrypoints.cli.main"]) == "/x/python"
+
+
+# ---- an engine pinning a vLLM release (vllm_version) ------------------------------------
+
+def test_version_refusal_words():
+    py = ["/v/bin/python3"]
+    assert pf.version_refusal(py, "the #! python of /v/bin/vllm", "0.33.0", "0.33.0") is None
+    assert pf.version_refusal(py, "how", "0.26.0", None) is None
+    assert pf.version_refusal(py, "the #! python of /v/bin/vllm", "0.26.0", "0.33.0") == (
+        "the engine pins vLLM 0.33.0 (vllm_version) but /v/bin/python3 (the #! python of "
+        "/v/bin/vllm) has vLLM 0.26.0; put first on PATH (or PYTHONPATH) the environment "
+        "built from envs/vllm-0.33.0.lock")
+
+
+def test_check_version_reads_the_installed_release(tmp_path):
+    """A real python whose importable ``vllm`` is a package of a stated version: the probe
+    reads the version from its metadata, as pip installs it."""
+    site = tmp_path / "site"
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")
+    meta = site / "vllm-0.26.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.26.0\n")
+    wrapper = tmp_path / "py"
+    wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    vllm = [str(wrapper), "-m", "vllm.entrypoints.cli.main"]
+    pf.check_version(vllm, "0.26.0")
+    pf.check_version(vllm, None)
+    with pytest.raises(InputError) as e:
+        pf.check_version(vllm, "0.33.0")
+    assert "pins vLLM 0.33.0 (vllm_version)" in str(e.value)
+    assert "has vLLM 0.26.0" in str(e.value)
+
+
+def test_the_0_33_engines_pin_their_release_and_match_their_0_26_twins():
+    """The vLLM 0.33.0 engines are their 0.26.0 twins but for the release they pin."""
+    from dataclasses import asdict
+
+    from claimcheck.core.engines import load_engines
+    engines = load_engines()
+    for twin in ("bf16-dummy-16k", "fp8-hyperqwen-dummy-16k"):
+        new = asdict(engines[f"{twin}-vllm033"])
+        old = asdict(engines[twin])
+        assert new.pop("vllm_version") == "0.33.0" and old.pop("vllm_version") is None
+        for k in ("name", "description"):
+            new.pop(k), old.pop(k)
+        assert new == old

@@ -274,7 +274,8 @@ def cmd_measure(a: argparse.Namespace) -> int:
     own = a.attach is None and a.base_url is None
     # what cannot run (no GPU, no vLLM in the engine's python) is refused before any server
     preflight.check(a.card, facts, vllm_command(), own_server=own,
-                    kinds=[p.kind for p in protos], one_client_process=a.one_client_process)
+                    kinds=[p.kind for p in protos], one_client_process=a.one_client_process,
+                    vllm_version=engine.vllm_version)
     ok, why = telemetry.nvml_status()
     if not ok:
         print(f"claimcheck: warning: {why}; runs will record no GPU telemetry",

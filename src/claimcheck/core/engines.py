@@ -38,6 +38,9 @@ class Engine:
     tensor_parallel_size: int = 1
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    vllm_version: str | None = None
+    """The vLLM release this engine pins (``measure`` and ``serve`` refuse another); None
+    takes the vLLM the engine's python has."""
 
     @property
     def dummy(self) -> bool:

@@ -26,8 +26,11 @@ VLLM_FIX = ("install vLLM there, or put first on PATH the bin folder of an envir
             f"that has it ({ENGINE_ENV_RULE})")
 NO_GPU_FIX = ("run it where NVML sees the GPU (nvidia-smi lists it), or --card cpu for a "
               "CPU engine")
-PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"
-"""Run in the engine's python: exit 0 when ``vllm`` can be imported there (not imported)."""
+PROBE = ("import importlib.util, importlib.metadata, sys\n"
+         "if not importlib.util.find_spec('vllm'): sys.exit(3)\n"
+         "print(importlib.metadata.version('vllm'))")
+"""Run in the engine's python: exit 0 and print vLLM's version when ``vllm`` can be
+imported there (not imported), exit 3 when it cannot."""
 
 
 def gpu_refusal(card: str, facts: Mapping[str, Any]) -> str | None:
@@ -83,6 +86,16 @@ def vllm_refusal(python: list[str], how: str, code: int | None, detail: str = ""
     return f"{what}; {VLLM_FIX}"
 
 
+def version_refusal(python: list[str], how: str, have: str, want: str | None) -> str | None:
+    """Why the engine's python ``python`` (found ``how``), whose vLLM is ``have``, cannot run
+    an engine that pins vLLM ``want`` (None pins none), or None."""
+    if want is None or have == want:
+        return None
+    return (f"the engine pins vLLM {want} (vllm_version) but {' '.join(python)} ({how}) has "
+            f"vLLM {have or 'of no readable version'}; put first on PATH (or PYTHONPATH) the "
+            f"environment built from envs/vllm-{want}.lock")
+
+
 def script_head(path: str) -> list[str]:
     """The first two lines of the script at ``path`` (empty when it cannot be read)."""
     try:
@@ -92,37 +105,67 @@ def script_head(path: str) -> list[str]:
         return []
 
 
-def _probe(python: list[str]) -> tuple[int | None, str]:
-    """The probe's exit code in ``python`` (None when it cannot run, with why)."""
+def _probe(python: list[str]) -> tuple[int | None, str, str]:
+    """The probe's exit code in ``python`` (None when it cannot run, with why) and the vLLM
+    version it printed ("" when none)."""
     try:
         r = subprocess.run([*python, "-c", PROBE], capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
-        return None, f"{type(e).__name__}: {e}"
+        return None, f"{type(e).__name__}: {e}", ""
     if r.returncode in (0, 3):
-        return r.returncode, ""
+        return r.returncode, "", r.stdout.strip()
     tail = r.stderr.strip().splitlines()
-    return None, tail[-1] if tail else f"exit {r.returncode}"
+    return None, tail[-1] if tail else f"exit {r.returncode}", ""
+
+
+def _python_of(vllm: list[str]) -> tuple[list[str] | None, str]:
+    """The engine's python for the vLLM command ``vllm`` and how it was found."""
+    python = interpreter(vllm, [] if len(vllm) > 1 else script_head(vllm[0]))
+    how = ("no `vllm` on PATH, so this python" if len(vllm) > 1 and vllm[1] == "-m"
+           else f"the #! python of {vllm[0]}")
+    return python, how
+
+
+def check_version(vllm: list[str], want: str | None) -> None:
+    """Refuse (:class:`InputError` on key ``vllm_version``) an engine pinning vLLM ``want``
+    when the engine's python has another; nothing when it pins none or the script is no
+    python script (said on stderr)."""
+    if want is None:
+        return
+    python, how = _python_of(vllm)
+    if python is None:
+        print(f"claimcheck: note: {vllm[0]} is not a python script: its vLLM version is not "
+              f"checked against the engine's {want}", file=sys.stderr)
+        return
+    code, detail, have = _probe(python)
+    refusal = vllm_refusal(python, how, code, detail) or version_refusal(python, how, have, want)
+    if refusal:
+        raise InputError("vllm_version", refusal)
 
 
 def check(card: str, facts: Mapping[str, Any], vllm: list[str], *, own_server: bool = True,
-          kinds: Iterable[str] = ("bench",), one_client_process: bool = False) -> None:
+          kinds: Iterable[str] = ("bench",), one_client_process: bool = False,
+          vllm_version: str | None = None) -> None:
     """Refuse (:class:`InputError`, one line) a ``measure`` that cannot run: no GPU for a
-    card other than ``cpu``, or vLLM not importable in the engine's python when this
-    machine runs vLLM. A ``vllm`` that is no python script is taken as it is, said on
-    stderr. Nothing is started; nothing is written."""
+    card other than ``cpu``, vLLM not importable in the engine's python when this machine
+    runs vLLM, or another vLLM than the engine pins (``vllm_version``). A ``vllm`` that is
+    no python script is taken as it is, said on stderr. Nothing is started; nothing is
+    written."""
     refusal = gpu_refusal(card, facts)
     if refusal:
         raise InputError("--card", refusal)
     if not vllm_needed(own_server, kinds, one_client_process):
         return
-    python = interpreter(vllm, [] if len(vllm) > 1 else script_head(vllm[0]))
+    python, how = _python_of(vllm)
     if python is None:
         print(f"claimcheck: note: {vllm[0]} is not a python script (a wrapper or a "
               "stand-in): whether it can import vLLM is not checked", file=sys.stderr)
         return
-    how = ("no `vllm` on PATH, so this python" if len(vllm) > 1 and vllm[1] == "-m"
-           else f"the #! python of {vllm[0]}")
-    refusal = vllm_refusal(python, how, *_probe(python))
+    code, detail, have = _probe(python)
+    refusal = vllm_refusal(python, how, code, detail)
     if refusal:
         raise InputError("vllm", refusal)
+    refusal = version_refusal(python, how, have, vllm_version)
+    if refusal:
+        raise InputError("vllm_version", refusal)

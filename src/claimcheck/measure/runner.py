@@ -33,7 +33,7 @@ from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
 from claimcheck.core.protocols import Protocol
 from claimcheck.core.runrecord import validate_provenance, validate_steps
-from claimcheck.measure import clientproc, energy, telemetry
+from claimcheck.measure import clientproc, energy, preflight, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
 from claimcheck.measure.bench import client_argv
@@ -345,6 +345,7 @@ def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127
     if srv.Server(base_url=url, log_path="").healthy():
         raise srv.ServerError(f"something already answers at {url}/health; stop it or "
                               "attach to it with --attach/--base-url")
+    preflight.check_version(vllm or vllm_command(), engine.vllm_version)
     tok = tokenizer_for(engine, root)
     argv = server_argv(engine, vllm=vllm or vllm_command(), host=host, port=port,
                        tokenizer_dir=tok, root=root)
