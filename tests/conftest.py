@@ -31,11 +31,10 @@ def qwen_config_path() -> Path:
 
 @pytest.fixture(scope="session")
 def committed_runs():
-    """Every committed run as :func:`claimcheck.report.record.load_run` reads it, in
-    :func:`claimcheck.report.record.find_runs` order (each keeps its
-    :class:`claimcheck.runio.runload.LoadedRun` as ``.files``)."""
+    """Every committed run as :func:`claimcheck.runio.run.load_run` reads it, in
+    :func:`claimcheck.runio.run.find_runs` order (step table and timelines)."""
     from claimcheck.core.paths import RUNS
-    from claimcheck.report.record import find_runs, load_run
+    from claimcheck.runio.run import find_runs, load_run
 
     runs = tuple(load_run(d) for d in find_runs(RUNS))
     before = _steps_digest(runs)
@@ -44,22 +43,18 @@ def committed_runs():
 
 
 @pytest.fixture(scope="session")
-def committed_run_data(committed_runs):
-    """Every committed run as :func:`claimcheck.report.steps.load` reads it (from the run's
-    own files, read once), same order."""
-    from claimcheck.report import steps as run_steps
+def committed_records(committed_runs):
+    """The committed runs as their run records hold them: each step's row joined to its
+    provenance and roofline (:func:`claimcheck.report.tables.with_rooflines`, the committed
+    model config, cards and ceilings), same order."""
+    from claimcheck.core.cards import load_cards, load_ceilings
+    from claimcheck.core.geometry import geometry_from_file
+    from claimcheck.core.paths import RAW
+    from claimcheck.report.tables import with_rooflines
 
-    return tuple(run_steps.load(r.path, r) for r in committed_runs)
-
-
-@pytest.fixture(scope="session")
-def committed_runs_with_timeline(committed_runs, committed_run_data):
-    """The committed runs with each completed step's row holding the timeline definitions
-    (:func:`claimcheck.report.derive.with_timeline`), same order."""
-    from claimcheck.report.derive import with_timeline
-
-    runs = tuple(with_timeline(r, d) for r, d in zip(committed_runs, committed_run_data,
-                                                      strict=True))
+    geom = geometry_from_file(QWEN)
+    cards, ceilings = load_cards(), load_ceilings(RAW / "ceilings.csv")
+    runs = tuple(with_rooflines(r, geom, cards, ceilings) for r in committed_runs)
     before = _steps_digest(runs)
     yield runs
     assert _steps_digest(runs) == before, "a test changed the shared committed runs' steps"
@@ -68,5 +63,5 @@ def committed_runs_with_timeline(committed_runs, committed_run_data):
 def _steps_digest(runs) -> str:
     """A digest of every run's step rows, to tell at the session's end that no test changed
     the shared runs."""
-    text = json.dumps([[r.path.name, r.steps] for r in runs], default=repr, sort_keys=True)
+    text = json.dumps([[r.path.name, r.rows] for r in runs], default=repr, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()

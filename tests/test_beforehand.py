@@ -9,6 +9,7 @@ import copy
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,8 +20,9 @@ from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report import beforehand as bh
 from claimcheck.report import beforehand_index as bi
 from claimcheck.report import beforehand_words as bw
-from claimcheck.report import steps as run_steps
+from claimcheck.report.steptable import metrics_table
 from claimcheck.runio.frames import read_rows
+from claimcheck.runio.run import StepTrace, load_run
 
 PREDICTIONS = ROOT / "data" / "raw" / "predictions"
 LADDERS = {"bf16-dummy-16k": "h200-20261202-bf16-dummy-16k-context-ladder",
@@ -36,16 +38,16 @@ def _request(ttft: float, tokens: int, last: float) -> RequestTimeline:
                            tokens)
 
 
-def _step(index: int, tokens: int, last: float) -> run_steps.StepData:
+def _step(index: int, tokens: int, last: float) -> StepTrace:
     rec = {"step": index, "repeat": 1, "streams": 2, "requests": 2, "input_len": 1000,
            "output_len": tokens, "status": "complete", "dir": f"0{index}-c2-r1",
            "start_unix_s": 100.0 * index, "end_unix_s": 100.0 * index + last + 3.0}
     tl = Timeline(2, (_request(0.2, tokens, last), _request(0.2, tokens, last)))
-    return run_steps.StepData(record=rec, timeline=tl, log_lines=[], energy_j=None,
-                              window_unix_s=(0.0, last), output_len=tokens)
+    return StepTrace(record=rec, timeline=tl, log_lines=[], energy_j=None,
+                     window_unix_s=(0.0, last), output_len=tokens)
 
 
-def hand_run() -> run_steps.RunData:
+def hand_run() -> SimpleNamespace:
     """Step 0: 2 x 211 tokens in 1.0 s from first send to last token (422.0 tok/s end to
     end); decode 2 x 210 tokens after the first over (0.2, 1.0] s = 525.0 tok/s; TPOT 0.8 s
     / 210 = 3.810 ms; TTFT 0.2 s. Step 1: 2 x 101 tokens in 2.0 s (101.0 tok/s end to end),
@@ -53,8 +55,9 @@ def hand_run() -> run_steps.RunData:
     prov = {"card": "h200", "engine": "bf16-dummy-16k", "protocol": "hand-ladder",
             "weights": "dummy", "engine_config": {"weight_format": "bf16"},
             "duration_s": 210.0}
-    return run_steps.RunData(path=Path("/nowhere/hand-run"), provenance=prov,
-                             steps=[_step(0, 211, 1.0), _step(1, 101, 2.0)])
+    return SimpleNamespace(name="hand-run", path=Path("/nowhere/hand-run"),
+                           provenance=SimpleNamespace(raw=prov),
+                           traces=(_step(0, 211, 1.0), _step(1, 101, 2.0)))
 
 
 def hand_prediction() -> dict:
@@ -223,7 +226,7 @@ def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
     sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
     index = {r["file"]: r for r in bi.read_index(PREDICTIONS / "index.csv")}
     assert set(sums) == set(index)
-    metrics = {e: run_steps.metrics_table(run_steps.load(RUNS / r)) for e, r in LADDERS.items()}
+    metrics = {e: metrics_table(load_run(RUNS / r)) for e, r in LADDERS.items()}
     for f, s in sums.items():
         pred = json.loads((PREDICTIONS / f).read_text())
         want = _independent(pred, metrics[pred["engine"]])

@@ -13,8 +13,8 @@ import pytest
 
 from claimcheck.core.errors import InputError
 from claimcheck.report import calibrate, calibration, modeltable
-from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import model_rows
+from claimcheck.runio.run import load_run
 from tests.fabricate import copy_run, edit_json, edit_step
 
 SINGLE = "h200-20261129-bf16-dummy-16k-single-stream"      # 128 x 3, 7,681 x 3 (511 out)
@@ -38,8 +38,8 @@ def _new_short_prompt_run(tmp_path, prompt: int = 2048):
 
 
 def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
-    new = run_steps.load(_new_short_prompt_run(tmp_path))
-    held = run_steps.load(copy_run(tmp_path, HELD))
+    new = load_run(_new_short_prompt_run(tmp_path))
+    held = load_run(copy_run(tmp_path, HELD))
     runs = [new, held]
     for target in runs:  # the same choice whichever run is predicted
         c = calibrate.choose_for(target, runs)
@@ -50,7 +50,7 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
         assert c.bandwidth.label == f"{HELD} step 0 repeat 1"
         assert "1,533" in c.bandwidth.why
     # compute is the held step's: 7,681 x F_body / (median TTFT - overhead), from bench.json
-    shape, info = run_steps.engine_shape(held)
+    shape, info = held.engine
     c = calibrate.choose_for(new, runs)
     cal = calibration.calibration(c, info["compute_dtype"])
     b = json.loads((held.path / "steps" / "02-c1-r1" / "bench.json").read_text())
@@ -68,8 +68,8 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
 
 
 def test_a_step_with_more_decode_intervals_is_preferred_and_said(tmp_path):
-    held = run_steps.load(copy_run(tmp_path, HELD))
-    single = run_steps.load(copy_run(tmp_path, SINGLE))
+    held = load_run(copy_run(tmp_path, HELD))
+    single = load_run(copy_run(tmp_path, SINGLE))
     c = calibrate.choose_for(held, [held, single])
     # both runs: 128 x 3 (1,533 intervals) and 7,681 x 3 (1,530); SINGLE started first
     assert c.bandwidth.label == f"{SINGLE} step 0 repeat 1"
@@ -85,14 +85,14 @@ def test_held_step_beats_a_longer_split_prompt(tmp_path):
         b["input_lens"] = [15000] * len(b["input_lens"])
     edit_json(run / "steps" / "01-c1-r1" / "bench.json", longer)
     edit_step(run, "01-c1-r1", lambda s: s.update(input_len=15000))
-    r = run_steps.load(run)
+    r = load_run(run)
     c = calibrate.choose_for(r, [r])
     assert c.compute.label.endswith("step 2 repeat 1")
     # without the held step, a 15,000-token prompt is the only one: rank 3, said
     edit_step(run, "02-c1-r1", lambda s: s.update(status="failed"))
     shutil.rmtree(run / "steps" / "02-c1-r1")
     (run / "steps" / "00-c1-r1")  # unchanged
-    r = run_steps.load(run)
+    r = load_run(run)
     c = calibrate.choose_for(r, [r])
     assert c.compute.label.endswith("step 1 repeat 1")
     assert "longest prefill (split across steps)" in c.compute.why.split(";")[0]
@@ -102,7 +102,7 @@ def test_no_usable_calibration_is_named_not_a_crash(tmp_path):
     fp8 = copy_run(tmp_path, FP8)       # no one-stream step of any FP8 engine beside it
     ladder = copy_run(tmp_path, "h200-20261129-bf16-dummy-ladder")  # BF16 only
     with pytest.raises(InputError) as e:
-        calibrate.choose_for(run_steps.load(fp8), [run_steps.load(fp8), run_steps.load(ladder)])
+        calibrate.choose_for(load_run(fp8), [load_run(fp8), load_run(ladder)])
     msg = str(e.value)
     assert "fp8-hyperqwen-dummy" in msg and "no usable calibration" in msg and "h200" in msg
     missing: list[str] = []
@@ -129,7 +129,7 @@ ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"  # 16..48 rows x 3 re
 
 def _runs(*names):
     from claimcheck.core.paths import RUNS
-    return [run_steps.load(RUNS / n) for n in names]
+    return [load_run(RUNS / n) for n in names]
 
 
 def test_decode_row_sources_are_the_flagged_one_wave_steps_within_the_slots():
@@ -216,7 +216,7 @@ def test_kv_read_sources_are_the_flagged_waves_of_the_engine_itself():
     cal = calibration.calibration(choice, "fp8")
     # FP8 KV is read well below the weights' rate (here calibrated on single-stream alone,
     # no decode-row factors: 2,589 GB/s), the median of the four steps' own rates
-    shape, _ = run_steps.engine_shape(src[0].run)
+    shape, _ = src[0].run.engine
     rates = sorted(m_kv(shape, cal, p) for p in src)
     assert cal.kv_bandwidth_bytes_s == pytest.approx((rates[1] + rates[2]) / 2)
     assert 1.2e12 < cal.kv_bandwidth_bytes_s < 0.75 * cal.bandwidth_bytes_s
@@ -253,7 +253,7 @@ def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
     rates = []
     for n in (8, 24, 48):
         pts = [p for p in src if p.step.timeline.streams == n]
-        shape, _ = run_steps.engine_shape(pts[0].run)
+        shape, _ = pts[0].run.engine
         factor = m.row_factor(cal.row_factors, n) if cal.row_factors else 1.0
         x, y = [], []
         for p in pts:

@@ -126,11 +126,23 @@ def test_energy_and_tokens_per_joule():
 
 
 def test_per_stream_and_aggregate_readings():
-    assert d.per_stream("e2e_aggregate_tok_s", 640.0, 8) == 80.0
-    assert d.per_stream("per_request_decode_tok_s", 80.0, 8) == 80.0
+    assert d.definition_per_stream("e2e_aggregate_tok_s", 640.0, 8, None) == 80.0
+    assert d.definition_per_stream("per_request_decode_tok_s", 80.0, 8, None) == 80.0
     assert d.aggregate("per_request_decode_tok_s", 80.0, 8) == 640.0
-    assert d.per_stream("tokens_per_joule", 2.0, 8) is None
-    assert d.per_stream("all_streams_decoding_tok_s", None, 8) is None
+    assert d.definition_per_stream("tokens_per_joule", 2.0, 8, None) is None
+    assert d.definition_per_stream("all_streams_decoding_tok_s", None, 8, None) is None
+
+
+def test_per_stream_divides_by_the_streams_that_ran_at_once():
+    """The one divisor: 384 streams asked of an engine with 256 slots share 4,674 tok/s
+    among the 256 that run (18.3 each), not among the 384 asked (12.2, the figure the bend
+    run's queued rows printed beside a headline divided by 256)."""
+    assert d.per_stream(4674.0, 384, 256) == pytest.approx(4674.0 / 256)
+    assert d.per_stream(4674.0, 128, 256) == pytest.approx(4674.0 / 128)  # not queued
+    assert d.per_stream(4674.0, 384, None) == pytest.approx(4674.0 / 384)  # slots unknown
+    assert d.definition_per_stream("decode_aggregate_tok_s", 4674.0, 384, 256) == \
+        d.per_stream(4674.0, 384, 256)
+    assert d.per_stream(None, 8, 4) is None
 
 
 def test_definitions_table_maps_to_registry_names():

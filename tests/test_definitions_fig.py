@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from claimcheck.report import definitions_fig, steps
+from claimcheck.report import definitions_fig
+from claimcheck.runio.run import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs" / \
     "h200-20261129-bf16-dummy-hyperqwen-batch"
 
 
 def test_definitions_figure_png_only_and_byte_stable(tmp_path):
-    data = steps.load(RUN)
+    data = load_run(RUN)
     # the most streams, last repeat: step 0 repeat 2
-    assert data.steps[definitions_fig.default_step(data)].record["repeat"] == 2
+    assert data.traces[definitions_fig.default_step(data)].record["repeat"] == 2
     a = definitions_fig.write(data, tmp_path / "a" / "defs")
     b = definitions_fig.write(RUN, tmp_path / "b" / "defs")
     assert [p.suffix for p in a] == [".png"]  # a per-run figure: PNG only
@@ -28,12 +30,12 @@ def test_definitions_figure_png_only_and_byte_stable(tmp_path):
 def test_default_step_skips_the_held_prefill_step():
     # single-stream-2: steps 0 (128 + 512), 1 (7,681 + 511), 2 (16 x 7,681 + 2), all 1 stream;
     # step 2 sorts last but has no decode to draw, so step 1 is drawn
-    data = steps.load(RUN.parent / "h200-20261129-bf16-dummy-16k-single-stream-2")
-    assert data.steps[definitions_fig.default_step(data)].record["step"] == 1
+    data = load_run(RUN.parent / "h200-20261129-bf16-dummy-16k-single-stream-2")
+    assert data.traces[definitions_fig.default_step(data)].record["step"] == 1
 
 
 def test_definitions_figure_refuses_a_run_without_steps(tmp_path):
-    data = steps.RunData(path=tmp_path, provenance={}, steps=[])
+    data = dataclasses.replace(load_run(RUN), traces=())  # complete, yet no timeline
     with pytest.raises(ValueError, match="no step has a bench.json"):
         definitions_fig.write(data, tmp_path / "x")
 
@@ -45,9 +47,8 @@ def test_held_prefill_is_a_named_rule():
 
 
 def test_the_run_record_reads_no_decode_rate_from_a_held_step():
-    from claimcheck.report.record import load_run
     run = load_run(RUN.parent / "h200-20261129-bf16-dummy-16k-single-stream-2")
-    held = [s for s in run.steps if s["output_len"] == 2]
+    held = [s for s in run.rows if s["output_len"] == 2]
     assert len(held) == 1
     s = held[0]
     # bench.json keeps its median TPOT (one gap, ~10 ms); no tok/s is made of it

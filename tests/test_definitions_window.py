@@ -57,10 +57,10 @@ def test_empty_times_still_refused():
 
 
 def _committed_timelines(runs):
-    for run in runs:  # each run's files as runio.runload.load_run read them
-        for step in run.files.steps:
-            if step.timeline is not None and step.timeline.requests:
-                yield f"{run.path.name}/{step.record.dir}", step.timeline
+    for run in runs:  # each run's timelines as runio.run.load_run read them
+        for step in run.traces:
+            if step.timeline.requests:
+                yield f"{run.path.name}/{step.record['dir']}", step.timeline
 
 
 def test_equals_bisect_on_every_committed_timeline(committed_runs):

@@ -7,7 +7,8 @@ import pytest
 
 from claimcheck.core.energy import COUNTER, TELEMETRY, StepEnergy, step_energy
 from claimcheck.core.paths import RUNS
-from claimcheck.report import sections, steps
+from claimcheck.report import sections
+from claimcheck.runio.run import load_run
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"
 
@@ -24,24 +25,24 @@ def test_telemetry_first_then_the_counter_then_none():
 
 
 def test_every_column_of_a_committed_run_divides_by_the_one_energy():
-    run = steps.load(RUNS / GATE)
-    assert run.steps
-    for s in run.steps:
+    run = load_run(RUNS / GATE)
+    assert run.traces
+    for s, cols in zip(run.traces, run.rows, strict=True):
         assert s.energy_source == TELEMETRY  # every committed step's window is covered
-        cols = steps.step_columns(s)
+        assert cols["energy_source"] == TELEMETRY
         assert cols["energy_j"] == s.energy_j
         want = s.timeline.output_tokens / s.energy_j
         assert cols["tokens_per_joule"] == pytest.approx(want)
         assert cols["tok_s_per_measured_w"] == cols["tokens_per_joule"]
-    first = run.steps[0]  # the first call of the client process: its start-up is left out
+    first = run.traces[0]  # the first call of the client process: its start-up is left out
     assert (first.record["step"], first.record["repeat"]) == (0, 1)
     assert first.energy_j < first.record["energy"]["joules"]
 
 
 def test_the_gate_sentence_names_each_source_and_the_fallbacks_steps():
     def run(*sources):
-        return SimpleNamespace(steps=[{"status": "complete", "energy_source": x}
-                                      for x in sources])
+        return SimpleNamespace(rows=[{"status": "complete", "energy_source": x}
+                                     for x in sources])
 
     assert sections.energy_words([run(TELEMETRY, TELEMETRY)]) == (
         "board power (1 Hz telemetry) integrated over the step's load window")

@@ -10,7 +10,7 @@ from claimcheck.cli import main
 from claimcheck.core.engines import load_engines
 from claimcheck.core.paths import CONFIG
 from claimcheck.report import protocolpredict
-from claimcheck.report import steps as run_steps
+from claimcheck.runio.run import load_runs
 from tests._cli import QWEN, cli, one_line_error
 from tests.fabricate import LADDER, copy_run, edit_json
 from tests.test_runner_faults import fake_engine_env, measure
@@ -46,7 +46,7 @@ def test_a_tp2_engine_borrows_only_a_tp2_run_and_says_so(tmp_path):
         p["engine"] = "other-tp2"
         p["engine_config"].update(name="other-tp2", tensor_parallel_size=2)
     edit_json(run / "provenance.json", two)
-    runs = run_steps.load_folder(tmp_path / "runs")
+    runs = load_runs(tmp_path / "runs")
     pred = protocolpredict.predict_protocol(runs, "h200", TP2, _ladder(), load_engines())
     out = pred.report
     assert out["engine_run"].startswith(f"{name} (engine other-tp2; {TP2} has no run: same ")
@@ -61,7 +61,7 @@ def test_a_one_gpu_twin_is_said_as_one_gpu():
     import dataclasses
     engines = load_engines()
     spec = dataclasses.replace(engines["bf16-dummy"], name="bf16-dummy-new")
-    runs = run_steps.load_folder(CONFIG.parent / "data" / "raw" / "runs")
+    runs = load_runs(CONFIG.parent / "data" / "raw" / "runs")
     out = protocolpredict.predict_protocol(runs, "h200", "bf16-dummy-new", _ladder(),
                                            {**engines, "bf16-dummy-new": spec}).report
     assert "same parallel layout (one GPU)" in out["engine_run"]

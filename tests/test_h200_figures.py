@@ -14,24 +14,23 @@ from claimcheck.core.paths import RAW, RUNS
 from claimcheck.report import figstyle, h200_fig, run_plots
 from claimcheck.report import findings_decode as FD
 from claimcheck.report.run_figures import wave_run_figure
-from claimcheck.report.tables import run_rows
 from claimcheck.runio.runfiles import bench_data
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
 
 
 @pytest.fixture(scope="module")
-def committed(committed_runs_with_timeline):
-    runs = list(committed_runs_with_timeline)
+def committed(committed_records):
+    runs = list(committed_records)
     geom = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
     cards, ceilings = load_cards(), load_ceilings(RAW / "ceilings.csv")
-    return runs, run_rows(runs, geom, cards, ceilings=ceilings), geom, cards, ceilings
+    return runs, [s for r in runs for s in r.rows], geom, cards, ceilings
 
 
 @pytest.fixture(scope="module")
 def panels(committed):
     runs, rows, geom, cards, ceilings = committed
-    return h200_fig.decode_panels(runs, rows, "h200", geom, cards, ceilings)
+    return h200_fig.decode_panels(runs, "h200", geom, cards, ceilings)
 
 
 def panel(p, ctx, fmt):
@@ -48,7 +47,7 @@ def test_decode_figure_draws_the_body_tables_numbers(committed, panels):
     assert pts[256][0] == pytest.approx(5647.6, abs=0.05)
     assert round(pts[256][1], 2) == 0.65
     # one road: the bandwidth-share finding's rows, the same levels
-    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    _, frame = h200_fig.card_frame(runs, "h200")
     d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "fp8") & (d["context_tokens_per_stream"] == 8192)]
     assert [(n, v) for n, v, _ in panel(panels, 8192, "fp8").points] == list(
@@ -65,7 +64,7 @@ def test_bandwidth_line_is_bytes_over_datasheet_bandwidth(committed, panels):
     assert line[1] == pytest.approx(4800e9 / bytes_one, rel=1e-6)  # H200: 4,800 GB/s
     assert line[1] == pytest.approx(92.79, abs=0.01)  # the body table's 93
     # at every measured level, the line is the level's own roofline_tok_s
-    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    _, frame = h200_fig.card_frame(runs, "h200")
     d = pd.DataFrame(FD.bandwidth_share(frame).rows)
     at = d[(d["weight_format"] == "bf16") & (d["context_tokens_per_stream"] == 640)]
     for n, roof in zip(at["streams"], at["roofline_tok_s"], strict=True):
@@ -78,7 +77,7 @@ def test_crossover_and_eta_band_are_the_findings(committed, panels):
     assert panels.crossover["bf16"] == pytest.approx(
         ei.weight_bytes / (2 * ei.state_bytes_per_stream))
     assert round(panels.crossover["bf16"]) == 167 and round(panels.crossover["fp8"]) == 173
-    _, frame = h200_fig.card_frame(runs, rows, "h200")
+    _, frame = h200_fig.card_frame(runs, "h200")
     n = FD.bandwidth_share(frame).numbers
     assert panel(panels, 640, "fp8").eta_band == (n["fp8_min"], n["fp8_max"])
     assert [round(x, 2) for x in panel(panels, 8192, "bf16").eta_band] == [0.65, 0.74]
@@ -91,7 +90,7 @@ def texts(fig):
 
 def test_decode_figure_title_caption_and_same_bytes(committed, tmp_path):
     runs, rows, geom, cards, ceilings = committed
-    make = lambda: h200_fig.decode_figure(runs, rows, "h200", geom, cards, ceilings,  # noqa: E731
+    make = lambda: h200_fig.decode_figure(runs, "h200", geom, cards, ceilings,  # noqa: E731
                                           "Qwen3.8-27B")
     fig = make()
     title = fig._suptitle.get_text()
@@ -108,10 +107,10 @@ def test_decode_figure_title_caption_and_same_bytes(committed, tmp_path):
 
 def test_long_prompt_figure_draws_the_finding_rows(committed):
     runs, rows, *_ = committed
-    lr = h200_fig.long_rows(runs, rows, "h200")
+    lr = h200_fig.long_rows(runs, "h200")
     assert sorted((r["weight_format"], r["streams"]) for r in lr) == [
         ("bf16", 8), ("bf16", 16), ("bf16", 32), ("fp8", 8), ("fp8", 16), ("fp8", 32)]
-    fig = h200_fig.long_figure(runs, rows, "h200", "NVIDIA H200")
+    fig = h200_fig.long_figure(runs, "h200", "NVIDIA H200")
     assert len(fig._suptitle.get_text()) < 80 and "dummy weights" in fig._suptitle.get_text()
     a1, a2 = fig.axes
     lines = {ln.get_label(): ln for ln in a1.get_lines()}

@@ -13,7 +13,8 @@ from claimcheck.cli import main
 from claimcheck.core import benchcols
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
-from claimcheck.runio import runfiles, runload
+from claimcheck.runio import runfiles
+from claimcheck.runio.run import load_run
 from tests.fabricate import LADDER
 
 STEP = "01-c8-r1"
@@ -53,8 +54,7 @@ def refusal(run, cols, raw):
 
 def test_the_committed_copy_loads_and_its_lines_carry_the_container_hash(tmp_path):
     run = compact_copy(tmp_path)
-    lr = runload.load_run(run)
-    assert [s.record.dir for s in lr.steps if s.timeline is not None][1] == STEP
+    assert [t.record["dir"] for t in load_run(run).traces][1] == STEP
     m = runfiles.read_manifest(run.parent / runfiles.BENCH_MANIFEST)
     cols = run / "steps" / STEP / runfiles.BENCH_COLS
     assert m[f"{LADDER}/steps/{STEP}/bench.json"].container_sha256 == runfiles.sha256_hex(
@@ -65,7 +65,7 @@ def test_one_gap_raised_by_100_s_inside_a_valid_container_is_refused(tmp_path, c
     run = compact_copy(tmp_path)
     cols, raw = restore(run, lambda d: d["itls"][3].__setitem__(5, d["itls"][3][5] + 100.0))
     with pytest.raises(InputError) as e:
-        runload.load_run(run)
+        load_run(run)
     assert str(e.value) == refusal(run, cols, raw)
     assert main(["metrics", str(run)]) == 2
     assert capsys.readouterr().err == f"claimcheck: error: {refusal(run, cols, raw)}\n"
@@ -80,7 +80,7 @@ def test_rows_reshaped_with_the_sum_kept_are_refused(tmp_path):
     assert sum(map(len, json.loads(raw)["itls"])) == sum(
         map(len, runfiles.bench_data(RUNS / LADDER / "steps" / STEP)["itls"]))
     with pytest.raises(InputError) as e:
-        runload.load_run(run)
+        load_run(run)
     assert str(e.value) == refusal(run, cols, raw)
 
 
@@ -93,7 +93,7 @@ def test_an_edited_plain_bench_json_is_refused_too(tmp_path):
     (run / "steps" / STEP / runfiles.BENCH_COLS).unlink()
     plain.write_bytes(raw)
     with pytest.raises(InputError) as e:
-        runload.load_run(run)
+        load_run(run)
     assert str(e.value) == refusal(run, plain, raw)
 
 
@@ -102,7 +102,7 @@ def test_a_compact_file_the_manifest_does_not_list_is_refused(tmp_path):
     mf = run.parent / runfiles.BENCH_MANIFEST
     mf.write_text("".join(ln + "\n" for ln in mf.read_text().splitlines() if STEP not in ln))
     with pytest.raises(InputError) as e:
-        runload.load_run(run)
+        load_run(run)
     assert str(e.value) == (f"{run / 'steps' / STEP / 'bench.cols'}: not listed in {mf}: "
                             "nothing records the bytes it should give back")
 
@@ -112,7 +112,7 @@ def test_a_nan_scalar_in_bench_cols_is_refused_naming_the_file(tmp_path):
     (run.parent / runfiles.BENCH_MANIFEST).unlink()  # the NaN alone, no manifest
     cols, _ = restore(run, lambda d: d.__setitem__("request_throughput", float("nan")))
     with pytest.raises(InputError) as e:
-        runload.load_run(run)
+        load_run(run)
     assert str(e.value) == (f"{cols}: not a valid .cols archive (the header holds NaN, not "
                             "a JSON number)")
 

@@ -127,11 +127,10 @@ def test_model_cli_needs_a_one_stream_step(capsys, tmp_path):
 
 
 def test_engine_shape_from_the_run_records():
-    from claimcheck.report import steps
+    from claimcheck.runio.run import load_run
 
-    bf16 = steps.engine_shape(steps.load(LADDER))[0]
-    fp8 = steps.engine_shape(steps.load(RUNS / "h200-20261129-fp8-hyperqwen-dummy-"
-                                        "hyperqwen-batch"))[0]
+    bf16 = load_run(LADDER).engine[0]
+    fp8 = load_run(RUNS / "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch").engine[0]
     embed = 248320 * 5120 * 2  # vocab x hidden, bf16, looked up rather than read
     # engine logs: "Model loading took 50.22 GiB" and "... 27.64 GiB"
     assert bf16.weight_bytes == pytest.approx(50.22 * 2**30 - embed)
@@ -237,13 +236,13 @@ def test_model_section_counts_hits_by_hand():
 ])
 def test_align_block_from_a_bad_start_log_is_refused(tmp_path, edit, words):
     from claimcheck.core.errors import InputError
-    from claimcheck.report import steps
+    from claimcheck.runio.run import load_run
     from tests.fabricate import copy_run
     run = copy_run(tmp_path, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream")
     log = run / "server-start.log"
     log.write_text(edit(log.read_text()))
     with pytest.raises(InputError) as e:
-        steps.engine_shape(steps.load(run))
+        load_run(run).engine  # noqa: B018 (the shape is worked out when asked)
     assert words in str(e.value)
 
 

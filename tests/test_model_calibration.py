@@ -10,8 +10,8 @@ from pathlib import Path
 
 from claimcheck.core import model as m
 from claimcheck.report import calibrate, calibration, modeltable
-from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import model_rows
+from claimcheck.runio.run import load_run
 from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
@@ -29,17 +29,17 @@ def _bench(step: str) -> dict:
 def _cal(run, runs=None):
     """The calibration of ``run``'s engine chosen by the rule among ``runs`` (default: it)."""
     c = calibrate.choose_for(run, runs or [run])
-    return calibration.calibration(c, run_steps.engine_shape(run)[1]["compute_dtype"])
+    return calibration.calibration(c, run.engine[1]["compute_dtype"])
 
 
 def test_compute_is_calibrated_from_the_long_prefill():
-    run = run_steps.load(SINGLE)
+    run = load_run(SINGLE)
     cal = _cal(run)
     assert "7681-token prompts" in cal.compute_source
     assert not cal.compute_source.startswith("fallback")
     assert "step 0" in cal.bandwidth_source  # the 128-token step, not the long one
     # independently: prompt x F_body / (median TTFT - overhead), TTFT from bench.json (ms)
-    shape, _ = run_steps.engine_shape(run)
+    shape, _ = run.engine
     b = _bench("01-c1-r1")
     ttft_s = statistics.median(b["ttfts"])
     want = 7681 * shape.flops_body_per_token / (ttft_s - cal.request_overhead_s)
@@ -85,10 +85,10 @@ def test_long_prompt_threshold_is_what_selects_the_compute_step():
 def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
     """16 prompts of 7,681 tokens back to back (2 out): the card at its power limit, the rate
     batched prefill sees; worked from bench.json, not from the model's own loaders."""
-    run = run_steps.load(HELD)
+    run = load_run(HELD)
     cal = _cal(run)
     assert "step 2 repeat 1" in cal.compute_source and "7681-token prompts" in cal.compute_source
-    shape, _ = run_steps.engine_shape(run)
+    shape, _ = run.engine
     b = bench(HELD / "steps" / "02-c1-r1")
     assert b["completed"] == 16
     want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
@@ -97,17 +97,17 @@ def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
 
 
 def test_fp8_calibration_is_below_the_fp8_datasheet_and_its_own_bandwidth_is_lower():
-    run = run_steps.load(FP8_SINGLE)
+    run = load_run(FP8_SINGLE)
     cal = _cal(run)
-    bf16 = _cal(run_steps.load(HELD))
+    bf16 = _cal(load_run(HELD))
     assert 0.25 * H200_FP8_TFLOPS < cal.flops_s / 1e12 < H200_FP8_TFLOPS
     assert 0.5 * H200_GB_S < cal.bandwidth_bytes_s / 1e9 < bf16.bandwidth_bytes_s / 1e9
 
 
-def test_compute_run_prefers_the_same_weight_format_over_the_name(committed_run_data):
+def test_compute_run_prefers_the_same_weight_format_over_the_name(committed_runs):
     """The BF16 4,096 engine has no long prefill of its own: its compute comes from the BF16
     16k engine's held step, never from the FP8 engine's (which sorts later by name)."""
-    runs = list(committed_run_data)
+    runs = list(committed_runs)
     ladder = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-ladder")
     chosen = calibrate.choose_for(ladder, runs).compute
     assert chosen is not None and chosen.run.name == HELD.name
@@ -116,6 +116,6 @@ def test_compute_run_prefers_the_same_weight_format_over_the_name(committed_run_
 
 
 def test_both_calibration_steps_are_marked():
-    held = run_steps.load(HELD)
+    held = load_run(HELD)
     rows = {r["step"]: r["calibration_step"] for r in modeltable.predict(held, held)["steps"]}
     assert rows == {0: True, 1: False, 2: True}  # bandwidth from 0, compute from 2

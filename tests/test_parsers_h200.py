@@ -11,7 +11,7 @@ import pytest
 from claimcheck.core import serverlog
 from claimcheck.core.bench import per_request, summarize
 from claimcheck.core.paths import RUNS
-from claimcheck.report.record import engine_facts, load_run, reported_steps
+from claimcheck.runio.run import load_run
 from tests.fabricate import bench, copy_run
 
 BATCH = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"
@@ -65,7 +65,7 @@ def test_steady_state_definition():
 def test_run_reports_second_pass():
     run = load_run(BATCH)
     assert run.dummy and "dummy weights" in run.label
-    rep = reported_steps(run)
+    rep = run.reported
     assert len(rep) == 1 and rep[0]["repeat"] == 2
 
 
@@ -88,14 +88,14 @@ def test_steady_state_window_on_a_hand_made_log(tmp_path):
              ("09:27:40", 0.0, 1.0, 64)]      # after the client exited
     (run / "server.log").write_text("\n".join(
         LOG_LINE.format(t=t, p=p, g=g, n=n) for t, p, g, n in lines) + "\n")
-    kept = reported_steps(load_run(run))[0]
+    kept = load_run(run).reported[0]
     assert kept["engine_log_steady_lines"] == 3
     assert kept["engine_log_steady_tok_s"] == 3100.0  # median of 3000, 3100, 3300
 
 
 def test_ladder_rows_and_power():
     run = load_run(LADDER)
-    rows = reported_steps(run)
+    rows = run.reported
     assert [r["streams"] for r in rows] == [1, 8, 16, 32, 64]
     assert all(r["completed"] == r["requests"] for r in rows)
     # per stream speed falls and aggregate rises with streams on this card
@@ -106,5 +106,5 @@ def test_ladder_rows_and_power():
 
 
 def test_fp8_engine_facts():
-    facts = engine_facts(load_run(FP8))
-    assert facts == {"weights_gib": 27.64, "kv_pool_tokens": 1_329_152}
+    run = load_run(FP8)
+    assert (run.weights_gib, run.kv_pool_tokens) == (27.64, 1_329_152)

@@ -14,9 +14,9 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.core.registry import load_claims
 from claimcheck.report.derive import claims_table, run_record
-from claimcheck.report.record import find_runs
-from claimcheck.report.tables import run_rows
+from claimcheck.report.tables import with_rooflines
 from claimcheck.report.update import render_update
+from claimcheck.runio.run import find_runs
 from tests.fabricate import FP8, copy_run
 from tests.fabricate import bench as fab_bench
 
@@ -103,12 +103,10 @@ def test_source_notebooks_are_output_free_with_one_parameters_cell():
 
 
 @pytest.fixture(scope="module")
-def update_md(committed_runs):
-    runs = list(committed_runs)
-    steps = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
-                     load_cards())
+def update_md(committed_records):
+    runs = list(committed_records)
     claims = [c.tidy() for c in load_claims()]
-    return render_update(runs, steps, claims, "h200", {"claim_map": "claim_map.png"},
+    return render_update(runs, claims, "h200", {"claim_map": "claim_map.png"},
                          protocols=["made-up-never-run"])
 
 
@@ -171,7 +169,7 @@ def test_dummy_note_names_the_served_geometry(committed_runs):
     layers = cfg.get("text_config", cfg)["num_hidden_layers"]
     runs = list(committed_runs)
     geom = geometry_from_file(cfg_path)
-    md = render_update(runs, run_rows(runs, geom, load_cards()),
+    md = render_update([with_rooflines(r, geom, load_cards()) for r in runs],
                        [c.tidy() for c in load_claims()], "h200", {}, model="Qwen3.8-27B",
                        geometry=geom)
     assert f"real Qwen3.8-27B geometry (`config.json`, {layers} layers," in md

@@ -39,13 +39,13 @@ protocols:
 
 
 @pytest.fixture(scope="module")
-def committed(committed_run_data):
-    return list(committed_run_data)
+def committed(committed_runs):
+    return list(committed_runs)
 
 
 def test_every_protocol_on_every_engine_with_committed_runs(committed):
     protos = load_protocols()
-    engines = sorted({r.provenance["engine"] for r in committed})
+    engines = sorted({r.provenance.engine for r in committed})
     assert len(engines) == 5  # bf16-dummy(-16k, -256), fp8-hyperqwen-dummy(-16k)
     for e in engines:
         for name, proto in protos.items():

@@ -20,8 +20,8 @@ HELD = "fp8-hyperqwen-dummy"
 
 
 @pytest.fixture(scope="module")
-def runs(committed_run_data):
-    return list(committed_run_data)
+def runs(committed_runs):
+    return list(committed_runs)
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def twin(tmp_path):
 def test_held_out_engine_predicted_from_another(runs, twin):
     protos, engines = load_protocols(CONFIG / "protocols.yaml"), load_engines()
     proto = next(p for p in protos.values()
-                 if any(calibrate.run_key(r)[1] == HELD and r.provenance.get("protocol") == p.name
+                 if any(calibrate.run_key(r)[1] == HELD and r.provenance.protocol == p.name
                         for r in runs))
     measured = protocolpredict.predict_protocol(runs, "h200", HELD, proto, engines).report
     held_out = [r for r in runs if calibrate.run_key(r)[1] != HELD]

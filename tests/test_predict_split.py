@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from claimcheck.core import engine_shape
 from claimcheck.core.paths import RUNS
-from claimcheck.report import steps as run_steps
+from claimcheck.runio import runload
+from claimcheck.runio.run import load_run, load_runs
 
 REPORT = Path(__file__).resolve().parents[1] / "src" / "claimcheck" / "report"
 SPLIT = ("layout", "calibrate", "calibration", "modeltable", "protocolpredict")
@@ -30,7 +32,7 @@ def test_predict_is_gone() -> None:
 def test_no_private_keys_in_a_protocol_prediction() -> None:
     from claimcheck.core.protocols import load_protocols
     from claimcheck.report.protocolpredict import predict_protocol
-    runs = run_steps.load_folder(RUNS)
+    runs = load_runs(RUNS)
     pred = predict_protocol(runs, "h200", "bf16-dummy", load_protocols()["ladder"])
     assert not [k for k in pred.report if k.startswith("_")]
     assert pred.calibration.as_dict() == pred.report["calibration"]
@@ -38,18 +40,20 @@ def test_no_private_keys_in_a_protocol_prediction() -> None:
 
 
 def test_engine_shape_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One read of config.json per run however many steps ask: the model table of two
-    committed runs builds two shapes (it asked for them hundreds of times before)."""
+    """config.json is read once per run, when the run is loaded, and the engine shape built
+    once per run however many steps ask: the model table of two committed runs builds two
+    shapes (it asked for them hundreds of times before) and reads no config again."""
     from claimcheck.report.modeltable import table_rows
-    runs = [run_steps.load(RUNS / n) for n in ("h200-20261129-bf16-dummy-ladder",
-                                               "h200-20261129-bf16-dummy-16k-single-stream")]
-    calls = []
-    real = run_steps.geometry_from_file
-    monkeypatch.setattr(run_steps, "geometry_from_file",
-                        lambda p: calls.append(p) or real(p))
+    runs = [load_run(RUNS / n) for n in ("h200-20261129-bf16-dummy-ladder",
+                                         "h200-20261129-bf16-dummy-16k-single-stream")]
+    reads, shapes = [], []
+    real_read, real_shape = runload.geometry_from_file, engine_shape.shape_for
+    monkeypatch.setattr(runload, "geometry_from_file", lambda p: reads.append(p) or real_read(p))
+    monkeypatch.setattr(engine_shape, "shape_for",
+                        lambda *a, **k: shapes.append(a) or real_shape(*a, **k))
     rows = table_rows(runs, [])
-    assert len(rows) == sum(len(r.steps) for r in runs)
-    assert len(calls) == 2
-    shape, info = run_steps.engine_shape(runs[0])
+    assert len(rows) == sum(len(r.traces) for r in runs)
+    assert (len(reads), len(shapes)) == (0, 2)
+    shape, info = runs[0].engine
     info["max_num_seqs"] = -1  # a caller's copy: the run's own reading is not changed
-    assert run_steps.engine_shape(runs[0])[1]["max_num_seqs"] == shape.max_num_seqs
+    assert runs[0].engine[1]["max_num_seqs"] == shape.max_num_seqs

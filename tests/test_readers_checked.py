@@ -9,7 +9,7 @@ import pytest
 
 from claimcheck.cli import main
 from claimcheck.core.errors import InputError
-from claimcheck.report import record
+from claimcheck.runio.run import load_run
 from tests.fabricate import LADDER, copy_run, edit_json, edit_step
 
 
@@ -58,7 +58,7 @@ def readers(run, capsys):
     """The one stderr line of each reader, by name; the pipeline's own message first."""
     out = {}
     with pytest.raises(InputError) as e:
-        record.load_run(run)
+        load_run(run)
     out["pipeline"] = f"claimcheck: error: {e.value}"
     runs = str(run.parent)
     for name, argv in {

@@ -15,9 +15,9 @@ from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, ROOT, RUNS
 from claimcheck.core.registry import load_claims
 from claimcheck.core.runrecord import migrate_provenance, validate_provenance, validate_steps
-from claimcheck.report.record import load_run, reported_steps
-from claimcheck.report.tables import run_rows
+from claimcheck.report.tables import with_rooflines
 from claimcheck.report.update import render_update
+from claimcheck.runio.run import load_run
 from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step
 
 
@@ -61,7 +61,7 @@ def test_old_record_migrated_in_memory_only(tmp_path):
     run = copy_run(tmp_path, LADDER)
     edit_json(run / "provenance.json", lambda p: [s.pop("status") for s in p["steps"]])
     before = (run / "provenance.json").read_bytes()
-    steps = load_run(run).steps
+    steps = load_run(run).rows
     assert [s["status"] for s in steps] == ["complete"] * 5  # client exited 0
     assert (run / "provenance.json").read_bytes() == before  # never rewritten
 
@@ -73,10 +73,10 @@ def test_failed_step_renders_as_failed_and_is_never_compared(tmp_path):
     r = run_record(run, tmp_path)
     assert r.returncode == 0, r.stderr
     loaded = load_run(run)
-    assert reported_steps(loaded) == []  # the kept pass failed: nothing is reported
-    rows = run_rows([loaded], geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
-                    load_cards())
-    md = render_update([loaded], rows, [c.tidy() for c in load_claims()], "h200", {})
+    assert loaded.reported == []  # the kept pass failed: nothing is reported
+    loaded = with_rooflines(loaded, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
+                            load_cards())
+    md = render_update([loaded], [c.tidy() for c in load_claims()], "h200", {})
     assert f"**failed**: {reason}" in md
     # the failed pass's own numbers appear nowhere (its bench.json is still on disk)
     bench = json.loads((run / "steps/00-c64-r2/bench.json").read_text())
@@ -154,7 +154,7 @@ def test_migration_keeps_failed_status():
 def test_context_per_stream_from_the_recorded_protocol():
     raw = json.loads((RUNS / LADDER / "provenance.json").read_text())["protocol_config"]
     run = load_run(RUNS / LADDER)
-    for s in run.steps:  # old records: each step's lengths are the protocol's
+    for s in run.rows:  # old records: each step's lengths are the protocol's
         assert s["input_len"] == raw["input_len"] and s["output_len"] == raw["output_len"]
         assert s["context_tokens_per_stream"] == raw["input_len"] + raw["output_len"]
 

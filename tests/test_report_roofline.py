@@ -20,8 +20,8 @@ from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for, stat
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
 from claimcheck.core.registry import load_claims
 from claimcheck.report.presets import check_unique_names, preset_roofline
-from claimcheck.report.record import load_run, reported_steps
 from claimcheck.report.tables import run_rows
+from claimcheck.runio.run import load_run
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
 CONV = model_dtype(load_config(RAW / "models/qwen3.8-27b/config.json"))  # bf16: S's conv state
@@ -116,7 +116,7 @@ def test_h200_preset_and_run_table_agree():
     assert src["weights"].startswith(f"engine log: weights {run.weights_gib * 2**30 / 1e9:.2f} "
                                      "GB (the log's figure, converted) less input embedding")
     rows = run_rows([run], GEOM, CARDS, ceilings=CEILINGS)
-    for s in reported_steps(run):
+    for s in run.reported:
         r = next(r for r in rows if r["step"] == s["step"] and r["repeat"] == s["repeat"])
         assert r["roofline_tok_s"] == pytest.approx(
             rl.point(fig, s["streams"]).aggregate_tok_s, rel=1e-12)

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from claimcheck.core.paths import RAW
+from claimcheck.core.steprow import lanes_text, median_step, per_request_span_tok_s
 from claimcheck.core.timeline import RequestTimeline, Timeline
-from claimcheck.report.record import load_run, median_step, reported_steps
 from claimcheck.report.sections import (
     admit_block,
     lanes_arithmetic,
@@ -18,8 +18,8 @@ from claimcheck.report.sections import (
     nominal_lines,
     published_scaling,
 )
-from claimcheck.report.steps import lanes_text, per_request_span_tok_s
 from claimcheck.report.update import assumed_reasons, claim_head, compare_sentence
+from claimcheck.runio.run import load_run
 
 
 def test_lanes_arithmetic_seed_000():
@@ -67,19 +67,19 @@ def test_per_request_span_is_tokens_over_last_minus_first_chunk():
 
 
 def test_median_step():
-    s = [{"e2e_output_tok_s": v, "i": i} for i, v in enumerate([10.0, 30.0, 20.0])]
-    assert median_step(s)["i"] == 2
-    assert median_step(s + [{"e2e_output_tok_s": 40.0, "i": 3}])["i"] == 2  # lower middle
+    s = [(i, {"e2e_output_tok_s": v}) for i, v in enumerate([10.0, 30.0, 20.0])]
+    assert median_step(s) == 2
+    assert median_step(s + [(3, {"e2e_output_tok_s": 40.0})]) == 2  # lower middle
 
 
 def test_report_median_keeps_the_median_repeat_of_each_level():
     run = load_run(RAW / "runs/h200-20261129-bf16-dummy-16k-serving-gate")
     assert run.protocol.report == "median"
-    kept = reported_steps(run)
-    levels = sorted({s["step"] for s in run.steps if s["status"] == "complete"})
+    kept = run.reported
+    levels = sorted({s["step"] for s in run.rows if s["status"] == "complete"})
     assert [s["step"] for s in kept] == levels
     for k in kept:
-        vals = [s["e2e_output_tok_s"] for s in run.steps if s["step"] == k["step"]]
+        vals = [s["e2e_output_tok_s"] for s in run.rows if s["step"] == k["step"]]
         assert len(vals) == 3
         assert k["e2e_output_tok_s"] == statistics.median(vals)
 
@@ -121,9 +121,13 @@ def test_published_scaling_seed_000():
 
 
 def _run(name, proto_name, steps, engine="e"):
+    """A run's fields the blocks read: its step rows (every completed one reported)."""
     proto = SimpleNamespace(name=proto_name, report="all", metrics=("all_streams_decoding",))
-    return SimpleNamespace(name=name, protocol=proto, steps=steps,
-                           provenance=SimpleNamespace(card="h200", engine=engine))
+    return SimpleNamespace(name=name, protocol=proto, rows=steps,
+                           reported=[s for s in steps if s["status"] == "complete"],
+                           provenance=SimpleNamespace(card="h200", engine=engine,
+                                                      engine_config=SimpleNamespace(
+                                                          max_num_seqs=None)))
 
 
 def test_admit_block_answers_with_numbers():
@@ -135,20 +139,20 @@ def test_admit_block_answers_with_numbers():
             "all_streams_decoding_tok_s": 400.0}
     other = {**step, "all_streams_decoding_tok_s": None, "aggregate_tpot_tok_s": 200.0,
              "e2e_output_tok_s": 150.0}
-    admit, long = _run("a", "admit", [step]), _run("b", "long", [other])
-    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}},
-                     [admit, long])
+    admit = _run("a", "admit", [{**step, "roofline_tok_s": 500.0}])
+    long = _run("b", "long", [other])
+    md = admit_block(admit.protocol, [admit], [admit, long])
     assert ("**Answer:** decode alone (all streams decoding, prefills done) reaches 80% of "
             "the roofline") in md
     assert "below the line, and 2.0× what the same prompt length reads" in md
     assert "400 tok/s (50.0 per stream), 80% of the roofline's 500 tok/s" in md
     # a run of the same prompt length at other streams is not compared
     far = _run("c", "long", [{**other, "streams": 16}])
-    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [far])
+    md = admit_block(admit.protocol, [admit], [far])
     assert "prefills share" not in md
     # nor one on another engine (FP8 long prompts are no yardstick for BF16 decode)
     fp8 = _run("d", "long", [other], engine="fp8")
-    md = admit_block(admit.protocol, [admit], {("a", 0, 1): {"roofline_tok_s": 500.0}}, [fp8])
+    md = admit_block(admit.protocol, [admit], [fp8])
     assert "prefills share" not in md
 
 
@@ -157,8 +161,9 @@ def test_compare_sentence_per_stream_reading_is_the_same_definitions():
     claim = {**CLAIM, "id": "f", "metric": "fastest_second", "value": 1000.0, "streams": 8,
              "streams_running": None, "per_stream_tok_s": 125.0, "assumed_fields": "",
              "assumed": ""}
-    run = SimpleNamespace(provenance=SimpleNamespace(card="h200", engine="e",
-                                                     weights_label="dummy weights"))
+    run = SimpleNamespace(provenance=SimpleNamespace(
+        card="h200", engine="e", weights_label="dummy weights",
+        engine_config=SimpleNamespace(max_num_seqs=None)))
     m = {"streams": 8, "fastest_second_tok_s": 500.0, "per_stream_tok_s": 40.0}
     text = compare_sentence(claim, [(run, m)])
     assert "500 tok/s on h200 e (62.5 per stream)" in text and "the claim)" not in text
@@ -171,7 +176,7 @@ def test_single_stream_block_gives_a_held_step_its_prefill_rate_only():
             "input_len": 7681, "output_len": 2, "context_tokens_per_stream": 7683,
             "per_stream_tok_s": 100.5, "e2e_output_tok_s": 2.9, "prefill_tok_s": 11221.8}
     run = _run("r", "one", [held])
-    md = single_stream_block(proto, [run], {})
+    md = single_stream_block(proto, [run])
     assert "16 prompts of 7,681 tokens back to back, 2 out each" in md
     assert "prefill 11,222 prompt tok/s" in md
     assert "100.5" not in md and "B = 1 ceiling" not in md

@@ -17,8 +17,8 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_json
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.report.derive import metrics_csv, run_record
-from claimcheck.report.record import find_runs
 from claimcheck.runio import runfiles
+from claimcheck.runio.run import find_runs
 from tests.fabricate import plain_copy
 
 

@@ -17,11 +17,11 @@ from claimcheck.core.engine_inputs import engine_inputs, state_bytes
 from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.units import GB, GIB
-from claimcheck.report import presets, steps
+from claimcheck.report import presets
 from claimcheck.report.derive import run_record
-from claimcheck.report.record import find_runs, load_run
 from claimcheck.report.tables import engine_roofline, step_roofline
-from claimcheck.runio import runload
+from claimcheck.runio.run import find_runs, load_run, load_runs
+from claimcheck.runio.runfiles import bench_data
 
 CONFIG = RAW / "models/qwen3.8-27b/config.json"
 GEOM = geometry_from_file(CONFIG)
@@ -82,10 +82,10 @@ def test_roofline_model_and_preset_use_the_same_engine_inputs(run_dir: Path):
     ei = run.engine_inputs
     assert ei is not None and ei.engine_weights_gib == run.weights_gib
     card = CARDS[run.provenance.card]
-    step = next(s for s in run.steps if s["status"] == "complete")
+    step = next(s for s in run.rows if s["status"] == "complete")
     roof, _ = engine_roofline(ei, GEOM, card, CEILINGS,
                               context_tokens=step["context_tokens_per_stream"])
-    shape, info = steps.engine_shape(steps.load(run_dir, run))
+    shape, info = run.engine
     preset = presets.run_engine_inputs(run_dir)
     assert roof.weight_bytes == shape.weight_bytes == preset.weight_bytes == ei.weight_bytes
     assert roof.state_bytes == shape.state_bytes == ei.state_bytes_per_stream
@@ -100,19 +100,19 @@ def test_roofline_model_and_preset_use_the_same_engine_inputs(run_dir: Path):
 
 
 def test_the_loaded_run_is_typed_and_carries_timelines():
-    lr = runload.load_run(LADDER)
-    assert [s.record.streams for s in lr.steps] == [1, 8, 16, 32, 64]
-    assert all(s.timeline is not None and s.bench_path.name == "bench.cols"
-               for s in lr.steps)
-    assert lr.steps[1].timeline.output_tokens == lr.steps[1].bench["total_output_tokens"]
-    assert lr.weights_gib == 50.22 and lr.power_samples()
+    run = load_run(LADDER)
+    assert list(run.table["streams"]) == [1, 8, 16, 32, 64]
+    assert [t.record["streams"] for t in run.traces] == [1, 8, 16, 32, 64]
+    assert list(run.table["timeline_output_tokens"]) == list(run.table["total_output_tokens"])
+    assert run.weights_gib == 50.22 and all(t.energy_source == "telemetry"
+                                            for t in run.traces)
 
 
 def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
     run = load_run(LADDER)
-    lr = runload.load_run(LADDER)
-    for row, st in zip(run.steps, lr.steps, strict=True):
-        tl, bench = st.timeline, st.bench
+    for row, st in zip(run.rows, run.traces, strict=True):
+        tl = st.timeline
+        bench = bench_data(LADDER / "steps" / st.record["dir"])
         gaps = sorted((r.last_token_s - r.first_token_s) * 1e3 / (r.output_tokens - 1)
                       for r in tl.requests if r.output_tokens > 1)
         n = len(gaps)
@@ -130,7 +130,6 @@ def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
 
 def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):
     from claimcheck.core.errors import InputError
-    from claimcheck.report import steps as run_steps
     for name in ("run-b", "run-a"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "provenance.json").write_text("{}")
@@ -138,13 +137,13 @@ def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):
     (tmp_path / ".cache").mkdir()  # hidden: not a run
     assert [p.name for p in find_runs(tmp_path)] == ["run-a", "run-b"]
     (tmp_path / "notes").mkdir()
-    for reader in (find_runs, run_steps.load_folder):
+    for reader in (find_runs, load_runs):
         with pytest.raises(InputError, match=r"notes/provenance\.json.*missing"):
             reader(tmp_path)
 
 
 def test_load_window_is_the_last_duration_before_the_client_exited():
-    from claimcheck.report.record import load_window
+    from claimcheck.core.steprow import load_window
     # client ran 900 -> 1000 s, the bench's load lasted 50 s: 1000 - 1 = 999, 999 - 50 = 949
     assert load_window(900.0, 1000.0, 50.0) == (949.0, 999.0)
     # a duration longer than the client ran: never before its start

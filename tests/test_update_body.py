@@ -8,11 +8,8 @@ import re
 
 import pytest
 
-from claimcheck.core.cards import load_cards, load_ceilings
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.paths import CONFIG, RAW
+from claimcheck.core.paths import CONFIG
 from claimcheck.core.yamlcfg import load_validated
-from claimcheck.report.tables import run_rows
 from claimcheck.report.update_body import render_body
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"
@@ -62,11 +59,9 @@ def cells(line: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def committed(committed_runs_with_timeline):
-    runs = list(committed_runs_with_timeline)
-    rows = run_rows(runs, geometry_from_file(RAW / "models/qwen3.8-27b/config.json"),
-                    load_cards(), ceilings=load_ceilings(RAW / "ceilings.csv"))
-    return runs, rows
+def committed(committed_records):
+    runs = list(committed_records)
+    return runs, [s for r in runs for s in r.rows]
 
 
 @pytest.fixture(scope="module")
@@ -167,15 +162,15 @@ def test_context_table_per_stream_divides_by_the_column_streams(body):
 def test_appendix_table_says_each_steps_lengths_when_they_differ(committed):
     """The context ladder's rows at 8 streams differ only in their prompts: the protocol
     table gives each row its prompt + output tokens (it printed five alike rows)."""
-    from claimcheck.report.update import _step_rows, protocol_table
+    from claimcheck.report.update import protocol_table
     runs, rows = committed
     ladder = [r for r in runs if r.name == "h200-20261202-bf16-dummy-16k-context-ladder"]
-    md = protocol_table(ladder[0].protocol, ladder, _step_rows(rows), [], "bench")
+    md = protocol_table(ladder[0].protocol, ladder, [], "bench")
     head = cells(md.splitlines()[0])
     assert head[3] == "Prompt + output, tokens per stream"
     got = [cells(line)[3] for line in md.splitlines()[2:] if cells(line)[1] == "8"]
     assert got == ["1,024 + 384", "2,048 + 384", "4,096 + 384", "8,192 + 384",
                    "12,000 + 384"]
     gate = [r for r in runs if r.protocol.name == "lanes"][0]
-    one = protocol_table(gate.protocol, [gate], _step_rows(rows), [], "bench")
+    one = protocol_table(gate.protocol, [gate], [], "bench")
     assert "Prompt + output" not in one  # one length for every step: no column

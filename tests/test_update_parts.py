@@ -9,9 +9,10 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.protocols import Protocol, Step
-from claimcheck.report import definitions_fig, figstyle, plots, steps, verdicts_md
+from claimcheck.report import definitions_fig, figstyle, plots, verdicts_md
 from claimcheck.report.update_metrics import headline_metric
 from claimcheck.report.update_words import plain_words
+from claimcheck.runio.run import load_run
 from tests.test_update_body import GATE, VERDICTS
 
 
@@ -73,9 +74,9 @@ def test_verdict_figure_is_deterministic_and_labelled(tmp_path):
 
 
 def test_definitions_figure_skips_queued_levels_and_names_client_and_weights():
-    data = steps.load(RUNS / GATE)
+    data = load_run(RUNS / GATE)
     # 128 streams on a 64-slot server queue: the default step is the 64-stream level
-    assert data.steps[definitions_fig.default_step(data)].record["streams"] == 64
+    assert data.traces[definitions_fig.default_step(data)].record["streams"] == 64
     fig = definitions_fig.figure(data)
     assert "(dummy weights)" in fig._suptitle.get_text()
     assert "vllm bench serve --save-detailed" in fig.texts[-1].get_text()

@@ -12,16 +12,16 @@ from claimcheck.core.engines import load_engines
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import ROOT
 from claimcheck.core.protocols import load_protocols
-from claimcheck.report import steps as run_steps
 from claimcheck.report import verify as vf
+from claimcheck.runio.run import load_run
 from tests.fabricate import copy_run, edit_json
 
 ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"   # 16/24/32/40/48 rows x 3
 
 
 @pytest.fixture(scope="module")
-def committed(committed_run_data):
-    return list(committed_run_data)
+def committed(committed_runs):
+    return list(committed_runs)
 
 
 def test_plan_cuts_the_protocol_to_its_sample_and_keeps_every_prediction(committed):
@@ -44,11 +44,11 @@ def test_compare_sets_measured_against_the_kept_prediction(tmp_path, committed):
     rec["steps"][2]["predicted_e2e_tok_s"] = 2000.0  # hand-set: 32 rows
     rec["steps"][2]["predicted_decode_tok_s"] = None
     edit_json(run / "provenance.json", lambda p: p.update(verify=rec))
-    c = vf.compare(run_steps.load(run))
+    c = vf.compare(load_run(run))
     assert len(c["measured"]) == 15 and c["of_protocol"] == "decode-rows"
     row = next(r for r in c["measured"] if r["index"] == 2)
     from claimcheck.core import definitions as d
-    step = next(s for s in run_steps.load(run).steps if s.record["dir"] == "02-c32-r1")
+    step = next(s for s in load_run(run).traces if s.record["dir"] == "02-c32-r1")
     measured = d.e2e_aggregate_tok_s(step.timeline)
     assert row["e2e_error"] == pytest.approx(2000.0 / measured - 1)
     assert 2100 < measured < 2200  # the committed 32-row step: about 2,140 tok/s e2e
@@ -85,7 +85,7 @@ def test_a_verify_record_that_does_not_fit_the_run_is_refused(tmp_path, committe
     edit_json(run / "provenance.json", lambda p: p.update(verify=rec))
     with pytest.raises(InputError, match=r"provenance.json: verify: its verify record samples "
                                          r"2 step\(s\), but the run has a step 2"):
-        vf.compare(run_steps.load(run))
+        vf.compare(load_run(run))
 
 
 def test_measure_verify_with_a_missing_calibration_folder(tmp_path, capsys):

@@ -22,8 +22,8 @@ import pytest
 from claimcheck.core.bench import per_request
 from claimcheck.core.paths import ROOT
 from claimcheck.measure.loadclient import one_request, request_body
-from claimcheck.report.record import engine_facts, load_run, reported_steps
 from claimcheck.runio import runfiles
+from claimcheck.runio.run import load_run
 from claimcheck.runio.runfiles import load_bench
 
 pytestmark = pytest.mark.integration
@@ -89,7 +89,7 @@ def verify_run(d: Path) -> None:
     assert (d / "server-start.log").read_text()  # start-up log kept per run
     run = load_run(d)
     proto = prov["protocol_config"]
-    for st, rec in zip(run.steps, prov["steps"], strict=True):
+    for st, rec in zip(run.rows, prov["steps"], strict=True):
         raw = load_bench(d / "steps" / rec["dir"] / "bench.json")
         assert raw["max_concurrency"] == rec["streams"]
         assert raw["num_prompts"] == rec["requests"]
@@ -108,7 +108,7 @@ def verify_run(d: Path) -> None:
         assert st["e2e_output_tok_s"] >= st["vllm_e2e_output_tok_s"]
         wall_s = raw["total_output_tokens"] / st["e2e_output_tok_s"]
         assert 0 <= raw["duration"] - wall_s < 0.5
-    assert engine_facts(run)["kv_pool_tokens"] > 0  # "CPU KV cache size" parsed
+    assert run.kv_pool_tokens > 0  # "CPU KV cache size" parsed
 
 
 def test_dense_protocols_through_the_runner(dense, tmp_path):
@@ -122,9 +122,9 @@ def test_dense_protocols_through_the_runner(dense, tmp_path):
     for d in dirs:
         verify_run(d)
     batch, ladder = (load_run(d) for d in dirs)
-    assert [s["repeat"] for s in batch.steps] == [1, 2]
-    assert [s["repeat"] for s in reported_steps(batch)] == [2]
-    assert [s["streams"] for s in ladder.steps] == [1, 4]
+    assert [s["repeat"] for s in batch.rows] == [1, 2]
+    assert [s["repeat"] for s in batch.reported] == [2]
+    assert [s["streams"] for s in ladder.rows] == [1, 4]
     # a second run of the same protocol gets a new directory; the first is untouched
     before = (dirs[1] / "provenance.json").read_text()
     cc("measure", "--attach", str(state), "--card", "cpu", "--engine", "tiny-dense",
@@ -282,7 +282,7 @@ def test_hybrid_model(tmp_path):
     d = next(p for p in runs.iterdir() if p.is_dir())
     run = load_run(d)
     assert run.provenance.status == "complete"
-    assert all(s["completed"] == s["requests"] for s in run.steps)
+    assert all(s["completed"] == s["requests"] for s in run.rows)
     assert "Qwen3_5ForConditionalGeneration" in (d / "server-start.log").read_text()
 
 

@@ -12,7 +12,7 @@ from claimcheck.core.seeds import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names
-from claimcheck.report.record import find_runs
+from claimcheck.runio.run import find_runs
 
 # One render at a time in a checkout: two started at once both met Snakemake's own lock
 # and failed with its traceback. The first holds an flock on RENDER_LOCK for as long as it

@@ -72,19 +72,21 @@ def lengths(record: dict[str, Any], proto: dict[str, Any]) -> str:
 
 def cmd_metrics(a: argparse.Namespace) -> int:
     from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
-    from claimcheck.report import steps as run_steps
+    from claimcheck.report.steptable import LANES_KEYS, metric_rows
+    from claimcheck.runio.run import load_run
 
-    run = run_steps.load(a.run_dir)
-    proto = run.provenance.get("protocol_config", {})
-    rows = [run_steps.step_metrics(s) for s in run.steps]
-    ctx = context_words(run.provenance.get("steps") or [])
-    status = run.provenance.get("status")
-    lines = [f"{run.name}: {run.provenance.get('card', '?')}, engine "
-             f"{run.provenance.get('engine', '?')}, protocol {proto.get('name', '?')}"
-             + ("" if status == "complete" else
-                f"; run {status}: {run.provenance.get('failure')}"),
+    run = load_run(a.run_dir)
+    prov = run.provenance.raw
+    proto = prov.get("protocol_config", {})
+    rows = [{**{k: v for k, v in m.items() if not k.startswith("lanes_")},
+             "lanes": {k: m[f"lanes_{k}"] for k in LANES_KEYS}} for m in metric_rows(run)]
+    ctx = context_words(prov.get("steps") or [])
+    status = prov.get("status")
+    lines = [f"{run.name}: {prov.get('card', '?')}, engine "
+             f"{prov.get('engine', '?')}, protocol {proto.get('name', '?')}"
+             + ("" if status == "complete" else f"; run {status}: {prov.get('failure')}"),
              f"streams: {relation_words(proto.get('kind'))}; context per stream: {ctx}"]
-    for st, r in zip(run.steps, rows, strict=True):
+    for st, r in zip(run.traces, rows, strict=True):
         lines.append("")
         lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
                      f"{r['requests']} requests ({r['completed']} completed) of "
@@ -111,9 +113,9 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     for name, dfn in DEFINITIONS.items():
         lines.append(f"  {name}: {dfn.divides_by}; leaves out {dfn.leaves_out}")
     lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
-                 "(per_request_decode is one stream's own speed)")
-    out = {"run": run.name, "card": run.provenance.get("card"),
-           "engine": run.provenance.get("engine"), "protocol": proto.get("name"),
+                 "running at once (per_request_decode is one stream's own speed)")
+    out = {"run": run.name, "card": prov.get("card"),
+           "engine": prov.get("engine"), "protocol": proto.get("name"),
            "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,
                                "phase": v.phase, "divides_by": v.divides_by,
                                "leaves_out": v.leaves_out,
@@ -125,10 +127,9 @@ def cmd_metrics(a: argparse.Namespace) -> int:
 
 
 def cmd_model(a: argparse.Namespace) -> int:
-    from claimcheck.report import steps as run_steps
     from claimcheck.report.calibrate import choose_for
     from claimcheck.report.modeltable import miss_term, predict, predict_run
-    from claimcheck.report.record import find_runs
+    from claimcheck.runio.run import find_runs, load_run
 
     if a.before:  # a prediction kept before the run, against what it measured
         from claimcheck.report.beforehand_index import compare
@@ -138,16 +139,16 @@ def cmd_model(a: argparse.Namespace) -> int:
         c = compare(a.before, a.run_dir, a.tolerance)
         emit({k: v for k, v in c.items() if k != "lines"}, a.json, "\n".join(c["lines"]))
         return 0
-    target = run_steps.load(a.run_dir)
+    target = load_run(a.run_dir)
     if a.calibrate_from:
-        out = predict(target, run_steps.load(a.calibrate_from))
+        out = predict(target, load_run(a.calibrate_from))
     else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
-        sibs = [target] + [run_steps.load(p) for p in find_runs(here.parent)
+        sibs = [target] + [load_run(p) for p in find_runs(here.parent)
                            if p.resolve() != here]
         out = predict_run(target, choose_for(target, sibs))
-    proto = target.provenance.get("protocol_config", {})
-    card = get_card(target.provenance["card"])
+    proto = target.provenance.raw.get("protocol_config", {})
+    card = get_card(target.provenance.raw["card"])
     out["calibration"]["bandwidth_share_of_datasheet"] = (
         out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
     for r in out["steps"]:
@@ -176,7 +177,7 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  aggregates in tok/s summed over the streams ({relation_words(proto.get('kind'))}"
              "); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
-             f"  context per stream: {context_words(target.provenance.get('steps') or [])} "
+             f"  context per stream: {context_words(target.provenance.raw.get('steps') or [])} "
              f"(protocol {proto.get('name', '?')}); simulated with each request's recorded "
              "prompt and output lengths",
              "  per stream = aggregate / streams; TPOT = median time per output token "
@@ -209,8 +210,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
     from claimcheck.core.engines import load_engines
     from claimcheck.core.paths import CONFIG, RUNS
     from claimcheck.core.protocols import load_protocols
-    from claimcheck.report import steps as run_steps
     from claimcheck.report.protocolpredict import predict_protocol, verify_plan
+    from claimcheck.runio.run import load_runs
 
     if a.verify is not None and a.verify < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
@@ -227,7 +228,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if not root.is_dir():
         raise InputError("--runs", f"{root} is not a folder")
     engines = load_engines()  # each engine's exact command checked before any run is read
-    runs = run_steps.load_folder(root)
+    runs = load_runs(root)
     from claimcheck.report import newcard
     if newcard.has_runs(runs, a.card):
         pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)

@@ -189,14 +189,14 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
     """Verify mode (``--verify N``): each protocol cut to its N sampled steps, and the
     record of every prediction (:func:`claimcheck.report.verify.plan`), by protocol name."""
     from claimcheck.core.engines import load_engines
-    from claimcheck.report import steps as run_steps
     from claimcheck.report import verify as vf
+    from claimcheck.runio.run import load_runs
     if a.verify < 1:
         raise InputError("--verify", f"the number of sampled steps must be >= 1, got {a.verify}")
     where = Path(a.calibration_runs or a.runs_dir)
     if not where.is_dir():
         raise InputError("--calibration-runs", f"{where}: no such folder")
-    runs = run_steps.load_folder(where)
+    runs = load_runs(where)
     engines = load_engines(a.engines_file)
     cut, records = [], {}
     for p in protos:
@@ -211,10 +211,10 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
 
 def print_verify(run_dir: Path) -> None:
     """The verify run's measured steps against their predictions, on stderr."""
-    from claimcheck.report import steps as run_steps
     from claimcheck.report import verify as vf
+    from claimcheck.runio.run import load_run
     try:
-        lines = vf.render(vf.compare(run_steps.load(run_dir)))
+        lines = vf.render(vf.compare(load_run(run_dir)))
     except (InputError, ValueError, KeyError) as e:
         lines = [f"verify: no comparison for {run_dir.name}: {e}"]
     for line in lines:

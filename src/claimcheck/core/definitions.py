@@ -1,10 +1,11 @@
 """Every published tok/s definition, recomputed from one token timeline (pure functions).
 
 Each definition has a name, a unit, a scope (``aggregate``: summed over the streams, per
-stream = value / streams; ``per_stream``: one stream's speed, aggregate = value x streams),
-what it divides by and what it leaves out. Those are data, in :data:`DEFINITIONS`, shared by
-the CLI, the figure and the reports; :data:`REGISTRY_METRIC` maps each to the claims
-registry's metric name (:mod:`claimcheck.core.metrics`).
+stream = value / streams running at once, :func:`per_stream`; ``per_stream``: one stream's
+speed, aggregate = value x streams), what it divides by and what it leaves out. Those are
+data, in :data:`DEFINITIONS`, shared by the CLI, the figure and the reports;
+:data:`REGISTRY_METRIC` maps each to the claims registry's metric name
+(:mod:`claimcheck.core.metrics`).
 
 Times are seconds on the benchmark client's clock; speeds are tokens/s (tok/s); energy in J.
 """
@@ -371,14 +372,25 @@ def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
     return vals
 
 
-def per_stream(name: str, value: float | None, streams: int) -> float | None:
-    """The per-stream reading of a definition's value (aggregate / streams, or itself).
+def per_stream(value: float | None, streams: int, max_num_seqs: int | None) -> float | None:
+    """One stream's share of an aggregate (tok/s summed over the streams): the one
+    per-stream rule, for every table, figure and sentence. The divisor is the streams that
+    ran at once (:func:`running_at_once`: the step's streams, or the engine's slots when it
+    asked for more): a queued stream produced nothing while it waited, so dividing by the
+    streams asked would report a speed no running stream had."""
+    return None if value is None else value / running_at_once(streams, max_num_seqs)
 
-    None for definitions whose unit is not tok/s (energy has no per-stream share here).
-    """
+
+def definition_per_stream(name: str, value: float | None, streams: int,
+                          max_num_seqs: int | None) -> float | None:
+    """The per-stream reading of a definition's value: :func:`per_stream` of an aggregate,
+    the value itself for a per-stream definition; None for definitions whose unit is not
+    tok/s (energy has no per-stream share here)."""
     if value is None or not DEFINITIONS[name].unit.endswith("tok/s"):
         return None
-    return value / streams if DEFINITIONS[name].scope == "aggregate" else value
+    if DEFINITIONS[name].scope == "aggregate":
+        return per_stream(value, streams, max_num_seqs)
+    return value
 
 
 def aggregate(name: str, value: float | None, streams: int) -> float | None:

@@ -117,6 +117,18 @@ class Protocol:
                        output_len=min(self.output_len, out_len) if out_len else self.output_len)
 
 
+def step_context(proto: Protocol, index: int) -> dict[str, int]:
+    """Prompt, output and context tokens per stream of step ``index`` of a protocol: the
+    one place they are worked out (the step's own lengths where it has them, else the
+    protocol's; an index past the protocol's steps, a repeat of an older layout, takes the
+    protocol's)."""
+    st = proto.steps[index] if 0 <= index < len(proto.steps) else None
+    in_len = getattr(st, "input_len", None) or proto.input_len
+    out_len = getattr(st, "output_len", None) or proto.output_len
+    return {"input_len": in_len, "output_len": out_len,
+            "context_tokens_per_stream": in_len + out_len}
+
+
 def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
     """Read and validate protocols.yaml."""
     p = Path(path) if path else CONFIG / "protocols.yaml"

@@ -9,6 +9,7 @@ import csv
 import io
 import math
 import statistics
+from collections import defaultdict
 from typing import Any
 
 from claimcheck.core.errors import InputError
@@ -70,3 +71,12 @@ def summarize(rows: list[dict[str, Any]], t0: float | None = None,
         "max_temp_c": max(col("temp_c")) if col("temp_c") else None,
         "max_mem_used_mib": max(col("mem_used_mib")) if col("mem_used_mib") else None,
     }
+
+
+def power_samples(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(time s, board power W summed over the GPUs) from telemetry rows, by time."""
+    by_t: dict[float, float] = defaultdict(float)
+    for r in rows:
+        if isinstance(r.get("power_w"), float) and isinstance(r.get("t_unix_s"), float):
+            by_t[r["t_unix_s"]] += r["power_w"]
+    return sorted(by_t.items())

@@ -2,7 +2,7 @@
 steps a claim may be set against, its definition's ratio to end to end on our timelines,
 the replays of the protocols naming it (a reproduction on its own card, context on another)
 and end to end / decode for an end-to-end figure. Steps are run-record rows
-(:func:`claimcheck.report.record.run_to_json`); speeds in tok/s.
+(:func:`claimcheck.runio.run.to_record`); speeds in tok/s.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ from pathlib import Path
 from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.geometry import geometry_from_file
 from claimcheck.report import definitions_fig, figures, run_figures
-from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import write_metrics_csv, write_run_record
-from claimcheck.report.record import load_run
 from claimcheck.report.tables import write_csv
+from claimcheck.runio.run import load_run
 
 
 def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv: str | Path,
@@ -37,13 +36,11 @@ def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv
     loaded = []
     for d in run_dirs:
         run = load_run(d)
-        data = run_steps.load(run.path, run)
         name = Path(d).name
-        steps = write_run_record(run, data, geom, cards, ceilings,
-                                 record_out.format(run=name))
-        rows = write_metrics_csv(data, metrics_out.format(run=name))
-        definitions_fig.write(data, definitions_out.format(run=name))
-        loaded.append(data)
+        steps = write_run_record(run, geom, cards, ceilings, record_out.format(run=name))
+        rows = write_metrics_csv(run, metrics_out.format(run=name))
+        definitions_fig.write(run, definitions_out.format(run=name))
+        loaded.append(run)
         yield f"{name}: {steps} steps, {rows} metric rows"
     unmodelled: list[str] = []
     rows = table_rows(loaded, unmodelled)

@@ -25,8 +25,9 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.frames import flag, number
 from claimcheck.core.io import read_json
 from claimcheck.core.verdicts import TOLERANCE
-from claimcheck.report import steps as run_steps
+from claimcheck.report.steptable import measured_values
 from claimcheck.report.verify import PREDICTED_KEYS
+from claimcheck.runio.run import Run
 
 MATCHED = ("streams", "requests", "input_len", "output_len")
 """A prediction step's keys that must equal the run's step of that index."""
@@ -70,18 +71,18 @@ def load_prediction(path: str | Path) -> dict[str, Any]:
     return check_prediction(read_json(path), str(path))
 
 
-def check_matches(prediction: Mapping[str, Any], run: run_steps.RunData) -> None:
+def check_matches(prediction: Mapping[str, Any], run: Run) -> None:
     """Refuse (InputError naming the prediction file and key) a run of another card, engine
     or protocol, or one whose step of an index has other streams, requests or lengths."""
     src = prediction.get("file", "<prediction>")
-    prov = run.provenance
+    prov = run.provenance.raw
     for k in ("card", "engine", "protocol"):
         if prediction[k] != prov.get(k):
             raise InputError(src, f"predicted for {prediction[k]!r}, but run {run.name} is of "
                              f"{prov.get(k)!r}: not the run this prediction was written for",
                              key=k)
     by_index = {p["index"]: (i, p) for i, p in enumerate(prediction["steps"])}
-    for s in run.steps:
+    for s in run.traces:
         k = int(s.record["step"])
         if k not in by_index:
             raise InputError(src, f"run {run.name} has a step {k} the prediction does not "
@@ -94,7 +95,7 @@ def check_matches(prediction: Mapping[str, Any], run: run_steps.RunData) -> None
                                  key=f"steps[{i}].{key}")
 
 
-def against(prediction: Mapping[str, Any], run: run_steps.RunData,
+def against(prediction: Mapping[str, Any], run: Run,
             tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     """One row per measured step and repeat of ``run``: its lengths, the predicted and
     measured e2e and decode aggregate (tok/s), median TPOT (ms) and TTFT (s), each error
@@ -103,7 +104,7 @@ def against(prediction: Mapping[str, Any], run: run_steps.RunData,
     on end to end alone. Checked first (:func:`check_matches`)."""
     check_matches(prediction, run)
     by_index = {p["index"]: p for p in prediction["steps"]}
-    prov = run.provenance
+    prov = run.provenance.raw
     base = {"prediction_file": Path(prediction.get("file", "")).name,
             "card": prediction["card"], "engine": prediction["engine"],
             "protocol": prediction["protocol"], "kind": prediction.get("kind"),
@@ -112,9 +113,9 @@ def against(prediction: Mapping[str, Any], run: run_steps.RunData,
             "run": run.name, "run_duration_s": number(prov.get("duration_s")),
             "prediction_repeats": by_index[min(by_index)].get("repeats")}
     rows = []
-    for s in run.steps:
+    for s in run.traces:
         p = by_index[int(s.record["step"])]
-        m = run_steps.measured_values(s)
+        m = measured_values(s)
         status = s.record.get("status") or "complete"
         pe2e, pdec = p["predicted_e2e_tok_s"], p["predicted_decode_tok_s"]
         row = {**base, "status": status, "step": p["index"], "repeat": s.record["repeat"],

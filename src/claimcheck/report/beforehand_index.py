@@ -15,9 +15,9 @@ from typing import Any
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import read_csv_lines
 from claimcheck.core.verdicts import TOLERANCE
-from claimcheck.report import steps as run_steps
 from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
 from claimcheck.report.beforehand_words import render, summary_line
+from claimcheck.runio.run import Run, load_run
 
 INDEX_COLUMNS = ("file", "protocol", "engine", "card", "written_at_commit", "what_model")
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -90,7 +90,7 @@ def compare(prediction_path: str | Path, run_dir: str | Path,
     """``claimcheck model RUN_DIR --before PREDICTION``: the prediction file (checked before
     the run is read) against the run, as rows, their summary and text lines."""
     pred = load_listed(prediction_path)
-    run = run_steps.load(run_dir)
+    run = load_run(run_dir)
     extra = {k: pred[k] for k in ("written_at_commit", "what_model") if k in pred}
     rows = [{**r, **extra} for r in against(pred, run, tolerance)]
     return {"prediction": str(prediction_path), "run": run.name, "rows": rows,
@@ -106,12 +106,12 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
 
     preds = indexed_predictions(index_csv)
     keys = {(p["card"], p["engine"], p["protocol"]) for p in preds}
-    matching: dict[tuple[str, str, str], list[run_steps.RunData]] = {}
+    matching: dict[tuple[str, str, str], list[Run]] = {}
     for rd in sorted(Path(x) for x in run_dirs):
         prov = read_provenance(rd).raw
         k = (prov.get("card"), prov.get("engine"), prov.get("protocol"))
         if k in keys:
-            matching.setdefault(k, []).append(run_steps.load(rd))
+            matching.setdefault(k, []).append(load_run(rd))
     rows = []
     for p in preds:
         extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}

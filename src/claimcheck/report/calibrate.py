@@ -45,34 +45,34 @@ from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
-from claimcheck.report import steps as run_steps
 from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout
+from claimcheck.runio.run import Run, StepTrace
 
 
-def _one_stream_steps(run: run_steps.RunData) -> list[run_steps.StepData]:
-    return [s for s in run.steps if s.timeline.streams == 1]
+def _one_stream_steps(run: Run) -> list[StepTrace]:
+    return [s for s in run.traces if s.timeline.streams == 1]
 
 
-def median_prompt(s: run_steps.StepData) -> float:
+def median_prompt(s: StepTrace) -> float:
     return statistics.median(r.prompt_tokens for r in s.timeline.requests)
 
 
-def decode_intervals(s: run_steps.StepData) -> int:
+def decode_intervals(s: StepTrace) -> int:
     """Output tokens after each request's first, summed over the step's requests (the
     number of per-step times its median TPOT is taken over)."""
     return sum(max(r.output_tokens - 1, 0) for r in s.timeline.requests)
 
 
-def run_key(run: run_steps.RunData) -> tuple[str, str, Any]:
+def run_key(run: Run) -> tuple[str, str, Any]:
     """(card, engine, weight format) of a run."""
-    p = run.provenance
+    p = run.provenance.raw
     return (p.get("card"), p.get("engine"),
             (p.get("engine_config") or {}).get("weight_format"))
 
 
-def _budget(run: run_steps.RunData) -> int:
-    shape, _ = run_steps.engine_shape(run)
+def _budget(run: Run) -> int:
+    shape, _ = run.engine
     return shape.max_num_batched_tokens
 
 
@@ -80,8 +80,8 @@ def _budget(run: run_steps.RunData) -> int:
 class Pick:
     """One measured step chosen for a calibration input, and why."""
 
-    run: run_steps.RunData
-    step: run_steps.StepData
+    run: Run
+    step: StepTrace
     why: str
 
     @property
@@ -134,32 +134,32 @@ class Choice:
                 "kv": [p.as_dict() for p in self.kv]}
 
 
-def _scope(runs: list[run_steps.RunData], card: str, engine: str, fmt: Any,
-           usable: Any) -> tuple[list[tuple[run_steps.RunData, run_steps.StepData]], str]:
+def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
+           usable: Any) -> tuple[list[tuple[Run, StepTrace]], str]:
     """Usable (run, step) pairs of the engine's runs on the card, else of its weight
     format's; and the words for where they came from."""
     on_card = [r for r in runs if run_key(r)[0] == card]
-    own = [(r, s) for r in on_card if run_key(r)[1] == engine for s in r.steps if usable(s)]
+    own = [(r, s) for r in on_card if run_key(r)[1] == engine for s in r.traces if usable(s)]
     if own:
         n = len({r.name for r, _ in own})
         return own, f"engine {engine} on {card} ({n} run{'s' if n != 1 else ''})"
-    same = [(r, s) for r in on_card if run_key(r)[2] == fmt for s in r.steps if usable(s)]
+    same = [(r, s) for r in on_card if run_key(r)[2] == fmt for s in r.traces if usable(s)]
     n = len({r.name for r, _ in same})
     return same, (f"weight format {fmt} on {card} ({n} run{'s' if n != 1 else ''}; engine "
                   f"{engine} has none)")
 
 
-def _earliest(r: run_steps.RunData, s: run_steps.StepData) -> tuple[str, str, int, int]:
-    return (str(r.provenance.get("started_utc", "")), r.name, int(s.record["step"]),
+def _earliest(r: Run, s: StepTrace) -> tuple[str, str, int, int]:
+    return (str(r.provenance.raw.get("started_utc", "")), r.name, int(s.record["step"]),
             int(s.record["repeat"]))
 
 
-def _is_decode(s: run_steps.StepData) -> bool:
+def _is_decode(s: StepTrace) -> bool:
     return s.timeline.streams == 1 and decode_intervals(s) > 0 \
         and not s.held_prefill
 
 
-def _best_decode(pairs: list[tuple[run_steps.RunData, run_steps.StepData]], where: str,
+def _best_decode(pairs: list[tuple[Run, StepTrace]], where: str,
                  what: str) -> Pick:
     r, s = min(pairs, key=lambda p: (-decode_intervals(p[1]), _earliest(*p)))
     return Pick(r, s, f"{what}: the most decode intervals ({decode_intervals(s):,}, "
@@ -172,7 +172,7 @@ COMPUTE_RANKS = ("held prefill within one token budget", "prompt within one toke
 """The compute step's ranks, best first (see the module doc)."""
 
 
-def _compute_rank(r: run_steps.RunData, s: run_steps.StepData) -> int:
+def _compute_rank(r: Run, s: StepTrace) -> int:
     fits = median_prompt(s) <= _budget(r)
     if fits and s.held_prefill:
         return 0
@@ -197,34 +197,34 @@ def term_protocols(term: str) -> frozenset[str]:
     return frozenset(n for n, p in load_protocols().items() if p.model_term == term)
 
 
-def _one_wave(r: run_steps.RunData, s: run_steps.StepData, term: str) -> bool:
+def _one_wave(r: Run, s: StepTrace, term: str) -> bool:
     """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
     ``term``'s source."""
     tl = s.timeline
-    name = (r.provenance.get("protocol_config") or {}).get("name")
+    name = (r.provenance.raw.get("protocol_config") or {}).get("name")
     return (name in term_protocols(term) and 2 <= tl.streams == len(tl.requests)
-            and tl.streams <= run_steps.engine_shape(r)[0].max_num_seqs)
+            and tl.streams <= r.engine[0].max_num_seqs)
 
 
-def _is_row_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+def _is_row_source(r: Run, s: StepTrace) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
     return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
             and not s.held_prefill)
 
 
-def _is_kv_source(r: run_steps.RunData, s: run_steps.StepData) -> bool:
+def _is_kv_source(r: Run, s: StepTrace) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
     return (_one_wave(r, s, KV_TERM) and decode_intervals(s) > 0
             and not s.held_prefill
             and bool(d.all_decoding_spans(s.timeline)))
 
 
-def kv_sources(runs: list[run_steps.RunData], card: str, engine: str) -> tuple[Pick, ...]:
+def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
     (the rate is its KV dtype's attention kernel at its context; no other engine's); where
     one run measured the same streams at three or more contexts, only those steps (the
     lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests."""
-    pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.steps
+    pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
              if _is_kv_source(r, s)]
     lines: dict[tuple[str, int], list] = {}
     for r, s in pairs:
@@ -239,14 +239,14 @@ def kv_sources(runs: list[run_steps.RunData], card: str, engine: str) -> tuple[P
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
-def admission_sources(runs: list[run_steps.RunData], card: str, engine: str
+def admission_sources(runs: list[Run], card: str, engine: str
                       ) -> tuple[Pick, ...]:
     """The admission term's source steps: one-wave steps of the engine's own runs on the
     card, else of every run on the card (the interval is the load client's, on its host)."""
     on_card = [r for r in runs if run_key(r)[0] == card]
     for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
                         (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.steps if _one_wave(r, s, ADMISSION_TERM)]
+        pairs = [(r, s) for r in pool for s in r.traces if _one_wave(r, s, ADMISSION_TERM)]
         if pairs:
             why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
                    "interval between a wave's sends")
@@ -255,16 +255,16 @@ def admission_sources(runs: list[run_steps.RunData], card: str, engine: str
     return ()
 
 
-def row_sources(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any
+def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any
                 ) -> tuple[tuple[Pick, ...], str | None]:
     """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
     those of the first engine of its weight format there that has them; and that engine."""
     on_card = [r for r in runs if run_key(r)[0] == card]
     for who in ([engine] + sorted({run_key(r)[1] for r in on_card
                                    if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
-                                  key=lambda e: min(_earliest(r, r.steps[0]) for r in on_card
-                                                    if run_key(r)[1] == e and r.steps))):
-        pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.steps
+                                  key=lambda e: min(_earliest(r, r.traces[0]) for r in on_card
+                                                    if run_key(r)[1] == e and r.traces))):
+        pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
                  if _is_row_source(r, s)]
         if pairs:
             rows = sorted({p[1].timeline.streams for p in pairs})
@@ -286,7 +286,7 @@ def _has_datasheet(card: str) -> bool:
     return True
 
 
-def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format: Any,
+def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True,
            layout: tuple[tuple[str, int], ...] | None = None) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
@@ -298,7 +298,7 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
              and (layout is None or run_layout(r) == layout)] if not explicit else runs)
     if explicit:
         def scope(usable: Any) -> tuple[list[Any], str]:
-            pairs = [(r, s) for r in pool for s in r.steps if usable(s)]
+            pairs = [(r, s) for r in pool for s in r.traces if usable(s)]
             return pairs, "the run(s) given with --calibrate-from"
     else:
         def scope(usable: Any) -> tuple[list[Any], str]:
@@ -364,7 +364,7 @@ def choose(runs: list[run_steps.RunData], card: str, engine: str, weight_format:
                   rows_base=rows_base, admission=admission, kv=kv)
 
 
-def choose_for(target: run_steps.RunData, runs: list[run_steps.RunData]) -> Choice:
+def choose_for(target: Run, runs: list[Run]) -> Choice:
     """:func:`choose` for the target run's own card, engine and weight format."""
     card, engine, fmt = run_key(target)
     return choose(runs, card, engine, fmt, layout=run_layout(target))

@@ -19,7 +19,6 @@ from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core import simulator
 from claimcheck.core.cards import get_card
-from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, Pick, median_prompt
 from claimcheck.report.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 
@@ -54,13 +53,13 @@ def calibration(choice: Choice, compute_dtype: str,
     if choice.rows:
         src_cal = cal
         if choice.rows_base is not None:
-            _, info = run_steps.engine_shape(choice.rows[0].run)
+            _, info = choice.rows[0].run.engine
             src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"]),
                               admission_interval_s=cal.admission_interval_s)
         by_rows: dict[int, list[float]] = {}
         for p in choice.rows:
             tl = p.step.timeline
-            shape, _ = run_steps.engine_shape(p.run)
+            shape, _ = p.run.engine
             pred, _ = predicted_step(shape, src_cal, [r.prompt_tokens for r in tl.requests],
                            [r.output_tokens for r in tl.requests], tl.streams)
             by_rows.setdefault(tl.streams, []).append(
@@ -100,7 +99,7 @@ def kv_lines(cal: m.Calibration, picks: tuple[Pick, ...]) -> list[tuple[str, int
     grows with context, so this is the KV-read rate with no other term in it."""
     groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p in picks:
-        shape, _ = run_steps.engine_shape(p.run)
+        shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
         factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
@@ -139,7 +138,7 @@ def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration
         return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
     rates = []
     for p in picks:
-        shape, _ = run_steps.engine_shape(p.run)
+        shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
         factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
@@ -162,13 +161,13 @@ def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
     overhead)), else the card's datasheet dense rate at ``compute_dtype`` (said)."""
     s = choice.bandwidth.step
     tl = s.timeline
-    shape, _ = run_steps.engine_shape(choice.bandwidth.run)
+    shape, _ = choice.bandwidth.run.engine
     tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
     ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
     bw_src = (f"{choice.bandwidth.label} (1 stream): median TPOT {tpot_s * 1e3:.3f} ms at "
               f"{ctx:.0f} tokens of mean context")
     o = choice.overhead.step
-    oshape, _ = run_steps.engine_shape(choice.overhead.run)
+    oshape, _ = choice.overhead.run.engine
     prompt = round(median_prompt(o))
     ttft = statistics.median(r.ttft_s for r in o.timeline.requests)
     bw = m.bandwidth_from_decode(shape, tpot_s, ctx)

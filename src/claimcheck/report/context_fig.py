@@ -17,13 +17,12 @@ from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
 from claimcheck.report.h200_fig import card_frame
 from claimcheck.report.plot_common import eta_axis, format_colours
-from claimcheck.report.record import Run
+from claimcheck.runio.run import Run
 
 
-def context_rows(runs: list[Run], steps: list[dict[str, Any]], card: str
-                 ) -> list[dict[str, Any]]:
+def context_rows(runs: list[Run], card: str) -> list[dict[str, Any]]:
     """The context finding's rows for one card's runs (empty where it has none)."""
-    _, frame = card_frame(runs, steps, card)
+    _, frame = card_frame(runs, card)
     return FD.context_cost(frame).rows
 
 
@@ -66,11 +65,10 @@ def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> A
     return fig
 
 
-def context_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
-                   card_name: str) -> Any:
+def context_figure(runs: list[Run], card: str, card_name: str) -> Any:
     """The context figure of one card's runs, or a notice where no run measured a format
     at three or more contexts at the same streams."""
-    rows = context_rows(runs, steps, card)
+    rows = context_rows(runs, card)
     if not rows:
         return fs.notice(f"No run on the {card_name} measured a weight format at three or "
                          "more contexts at the same streams: nothing to draw.")

@@ -22,7 +22,7 @@ from claimcheck.core.timeline import (
     intervals_with_at_least,
 )
 from claimcheck.report import figstyle as fs
-from claimcheck.report import steps as run_steps
+from claimcheck.runio.run import Run, StepTrace, load_run
 
 BIN_S = 0.1
 LOG_INTERVAL_S = 10.0  # vLLM's stats lines cover the 10 s before their stamp
@@ -42,31 +42,31 @@ def load_client(kind: str | None) -> str:
             "per-chunk arrival times and usage token counts")
 
 
-def max_num_seqs(run: run_steps.RunData) -> int | None:
+def max_num_seqs(run: Run) -> int | None:
     """The server's max-num-seqs as the run's provenance records it."""
-    return (run.provenance.get("engine_config") or {}).get("max_num_seqs")
+    return (run.provenance.raw.get("engine_config") or {}).get("max_num_seqs")
 
 
-def queued(run: run_steps.RunData, i: int) -> bool:
+def queued(run: Run, i: int) -> bool:
     """Whether step ``i`` asked for more streams than the server runs at once."""
-    return d.is_queued(run.steps[i].record["streams"], max_num_seqs(run))
+    return d.is_queued(run.traces[i].record["streams"], max_num_seqs(run))
 
 
-def default_step(run: run_steps.RunData) -> int:
+def default_step(run: Run) -> int:
     """Index of the step drawn by default: the most streams, last repeat, among steps that
     decode (a held-prefill step, 2 tokens or fewer out per request, has no decode to show)
     and whose streams all ran at once (a queued level's streams x 1000 / TPOT is no
     aggregate of what ran); the others are drawn only when nothing else is there."""
     def decodes(i: int) -> bool:
-        return not run.steps[i].held_prefill
+        return not run.traces[i].held_prefill
 
-    best = max(range(len(run.steps)),
-               key=lambda i: (decodes(i), not queued(run, i), run.steps[i].record["streams"],
-                              run.steps[i].record["repeat"], run.steps[i].record["step"]))
+    best = max(range(len(run.traces)),
+               key=lambda i: (decodes(i), not queued(run, i), run.traces[i].record["streams"],
+                              run.traces[i].record["repeat"], run.traces[i].record["step"]))
     return best
 
 
-def _log_windows(s: run_steps.StepData) -> list[tuple[float, float]]:
+def _log_windows(s: StepTrace) -> list[tuple[float, float]]:
     """The 10-s windows of the steady log lines, s from the step's first send (to +-1 s:
     the log is stamped in whole seconds on the server's clock)."""
     steady = [ln for ln in s.log_lines if ln.running >= s.timeline.streams
@@ -80,10 +80,10 @@ def _log_windows(s: run_steps.StepData) -> list[tuple[float, float]]:
     return out
 
 
-def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
+def figure(run: Run, step_index: int | None = None) -> Any:
     """The figure for one step of a loaded run (default :func:`default_step`)."""
     i = default_step(run) if step_index is None else step_index
-    s = run.steps[i]
+    s = run.traces[i]
     tl = s.timeline
     vals = d.all_definitions(tl, s.log_lines, s.energy_j, s.output_len)
     e2e = vals["e2e_aggregate_tok_s"]
@@ -154,7 +154,7 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     h2, l2 = ax2.get_legend_handles_labels()
     ax_tl.legend(h1 + h2, l1 + l2, loc="upper left", bbox_to_anchor=(1.09, 1.0))
     ax_tl.set_title(f"{s.label}: token timeline", loc="left")
-    weights = run.provenance.get("weights_label") or run.provenance.get("weights") or ""
+    weights = run.provenance.raw.get("weights_label") or run.provenance.raw.get("weights") or ""
     fig.suptitle(f"{run.name}" + (f" ({weights})" if weights else "")
                  + ": one step's aggregate under each tok/s definition",
                  x=0.02, y=1.02, ha="left", fontsize=11)
@@ -183,7 +183,7 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     ax_win.set_xlabel("time from the first request sent, s")
     ax_win.grid(axis="y", visible=False)
 
-    kind = (run.provenance.get("protocol_config") or {}).get("kind")
+    kind = (run.provenance.raw.get("protocol_config") or {}).get("kind")
     fs.source_line(fig, f"data/raw/runs/{run.name}/steps/{s.record['dir']}/bench.json "
                    f"({load_client(kind)}) and server.log; "
                    + (f"{weights}; " if weights else "")
@@ -191,19 +191,19 @@ def figure(run: run_steps.RunData, step_index: int | None = None) -> Any:
     return fig
 
 
-def write(run: str | Path | run_steps.RunData, out_base: str | Path,
+def write(run: str | Path | Run, out_base: str | Path,
           step_index: int | None = None) -> list[Path]:
     """Draw the definitions figure of a run directory (or loaded run); write its PNG
     (a per-run figure: :data:`~claimcheck.report.figstyle.RUN_FORMATS`).
 
     ``out_base`` is the path without suffix; returns the paths written.
     """
-    data = run if isinstance(run, run_steps.RunData) else run_steps.load(run)
-    status = data.provenance.get("status")
-    if not data.steps and status in (None, "complete"):
+    data = run if isinstance(run, Run) else load_run(run)
+    status = data.provenance.raw.get("status")
+    if not data.traces and status in (None, "complete"):
         raise ValueError(f"{data.path}: no step has a bench.json")
-    if not data.steps:  # an interrupted or failed run before its first result: say so
+    if not data.traces:  # an interrupted or failed run before its first result: say so
         return fs.save(fs.notice(f"{data.path.name}: run {status}, no step measured\n"
-                                 f"{data.provenance.get('failure')}"), out_base,
+                                 f"{data.provenance.raw.get('failure')}"), out_base,
                        fs.RUN_FORMATS)
     return fs.save(figure(data, step_index), out_base, fs.RUN_FORMATS)

@@ -8,7 +8,6 @@ reads. Paths are arguments; nothing here knows about Snakemake.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -24,11 +23,10 @@ from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.io import dumps_json, read_json
 from claimcheck.core.protocols import load_protocols
 from claimcheck.core.registry import load_claims
-from claimcheck.report import steps as run_steps
-from claimcheck.report.record import Run, load_run, run_from_json, run_to_json
-from claimcheck.report.steps import timeline_columns
-from claimcheck.report.tables import run_rows, write_csv
+from claimcheck.report.steptable import metrics_table
+from claimcheck.report.tables import with_rooflines, write_csv
 from claimcheck.report.update_metrics import metric_columns
+from claimcheck.runio.run import Run, from_record, load_run, to_record
 
 
 def write_json(obj: Any, path: str | Path) -> None:
@@ -81,40 +79,25 @@ def run_record(run_dir: str | Path, cards_csv: str | Path, ceilings_csv: str | P
                config_json: str | Path, out: str | Path) -> int:
     """One run directory read once, with every step's roofline, as one JSON. Returns the
     number of steps."""
-    run = load_run(run_dir)
-    return write_run_record(run, run_steps.load(run.path, run), geometry_from_file(config_json),
+    return write_run_record(load_run(run_dir), geometry_from_file(config_json),
                             load_cards(cards_csv), load_ceilings(ceilings_csv), out)
 
 
-def write_run_record(run: Run, data: run_steps.RunData, geom: Any, cards: Any, ceilings: Any,
-                     out: str | Path) -> int:
-    """The run-record JSON of a read run (``data``: its steps with timelines, from
-    :func:`claimcheck.report.steps.load`) against read registries. Returns the number of
-    steps."""
-    run = with_timeline(run, data)
+def write_run_record(run: Run, geom: Any, cards: Any, ceilings: Any, out: str | Path) -> int:
+    """The run-record JSON of a read run against read registries: its step table with each
+    step's provenance and roofline (:func:`claimcheck.report.tables.with_rooflines`).
+    Returns the number of steps."""
     metric_columns(run.protocol, str(Path(run.path) / "provenance.json"))  # known metrics only
-    rows = run_rows([run], geom, cards, ceilings=ceilings)
-    write_json(run_to_json(run, rows), out)
-    return len(rows)
-
-
-def with_timeline(run: Run, data: run_steps.RunData | None = None) -> Run:
-    """The run with each completed step's row holding the timeline definitions too
-    (:func:`claimcheck.report.steps.timeline_columns`); the record's own keys win."""
-    cols = timeline_columns(run, data)
-    steps = [{**cols.get((s["step"], s["repeat"]), {}), **s}
-             if s["status"] == "complete" else s for s in run.steps]
-    return dataclasses.replace(run, steps=steps)
+    run = with_rooflines(run, geom, cards, ceilings)
+    write_json(to_record(run), out)
+    return len(run.rows)
 
 
 def read_run_records(paths: list[str | Path]) -> tuple[list[Run], list[dict[str, Any]]]:
-    """Runs and their step rows from run-record JSONs (as :func:`run_record` wrote them)."""
-    runs, rows = [], []
-    for p in paths:
-        run, r = run_from_json(read_json(p), str(p))
-        runs.append(run)
-        rows += r
-    return runs, rows
+    """Runs from run-record JSONs (as :func:`run_record` wrote them), and every step row of
+    them, in order (each the same dict as the run's own row)."""
+    runs = [from_record(read_json(p), str(p)) for p in paths]
+    return runs, [r for run in runs for r in run.rows]
 
 
 def runs_table(records: list[str | Path], out: str | Path) -> int:
@@ -168,14 +151,14 @@ if __name__ == "__main__":
 # ------------------------------------------------------- issue 11: metrics, model, verdicts
 
 def metrics_csv(run_dir: str | Path, out: str | Path) -> int:
-    """Every definition for every step of one run (:func:`claimcheck.report.steps.metrics_table`)
-    as CSV. Returns the row count."""
-    return write_metrics_csv(run_steps.load(run_dir), out)
+    """Every definition for every step of one run
+    (:func:`claimcheck.report.steptable.metrics_table`) as CSV. Returns the row count."""
+    return write_metrics_csv(load_run(run_dir), out)
 
 
-def write_metrics_csv(data: run_steps.RunData, out: str | Path) -> int:
+def write_metrics_csv(run: Run, out: str | Path) -> int:
     """:func:`metrics_csv` of a run already read. Returns the row count."""
-    rows = run_steps.metrics_table(data)
+    rows = metrics_table(run)
     write_csv(rows, out)
     return len(rows)
 
@@ -185,7 +168,7 @@ def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
     """Predicted / measured end to end and decode aggregate for every step of every run,
     each calibrated by the stated rule (:func:`claimcheck.report.modeltable.table_rows`)."""
     from claimcheck.report.modeltable import table_rows
-    return table_rows([run_steps.load(p) for p in run_dirs], unmodelled)
+    return table_rows([load_run(p) for p in run_dirs], unmodelled)
 
 
 def model_table(run_dirs: list[str | Path], out: str | Path,

@@ -216,13 +216,13 @@ def card_figures(run_records: list[str] | None, card: str, model_config: str,
     long prompts cost (``long_base``) and decode against context (``context_base``); the
     paths written."""
     from claimcheck.report import context_fig, h200_fig
-    runs, steps = read_run_records(records(run_records))
+    runs, _ = read_run_records(records(run_records))
     cards = load_cards(at_root(cards_csv))
     geom = geometry_from_file(at_root(model_config))
-    decode = h200_fig.decode_figure(runs, steps, card, geom, cards,
+    decode = h200_fig.decode_figure(runs, card, geom, cards,
                                     load_ceilings(at_root(ceilings_csv), cards), model_name)
-    long = h200_fig.long_figure(runs, steps, card, cards[card].name)
-    context = context_fig.context_figure(runs, steps, card, cards[card].name)
+    long = h200_fig.long_figure(runs, card, cards[card].name)
+    context = context_fig.context_figure(runs, card, cards[card].name)
     return [str(p) for fig, base in ((decode, decode_base), (long, long_base),
                                      (context, context_base))
             for p in figstyle.save(fig, at_root(base))]

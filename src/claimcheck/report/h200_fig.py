@@ -21,8 +21,8 @@ from claimcheck.report import decode_plots
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
-from claimcheck.report.record import Run
 from claimcheck.report.tables import step_roofline
+from claimcheck.runio.run import Run
 
 MAX_STREAMS = 256
 """The decode figure's stream axis ends here (the bend runs' last level that all ran)."""
@@ -51,12 +51,10 @@ class DecodePanels:
     runs: list[str] = field(default_factory=list)
 
 
-def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str
-               ) -> tuple[list[Run], pd.DataFrame]:
-    """One card's runs and the findings' step frame of their steps."""
+def card_frame(runs: list[Run], card: str) -> tuple[list[Run], pd.DataFrame]:
+    """One card's runs and the findings' step frame of their step tables."""
     runs = [r for r in runs if r.provenance.card == card]
-    names = {r.name for r in runs}
-    return runs, SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+    return runs, SF.step_frame(pd.DataFrame([s for r in runs for s in r.rows]),
                               SF.engine_rows(runs))
 
 
@@ -85,13 +83,13 @@ def bandwidth_line(run: Run, context: int, streams: list[int], geom: Geometry, c
                               geom, card, ceilings)["roofline_tok_s"]) for n in streams]
 
 
-def decode_panels(runs: list[Run], steps: list[dict[str, Any]], card: str, geom: Geometry,
+def decode_panels(runs: list[Run], card: str, geom: Geometry,
                   cards: dict[str, Card], ceilings: dict[str, Ceiling] | None = None
                   ) -> DecodePanels:
     """The decode figure's data for one card (``card``: its registry name): the levels of
     the bandwidth-share finding at the contexts of :func:`figure_contexts`, each format's
     line drawn from one of its runs, its η band and the state crossover."""
-    runs, frame = card_frame(runs, steps, card)
+    runs, frame = card_frame(runs, card)
     share = FD.bandwidth_share(frame)
     if not share.rows:
         return DecodePanels({}, {})
@@ -114,12 +112,12 @@ def decode_panels(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
     return DecodePanels(panels, FD.state_crossover(frame), used)
 
 
-def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom: Geometry,
+def decode_figure(runs: list[Run], card: str, geom: Geometry,
                   cards: dict[str, Card], ceilings: dict[str, Ceiling] | None = None,
                   model_name: str = "the model", source: str = "") -> Any:
     """The main result: measured decode of each weight format against its bandwidth line
     and its η band, one panel per context, the state crossover marked."""
-    p = decode_panels(runs, steps, card, geom, cards, ceilings)
+    p = decode_panels(runs, card, geom, cards, ceilings)
     c = cards[card]
     caption = (f"Bandwidth line (plain roofline, η = 1): the tok/s the {c.name}'s "
                f"{c.memory_bw_gb_s:,.0f} GB/s datasheet bandwidth allows if each step moves "
@@ -141,20 +139,18 @@ def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
                 "drawn) are in the appendix; runs drawn: " + ", ".join(p.runs) + source))
 
 
-def long_rows(runs: list[Run], steps: list[dict[str, Any]], card: str
-              ) -> list[dict[str, Any]]:
+def long_rows(runs: list[Run], card: str) -> list[dict[str, Any]]:
     """The long-prompt finding's levels for one card (per format and streams: all streams
     decoding, streams x 1000 / mean TPOT, end to end, tok/s summed; η of all streams
     decoding and short prompts' η at the same streams)."""
-    _, frame = card_frame(runs, steps, card)
+    _, frame = card_frame(runs, card)
     return F.long_prompts(frame).rows
 
 
-def long_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
-                card_name: str) -> Any:
+def long_figure(runs: list[Run], card: str, card_name: str) -> Any:
     """What long prompts cost: the long-prompt finding's three readings of the same steps
     against streams, and all streams decoding's η against short prompts'."""
-    rows = long_rows(runs, steps, card)
+    rows = long_rows(runs, card)
     if not rows:
         from claimcheck.report import figstyle
         return figstyle.notice(f"No multi-wave long-prompt step with every stream decoding "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from claimcheck.report import steps as run_steps
+from claimcheck.runio.run import Run
 
 
 def parallel_layout(cfg: dict[str, Any]) -> tuple[tuple[str, int], ...]:
@@ -28,7 +28,7 @@ def layout_words(layout: tuple[tuple[str, int], ...]) -> str:
     return ", ".join(f"{k} {v}" for k, v in layout) or "one GPU"
 
 
-def run_layout(run: run_steps.RunData) -> tuple[tuple[str, int], ...]:
+def run_layout(run: Run) -> tuple[tuple[str, int], ...]:
     """A run's :func:`parallel_layout`, from its recorded ``engine_config``."""
-    return parallel_layout(run.provenance.get("engine_config") or {})
+    return parallel_layout(run.provenance.raw.get("engine_config") or {})
 

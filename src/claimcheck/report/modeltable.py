@@ -14,26 +14,27 @@ from claimcheck.core import model as m
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
-from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, choose, choose_for, run_key
 from claimcheck.report.calibration import calibration, predicted_step
+from claimcheck.report.steptable import measured_values
+from claimcheck.runio.run import Run
 
 
-def predict_run(target: run_steps.RunData, choice: Choice,
+def predict_run(target: Run, choice: Choice,
                 cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> dict[str, Any]:
     """Predicted and measured end to end and decode aggregate for every step of ``target``,
     with the calibration ``choice`` (steps it used are marked ``calibration_step``)."""
-    shape, info = run_steps.engine_shape(target)
+    shape, info = target.engine
     cal = calibration(choice, info["compute_dtype"], cache)
     used = choice.steps()
     rows = []
-    for s in target.steps:
+    for s in target.traces:
         tl = s.timeline
         reqs = tl.requests
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
                        [r.output_tokens for r in reqs], tl.streams)
         held = s.held_prefill
-        got = run_steps.measured_values(s)
+        got = measured_values(s)
         m_e2e, m_dec = got["e2e"], got["decode"]
         p_e2e, p_dec = pred["predicted_e2e_tok_s"], pred["predicted_decode_tok_s"]
         rows.append({
@@ -58,8 +59,8 @@ def predict_run(target: run_steps.RunData, choice: Choice,
             "steps": rows}
 
 
-def predict(target: run_steps.RunData, calib: run_steps.RunData,
-            compute_run: run_steps.RunData | None = None) -> dict[str, Any]:
+def predict(target: Run, calib: Run,
+            compute_run: Run | None = None) -> dict[str, Any]:
     """:func:`predict_run` calibrated only on the run(s) given (``--calibrate-from``):
     bandwidth, overhead and compute by the module's rule among ``calib`` (and
     ``compute_run``), whatever their engine."""
@@ -108,7 +109,7 @@ def miss_term(row: dict[str, Any], tolerance: float = TOLERANCE) -> str | None:
             f"{row['measured_median_ttft_s']:.2f} s")
 
 
-def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = None
+def table_rows(runs: list[Run], unmodelled: list[str] | None = None
                ) -> list[dict[str, Any]]:
     """model.csv's rows: predicted / measured for every step of every run, each run
     calibrated by :func:`choose_for` among ``runs``, with the run, step and reason of each
@@ -127,7 +128,7 @@ def table_rows(runs: list[run_steps.RunData], unmodelled: list[str] | None = Non
             if unmodelled is not None:
                 unmodelled.append(why)
             continue
-        cal, prov = out["calibration"], target.provenance
+        cal, prov = out["calibration"], target.provenance.raw
         picks = {"bandwidth": choice.bandwidth, "overhead": choice.overhead,
                  "compute": choice.compute}
         base = {"run": target.name, "card": prov.get("card"), "engine": prov.get("engine"),

@@ -22,12 +22,12 @@ from claimcheck.core.cards import Card, get_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.inputs import ENGINE_MEMORY_SHARE, fit_reason, memory_wall
 from claimcheck.core.model import Calibration, EngineShape
-from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import run_key
 from claimcheck.report.protocolpredict import ProtocolPrediction, plan_step, predict_protocol
+from claimcheck.runio.run import Run
 
 
-def source_card(runs: list[run_steps.RunData], card: str, engine: str,
+def source_card(runs: list[Run], card: str, engine: str,
                 weight_format: Any) -> tuple[str, str]:
     """(card, engine) to borrow from: ``engine`` on the card with the most of its runs,
     else an engine of ``weight_format`` likewise (ties: the card name). Refused when no run
@@ -118,7 +118,7 @@ def fits(shape: EngineShape, new: Card, context: float) -> int | None:
     return wall.streams if wall else None
 
 
-def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, proto: Any,
+def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
                      protos: dict[str, Any], engines: dict[str, Any] | None = None,
                      cards_file: str | None = None) -> ProtocolPrediction:
     """Every step of ``proto`` predicted for ``engine`` on ``card`` (no run there) by the
@@ -149,7 +149,7 @@ def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, prot
                     f"past the memory wall on {card} ({wall} streams fit)")
         steps.append(out)
     fits(shape, new, 0)  # the weights and one stream at least
-    calib_protos = sorted({p.run.provenance.get("protocol") or "" for p in
+    calib_protos = sorted({p.run.provenance.raw.get("protocol") or "" for p in
                            (choice.bandwidth, choice.overhead, choice.compute,
                             *choice.rows, *choice.admission, *choice.kv) if p is not None} - {""})
     gpu_s = 0.0
@@ -175,7 +175,7 @@ def predict_new_card(runs: list[run_steps.RunData], card: str, engine: str, prot
     return dataclasses.replace(pred, report=report, calibration=new_cal)
 
 
-def has_runs(runs: list[run_steps.RunData], card: str) -> bool:
+def has_runs(runs: list[Run], card: str) -> bool:
     """Whether any committed run was measured on ``card``."""
     return any(run_key(r)[0] == card for r in runs)
 

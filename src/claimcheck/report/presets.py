@@ -70,8 +70,8 @@ def run_engine_inputs(run_dir: str | Path) -> EngineInputs:
     model use."""
     p = Path(run_dir)
     prov = runload.read_provenance(p)
-    ei = runload.run_engine_inputs(prov, read_text(p / "server-start.log"),
-                                   str(p / "provenance.json"))
+    ei, _ = runload.run_engine_inputs(prov, read_text(p / "server-start.log"),
+                                      str(p / "provenance.json"))
     if ei is None or ei.engine_weights_gib is None:
         engine_weights_gib(p)  # names the start log that lacks the weight line
         raise InputError(str(p / "provenance.json"), "model config not in this checkout",

@@ -18,10 +18,10 @@ from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.accuracy import error
 from claimcheck.core.errors import InputError
-from claimcheck.report import steps as run_steps
 from claimcheck.report.calibrate import Choice, choose, run_key
 from claimcheck.report.calibration import calibration, predicted_step
 from claimcheck.report.layout import layout_words, parallel_layout, run_layout
+from claimcheck.runio.run import Run, StepTrace
 
 PROTOCOL_ASSUMPTIONS = (
     "every request has the step's input_len prompt tokens and runs to its output_len (as "
@@ -30,11 +30,11 @@ PROTOCOL_ASSUMPTIONS = (
     "token as simulated, engine start and each step's client start-up not counted")
 
 
-def _step_shape(run: run_steps.RunData, rec: dict[str, Any]
+def _step_shape(run: Run, rec: dict[str, Any]
                 ) -> tuple[int, int, int, int, str]:
     """(streams, requests, input_len, output_len, kind) of a recorded step; lengths and
     kind the recorded protocol's where the step record lacks them (older records)."""
-    proto = run.provenance.get("protocol_config") or {}
+    proto = run.provenance.raw.get("protocol_config") or {}
     steps = proto.get("steps") or []
     ps = steps[rec["step"]] if isinstance(rec.get("step"), int) and rec["step"] < len(steps) \
         else {}
@@ -45,8 +45,8 @@ def _step_shape(run: run_steps.RunData, rec: dict[str, Any]
             int(get("output_len") or 0), get("kind") or "bench")
 
 
-def _engine_runs(runs: list[run_steps.RunData], card: str, engine: str
-                 ) -> list[run_steps.RunData]:
+def _engine_runs(runs: list[Run], card: str, engine: str
+                 ) -> list[Run]:
     on_card = [r for r in runs if run_key(r)[0] == card]
     if not on_card:
         cards = sorted({str(run_key(r)[0]) for r in runs})
@@ -57,7 +57,7 @@ def _engine_runs(runs: list[run_steps.RunData], card: str, engine: str
         engines = sorted({str(run_key(r)[1]) for r in on_card})
         raise InputError("--engine", f"no committed run of engine {engine!r} on {card} "
                          f"(engines with runs there: {', '.join(engines)})")
-    return sorted(own, key=lambda r: (str(r.provenance.get("started_utc", "")), r.name))
+    return sorted(own, key=lambda r: (str(r.provenance.raw.get("started_utc", "")), r.name))
 
 
 def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
@@ -92,21 +92,21 @@ the context length: an engine with no run borrows the shape of a run whose engin
 all of them and on its parallel layout (:func:`parallel_layout`)."""
 
 
-def _twin(runs: list[run_steps.RunData], card: str, engine: str, spec: Any
-          ) -> run_steps.RunData:
+def _twin(runs: list[Run], card: str, engine: str, spec: Any
+          ) -> Run:
     """The first run on ``card`` of an engine that differs from ``spec`` (an
     :class:`~claimcheck.measure.engines.Engine` with no run) only in slots and context:
     never one of another parallel layout (a run records 1 GPU when it records no size)."""
     want = {k: getattr(spec, k) for k in TWIN_FIELDS}
     layout = parallel_layout(spec.__dict__)
     twins = [r for r in runs if run_key(r)[0] == card and run_layout(r) == layout and all(
-        (r.provenance.get("engine_config") or {}).get(k) == v for k, v in want.items())]
+        (r.provenance.raw.get("engine_config") or {}).get(k) == v for k, v in want.items())]
     if not twins:
         raise InputError("--engine", f"no committed run of engine {engine!r} on {card}, nor "
                          "of an engine that differs from it only in max_num_seqs and "
                          f"max_model_len ({', '.join(TWIN_FIELDS)} and the parallel layout, "
                          f"{layout_words(layout)}, equal)")
-    return min(twins, key=lambda r: (str(r.provenance.get("started_utc", "")), r.name))
+    return min(twins, key=lambda r: (str(r.provenance.raw.get("started_utc", "")), r.name))
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class ProtocolPrediction:
     engine_config: dict[str, Any]
 
 
-def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, proto: Any,
+def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
                      engines: dict[str, Any] | None = None) -> ProtocolPrediction:
     """Every step of protocol ``proto`` predicted for ``engine`` on ``card`` from the
     committed ``runs`` (calibration by :func:`choose`, engine shape from the engine's first
@@ -135,15 +135,15 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
     try:
         own = _engine_runs(runs, card, engine)
         base = own[0]
-        shape, info = run_steps.engine_shape(base)
-        eng = base.provenance.get("engine_config") or {}
+        shape, info = base.engine
+        eng = base.provenance.raw.get("engine_config") or {}
         fmt, engine_run = run_key(base)[2], base.name
     except InputError as e:
         if not engines or engine not in engines or e.source != "--engine":
             raise
         spec = engines[engine]
         own, base = [], _twin(runs, card, engine, spec)
-        shape, info = run_steps.engine_shape(base)
+        shape, info = base.engine
         shape = replace(shape, max_num_seqs=int(spec.max_num_seqs or shape.max_num_seqs))
         info = {**info, "max_num_seqs": shape.max_num_seqs}
         eng = {"weights": spec.weights, "max_model_len": spec.max_model_len,
@@ -156,9 +156,9 @@ def predict_protocol(runs: list[run_steps.RunData], card: str, engine: str, prot
     choice = choose(runs, card, engine, fmt, layout=run_layout(base))
     cal = calibration(choice, info["compute_dtype"])
     used = choice.steps()
-    measured: dict[tuple[Any, ...], list[tuple[run_steps.RunData, run_steps.StepData]]] = {}
+    measured: dict[tuple[Any, ...], list[tuple[Run, StepTrace]]] = {}
     for r in own:
-        for s in r.steps:
+        for s in r.traces:
             measured.setdefault(_step_shape(r, s.record), []).append((r, s))
     steps = []
     for i, st in enumerate(proto.steps):

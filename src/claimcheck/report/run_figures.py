@@ -12,7 +12,6 @@ from typing import Any
 from claimcheck.core import gate
 from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.report import definitions_fig, figstyle, run_plots, sections
-from claimcheck.report import steps as run_steps
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root
 from claimcheck.report.run_plots import plural_streams
@@ -25,6 +24,7 @@ from claimcheck.report.update_metrics import (
     per_stream,
     running_at_once,
 )
+from claimcheck.runio.run import load_run
 
 
 def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
@@ -33,7 +33,7 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
     published figure the protocol replays; and its Markdown section."""
     (run,), steps = read_run_records([at_root(run_record)])
     claims = read_claims_json(at_root(claims_json))
-    md = render_run_md(run, steps, claims)
+    md = render_run_md(run, claims)
     # a held-prefill step (2 tokens out) is a prefill rate, said in the section, not a point
     kept = [s for s in steps if s["reported"] and s["status"] == "complete"
             and not row_is_held_prefill(s)]
@@ -98,10 +98,10 @@ def wave_run_figure(run: Any, done: list[dict[str, Any]],
     """What a run whose every reported step asks at most two tokens per request measures:
     each request's time to first token (ms) against its place in the wave (1 = sent first,
     by send time), one series per step and repeat (bench.json timelines)."""
-    data = run_steps.load(at_root(run.path))
+    data = load_run(at_root(run.path))
     keep = {(s["step"], s["repeat"]) for s in done}
     series = []
-    for sd in data.steps:
+    for sd in data.traces:
         rec = sd.record
         if (rec["step"], rec["repeat"]) not in keep or sd.timeline is None:
             continue
@@ -152,8 +152,8 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
     step's lanes from its token timeline (bench.json) and its rebuilt stats line, the plain
     roofline at its streams and context and the published figures the protocol replays.
     The load came from the protocol's own client (its ``kind``), named in the source."""
-    data = run_steps.load(at_root(run.path))
-    sd = next(s for s in data.steps if (s.record["step"], s.record["repeat"])
+    data = load_run(at_root(run.path))
+    sd = next(s for s in data.traces if (s.record["step"], s.record["repeat"])
               == (step["step"], step["repeat"]))
     tl = sd.timeline
     return run_plots.lanes_figure(

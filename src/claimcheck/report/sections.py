@@ -1,7 +1,8 @@
 """The extra blocks of a protocol's Update section, each chosen by the protocol's data (its
 ``gate``, ``kind``, ``metrics`` and step fields), never by its name: the serving gate, the
 admit-then-decode answer, the lanes stats line, the closed-loop table and the single-stream
-points. Pure functions over loaded runs, merged step rows and tidy claims; Markdown out.
+points. Pure functions over loaded runs (each step one row of its table) and tidy claims;
+Markdown out.
 
 Every tok/s says its streams, per-stream speed, context per stream and whether it is decode
 or end to end.
@@ -14,19 +15,12 @@ from collections import Counter
 from typing import Any
 
 from claimcheck.core import energy
-from claimcheck.core.definitions import row_is_held_prefill
+from claimcheck.core.definitions import per_stream, row_is_held_prefill
 from claimcheck.core.gate import Gate, LevelRow, check, verdict
 from claimcheck.core.protocols import Protocol
 from claimcheck.report import mdtext as md
-from claimcheck.report.record import Run, reported_steps
 from claimcheck.report.tables import measured_over
-
-Rows = dict[tuple[str, int, int], dict[str, Any]]
-
-
-def merged(run: Run, s: dict[str, Any], rows: Rows) -> dict[str, Any]:
-    """A step's record values with its table row (roofline, bandwidth share) under them."""
-    return {**rows.get((run.name, s["step"], s["repeat"]), {}), **s}
+from claimcheck.runio.run import Run
 
 
 def is_reference(proto: Protocol, s: dict[str, Any]) -> bool:
@@ -43,7 +37,7 @@ def _replayed(proto: Protocol, claims: list[dict[str, Any]]) -> list[dict[str, A
 # ------------------------------------------------------------------ the serving gate
 
 
-def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[str, Any]],
+def gate_block(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]],
                nominal_w: dict[str, float] | None = None) -> str:
     """For a protocol with a ``gate``: per run the level table (median and min-max of the
     end-to-end aggregate over repeats, roofline, measured / predicted, tok/s per measured W)
@@ -54,21 +48,20 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
     out = []
     for run in runs:
         lrows = []
-        for s in run.steps:
+        for s in run.rows:
             if s["status"] != "complete" or s.get("e2e_output_tok_s") is None:
                 continue
-            m = merged(run, s, rows)
             lrows.append(LevelRow(
                 streams=s["streams"], aggregate_tok_s=s["e2e_output_tok_s"],
                 reference=is_reference(proto, s),
-                output_tokens=m.get("timeline_output_tokens") or m.get("total_output_tokens"),
-                energy_j=m.get("energy_j"), roofline_tok_s=m.get("roofline_tok_s")))
+                output_tokens=s.get("timeline_output_tokens") or s.get("total_output_tokens"),
+                energy_j=s.get("energy_j"), roofline_tok_s=s.get("roofline_tok_s")))
         seqs = run.provenance.engine_config.max_num_seqs
         res = check(lrows, g, seqs)
         table = [[f"{x.streams}" + (" (reference, not counted)" if x.reference else ""),
                   str(x.repeats), md.num(x.median_tok_s),
                   f"{x.min_tok_s:,.1f} – {x.max_tok_s:,.1f}",
-                  md.num(x.median_tok_s / x.streams),
+                  md.num(per_stream(x.median_tok_s, x.streams, seqs)),
                   md.num(x.growth_pct, "{:+.1f}%"), md.num(x.roofline_tok_s, "{:,.0f}"),
                   md.num(measured_over(x.median_tok_s, x.roofline_tok_s), "{:.0%}"),
                   md.num(x.tok_s_per_w, "{:.2f}")] for x in res.levels]
@@ -76,7 +69,8 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
                 "all output tokens / wall time, end to end, independent requests, one wave "
                 "per level; roofline at η = 1 at the level's streams and context):", "",
                 md.table(["Concurrency (streams)", "Repeats", "Median end to end, tok/s",
-                        "Min – max, tok/s", "Per stream (median / streams), tok/s",
+                        "Min – max, tok/s",
+                        "Per stream (median / streams running at once), tok/s",
                         "Growth from previous level", "Roofline (η = 1), tok/s",
                         "Measured ÷ predicted", "tok/s per measured W (median)"],
                        table), "", verdict(res, g), ""]
@@ -93,7 +87,7 @@ def gate_block(proto: Protocol, runs: list[Run], rows: Rows, claims: list[dict[s
 def energy_words(runs: list[Run]) -> str:
     """What the steps of ``runs`` measured their energy by (:mod:`claimcheck.core.energy`):
     each source used, the fallback named with the steps it covers."""
-    used = Counter(s.get("energy_source") for r in runs for s in r.steps
+    used = Counter(s.get("energy_source") for r in runs for s in r.rows
                    if s["status"] == "complete")
     parts = [f"{energy.SOURCE_WORDS[k]}" + ("" if k == energy.TELEMETRY else
                                              f" ({n} step{'s' if n != 1 else ''}, where "
@@ -133,11 +127,11 @@ def same_shape_steps(run: Run, s: dict[str, Any], others: list[Run]
     mine = (run.provenance.card, run.provenance.engine)
     return [(r, o) for r in others if r.protocol.name != run.protocol.name
             and (r.provenance.card, r.provenance.engine) == mine
-            for o in reported_steps(r)
+            for o in r.reported
             if o["streams"] == s["streams"] and o.get("input_len") == s.get("input_len")]
 
 
-def admit_block(proto: Protocol, runs: list[Run], rows: Rows, others: list[Run]) -> str:
+def admit_block(proto: Protocol, runs: list[Run], others: list[Run]) -> str:
     """For a protocol measuring ``all_streams_decoding``: per step, does decode alone (all
     streams decoding) sit on the roofline with each stream's context KV added, and how it
     compares with runs of the same prompt length and streams where prefills share steps."""
@@ -147,16 +141,16 @@ def admit_block(proto: Protocol, runs: list[Run], rows: Rows, others: list[Run])
     shares: list[float] = []
     ratios: list[float] = []
     for run in runs:
-        for s in reported_steps(run):
-            m = merged(run, s, rows)
-            got, roof = m.get("all_streams_decoding_tok_s"), m.get("roofline_tok_s")
+        seqs = run.provenance.engine_config.max_num_seqs
+        for s in run.reported:
+            got, roof = s.get("all_streams_decoding_tok_s"), s.get("roofline_tok_s")
             n = s["streams"]
             if got is None:
                 out.append(f"- {n} streams: all {n} never decoded at once; no answer.")
                 continue
             text = (f"- {n} streams, {s['input_len']:,} + {s['output_len']:,} tokens of "
                     f"context per stream: with all {n} decoding (prefills done) the aggregate "
-                    f"is {got:,.0f} tok/s ({got / n:.1f} per stream), "
+                    f"is {got:,.0f} tok/s ({per_stream(got, n, seqs):.1f} per stream), "
                     + (f"{got / roof:.0%} of the roofline's {roof:,.0f} tok/s at {n} "
                        f"streams with each stream's {s['context_tokens_per_stream']:,} "
                        "tokens of KV added" if roof else "no roofline for this step"))
@@ -213,7 +207,7 @@ def lanes_block(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]]) 
            "each lane's first / time with at least one lane decoding; plan = first send to "
            "all lanes decoding; tail = last moment all lanes decode to the last token):", ""]
     for run in runs:
-        for s in reported_steps(run):
+        for s in run.reported:
             if s.get("lanes_stats"):
                 out.append(f"- {run.name}: `{s['lanes_stats']}`")
     out.append("")
@@ -255,7 +249,7 @@ def closed_loop_block(proto: Protocol, runs: list[Run], claims: list[dict[str, A
             sets.setdefault(key, {})[c["streams"]] = c["value"]
     out = []
     for run in runs:
-        steps = reported_steps(run)
+        steps = run.reported
         one = next((s["e2e_output_tok_s"] for s in steps if s["streams"] == 1), None)
         table = []
         for s in steps:
@@ -298,7 +292,7 @@ def published_scaling(key: tuple[Any, ...], by_streams: dict[int, float]) -> str
 # ------------------------------------------------------------------ single stream
 
 
-def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
+def single_stream_block(proto: Protocol, runs: list[Run]) -> str:
     """For a protocol measuring ``prefill_tok_s`` or ``bandwidth_fraction``: each one-stream
     step's decode and end-to-end tok/s, its share of the roofline's B = 1 ceiling at its
     context, and the prefill rate (prompt tokens / TTFT)."""
@@ -306,10 +300,9 @@ def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
         return ""
     out = []
     for run in runs:
-        for s in reported_steps(run):
+        for s in run.reported:
             if s["streams"] != 1:
                 continue
-            m = merged(run, s, rows)
             if row_is_held_prefill(s):
                 out.append(
                     f"- {run.name}, 1 stream, {s.get('requests', 0):,} prompts of "
@@ -318,7 +311,7 @@ def single_stream_block(proto: Protocol, runs: list[Run], rows: Rows) -> str:
                     f"{md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
                     "TTFT, median over requests).")
                 continue
-            dec, roof = s.get("per_stream_tok_s"), m.get("roofline_per_stream_tok_s")
+            dec, roof = s.get("per_stream_tok_s"), s.get("roofline_per_stream_tok_s")
             out.append(
                 f"- {run.name}, 1 stream, {s['input_len']:,} tokens of prompt "
                 f"({s['context_tokens_per_stream']:,} of context at the end): decode "

@@ -71,7 +71,7 @@ ENGINE_COLUMNS = ("kind", "weight_format", "kv_dtype", "state_dtype", "weight_by
 def engine_rows(runs: Iterable[Any]) -> pd.DataFrame:
     """One row per run: its weight format, KV and state dtypes, the bytes the geometry gives
     (W read per step, S per stream, κ per token), whether it drafts tokens and whether its
-    protocol ignored EOS. ``runs``: :class:`claimcheck.report.record.Run`."""
+    protocol ignored EOS. ``runs``: :class:`claimcheck.runio.run.Run`."""
     out = []
     for r in runs:
         ec, ei = r.provenance.engine_config, r.engine_inputs

@@ -1,7 +1,7 @@
 """Derived tables: measured runs with each step's roofline (a claim's own roofline is
 :func:`claimcheck.core.claim_roofline.claim_roofline`).
 
-Pure functions over loaded data; the tables are written by :mod:`claimcheck.core.frames`.
+Pure functions over loaded data; the tables are written by :mod:`claimcheck.runio.frames`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.engine_inputs import EngineInputs
+from claimcheck.core.frames import to_frame
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import Weights, roofline_for
 from claimcheck.core.units import GB, GIB
-from claimcheck.report.record import Run, reported_steps
 from claimcheck.runio.frames import write_table
+from claimcheck.runio.run import Run
 
 
 def engine_roofline(ei: EngineInputs, geom: Geometry, card: Card,
@@ -74,8 +75,8 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
     rows = []
     for run in runs:
         p = run.provenance
-        kept = {id(s) for s in reported_steps(run)}
-        for s in run.steps:
+        kept = {id(s) for s in run.reported}
+        for s in run.rows:
             if not all_steps and id(s) not in kept:
                 continue
             row = {"run": run.name, "card": p.card, "engine": p.engine,
@@ -96,6 +97,14 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
     return rows
 
 
+def with_rooflines(run: Run, geom: Geometry, cards: dict[str, Card],
+                   ceilings: dict[str, Ceiling] | None = None) -> Run:
+    """The run with its step table joined to its provenance and, for completed steps, each
+    step's roofline (:func:`run_rows`): the table its run record holds."""
+    return dataclasses.replace(run, table=to_frame(run_rows([run], geom, cards,
+                                                            ceilings=ceilings)))
+
+
 write_csv = write_table
-"""Derived tables are written from typed DataFrames (:func:`claimcheck.core.frames.write_table`:
-CSV plus its dtypes; read back with :func:`claimcheck.core.frames.read_table`)."""
+"""Derived tables are written from typed DataFrames (:func:`claimcheck.runio.frames.write_table`:
+CSV plus its dtypes; read back with :func:`claimcheck.runio.frames.read_table`)."""

@@ -14,16 +14,17 @@ from typing import Any
 
 import pandas as pd
 
+from claimcheck.core import definitions as d
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.protocols import Protocol, relation_words
+from claimcheck.core.protocols import Protocol, relation_words, step_context
 from claimcheck.report import findings as F
 from claimcheck.report import mdtext as md
 from claimcheck.report import sections
 from claimcheck.report import stepframe as SF
-from claimcheck.report.record import Run, reported_steps, step_context
 from claimcheck.report.update_metrics import REPORT_METRICS, Column, metric_columns
 from claimcheck.report.update_words import dummy_note, plural
+from claimcheck.runio.run import Run
 
 
 def provenance_line(run: Run) -> str:
@@ -106,8 +107,8 @@ def _step_label(run: Run, s: dict[str, Any], kept: bool, many: bool) -> str:
             + (" (kept)" if kept and many else ""))
 
 
-def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, int], dict],
-                   claims: list[dict[str, Any]], source: str) -> str:
+def protocol_table(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]],
+                   source: str) -> str:
     """One table for a protocol: its replayed claims first (each in the column of its own
     metric), then every step of every run; failed steps say so with their reason."""
     cols = metric_columns(proto, source)
@@ -134,9 +135,9 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
             cells[first + per_stream] = md.num(c["per_stream_tok_s"])
         out.append(cells)
     for run in runs:
-        kept = {id(s) for s in reported_steps(run)}
-        for s in run.steps:
-            cells = [_step_label(run, s, id(s) in kept, len(run.steps) > len(proto.steps)),
+        kept = {id(s) for s in run.reported}
+        for s in run.rows:
+            cells = [_step_label(run, s, id(s) in kept, len(run.rows) > len(proto.steps)),
                      str(s["streams"]), str(s["requests"])]
             if varied:
                 cells.append(f"{s['input_len']:,} + {s['output_len']:,}"
@@ -146,9 +147,8 @@ def protocol_table(proto: Protocol, runs: list[Run], rows: dict[tuple[str, int, 
                 cells += ["" for _ in range(len(header) - len(cells))]
                 out.append(cells)
                 continue
-            r = rows.get((run.name, s["step"], s["repeat"]), {})
-            rt, agg = r.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
-            cells += [_cell({**r, **s}, c) for c in cols]
+            rt, agg = s.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
+            cells += [_cell(s, c) for c in cols]
             cells += [md.num(rt, "{:,.0f}"), md.num(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]
             out.append(cells)
@@ -195,7 +195,7 @@ def claim_head(c: dict[str, Any]) -> str:
 def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]]]) -> str:
     """One sentence: how a claim compares with the measured steps at its stream count (one
     per run of the protocol), by the claim's own definition. Only completed steps come
-    here (see :func:`claimcheck.report.record.reported_steps`)."""
+    here (see :attr:`claimcheck.runio.run.Run.reported`)."""
     col = REPORT_METRICS.get(c["metric"])
     label = METRICS[c["metric"]].label
     head = claim_head(c)
@@ -211,7 +211,8 @@ def compare_sentence(c: dict[str, Any], measured: list[tuple[Run, dict[str, Any]
             continue
         per = m.get(f"{col.key}_per_stream") if col else None
         if per is None:  # the same definition's per-stream reading
-            per = got / m["streams"] if METRICS[c["metric"]].scope == "aggregate" else got
+            per = (d.per_stream(got, m["streams"], p.engine_config.max_num_seqs)
+                   if METRICS[c["metric"]].scope == "aggregate" else got)
         parts.append(f"{got:,.0f} tok/s on {name} ({per:.1f} per stream)")
     text = head
     if parts:
@@ -228,12 +229,8 @@ def _replayed(proto: Protocol, claims: list[dict[str, Any]]) -> list[dict[str, A
     return [c for c in claims if c["id"] in ids]
 
 
-def _step_rows(steps: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str, Any]]:
-    return {(s["run"], s["step"], s["repeat"]): s for s in steps}
-
-
-def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any]],
-                     claims: list[dict[str, Any]], figures: dict[str, str],
+def protocol_section(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]],
+                     figures: dict[str, str],
                      level: str = "###", others: list[Run] | None = None,
                      nominal_w: dict[str, float] | None = None,
                      description: str | None = None) -> str:
@@ -241,16 +238,14 @@ def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any
     (gate, all-streams decode, lanes, closed loop, one stream; see
     :mod:`claimcheck.report.sections`), each run's figure. ``others``: every run of the
     card (for same-shape comparisons); ``nominal_w``: card -> rated board power, W."""
-    rows = _step_rows(steps)
     out = [f"{level} Protocol `{proto.name}`", "", description or proto.description, "",
            workload_sentence(proto), "",
-           protocol_table(proto, runs, rows, claims,
-                          str(runs[0].path / "provenance.json")), ""]
-    blocks = [sections.gate_block(proto, runs, rows, claims, nominal_w),
-              sections.admit_block(proto, runs, rows, others or runs),
+           protocol_table(proto, runs, claims, str(runs[0].path / "provenance.json")), ""]
+    blocks = [sections.gate_block(proto, runs, claims, nominal_w),
+              sections.admit_block(proto, runs, others or runs),
               sections.lanes_block(proto, runs, claims),
               sections.closed_loop_block(proto, runs, claims),
-              sections.single_stream_block(proto, runs, rows)]
+              sections.single_stream_block(proto, runs)]
     out += [b for b in blocks if b]
     for r in runs:
         if f"measured-{r.name}" in figures:
@@ -258,15 +253,15 @@ def protocol_section(proto: Protocol, runs: list[Run], steps: list[dict[str, Any
     return "\n".join(out) + "\n"
 
 
-def render_run_md(run: Run, steps: list[dict[str, Any]], claims: list[dict[str, Any]]) -> str:
+def render_run_md(run: Run, claims: list[dict[str, Any]]) -> str:
     """Markdown for one run: its protocol's section and its provenance."""
-    return (f"### {run.name}\n\n" + protocol_section(run.protocol, [run], steps, claims, {},
+    return (f"### {run.name}\n\n" + protocol_section(run.protocol, [run], claims, {},
                                                       level="####")
             + "\n" + provenance_line(run) + "\n")
 
 
-def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dict[str, Any]],
-                  card: str, figures: dict[str, str],
+def render_update(runs: list[Run], claims: list[dict[str, Any]], card: str,
+                  figures: dict[str, str],
                   protocols: list[str] | None = None, model: str | None = None,
                   geometry: Geometry | None = None,
                   nominal_w: dict[str, float] | None = None,
@@ -285,12 +280,12 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
             "the weight GiB the engine reported, the engine's state and KV dtypes, the "
             "protocol's context per stream and the card's datasheet bandwidth at η = 1.", ""]
     by_proto: dict[str, list[Run]] = {}
-    rank = body_order(runs, steps)
+    rank = body_order(runs)
     for r in sorted(runs, key=lambda r: (rank.get(r.protocol.name, len(rank)),
                                          r.protocol.name, r.name)):
         by_proto.setdefault(r.protocol.name, []).append(r)
     for name, rs in by_proto.items():
-        out.append(protocol_section(rs[-1].protocol, rs, steps, claims, figures,
+        out.append(protocol_section(rs[-1].protocol, rs, claims, figures,
                                     others=runs, nominal_w=nominal_w,
                                     description=(descriptions or {}).get(name)))
     not_run = [p for p in protocols or [] if p not in by_proto]
@@ -303,7 +298,7 @@ def render_update(runs: list[Run], steps: list[dict[str, Any]], claims: list[dic
             "card is its verdict (the Verdicts section), not a ratio across cards.", ""]
     for rs in by_proto.values():
         for c in _replayed(rs[-1].protocol, claims):
-            ms = [(r, s) for r in rs for s in reported_steps(r)
+            ms = [(r, s) for r in rs for s in r.reported
                   if s["streams"] == c["streams"]]
             if ms:
                 out.append(compare_sentence(c, ms))
@@ -327,12 +322,11 @@ def update_title(runs: list[Run], card: str) -> str:
                                           else ""))
 
 
-def body_order(runs: list[Run], steps: list[dict[str, Any]]) -> dict[str, int]:
+def body_order(runs: list[Run]) -> dict[str, int]:
     """Protocol name -> its place in the body: the order in which the findings first read
     a run of it (the appendix follows the body's order)."""
-    names = {r.name for r in runs}
     proto = {r.name: r.protocol.name for r in runs}
-    found = F.all_findings(SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+    found = F.all_findings(SF.step_frame(pd.DataFrame([s for r in runs for s in r.rows]),
                                         SF.engine_rows(runs)))
     order: dict[str, int] = {}
     for x in found:

@@ -20,7 +20,6 @@ from claimcheck.core.geometry import Geometry
 from claimcheck.report import context_cost as CC
 from claimcheck.report import findings as F
 from claimcheck.report import stepframe as SF
-from claimcheck.report.record import Run
 from claimcheck.report.update_tables import (
     bytes_table,
     context_table,
@@ -31,6 +30,7 @@ from claimcheck.report.update_tables import (
     wave_table,
 )
 from claimcheck.report.update_words import dummy_note
+from claimcheck.runio.run import Run
 
 
 def engine_words(run: Run) -> str:

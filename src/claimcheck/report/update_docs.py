@@ -28,13 +28,13 @@ def update_section(run_records: list[str] | None, claims_json: str, card: str,
     """The Update section (figures/update.md) for the runs of one card; ``figures`` maps
     a figure name to its link relative to figures/; ``cards_csv`` gives each card's rated
     board power for the claims' per-nominal-watt figures."""
-    runs, steps = read_run_records(records(run_records))
+    runs, _ = read_run_records(records(run_records))
     nominal = ({k: c.default_power_w for k, c in load_cards(at_root(cards_csv)).items()
                 if c.default_power_w} if cards_csv else None)
     defined = load_protocols(at_root(protocols_yaml)) if protocols_yaml else {}
     protocols = sorted(defined) if protocols_yaml else None
     geom = geometry_from_file(at_root(model_config)) if model_config else None
-    return render_update(runs, steps, read_claims_json(at_root(claims_json)), card,
+    return render_update(runs, read_claims_json(at_root(claims_json)), card,
                          figures or {}, protocols, model_name, geom, nominal,
                          descriptions={k: p.description for k, p in defined.items()})
 

@@ -16,7 +16,7 @@ from typing import Any
 from claimcheck.core import definitions as d
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Protocol
-from claimcheck.report.record import Run
+from claimcheck.runio.run import Run
 
 
 @dataclass(frozen=True)
@@ -122,13 +122,16 @@ def is_queued(run: Run, s: dict[str, Any]) -> bool:
 
 
 def per_stream(run: Run, s: dict[str, Any], col: Column) -> float | None:
-    """One stream's speed under a column's definition: the record's own per-stream reading
-    where it has one, else the aggregate over the streams that ran at once (tok/s)."""
+    """One stream's speed under a column's definition (tok/s): a per-stream value itself,
+    an aggregate's share by :func:`claimcheck.core.definitions.per_stream` (over the streams
+    that ran at once; the table's own ``*_per_stream`` column where it has one, by that same
+    rule)."""
     v = s.get(col.key)
     if v is None or col.speed != "aggregate":
         return v if col.speed == "per_stream" else None
     own = s.get(f"{col.key}_per_stream")
-    return own if own is not None else v / running_at_once(run, s)
+    return own if own is not None else d.per_stream(
+        v, s["streams"], run.provenance.engine_config.max_num_seqs)
 
 
 def metric_name(col: Column) -> str:

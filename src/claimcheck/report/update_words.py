@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from claimcheck.core.geometry import Geometry
-from claimcheck.report.record import Run
+from claimcheck.runio.run import Run
 
 
 def plural(n: float, word: str) -> str:

@@ -18,14 +18,15 @@ from typing import Any
 from claimcheck.core.accuracy import error, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
-from claimcheck.report import steps as run_steps
 from claimcheck.report.protocolpredict import predict_protocol, verify_plan
+from claimcheck.report.steptable import measured_values
+from claimcheck.runio.run import Run
 
 PREDICTED_KEYS = ("predicted_e2e_tok_s", "predicted_decode_tok_s",
                   "predicted_median_tpot_ms", "predicted_median_ttft_s", "predicted_load_s")
 
 
-def plan(runs: list[run_steps.RunData], card: str, engine: str, proto: Any, n: int,
+def plan(runs: list[Run], card: str, engine: str, proto: Any, n: int,
          engines: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """(the protocol cut to its ``n`` sampled steps, one repeat each; the verify record:
     the sampled indices, every step's prediction and the calibration used). Raises
@@ -56,16 +57,16 @@ def plan(runs: list[run_steps.RunData], card: str, engine: str, proto: Any, n: i
     return cut, record
 
 
-def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, Any]:
+def compare(run: Run, tolerance: float = TOLERANCE) -> dict[str, Any]:
     """A verify run's measured steps against the predictions in its provenance (key
     ``verify``), and its GPU seconds against the whole protocol's predicted load."""
-    rec = run.provenance.get("verify")
+    rec = run.provenance.raw.get("verify")
     if not rec:
         raise InputError(str(run.path / "provenance.json"), "not a verify run (no 'verify' "
                          "record)", key="verify")
     by_index = {s["index"]: s for s in rec["steps"]}
     rows = []
-    for s in run.steps:
+    for s in run.traces:
         k = int(s.record["step"])
         if not 0 <= k < len(rec["sampled_steps"]):
             raise InputError(str(run.path / "provenance.json"), f"its verify record samples "
@@ -74,7 +75,7 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
         idx = rec["sampled_steps"][k]
         p = by_index[idx]
         tl = s.timeline
-        got = run_steps.measured_values(s)
+        got = measured_values(s)
         m_e2e, m_dec = got["e2e"], got["decode"]
         row = {"index": idx, "streams": tl.streams, "requests": len(tl.requests),
                "context_tokens": p["input_len"] + p["output_len"],
@@ -87,12 +88,12 @@ def compare(run: run_steps.RunData, tolerance: float = TOLERANCE) -> dict[str, A
         row["within"] = (row["status"] == "complete"
                          and within_both(row["e2e_error"], row["decode_error"], tolerance))
         rows.append(row)
-    spent = float(run.provenance.get("duration_s") or 0.0)
+    spent = float(run.provenance.raw.get("duration_s") or 0.0)
     return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,
             "within": sum(r["within"] for r in rows), "tolerance": tolerance,
             "predicted_only": [by_index[i] for i in rec["predicted_steps"]],
             "gpu_s": spent, "protocol_predicted_load_s": rec["protocol_predicted_load_s"],
-            "device": "CPU" if run.provenance.get("card") == "cpu" else "GPU"}
+            "device": "CPU" if run.provenance.raw.get("card") == "cpu" else "GPU"}
 
 
 def render(c: dict[str, Any]) -> list[str]:

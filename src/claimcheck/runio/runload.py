@@ -1,29 +1,27 @@
-"""One run directory read once into a typed run: provenance and step records (validated,
-older layouts migrated in memory), per step its step.json, bench result (compact or plain)
-and token timeline, the server log's stats lines, telemetry, the start log's engine facts
-and the engine's inputs to the arithmetic. Every file is opened once; every error names it.
+"""The files of one run directory, each read and checked: provenance and step records
+(validated, older layouts migrated in memory), per step its step.json, bench result
+(compact or plain) and token timeline, the server logs, telemetry, and the engine's inputs
+to the arithmetic. Every error names the file. The run they make is
+:func:`claimcheck.runio.run.load_run`'s.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from claimcheck.core import runchecks, serverlog
-from claimcheck.core.cards import load_cards
 from claimcheck.core.engine_inputs import EngineInputs, engine_inputs
 from claimcheck.core.errors import InputError
 from claimcheck.core.geometry import Geometry, geometry_from_file, load_config
 from claimcheck.core.io import read_json, read_text
 from claimcheck.core.paths import ROOT
-from claimcheck.core.protocols import Protocol
+from claimcheck.core.protocols import Protocol, step_context
 from claimcheck.core.runrecord import (
     Provenance,
     StepRecord,
     migrate_provenance,
-    protocol_from_record,
     validate_provenance,
     validate_step,
     validate_steps,
@@ -47,47 +45,8 @@ class RunStep:
     skip: str | None = None
 
 
-@dataclass(frozen=True)
-class LoadedRun:
-    """A run directory, every file read once."""
-
-    path: Path
-    provenance: Provenance
-    protocol: Protocol
-    steps: tuple[RunStep, ...]
-    telemetry: list[dict[str, Any]] = field(repr=False)
-    stats_lines: list[serverlog.StatsLine] = field(repr=False)
-    start_log: str = field(repr=False)
-    weights_gib: float | None = None
-    kv_pool_tokens: int | None = None
-    engine_inputs: EngineInputs | None = None
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @property
-    def year(self) -> int:
-        return int(self.provenance.started_utc[:4])
-
-    def power_samples(self) -> list[tuple[float, float]]:
-        """(time s, board power W summed over GPUs) from the telemetry rows."""
-        by_t: dict[float, float] = defaultdict(float)
-        for r in self.telemetry:
-            if isinstance(r.get("power_w"), float) and isinstance(r.get("t_unix_s"), float):
-                by_t[r["t_unix_s"]] += r["power_w"]
-        return sorted(by_t.items())
-
-
-def step_output_len(proto: Protocol, index: int) -> int | None:
-    """The output tokens each request of step ``index`` asked for (the step's own length
-    where it has one, else the protocol's; as :func:`claimcheck.report.record.step_context`)."""
-    st = proto.steps[index] if 0 <= index < len(proto.steps) else None
-    return getattr(st, "output_len", None) or proto.output_len
-
-
-def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
-          manifest: dict[str, runfiles.ManifestEntry] | None) -> RunStep:
+def read_step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
+              manifest: dict[str, runfiles.ManifestEntry] | None) -> RunStep:
     """One step read and checked (:func:`claimcheck.core.runchecks.check_bench`): every
     reader of a run (the pipeline, ``metrics``, ``model``, ``predict``, ``measure
     --verify``) gets the same refusals. A complete step without its result is refused; a
@@ -117,7 +76,7 @@ def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
     if not isinstance(bench, dict):
         raise InputError(str(bpath), "not a vllm bench serve result (an object)")
     runchecks.check_bench(bench, requests=rec.requests, step_ok=rec.ok, source=str(bpath),
-                          output_len=step_output_len(proto, rec.step))
+                          output_len=step_context(proto, rec.step)["output_len"])
     if not any(bench.get("output_lens") or []):
         return RunStep(rec, raw, sj, bench, bpath,
                        skip=f"{rec.dir}: no request produced tokens")
@@ -128,16 +87,17 @@ def _step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
     return RunStep(rec, raw, sj, bench, bpath, timeline=tl)
 
 
-def run_engine_inputs(prov: Provenance, start_log: str, where: str,
-                      root: Path = ROOT) -> EngineInputs | None:
-    """The engine's inputs for a run (None when its model config is not in the checkout)."""
+def run_engine_inputs(prov: Provenance, start_log: str, where: str, root: Path = ROOT
+                      ) -> tuple[EngineInputs | None, Geometry | None]:
+    """The engine's inputs for a run and its model's geometry (None, None when its model
+    config is not in the checkout)."""
     cfg_path = root / prov.raw.get("model_config", "")
     if not prov.raw.get("model_config") or not cfg_path.is_file():
-        return None
+        return None, None
     geom: Geometry = geometry_from_file(cfg_path)
     try:
         return engine_inputs(geom, load_config(cfg_path), prov.raw.get("engine_config", {}),
-                             serverlog.weights_gib(start_log))
+                             serverlog.weights_gib(start_log)), geom
     except ValueError as e:
         raise InputError(where, str(e), key="engine_config") from None
 
@@ -160,38 +120,30 @@ def read_provenance(p: Path) -> Provenance:
     return validate_provenance(migrate_provenance(read_json(prov_path)), str(prov_path))
 
 
-def load_run(path: str | Path) -> LoadedRun:
-    """Read one run directory once: provenance.json and steps.json (validated), each step's
-    step.json and bench result, server.log, server-start.log and telemetry.csv."""
-    p = Path(path)
-    prov = read_provenance(p)
+def read_steps_json(p: Path) -> None:
+    """Check a run's steps.json where it has one (validated; an older list layout migrated
+    in memory): the step records the runner wrote as it went."""
     steps_path = p / "steps.json"
     if steps_path.exists():
         raw_steps = read_json(steps_path)
         if isinstance(raw_steps, list):
             raw_steps = migrate_provenance({"steps": raw_steps})["steps"]
         validate_steps(raw_steps, str(steps_path))
+
+
+def read_text_or_empty(path: Path) -> str:
+    """A log's text, or "" when the run has none."""
+    return read_text(path) if path.exists() else ""
+
+
+def read_steps(p: Path, prov: Provenance, proto: Protocol) -> tuple[RunStep, ...]:
+    """Every step of a run directory (:func:`read_step`), checked against the runs folder's
+    manifest where it has one."""
     if prov.steps and not (p / "steps").is_dir():
         raise InputError(str(p / "steps"), "missing: provenance.json lists "
                          f"{len(prov.steps)} steps")
-    proto = protocol_from_record(prov.protocol_config)
-    tel = read_telemetry(p / "telemetry.csv")
-    log = p / "server.log"
-    lines = serverlog.stats_lines(read_text(log) if log.exists() else "")
-    start = p / "server-start.log"
-    start_text = read_text(start) if start.exists() else ""
     raws = prov.raw.get("steps") or [{} for _ in prov.steps]
     mpath = p.parent / runfiles.BENCH_MANIFEST
     manifest = runfiles.read_manifest(mpath) if mpath.is_file() else None
-    steps = tuple(_step(p, rec, raw, proto, manifest)
-                  for rec, raw in zip(prov.steps, raws, strict=True))
-    runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
-                        weights_gib=serverlog.weights_gib(start_text),
-                        provenance_source=str(p / "provenance.json"),
-                        telemetry_source=str(p / "telemetry.csv"), start_log_source=str(start))
-    return LoadedRun(path=p, provenance=prov, protocol=proto, steps=steps, telemetry=tel,
-                     stats_lines=lines, start_log=start_text,
-                     weights_gib=serverlog.weights_gib(start_text),
-                     kv_pool_tokens=serverlog.kv_pool_tokens(start_text),
-                     engine_inputs=run_engine_inputs(prov, start_text,
-                                                     str(p / "provenance.json")))
+    return tuple(read_step(p, rec, raw, proto, manifest)
+                 for rec, raw in zip(prov.steps, raws, strict=True))

@@ -1,0 +1,76 @@
+"""Views of a run's step table (:class:`claimcheck.runio.run.Run`): the metrics table, one
+row per step with a token timeline and every definition in it (aggregate and per stream,
+tok/s), and what a model comparison reads off a measured step.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from claimcheck.core import definitions as d
+from claimcheck.runio.run import Run, StepTrace
+
+LANES_KEYS = ("lanes", "total_tokens", "wall_s", "decode_tok_s", "e2e_tok_s", "plan_s",
+              "tail_s", "fastest_second_tok_s", "per_lane_tok_s")
+"""The lanes line's fields (:class:`claimcheck.core.definitions.LanesLine`), ``lanes_*`` in
+the table."""
+
+
+def _definition_columns() -> list[str]:
+    out = []
+    for name, dfn in d.DEFINITIONS.items():
+        out.append(name)
+        if dfn.unit.endswith("tok/s"):
+            out.append(f"{name}_per_stream")
+    return out
+
+
+def metric_rows(run: Run) -> list[dict[str, Any]]:
+    """Every definition of each step with a token timeline, from the step table: step,
+    repeat, streams, requests, completed, failed, the timeline's ``output_tokens`` and
+    ``wall_s`` (first send to last token, s), ``decode_window_s``, each definition and its
+    per-stream reading, and the lanes line as ``lanes_*``."""
+    timed = {(t.record["step"], t.record["repeat"]) for t in run.traces}
+    out = []
+    for r in run.rows:
+        if (r["step"], r["repeat"]) not in timed:
+            continue
+        m = {k: r[k] for k in ("step", "repeat", "streams", "requests", "completed", "failed")}
+        m["output_tokens"] = r["timeline_output_tokens"]
+        m["wall_s"] = r["timeline_wall_s"]
+        m["decode_window_s"] = r["decode_window_s"]
+        m.update({k: r[k] for k in _definition_columns()})
+        m.update({f"lanes_{k}": r[f"lanes_{k}"] for k in LANES_KEYS})
+        out.append(m)
+    return out
+
+
+def metrics_table(run: Run) -> list[dict[str, Any]]:
+    """Flat rows (one per step and repeat with a timeline) for the derived metrics table:
+    run, card, engine, protocol and :func:`metric_rows`."""
+    p = run.provenance
+    return [{"run": run.name, "card": p.raw.get("card"), "engine": p.raw.get("engine"),
+             "protocol": p.raw.get("protocol"), **m} for m in metric_rows(run)]
+
+
+def measured_values(s: StepTrace) -> dict[str, float | None]:
+    """What a model comparison reads off one measured step (the model table, verify mode
+    and the predictions kept before a run): ``e2e`` and ``decode`` aggregate (tok/s summed
+    over the streams, :func:`claimcheck.core.definitions.e2e_aggregate_tok_s` and
+    :func:`~claimcheck.core.definitions.decode_aggregate_tok_s`; no decode for a held
+    prefill, :attr:`claimcheck.runio.run.StepTrace.held_prefill`), median ``tpot`` (ms) and
+    ``ttft`` (s), ``send_to_last_s`` (first send to last token, s) and ``client_s`` (the
+    client's span from its start to its end, s, its start-up included; None where not
+    recorded)."""
+    tl = s.timeline
+    tpots = d.tpots_ms(tl)
+    rec = s.record
+    span = (rec["end_unix_s"] - rec["start_unix_s"]
+            if rec.get("end_unix_s") is not None and rec.get("start_unix_s") is not None
+            else None)
+    return {"e2e": d.e2e_aggregate_tok_s(tl),
+            "decode": None if s.held_prefill else d.decode_aggregate_tok_s(tl),
+            "tpot": statistics.median(tpots) if tpots else None,
+            "ttft": statistics.median(r.ttft_s for r in tl.requests) if tl.requests else None,
+            "send_to_last_s": tl.wall_s, "client_s": span}
