@@ -14,8 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from claimcheck.cli import main
+from claimcheck.core.energy import StepEnergy
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import ROOT, RUNS
+from claimcheck.core.steprow import timeline_columns, timeline_speeds
 from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report import beforehand as bh
 from claimcheck.report import beforehand_index as bi
@@ -55,9 +57,13 @@ def hand_run() -> SimpleNamespace:
     prov = {"card": "h200", "engine": "bf16-dummy-16k", "protocol": "hand-ladder",
             "weights": "dummy", "engine_config": {"weight_format": "bf16"},
             "duration_s": 210.0}
+    traces = (_step(0, 211, 1.0), _step(1, 101, 2.0))
+    rows = {id(t): {**timeline_columns(t.record, t.timeline, [], StepEnergy(None, None),
+                                       t.output_len, None), **timeline_speeds(t.timeline)}
+            for t in traces}  # each step's row as the run's table holds it
     return SimpleNamespace(name="hand-run", path=Path("/nowhere/hand-run"),
-                           provenance=SimpleNamespace(raw=prov),
-                           traces=(_step(0, 211, 1.0), _step(1, 101, 2.0)))
+                           provenance=SimpleNamespace(raw=prov), traces=traces,
+                           row_of=lambda t: rows[id(t)])
 
 
 def hand_prediction() -> dict:

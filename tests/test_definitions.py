@@ -128,7 +128,8 @@ def test_energy_and_tokens_per_joule():
 def test_per_stream_and_aggregate_readings():
     assert d.definition_per_stream("e2e_aggregate_tok_s", 640.0, 8, None) == 80.0
     assert d.definition_per_stream("per_request_decode_tok_s", 80.0, 8, None) == 80.0
-    assert d.aggregate("per_request_decode_tok_s", 80.0, 8) == 640.0
+    assert d.aggregate("per_request_decode_tok_s", 80.0, 8, None) == 640.0
+    assert d.aggregate("per_request_decode_tok_s", 80.0, 8, 4) == 320.0  # 4 ran at once
     assert d.definition_per_stream("tokens_per_joule", 2.0, 8, None) is None
     assert d.definition_per_stream("all_streams_decoding_tok_s", None, 8, None) is None
 

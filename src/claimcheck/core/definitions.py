@@ -393,8 +393,13 @@ def definition_per_stream(name: str, value: float | None, streams: int,
     return value
 
 
-def aggregate(name: str, value: float | None, streams: int) -> float | None:
-    """The aggregate reading of a definition's value (itself, or per stream x streams)."""
+def aggregate(name: str, value: float | None, streams: int,
+              max_num_seqs: int | None) -> float | None:
+    """The aggregate reading of a definition's value: itself, or a per-stream value times
+    the streams that ran at once (:func:`running_at_once`, the inverse of
+    :func:`per_stream`)."""
     if value is None:
         return None
-    return value if DEFINITIONS[name].scope == "aggregate" else value * streams
+    if DEFINITIONS[name].scope == "aggregate":
+        return value
+    return value * running_at_once(streams, max_num_seqs)

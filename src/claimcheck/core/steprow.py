@@ -148,8 +148,9 @@ def record_columns(rec: StepRecord, proto: Protocol, bench: Mapping[str, Any] | 
                    telemetry_rows: Sequence[Mapping[str, Any]], year: int) -> dict[str, Any]:
     """The columns of a step's record and its bench result: status, reason and load window
     for every step; for a completed one, vLLM's summary (its speeds again as ``vllm_*``),
-    the timeline's speeds (:func:`timeline_speeds`), the engine log's lines and steady state
-    and the telemetry over the load window; the step's lengths. ``year``: the run's (the
+    the engine log's lines and steady state and the telemetry over the load window; for
+    one with a timeline, the timeline's speeds (:func:`timeline_speeds`); the step's
+    lengths. ``year``: the run's (the
     log's stamps have none)."""
     m: dict[str, Any] = {"streams": rec.streams, "requests": rec.requests,
                          "repeat": rec.repeat, "step": rec.step, "status": rec.status,
@@ -162,9 +163,9 @@ def record_columns(rec: StepRecord, proto: Protocol, bench: Mapping[str, Any] | 
                                              else None)
         m.update(vllm)
         m.update({f"vllm_{k}": vllm[k] for k in VLLM_CROSS_CHECK})
-        if tl is not None:
-            m.update(timeline_speeds(tl))
         t0, t1 = load_window(t0, t1, bench.get("duration"))
+    if tl is not None:  # the reported speeds are the timeline's, vLLM's kept beside
+        m.update(timeline_speeds(tl))
     m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
     if rec.ok and t0 is not None and t1 is not None:
         sel = step_log_lines(stats_lines, t0, t1 + 5, year)

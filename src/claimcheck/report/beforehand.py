@@ -115,7 +115,7 @@ def against(prediction: Mapping[str, Any], run: Run,
     rows = []
     for s in run.traces:
         p = by_index[int(s.record["step"])]
-        m = measured_values(s)
+        m = measured_values(run, s)
         status = s.record.get("status") or "complete"
         pe2e, pdec = p["predicted_e2e_tok_s"], p["predicted_decode_tok_s"]
         row = {**base, "status": status, "step": p["index"], "repeat": s.record["repeat"],

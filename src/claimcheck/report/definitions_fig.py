@@ -85,7 +85,8 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     i = default_step(run) if step_index is None else step_index
     s = run.traces[i]
     tl = s.timeline
-    vals = d.all_definitions(tl, s.log_lines, s.energy_j, s.output_len)
+    row = run.row_of(s)
+    vals = {name: row[name] for name in d.DEFINITIONS}  # the step's row of the run's table
     e2e = vals["e2e_aggregate_tok_s"]
     t0 = tl.first_send_s
 
@@ -100,7 +101,7 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     # -- left: ratio to end to end
     names = [n for n in BAR_ORDER if vals.get(n) is not None]
     missing = [n for n in BAR_ORDER if vals.get(n) is None]
-    aggs = [d.aggregate(n, vals[n], tl.streams) for n in names]
+    aggs = [d.aggregate(n, vals[n], tl.streams, max_num_seqs(run)) for n in names]
     ratios = [a / e2e for a in aggs]
     y = list(range(len(names)))[::-1]
     colours = [fs.PALETTE[BAR_ORDER.index(n) % len(fs.PALETTE)] for n in names]

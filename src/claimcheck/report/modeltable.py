@@ -34,7 +34,7 @@ def predict_run(target: Run, choice: Choice,
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
                        [r.output_tokens for r in reqs], tl.streams)
         held = s.held_prefill
-        got = measured_values(s)
+        got = measured_values(target, s)
         m_e2e, m_dec = got["e2e"], got["decode"]
         p_e2e, p_dec = pred["predicted_e2e_tok_s"], pred["predicted_decode_tok_s"]
         rows.append({

@@ -54,23 +54,19 @@ def metrics_table(run: Run) -> list[dict[str, Any]]:
              "protocol": p.raw.get("protocol"), **m} for m in metric_rows(run)]
 
 
-def measured_values(s: StepTrace) -> dict[str, float | None]:
+def measured_values(run: Run, s: StepTrace) -> dict[str, float | None]:
     """What a model comparison reads off one measured step (the model table, verify mode
-    and the predictions kept before a run): ``e2e`` and ``decode`` aggregate (tok/s summed
-    over the streams, :func:`claimcheck.core.definitions.e2e_aggregate_tok_s` and
-    :func:`~claimcheck.core.definitions.decode_aggregate_tok_s`; no decode for a held
-    prefill, :attr:`claimcheck.runio.run.StepTrace.held_prefill`), median ``tpot`` (ms) and
-    ``ttft`` (s), ``send_to_last_s`` (first send to last token, s) and ``client_s`` (the
-    client's span from its start to its end, s, its start-up included; None where not
-    recorded)."""
-    tl = s.timeline
-    tpots = d.tpots_ms(tl)
-    rec = s.record
+    and the predictions kept before a run), from the step's row of the run's table:
+    ``e2e`` and ``decode`` aggregate (tok/s summed over the streams; no decode for a held
+    prefill), median ``tpot`` (ms) and ``send_to_last_s`` (first send to last token, s);
+    from its timeline and record beside the table, the median ``ttft`` over its requests
+    (s) and ``client_s`` (the client's span from its start to its end, s, its start-up
+    included; None where not recorded)."""
+    row, tl, rec = run.row_of(s), s.timeline, s.record
     span = (rec["end_unix_s"] - rec["start_unix_s"]
             if rec.get("end_unix_s") is not None and rec.get("start_unix_s") is not None
             else None)
-    return {"e2e": d.e2e_aggregate_tok_s(tl),
-            "decode": None if s.held_prefill else d.decode_aggregate_tok_s(tl),
-            "tpot": statistics.median(tpots) if tpots else None,
+    return {"e2e": row["e2e_aggregate_tok_s"], "decode": row["decode_aggregate_tok_s"],
+            "tpot": row["median_tpot_ms"],
             "ttft": statistics.median(r.ttft_s for r in tl.requests) if tl.requests else None,
-            "send_to_last_s": tl.wall_s, "client_s": span}
+            "send_to_last_s": row["timeline_wall_s"], "client_s": span}

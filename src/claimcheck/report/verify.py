@@ -75,7 +75,7 @@ def compare(run: Run, tolerance: float = TOLERANCE) -> dict[str, Any]:
         idx = rec["sampled_steps"][k]
         p = by_index[idx]
         tl = s.timeline
-        got = measured_values(s)
+        got = measured_values(run, s)
         m_e2e, m_dec = got["e2e"], got["decode"]
         row = {"index": idx, "streams": tl.streams, "requests": len(tl.requests),
                "context_tokens": p["input_len"] + p["output_len"],

@@ -129,6 +129,14 @@ class Run:
         rows = self.rows
         return [rows[i] for i in reported(self.protocol.report, rows)]
 
+    def row_of(self, trace: StepTrace) -> dict[str, Any]:
+        """The table row of the step a trace belongs to."""
+        return self._by_step[(trace.record["step"], trace.record["repeat"])]
+
+    @cached_property
+    def _by_step(self) -> dict[tuple[int, int], dict[str, Any]]:
+        return {(r["step"], r["repeat"]): r for r in self.rows}
+
     @property
     def engine(self) -> tuple[EngineShape, dict[str, Any]]:
         """The model's view of the run's engine and where each input came from
