@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.seeds import seeds_dir
+from claimcheck.loaders.seeds import seeds_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN = ROOT / "data" / "raw" / "models" / "qwen3.8-27b" / "config.json"
@@ -47,9 +47,9 @@ def committed_records(committed_runs):
     """The committed runs as their run records hold them: each step's row joined to its
     provenance and roofline (:func:`claimcheck.report.tables.with_rooflines`, the committed
     model config, cards and ceilings), same order."""
-    from claimcheck.core.cards import load_cards, load_ceilings
-    from claimcheck.core.geometry import geometry_from_file
     from claimcheck.core.paths import RAW
+    from claimcheck.loaders.cards import load_cards, load_ceilings
+    from claimcheck.loaders.models import geometry_from_file
     from claimcheck.report.tables import with_rooflines
 
     geom = geometry_from_file(QWEN)

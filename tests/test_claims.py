@@ -12,12 +12,13 @@ import shutil
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.cards import load_cards
 from claimcheck.core.claims import COLUMNS
 from claimcheck.core.claimtext import bound_backed, numbers_in
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RAW
-from claimcheck.core.registry import claims_by_id, load_claims
+from claimcheck.core.registry import claims_by_id
+from claimcheck.loaders.cards import load_cards
+from claimcheck.loaders.registry import load_claims
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from claimcheck.cli import measure_card
-from claimcheck.core.cards import card_for_nvml_name, detect_card, load_cards
+from claimcheck.core.cards import card_for_nvml_name, detect_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
+from claimcheck.loaders.cards import load_cards
 from claimcheck.measure.provenance import relevant_env
 
 CARDS = load_cards()

@@ -6,7 +6,7 @@ import pytest
 
 from claimcheck.core import labels as lb
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.registry import load_claims
+from claimcheck.loaders.registry import load_claims
 
 DECODE = {"scope": "aggregate", "phase": "decode", "definition": "tokens over a decode window"}
 HEADLINE = {"scope": "aggregate", "phase": "unspecified", "definition": "as posted"}

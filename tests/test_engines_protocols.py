@@ -4,11 +4,12 @@ import textwrap
 
 import pytest
 
-from claimcheck.core.engines import get_engine, load_engines, server_argv
+from claimcheck.core.engines import server_argv
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, ROOT
-from claimcheck.core.protocols import check_source_claims, get_protocol, load_protocols
-from claimcheck.core.registry import load_claims
+from claimcheck.core.protocols import check_source_claims
+from claimcheck.loaders.config import get_engine, get_protocol, load_engines, load_protocols
+from claimcheck.loaders.registry import load_claims
 from claimcheck.measure.bench import client_argv
 
 VLLM = ["vllm"]

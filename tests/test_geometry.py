@@ -6,8 +6,9 @@ import pytest
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import KvFormat
-from claimcheck.core.geometry import geometry, geometry_from_file
+from claimcheck.core.geometry import geometry
 from claimcheck.core.units import KIB, MIB
+from claimcheck.loaders.models import geometry_from_file
 
 from .conftest import QWEN
 

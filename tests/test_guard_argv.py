@@ -13,8 +13,10 @@ import pytest
 
 from claimcheck.cli import main
 from claimcheck.core import engines as core_engines
-from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, load_engines, multicast_refusal
+from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, multicast_refusal
 from claimcheck.core.errors import InputError
+from claimcheck.loaders import config as config_loaders
+from claimcheck.loaders.config import load_engines
 from claimcheck.measure import server as srv
 from tests._cli import cli, one_line_error
 
@@ -165,7 +167,7 @@ def _cli_on_path(args, stand_in):
 def test_predict_refuses_an_engine_of_the_engines_file(tmp_path, monkeypatch, capsys):
     (tmp_path / "engines.yaml").write_text(
         engines_file(tmp_path, 1, ["-tp", "2"]).read_text(encoding="utf-8"), encoding="utf-8")
-    monkeypatch.setattr(core_engines, "CONFIG", tmp_path)
+    monkeypatch.setattr(config_loaders, "CONFIG", tmp_path)
     runs = tmp_path / "runs"
     runs.mkdir()
     assert main(["predict", "--card", "h200", "--engine", "e", "--protocol", "decode-rows",

@@ -7,8 +7,8 @@ citing a claim id the registry lacks (as the pipeline's registry_check does), an
 import json
 
 from claimcheck.cli import main
-from claimcheck.core.engines import load_engines
 from claimcheck.core.paths import CONFIG
+from claimcheck.loaders.config import load_engines
 from claimcheck.report import protocolpredict
 from claimcheck.runio.run import load_runs
 from tests._cli import QWEN, cli, one_line_error
@@ -69,7 +69,7 @@ def test_a_one_gpu_twin_is_said_as_one_gpu():
 
 
 def _ladder():
-    from claimcheck.core.protocols import get_protocol
+    from claimcheck.loaders.config import get_protocol
     return get_protocol("ladder")
 
 

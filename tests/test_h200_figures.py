@@ -8,9 +8,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from claimcheck.core.cards import load_cards, load_ceilings
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import figstyle, h200_fig, run_plots
 from claimcheck.report import findings_decode as FD
 from claimcheck.report.run_figures import wave_run_figure

@@ -1,11 +1,13 @@
 """The house's layers: no import cycle among claimcheck's modules; core (the arithmetic)
-imports none of runio, measure, report and cli and opens no file but through the config and
-registry loaders listed in :data:`CORE_IO`; report reads runs through runio and core and
-never imports measure; each name has one import path (no re-export module)."""
+imports none of loaders, runio, measure, report and cli and opens no file; loaders (the
+config and registry files) and runio (the run files) sit on core, runio on loaders too;
+report reads runs through runio and core and never imports measure; one run type; each name
+has one import path (no re-export module)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import claimcheck
@@ -130,8 +132,8 @@ def test_no_import_cycle():
     assert find_cycle(module_graph()) is None
 
 
-CORE_MAY_NOT_IMPORT = ("claimcheck.runio", "claimcheck.measure", "claimcheck.report",
-                       "claimcheck.cli")
+CORE_MAY_NOT_IMPORT = ("claimcheck.loaders", "claimcheck.runio", "claimcheck.measure",
+                       "claimcheck.report", "claimcheck.cli")
 
 
 def test_core_imports_no_outer_layer():
@@ -145,31 +147,32 @@ def test_core_imports_no_outer_layer():
     assert bad == {}
 
 
-def test_runio_imports_only_core():
-    """runio (the run files) sits on core: it imports neither the measuring nor the
-    reporting side nor the CLI."""
+def test_runio_imports_only_core_and_loaders():
+    """runio (the run files) sits on core and the loaders: it imports neither the measuring
+    nor the reporting side nor the CLI."""
     bad = {m: sorted(d for d in deps if not d.startswith(("claimcheck.core.",
+                                                          "claimcheck.loaders",
                                                           "claimcheck.runio")))
            for m, deps in module_graph().items() if m.startswith("claimcheck.runio")}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_loaders_import_only_core():
+    """The loaders (the config and registry files) sit on core alone."""
+    bad = {m: sorted(d for d in deps if not d.startswith(("claimcheck.core.",
+                                                          "claimcheck.loaders")))
+           for m, deps in module_graph().items() if m.startswith("claimcheck.loaders")}
     assert {k: v for k, v in bad.items() if v} == {}
 
 
 FILE_METHODS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "rename",
                 "mkdir", "open", "to_csv", "read_csv"}
 """Methods that touch the file system (``Path``'s, ``os.open``, ``gzip.open``, pandas')."""
-IO_READERS = {"read_bytes", "read_text", "read_json", "read_csv", "read_csv_lines"}
-""":mod:`claimcheck.core.io`'s readers of a path: a core module calling one reads a file."""
-
-CORE_IO = {
-    # The readers every loader reads through (text, JSON, CSV; the file named in errors).
-    "io.py",
-    # Config and registry loaders, still in core (protocols.py and engines.py read their
-    # YAML through yamlcfg.py; runrecord.py reads the schemas shipped in the package through
-    # io.read_schema). Issue 27 item 2's remaining work: move their file reading out (to
-    # runio or a config package) and leave core the parsing of the text they read.
-    "cards.py", "geometry.py", "inputs.py", "registry.py", "seeds.py", "yamlcfg.py",
-}
-"""The core modules allowed to read files (each named: a new one is a test failure)."""
+IO_READERS = {"read_bytes", "read_text", "read_json", "read_csv", "read_csv_lines",
+              "read_schema"}
+""":mod:`claimcheck.loaders.files`' readers of a path: a module calling one reads a file."""
+READER_MODULES = ("claimcheck.loaders.files", "claimcheck.core.io")
+"""Where the readers live (and lived, before issue 27 moved them out of core)."""
 
 
 def file_io(path: Path) -> list[str]:
@@ -178,7 +181,7 @@ def file_io(path: Path) -> list[str]:
     :data:`IO_READERS` imported from :mod:`claimcheck.core.io`; ``line: what`` each."""
     tree = ast.parse(path.read_text(), str(path))
     readers = {a.asname or a.name for n in ast.walk(tree)
-               if isinstance(n, ast.ImportFrom) and n.module == "claimcheck.core.io"
+               if isinstance(n, ast.ImportFrom) and n.module in READER_MODULES
                for a in n.names if a.name in IO_READERS}
     found = []
     for n in ast.walk(tree):
@@ -205,10 +208,44 @@ def test_file_io_sees_each_form(tmp_path):
                           "8: rj()", "11: .mkdir()"]
 
 
-def test_core_does_no_file_io_but_the_loaders():
+def test_core_does_no_file_io():
+    """core opens no file: the readers and every config and registry loader are
+    :mod:`claimcheck.loaders`' (issue 27 item 2)."""
     found = {f.name: file_io(f) for f in sorted((PKG / "core").glob("*.py"))}
-    assert {k: v for k, v in found.items() if v and k not in CORE_IO} == {}
-    assert sorted(k for k in CORE_IO if not found.get(k)) == []  # the list kept exact
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+RUN_TYPE = "claimcheck.runio.run.Run"
+"""The one run type: typed provenance, the step table and the timelines beside it."""
+
+
+def run_classes(pkg: Path = PKG) -> list[str]:
+    """Every class of the package that holds a run: one named ``...Run`` or ``...RunData``,
+    or one with a ``provenance`` field; as ``module.Class``."""
+    out = []
+    for f in sorted(pkg.rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(n, ast.ClassDef):
+                fields = {s.target.id for s in n.body
+                          if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+                if re.search(r"Run(Data)?$", n.name) or "provenance" in fields:
+                    out.append(f"{module_name(f, pkg)}.{n.name}")
+    return out
+
+
+def test_run_classes_sees_each_kind(tmp_path):
+    pkg = tmp_path / "claimcheck"
+    (pkg / "report").mkdir(parents=True)
+    (pkg / "report" / "a.py").write_text(
+        "class LoadedRun:\n    pass\n\nclass StepData:\n    record: dict\n\n"
+        "class Record:\n    provenance: dict\n\nclass RunStep:\n    pass\n")
+    assert run_classes(pkg) == ["claimcheck.report.a.LoadedRun", "claimcheck.report.a.Record"]
+
+
+def test_one_run_type():
+    """A run is one type (issue 27 item 1): no second run class anywhere in the package
+    (report.record.Run, report.steps.RunData and runio.runload.LoadedRun were three)."""
+    assert run_classes() == [RUN_TYPE]
 
 
 def reexports(path: Path) -> bool:

@@ -9,8 +9,8 @@ import pytest
 
 from claimcheck import cli as cli_mod
 from claimcheck.core import roofline as rl
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.units import GIB, MIB
+from claimcheck.loaders.models import geometry_from_file
 
 from ._cli import QWEN, cli, one_line_error, qwen_copy
 

@@ -9,10 +9,10 @@ import nbformat
 import pytest
 import yaml
 
-from claimcheck.core.cards import load_cards
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
-from claimcheck.core.registry import load_claims
+from claimcheck.loaders.cards import load_cards
+from claimcheck.loaders.models import geometry_from_file
+from claimcheck.loaders.registry import load_claims
 from claimcheck.report.derive import claims_table, run_record
 from claimcheck.report.tables import with_rooflines
 from claimcheck.report.update import render_update

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from claimcheck.core.paths import ROOT
-from claimcheck.core.seeds import seeds_dir
+from claimcheck.loaders.seeds import seeds_dir
 
 from .conftest import needs_seeds
 

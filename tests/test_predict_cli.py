@@ -10,7 +10,7 @@ import pytest
 
 from claimcheck.cli import main
 from claimcheck.core.paths import RUNS
-from claimcheck.core.protocols import load_protocols
+from claimcheck.loaders.config import load_protocols
 from claimcheck.report import protocolpredict
 from claimcheck.runio import runfiles
 from tests.fabricate import copy_run

@@ -10,10 +10,9 @@ import dataclasses
 
 import pytest
 
-from claimcheck.core.cards import get_card, use_user_cards
-from claimcheck.core.engines import load_engines
 from claimcheck.core.paths import CONFIG, RUNS
-from claimcheck.core.protocols import load_protocols
+from claimcheck.loaders.cards import get_card, use_user_cards
+from claimcheck.loaders.config import load_engines, load_protocols
 from claimcheck.report import calibrate, newcard, protocolpredict
 
 HELD = "fp8-hyperqwen-dummy"

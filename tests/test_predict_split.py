@@ -30,7 +30,7 @@ def test_predict_is_gone() -> None:
 
 
 def test_no_private_keys_in_a_protocol_prediction() -> None:
-    from claimcheck.core.protocols import load_protocols
+    from claimcheck.loaders.config import load_protocols
     from claimcheck.report.protocolpredict import predict_protocol
     runs = load_runs(RUNS)
     pred = predict_protocol(runs, "h200", "bf16-dummy", load_protocols()["ladder"])

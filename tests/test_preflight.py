@@ -289,7 +289,7 @@ def test_the_0_33_engines_pin_their_release_and_match_their_0_26_twins():
     """The vLLM 0.33.0 engines are their 0.26.0 twins but for the release they pin."""
     from dataclasses import asdict
 
-    from claimcheck.core.engines import load_engines
+    from claimcheck.loaders.config import load_engines
     engines = load_engines()
     for twin in ("bf16-dummy-16k", "fp8-hyperqwen-dummy-16k"):
         new = asdict(engines[f"{twin}-vllm033"])

@@ -13,11 +13,11 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import load_weight_rows
 from claimcheck.core.paths import CONFIG, RAW, ROOT
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file
+from claimcheck.loaders.registry import load_weight_rows
 from claimcheck.report.presets import preset_roofline
 
 from ._cli import QWEN, cli, one_line_error
@@ -118,7 +118,7 @@ def test_claims_table_takes_the_same_check():
     import dataclasses
 
     from claimcheck.core.claim_roofline import claim_roofline
-    from claimcheck.core.registry import load_claims
+    from claimcheck.loaders.registry import load_claims
 
     c = next(c for c in load_claims() if c["id"] == "tensorfold-764-decode")
     row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,

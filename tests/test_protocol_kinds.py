@@ -7,16 +7,10 @@ import sys
 import pytest
 import yaml
 
-from claimcheck.core.engines import get_engine
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, ROOT
-from claimcheck.core.protocols import (
-    FIT_MARGIN_TOKENS,
-    Step,
-    check_fit,
-    get_protocol,
-    load_protocols,
-)
+from claimcheck.core.protocols import FIT_MARGIN_TOKENS, Step, check_fit
+from claimcheck.loaders.config import get_engine, get_protocol, load_protocols
 from claimcheck.measure.bench import client_argv
 from claimcheck.measure.clientproc import bench_args
 from claimcheck.measure.loadclient import RequestRecord, read_chunk, result_json

@@ -9,14 +9,15 @@ import sys
 
 import pytest
 
-from claimcheck.core.cards import load_cards
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, ROOT, RUNS
-from claimcheck.core.registry import load_claims
-from claimcheck.core.runrecord import migrate_provenance, validate_provenance, validate_steps
+from claimcheck.core.runrecord import migrate_provenance
+from claimcheck.loaders.cards import load_cards
+from claimcheck.loaders.models import geometry_from_file
+from claimcheck.loaders.registry import load_claims
 from claimcheck.report.tables import with_rooflines
 from claimcheck.report.update import render_update
+from claimcheck.runio.records import validate_provenance, validate_steps
 from claimcheck.runio.run import load_run
 from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step
 

@@ -13,7 +13,7 @@ import yaml
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG, RAW, ROOT
-from claimcheck.core.protocols import load_protocols
+from claimcheck.loaders.config import load_protocols
 from claimcheck.report import update_docs
 from claimcheck.report.derive import claims_table, run_record
 from tests.fabricate import LADDER, copy_run, edit_json

@@ -11,14 +11,14 @@ import pytest
 import yaml
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
 from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file, load_config
-from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for, state_bytes
+from claimcheck.core.inputs import Weights, roofline_for, state_bytes
 from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
-from claimcheck.core.registry import load_claims
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file, load_config
+from claimcheck.loaders.registry import load_claims, load_weight_rows
 from claimcheck.report.presets import check_unique_names, preset_roofline
 from claimcheck.report.tables import run_rows
 from claimcheck.runio.run import load_run
@@ -175,7 +175,7 @@ def test_a_claim_and_a_step_of_one_engine_shape_have_one_s():
     from dataclasses import replace
 
     from claimcheck.core.engine_inputs import engine_inputs
-    from claimcheck.core.geometry import load_config
+    from claimcheck.loaders.models import load_config
     from claimcheck.report.tables import engine_roofline
     config = load_config(RAW / "models/qwen3.8-27b/config.json")
     by_hand = GEOM.state_values_per_stream * 4 + GEOM.conv_state_values_per_stream * 2

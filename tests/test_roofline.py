@@ -5,8 +5,8 @@ import math
 import pytest
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.units import GB, GIB, KIB, MIB
+from claimcheck.loaders.models import geometry_from_file
 
 from .conftest import QWEN
 

@@ -11,10 +11,10 @@ import shutil
 import pytest
 
 from claimcheck.core import runchecks
-from claimcheck.core.cards import load_cards
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
 from claimcheck.core.runrecord import StepRecord
+from claimcheck.loaders.cards import load_cards
 from claimcheck.runio.run import load_run
 from tests._cli import cli, one_line_error
 from tests.fabricate import LADDER, copy_run, edit_json, edit_step

@@ -14,8 +14,8 @@ import pytest
 
 from claimcheck.core import benchcols
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_json
 from claimcheck.core.paths import RAW, RUNS
+from claimcheck.loaders.files import read_json
 from claimcheck.report.derive import metrics_csv, run_record
 from claimcheck.runio import runfiles
 from claimcheck.runio.run import find_runs

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.engine_inputs import engine_inputs, state_bytes
-from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.units import GB, GIB
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file, load_config
 from claimcheck.report import presets
 from claimcheck.report.derive import run_record
 from claimcheck.report.tables import engine_roofline, step_roofline

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 
 from claimcheck.core.claims import SEEDS
-from claimcheck.core.registry import load_claims, load_excluded
-from claimcheck.core.seeds import seeds_dir
+from claimcheck.loaders.registry import load_claims, load_excluded
+from claimcheck.loaders.seeds import seeds_dir
 
 from .conftest import needs_seeds
 

@@ -244,8 +244,8 @@ def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
 # ------------------------------------------------- issue 28 item 5: activation precision
 
 def test_int8_layers_set_the_compute_by_hand():
-    from claimcheck.core.geometry import load_config
     from claimcheck.core.paths import RAW
+    from claimcheck.loaders.models import load_config
     # half the FLOPs at 400 TOP/s, half at 100 TFLOP/s: 1 / (0.5/400 + 0.5/100) = 160
     assert sm.split_compute_tflops(0.5, 100.0, 400.0) == pytest.approx(160.0)
     assert sm.split_compute_tflops(0.0, 100.0, 400.0) == pytest.approx(100.0)

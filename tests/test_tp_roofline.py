@@ -8,12 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.engines import Engine, server_argv
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.inputs import Weights, load_weight_rows, roofline_for
+from claimcheck.core.inputs import Weights, roofline_for
 from claimcheck.core.paths import RAW
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file
+from claimcheck.loaders.registry import load_weight_rows
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
 CARDS = load_cards()

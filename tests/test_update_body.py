@@ -9,7 +9,7 @@ import re
 import pytest
 
 from claimcheck.core.paths import CONFIG
-from claimcheck.core.yamlcfg import load_validated
+from claimcheck.loaders.yamlcfg import load_validated
 from claimcheck.report.update_body import render_body
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"

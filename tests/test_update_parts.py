@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file
 from claimcheck.core.paths import RAW, RUNS
 from claimcheck.core.protocols import Protocol, Step
+from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import definitions_fig, figstyle, plots, verdicts_md
 from claimcheck.report.update_metrics import headline_metric
 from claimcheck.report.update_words import plain_words
@@ -87,8 +87,8 @@ def test_definitions_figure_skips_queued_levels_and_names_client_and_weights():
 
 def test_roofline_legend_lists_only_what_is_drawn():
     from claimcheck.core import roofline as rl
-    from claimcheck.core.cards import get_card
     from claimcheck.core.inputs import Weights, roofline_for
+    from claimcheck.loaders.cards import get_card
 
     geom = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
     model, _ = roofline_for(geom, get_card("h200"), weights=Weights(size=50, unit="GiB",

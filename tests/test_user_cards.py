@@ -16,9 +16,9 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.cards import load_cards
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RAW, ROOT
+from claimcheck.loaders.cards import load_cards
 
 from ._cli import QWEN, cli, one_line_error
 

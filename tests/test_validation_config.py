@@ -4,7 +4,7 @@ and line (PyYAML alone keeps the last one silently). Copies of the committed con
 import pytest
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.yamlcfg import load_validated
+from claimcheck.loaders.yamlcfg import load_validated
 
 from ._cli import ROOT, cli, one_line_error
 

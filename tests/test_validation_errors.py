@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from claimcheck import cli as cli_mod
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.errors import InputError
-from claimcheck.core.yamlcfg import load_validated
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.yamlcfg import load_validated
 from claimcheck.runio.runload import read_telemetry
 
 from ._cli import QWEN, ROOT, cli, one_line_error, qwen_copy

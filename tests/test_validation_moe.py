@@ -9,8 +9,9 @@ import json
 import pytest
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.geometry import geometry, geometry_from_file
+from claimcheck.core.geometry import geometry
 from claimcheck.core.units import GB
+from claimcheck.loaders.models import geometry_from_file
 
 from ._cli import QWEN, cli, one_line_error
 

@@ -366,7 +366,7 @@ def registry_rows(tmp_path_factory):
 
 
 def test_every_claim_gets_one_verdict_and_a_label_audit(registry_rows):
-    from claimcheck.core.registry import load_claims
+    from claimcheck.loaders.registry import load_claims
     ids = [c["id"] for c in load_claims(ROOT / "data" / "raw" / "claims.csv")]
     assert [r["id"] for r in registry_rows] == ids
     for r in registry_rows:
@@ -523,7 +523,7 @@ def test_a_run_with_one_speculative_row_never_says_the_drafter_is_not_needed():
 
 def test_registry_no_sibling_of_a_speculative_run_calls_the_drafter_unneeded(registry_rows):
     runs: dict[str, list] = {}
-    from claimcheck.core.registry import load_claims
+    from claimcheck.loaders.registry import load_claims
     run_of = {c["id"]: c["run"] for c in load_claims(ROOT / "data" / "raw" / "claims.csv")}
     for r in registry_rows:
         runs.setdefault(run_of[r["id"]], []).append(r)

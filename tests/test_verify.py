@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.engines import load_engines
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import ROOT
-from claimcheck.core.protocols import load_protocols
+from claimcheck.loaders.config import load_engines, load_protocols
 from claimcheck.report import verify as vf
 from claimcheck.runio.run import load_run
 from tests.fabricate import copy_run, edit_json

@@ -353,8 +353,8 @@ def test_one_client_process_runs_vllm_bench(dense, tmp_path):
 def test_a_rejected_request_keeps_the_server_message(dense):
     """A request longer than max_model_len (1,024 on tiny-dense): the probe keeps the
     server's own 400 body, which vllm bench serve reduces to "Bad Request"."""
-    from claimcheck.core.engines import get_engine
     from claimcheck.core.protocols import Step
+    from claimcheck.loaders.config import get_engine
     from claimcheck.measure.runner import probe_failure
     from claimcheck.measure.server import Server
 

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from claimcheck.core.cards import load_cards, use_user_cards
-from claimcheck.core.seeds import seeds_dir
+from claimcheck.loaders.cards import load_cards, use_user_cards
+from claimcheck.loaders.seeds import seeds_dir
 from claimcheck.core.errors import InputError
 from claimcheck.report.derive import stale_run_outputs
 from claimcheck.report.presets import check_unique_names

@@ -7,10 +7,11 @@ with rule_log(snakemake) as log:  # noqa: F821
     import sys
     from pathlib import Path
 
-    from claimcheck.core.cards import load_cards
-    from claimcheck.core.protocols import check_source_claims, load_protocols
-    from claimcheck.core.registry import load_claims, load_excluded
-    from claimcheck.core.seeds import check_against_seeds, seeds_dir
+    from claimcheck.core.protocols import check_source_claims
+    from claimcheck.loaders.cards import load_cards
+    from claimcheck.loaders.config import load_protocols
+    from claimcheck.loaders.registry import load_claims, load_excluded
+    from claimcheck.loaders.seeds import check_against_seeds, seeds_dir
 
     i = snakemake.input  # noqa: F821
     claims = load_claims(i.claims, cards=set(load_cards(i.cards)))

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.cli.common import emit, fmt
-from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import context_words, relation_words
+from claimcheck.loaders.cards import get_card
 
 
 def term_lines(c: dict[str, Any]) -> list[str]:
@@ -207,9 +207,8 @@ def cmd_model(a: argparse.Namespace) -> int:
 
 
 def cmd_predict(a: argparse.Namespace) -> int:
-    from claimcheck.core.engines import load_engines
     from claimcheck.core.paths import CONFIG, RUNS
-    from claimcheck.core.protocols import load_protocols
+    from claimcheck.loaders.config import load_engines, load_protocols
     from claimcheck.report.protocolpredict import predict_protocol, verify_plan
     from claimcheck.runio.run import load_runs
 

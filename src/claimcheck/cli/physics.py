@@ -10,12 +10,13 @@ from typing import Any
 
 from claimcheck.cli.common import emit
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import TENSOR_COLUMN, get_card
+from claimcheck.core.cards import TENSOR_COLUMN
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
-from claimcheck.core.geometry import geometry_from_file, load_config
 from claimcheck.core.inputs import state_words
 from claimcheck.core.units import GIB, MIB
+from claimcheck.loaders.cards import get_card
+from claimcheck.loaders.models import geometry_from_file, load_config
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -84,7 +85,7 @@ def use_cards_file(a: argparse.Namespace) -> None:
     """Validate ``--cards-file`` row by row (one line naming file, line and column) and
     name it in ``$CLAIMCHECK_CARDS_FILE``, so that every registry read of this command
     (and of the processes it starts) merges it."""
-    from claimcheck.core.cards import load_cards, use_user_cards
+    from claimcheck.loaders.cards import load_cards, use_user_cards
 
     path = getattr(a, "cards_file", None)
     if not path:
@@ -163,9 +164,10 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     """Turn roofline arguments into model inputs plus a description of each input, by the
     one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
     so that the roofline's own memory check refuses what does not fit."""
-    from claimcheck.core.cards import load_ceilings
     from claimcheck.core.engine_inputs import model_dtype
-    from claimcheck.core.inputs import Weights, fit_reason, load_weight_rows, roofline_for
+    from claimcheck.core.inputs import Weights, fit_reason, roofline_for
+    from claimcheck.loaders.cards import load_ceilings
+    from claimcheck.loaders.registry import load_weight_rows
 
     g = geometry_from_file(a.config)
     conv = model_dtype(load_config(a.config))  # S with the conv state, as every road

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.cards import detect_card, get_card, load_cards
-from claimcheck.core.engines import get_engine
+from claimcheck.core.cards import detect_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
-from claimcheck.core.protocols import check_fit, get_protocol
+from claimcheck.core.protocols import check_fit
+from claimcheck.loaders.cards import get_card, load_cards
+from claimcheck.loaders.config import get_engine, get_protocol
 from claimcheck.measure import clientproc, preflight, telemetry
 from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, vllm_command
@@ -188,7 +189,7 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
                  ) -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """Verify mode (``--verify N``): each protocol cut to its N sampled steps, and the
     record of every prediction (:func:`claimcheck.report.verify.plan`), by protocol name."""
-    from claimcheck.core.engines import load_engines
+    from claimcheck.loaders.config import load_engines
     from claimcheck.report import verify as vf
     from claimcheck.runio.run import load_runs
     if a.verify < 1:
@@ -227,7 +228,7 @@ def check_cited_claims(protos: list[Any], protocols_file: str | None) -> None:
     records a protocol whose claims are not there."""
     from claimcheck.core.paths import CONFIG
     from claimcheck.core.protocols import check_source_claims
-    from claimcheck.core.registry import load_claims
+    from claimcheck.loaders.registry import load_claims
     ids = {c["id"] for c in load_claims(cards=set(load_cards()))}
     check_source_claims({p.name: p for p in protos}, ids,
                         str(protocols_file or CONFIG / "protocols.yaml"))

@@ -1,2 +1,3 @@
 """The arithmetic: units, formats, geometry, weights, cards and ceilings, roofline, claims and
-metric definitions. Pure functions; the only I/O is reading the registries' own CSV/JSON/YAML."""
+metric definitions, and what a run's files hold, parsed. Pure functions: no module here opens
+a file (the readers are :mod:`claimcheck.loaders` and :mod:`claimcheck.runio`)."""

@@ -131,7 +131,7 @@ def decode_cols(packed: bytes) -> bytes:
 def decode_cols_data(packed: bytes) -> dict[str, Any]:
     """What ``json.loads`` of :func:`decode_cols`'s bytes gives, built directly from the
     columns (no float written out and parsed back); errors as :func:`decode_cols`, and a
-    ValueError for a NaN or infinite value, which :func:`claimcheck.core.io.read_json`
+    ValueError for a NaN or infinite value, which :func:`claimcheck.core.io.read_json_text`
     refuses too."""
     d, _ = cols_data(packed, finite=True)
     return d

@@ -29,17 +29,17 @@ Column meanings (one each):
   quote must say so next to the value (:data:`claimcheck.core.claimtext.BOUND_BEFORE`,
   :data:`claimcheck.core.claimtext.BOUND_AFTER`).
 - ``quote``: the seed's exact words holding the figure (whitespace-normalised); checked
-  against the seed's ``section`` by :func:`claimcheck.core.seeds.check_against_seeds`.
+  against the seed's ``section`` by :func:`claimcheck.core.seeds.check_quotes`.
 - ``int8_layers``: which linear layers multiply in int8 (int8 activations), when the seed
   says: ``mlp`` (the MLP GEMMs only) or ``all`` (every layer); empty for 16-bit
   activations or not stated. When stated, the run's text must say "int8" and, for
-  ``mlp``, "MLP", for ``all``, "every layer" (:func:`claimcheck.core.seeds.check_against_seeds`).
+  ``mlp``, "MLP", for ``all``, "every layer" (:func:`claimcheck.core.seeds.check_quotes`).
 - ``kv_dtype``: the KV cache's dtype (``fp8``, ``int8``, ``bf16`` ...) when the seed states
   it for the run ("fp8 KV"); the roofline reads it before the weights.csv row's. When
   stated, the run's text must write it followed by "KV"
-  (:func:`claimcheck.core.seeds.check_against_seeds`).
+  (:func:`claimcheck.core.seeds.check_quotes`).
 - ``quantization``: when stated, every part of it (split at ``-`` and ``+``) is written in
-  the seed where it describes the run (:func:`claimcheck.core.seeds.check_against_seeds`).
+  the seed where it describes the run (:func:`claimcheck.core.seeds.check_quotes`).
 
 ``data/raw/claims_excluded.csv`` (:data:`EXCLUDED_COLUMNS`: seed, section, value, quote,
 reason) lists the throughput figures the seeds print that are deliberately not rows (the

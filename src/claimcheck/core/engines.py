@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.core.paths import ROOT
 from claimcheck.core.vllmargv import UnreadableArgv, read_serve_args
-from claimcheck.core.yamlcfg import load_validated
 
 
 @dataclass(frozen=True)
@@ -209,31 +208,20 @@ def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None) -> str 
 def check_engine(e: Engine, source: str) -> Engine:
     """``e``, or :class:`InputError` naming ``source`` and the engine with
     :func:`engine_refusal`'s reason. The one check ``serve``, ``measure``, ``predict`` and
-    :func:`load_engines` apply."""
+    :func:`claimcheck.loaders.config.load_engines` apply."""
     why = engine_refusal(e)
     if why:
         raise InputError(source, why, key=f"engines.{e.name}")
     return e
 
 
-def load_engines(path: str | Path | None = None) -> dict[str, Engine]:
-    """Every engine of ``path`` (default config/engines.yaml), validated; an engine that could
-    use NVLink multicast or whose command sets another layout (:func:`check_engine`) is
-    refused naming it."""
-    p = Path(path) if path else CONFIG / "engines.yaml"
-    data = load_validated(p, "engines")
+def engines_from_data(data: dict[str, Any], source: str) -> dict[str, Engine]:
+    """Every engine of a validated engines.yaml (``data``, read from ``source``); an engine
+    that could use NVLink multicast or whose command sets another layout
+    (:func:`check_engine`) is refused naming it."""
     out = {}
     for name, d in data["engines"].items():
         d = dict(d)
         d["extra_args"] = tuple(d.get("extra_args", ()))
-        out[name] = check_engine(Engine(name=name, **d), str(p))
+        out[name] = check_engine(Engine(name=name, **d), source)
     return out
-
-
-def get_engine(name: str, path: str | Path | None = None) -> Engine:
-    src = str(path or CONFIG / "engines.yaml")
-    engines = load_engines(path)
-    if name not in engines:
-        raise InputError(src, f"unknown engine {name!r}; known: {', '.join(sorted(engines))}",
-                         key="engines")
-    return engines[name]

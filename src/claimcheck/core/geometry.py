@@ -6,8 +6,9 @@ for dense GQA transformers (Llama, Qwen2/3), MoE variants (active vs total), and
 Qwen3.5/Qwen3.8 hybrid family (Gated DeltaNet ``linear_attention`` layers mixed with
 gated ``full_attention`` layers, a vision tower and an MTP module).
 
-Everything here is a pure function of the config dict; :func:`load_config` is the only
-I/O. Counts are plain numbers of values (weights, parameters); byte sizes come from
+Everything here is a pure function of the config dict (its text parsed by
+:func:`config_from_text`; the file is read by :mod:`claimcheck.loaders.models`). Counts are
+plain numbers of values (weights, parameters); byte sizes come from
 :mod:`claimcheck.core.formats`.
 """
 
@@ -16,12 +17,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import kv_format, state_dtype_bytes
-from claimcheck.core.io import read_json, read_text
+from claimcheck.core.io import read_json_text
 
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
@@ -164,35 +164,36 @@ def _dtype_alias(name: str | None) -> str | None:
     return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(name, name)
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (UTF-8, BOM allowed); a clear error names the file on failure,
-    and a key given twice in one object (JSON parsers keep the last) is refused."""
-    data = read_json(path)
+def config_from_text(text: str, source: str) -> dict[str, Any]:
+    """A config.json's text (read from ``source``) as a dict; a clear error names the file
+    on failure, and a key given twice in one object (JSON parsers keep the last) is
+    refused."""
+    data = read_json_text(text, source)
     if not isinstance(data, dict):
-        raise InputError(str(path), "top level is not a JSON object")
-    json.loads(read_text(path), object_pairs_hook=lambda pairs: _unique_pairs(pairs, path))
+        raise InputError(source, "top level is not a JSON object")
+    json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, source))
     return data
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, Any]:
+def _unique_pairs(pairs: list[tuple[str, Any]], source: str) -> dict[str, Any]:
     seen: set[str] = set()
     for k, _ in pairs:
         if k in seen:
-            raise InputError(str(path), "given twice in one object (a JSON reader keeps the "
+            raise InputError(source, "given twice in one object (a JSON reader keeps the "
                              "last without a word)", key=k)
         seen.add(k)
     return dict(pairs)
 
 
-def geometry_from_file(path: str | Path) -> Geometry:
-    """Load a config.json and compute its geometry, naming the file and key on bad input."""
-    cfg = load_config(path)
+def geometry_of(config: dict[str, Any], source: str) -> Geometry:
+    """:func:`geometry` of a config read from ``source``, naming the file and key on bad
+    input."""
     try:
-        return geometry(cfg)
+        return geometry(config)
     except KeyError as e:
-        raise InputError(str(path), "required key missing", key=str(e.args[0])) from None
+        raise InputError(source, "required key missing", key=str(e.args[0])) from None
     except ConfigError as e:
-        raise InputError(str(path), e.reason, key=e.key) from None
+        raise InputError(source, e.reason, key=e.key) from None
 
 
 def geometry(config: dict[str, Any]) -> Geometry:

@@ -13,7 +13,6 @@ notebook and every roofline preset go through :func:`roofline_for`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
@@ -21,8 +20,6 @@ from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import state_dtype_bytes
 from claimcheck.core.geometry import Geometry, check_context
-from claimcheck.core.io import read_csv
-from claimcheck.core.paths import RAW
 from claimcheck.core.units import GB, GIB, MIB
 from claimcheck.core.weights import check_bytes_per_weight, weight_bytes
 
@@ -79,30 +76,30 @@ WEIGHT_COLUMNS = ("id", "match_field", "match_prefix", "weight_size", "weight_un
                   "state_dtype", "kv_dtype", "source")
 
 
-def load_weight_rows(path: str | Path | None = None) -> dict[str, WeightRow]:
-    """Read ``weights.csv``; a bad unit, size or duplicate id names the file and line."""
-    p = Path(path) if path else RAW / "weights.csv"
-    rows = read_csv(p)
+def parse_weight_rows(rows: list[dict[str, str]], source: str) -> dict[str, WeightRow]:
+    """``weights.csv``'s rows (read from ``source``) as typed rows; a bad unit, size or
+    duplicate id names the file and line."""
+    p = source
     out: dict[str, WeightRow] = {}
     if rows:
         missing = [c for c in WEIGHT_COLUMNS if c not in rows[0]]
         if missing:
-            raise InputError(str(p), f"missing columns {missing}", line=1)
+            raise InputError(p, f"missing columns {missing}", line=1)
     for i, r in enumerate(rows, start=2):
         unit = r["weight_unit"].strip()
         if unit not in WEIGHT_UNITS:
-            raise InputError(str(p), f"unit {unit!r} is not one of {sorted(WEIGHT_UNITS)}",
+            raise InputError(p, f"unit {unit!r} is not one of {sorted(WEIGHT_UNITS)}",
                              line=i, key="weight_unit")
         try:
             size = float(r["weight_size"])
         except ValueError:
-            raise InputError(str(p), f"not a number: {r['weight_size']!r}", line=i,
+            raise InputError(p, f"not a number: {r['weight_size']!r}", line=i,
                              key="weight_size") from None
         if not (size > 0 and size != float("inf")):
-            raise InputError(str(p), f"must be a finite size > 0, got {r['weight_size']}",
+            raise InputError(p, f"must be a finite size > 0, got {r['weight_size']}",
                              line=i, key="weight_size")
         if r["id"] in out:
-            raise InputError(str(p), f"duplicate id {r['id']!r}", line=i, key="id")
+            raise InputError(p, f"duplicate id {r['id']!r}", line=i, key="id")
         out[r["id"]] = WeightRow(id=r["id"], match_field=r["match_field"],
                                  match_prefix=r["match_prefix"], size=size, unit=unit,
                                  state_dtype=r["state_dtype"], kv_dtype=r["kv_dtype"],

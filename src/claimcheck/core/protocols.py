@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG
-from claimcheck.core.yamlcfg import load_validated
 
 KINDS = ("bench", "closed_loop", "lanes")
 """How a protocol's load is made: ``bench`` is ``vllm bench serve`` (open loop, random
@@ -129,10 +126,9 @@ def step_context(proto: Protocol, index: int) -> dict[str, int]:
             "context_tokens_per_stream": in_len + out_len}
 
 
-def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
-    """Read and validate protocols.yaml."""
-    p = Path(path) if path else CONFIG / "protocols.yaml"
-    data = load_validated(p, "protocols")
+def protocols_from_data(data: dict[str, Any], source: str) -> dict[str, Protocol]:
+    """The protocols of a validated protocols.yaml (``data``, read from ``source``), each
+    checked against its kind (:func:`check_protocol`)."""
     out = {}
     for name, d in data["protocols"].items():
         proto = Protocol(
@@ -149,7 +145,7 @@ def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
             kind=d.get("kind", "bench"), requests_per_client=d.get("requests_per_client"),
             queue_ok=d.get("queue_ok", False), gate=d.get("gate"),
             model_term=d.get("model_term"))
-        check_protocol(proto, str(p))
+        check_protocol(proto, source)
         out[name] = proto
     return out
 
@@ -235,24 +231,17 @@ def check_fit(p: Protocol, max_model_len: int | None, max_num_seqs: int | None,
                              key=f"engines.{engine}.max_num_seqs")
 
 
-def load_profiles(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    p = Path(path) if path else CONFIG / "protocols.yaml"
-    return load_validated(p, "protocols").get("profiles", {})
-
-
-def get_protocol(name: str, path: str | Path | None = None,
-                 profile: str | None = None) -> Protocol:
-    """One protocol by name (optionally scaled by a profile); unknown names are refused."""
-    src = str(path or CONFIG / "protocols.yaml")
-    protos = load_protocols(path)
+def scaled_protocol(protos: dict[str, Protocol], profiles: dict[str, dict[str, Any]],
+                    name: str, source: str, profile: str | None = None) -> Protocol:
+    """One protocol by name (optionally scaled by a profile); unknown names are refused
+    naming ``source``."""
     if name not in protos:
-        raise InputError(src, f"unknown protocol {name!r}; known: {', '.join(sorted(protos))}",
-                         key="protocols")
+        raise InputError(source, f"unknown protocol {name!r}; known: "
+                         f"{', '.join(sorted(protos))}", key="protocols")
     proto = protos[name]
     if profile:
-        profiles = load_profiles(path)
         if profile not in profiles:
-            raise InputError(src, f"unknown profile {profile!r}; known: "
+            raise InputError(source, f"unknown profile {profile!r}; known: "
                              f"{', '.join(sorted(profiles)) or 'none'}", key="profiles")
         proto = proto.scaled(profiles[profile])
     return proto

@@ -1,9 +1,10 @@
-"""The claims registry loader (``data/raw/claims.csv``, ``data/raw/claims_excluded.csv``)
-and its row checks: each row's fields, its ``assumed`` entries and bound, then the rows of
-one run against each other. The first bad row raises :class:`InputError` naming the file,
-line and field, before any work starts. The row type and the columns are
+"""The claims registry (``data/raw/claims.csv``, ``data/raw/claims_excluded.csv``) parsed
+from its text (the files are read by :mod:`claimcheck.loaders.registry`) and its row
+checks: each row's fields, its ``assumed`` entries and bound, then the rows of one run
+against each other. The first bad row raises :class:`InputError` naming the file, line and
+field, before any work starts. The row type and the columns are
 :mod:`claimcheck.core.claims`; the quotes are checked against the seeds by
-:func:`claimcheck.core.seeds.check_against_seeds`.
+:func:`claimcheck.core.seeds.check_quotes`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from pathlib import Path
 from typing import Any
 
 from claimcheck.core.claims import (
@@ -34,9 +34,7 @@ from claimcheck.core.claims import (
 from claimcheck.core.claimtext import BOUND_BEFORE, BOUNDS, bound_backed
 from claimcheck.core.errors import InputError
 from claimcheck.core.formats import KV_FORMATS
-from claimcheck.core.io import read_csv, read_text
 from claimcheck.core.metrics import METRICS
-from claimcheck.core.paths import RAW
 
 
 def _convert(src: str, line: int, key: str, val: str) -> Any:
@@ -187,11 +185,11 @@ def _check_runs(src: str, claims: list[Claim]) -> None:
                                  "derived, never typed", line=c.line, key="value")
 
 
-def load_claims(path: str | Path | None = None, cards: set[str] | None = None) -> list[Claim]:
-    """Read and validate every row; the first bad row raises :class:`InputError`."""
-    p = Path(path) if path else RAW / "claims.csv"
-    src = str(p)
-    reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
+def parse_claims(text: str, source: str, cards: set[str] | None = None) -> list[Claim]:
+    """Validate every row of claims.csv's text (read from ``source``); the first bad row
+    raises :class:`InputError`."""
+    src = source
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
     bad = FORBIDDEN & set(header)
     if bad:
@@ -223,11 +221,10 @@ def claims_by_id(claims: list[Claim]) -> dict[str, Claim]:
     return {c["id"]: c for c in claims}
 
 
-def load_excluded(path: str | Path | None = None) -> list[dict[str, str]]:
-    """Figures deliberately left out of the registry, each with a reason."""
-    p = Path(path) if path else RAW / "claims_excluded.csv"
-    rows = read_csv(p)
+def check_excluded(rows: list[dict[str, str]], source: str) -> list[dict[str, str]]:
+    """Figures deliberately left out of the registry, each with a reason: the rows of
+    claims_excluded.csv (read from ``source``), its columns checked."""
     missing = [c for c in EXCLUDED_COLUMNS if rows and c not in rows[0]]
     if missing:
-        raise InputError(str(p), f"missing columns {missing}", line=1)
+        raise InputError(source, f"missing columns {missing}", line=1)
     return rows

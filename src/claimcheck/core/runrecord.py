@@ -1,11 +1,12 @@
-"""The run record: ``provenance.json`` and ``steps.json`` of a run directory, validated by
-the JSON schemas in ``claimcheck/schemas`` and read into typed dataclasses.
+"""The run record: ``provenance.json`` and ``steps.json`` of a run directory, checked
+against a JSON schema (:func:`check_schema`) and read into typed dataclasses.
 
 Pure: objects in, objects out (the run's Protocol from its record too,
-:func:`protocol_from_record`). The runner validates what it writes with
-:func:`validate_provenance` / :func:`validate_steps`; the report side validates what it reads
-(after :func:`migrate_provenance`, which fills fields older runs lack, in memory only).
-Errors are :class:`~claimcheck.core.errors.InputError` naming the file and the key path.
+:func:`protocol_from_record`). The schemas shipped in ``claimcheck/schemas`` are read, and
+records validated with them, by :mod:`claimcheck.runio.records` (the runner on what it
+writes, the readers on what they read, after :func:`migrate_provenance`, which fills fields
+older runs lack, in memory only). Errors are :class:`~claimcheck.core.errors.InputError`
+naming the file and the key path.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 import jsonschema
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_schema
 from claimcheck.core.protocols import Protocol, Step
 
 SCHEMA_VERSION = "claimcheck.run/1"
@@ -27,13 +27,9 @@ NEVER_ENDED = ("provenance.json still says running: the runner was killed before
                "record its end (or is still running); the steps it recorded are kept")
 
 
-def _schema(name: str) -> dict[str, Any]:
-    return read_schema(name)
-
-
-def _check(obj: Any, name: str, source: str) -> None:
-    """Validate ``obj`` against schema ``name``; the first error names its key path."""
-    validator = jsonschema.Draft202012Validator(_schema(name))
+def check_schema(obj: Any, schema: dict[str, Any], source: str) -> None:
+    """Validate ``obj`` against ``schema``; the first error names its key path."""
+    validator = jsonschema.Draft202012Validator(schema)
     err = jsonschema.exceptions.best_match(validator.iter_errors(obj))
     if err is not None:
         key = ".".join(str(k) for k in err.absolute_path) or "(top level)"
@@ -167,7 +163,8 @@ def migrate_provenance(obj: Any) -> Any:
     return obj
 
 
-def _step(d: dict[str, Any]) -> StepRecord:
+def step_record(d: dict[str, Any]) -> StepRecord:
+    """A step record (one of steps.json, or a step.json) checked by its schema, typed."""
     return StepRecord(step=d["step"], repeat=d["repeat"], streams=d["streams"],
                       requests=d["requests"], dir=d["dir"], status=d["status"],
                       reason=d.get("reason"), seed=d.get("seed"),
@@ -175,21 +172,8 @@ def _step(d: dict[str, Any]) -> StepRecord:
                       completed=d.get("completed"), failed_requests=d.get("failed_requests"))
 
 
-def validate_steps(obj: Any, source: str) -> tuple[StepRecord, ...]:
-    """Check a steps.json list against its schema and type it."""
-    _check(obj, "steps", source)
-    return tuple(_step(d) for d in obj)
-
-
-def validate_step(obj: Any, source: str) -> StepRecord:
-    """Check one step.json against the step schema and type it."""
-    _check([obj], "steps", source)
-    return _step(obj)
-
-
-def validate_provenance(obj: Any, source: str) -> Provenance:
-    """Check a provenance.json object against its schema and type it."""
-    _check(obj, "provenance", source)
+def provenance_of(obj: dict[str, Any]) -> Provenance:
+    """A provenance.json object checked by its schema, typed (``raw``: the object)."""
     eng = obj["engine_config"]
     gpu_sec = obj.get("gpu") or {}
     gpu = (gpu_sec.get("gpus") or [{}])[0]
@@ -218,7 +202,7 @@ def validate_provenance(obj: Any, source: str) -> Provenance:
             mean_power_w=summ.get("mean_power_w"), max_power_w=summ.get("max_power_w"),
             mean_sm_clock_mhz=summ.get("mean_sm_clock_mhz"),
             max_temp_c=summ.get("max_temp_c")),
-        steps=tuple(_step(d) for d in obj["steps"]), raw=obj)
+        steps=tuple(step_record(d) for d in obj["steps"]), raw=obj)
 
 
 def protocol_from_record(d: dict[str, Any]) -> Protocol:

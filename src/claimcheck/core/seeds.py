@@ -1,16 +1,13 @@
-"""The seed articles and the registry's quotes against them: where the seeds are, their
-sections, and :func:`check_against_seeds` (every quote in its section holding its value;
-every stated field written where the seed describes the run). The seeds are read from
-``CLAIMCHECK_SEEDS`` or ``shared/seeds`` beside the repository. Errors name the file, line
-and field.
+"""The seed articles and the registry's quotes against them: their sections, and
+:func:`check_quotes` (every quote in its section holding its value; every stated field
+written where the seed describes the run). Pure: the seeds are found and read by
+:mod:`claimcheck.loaders.seeds`. Errors name the file, line and field.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from claimcheck.core.claims import (
     EVIDENCE_NUM,
@@ -22,16 +19,6 @@ from claimcheck.core.claims import (
 )
 from claimcheck.core.claimtext import normalise, number_occurs, numbers_in
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_text
-from claimcheck.core.paths import ROOT
-
-
-def seeds_dir() -> Path | None:
-    """Where the seed articles are: ``CLAIMCHECK_SEEDS``, else ``shared/seeds`` beside the
-    repository root; None when that folder is absent."""
-    env = os.environ.get("CLAIMCHECK_SEEDS")
-    p = Path(env) if env else ROOT.parent / "shared" / "seeds"
-    return p if p.is_dir() else None
 
 
 @dataclass(frozen=True)
@@ -87,10 +74,11 @@ def find_section(sections: dict[str, Section], name: str) -> Section | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _seed_texts(folder: Path) -> dict[str, tuple[dict[str, Section], str, str]]:
+def _seed_parts(texts: dict[str, str]) -> dict[str, tuple[dict[str, Section], str, str]]:
+    """Per seed key: its sections, colophon and whole text, normalised."""
     out = {}
-    for key, fname in SEEDS.items():
-        text = read_text(folder / fname)
+    for key in SEEDS:
+        text = texts[key]
         sections, colophon = parse_seed(text)
         out[key] = (sections, colophon, normalise(text))
     return out
@@ -129,17 +117,18 @@ def _check_quantization(src: str, c: Claim, sec: Section, scope: str) -> None:
                              "it to assumed", line=c.line, key="quantization")
 
 
-def check_against_seeds(claims: list[Claim], src: str, folder: Path,
-                        excluded: list[dict[str, str]] | None = None,
-                        excluded_src: str = "claims_excluded.csv") -> None:
+def check_quotes(claims: list[Claim], src: str, texts: dict[str, str],
+                 excluded: list[dict[str, str]] | None = None,
+                 excluded_src: str = "claims_excluded.csv") -> None:
     """Every quote is in its seed's section and holds the value. Every stated field in
     EVIDENCE_* must be written where the seed describes the row's run: the sections its rows
     cite; for the article's own runs (kinds other than ``claim``) also the whole top-level
     section and the colophon, which describe those runs; for a publisher's claim the
     colophon only for ``code_read`` (it lists the commits read). So a value the project
     supplies, or one the seed gives for a different run, cannot pass as stated. Exclusions
-    are checked like rows. Raises :class:`InputError` naming line and field."""
-    seeds = _seed_texts(folder)
+    are checked like rows. ``texts``: each seed's text by its key (:data:`~claimcheck.core.
+    claims.SEEDS`). Raises :class:`InputError` naming line and field."""
+    seeds = _seed_parts(texts)
     where: dict[str, dict[str, str]] = {}  # run -> section title -> text counted as its
     secs = {}
     for c in claims:

@@ -1,16 +1,15 @@
-"""YAML files validated by a JSON schema; errors name the file, line and key path."""
+"""YAML text validated by a JSON schema; errors name the source, line and key path. Pure:
+the files and the schemas are read by :mod:`claimcheck.loaders.yamlcfg`."""
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 import yaml
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_schema, read_text
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -40,12 +39,6 @@ def safe_load_unique(text: str) -> Any:
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
-@cache
-def schema(name: str) -> dict[str, Any]:
-    """A JSON schema shipped in ``claimcheck/schemas/NAME.schema.json`` (through core.io)."""
-    return read_schema(name)
-
-
 def _line_of(node: yaml.Node, path: list[Any]) -> int | None:
     """1-based line of the node at ``path`` (or the deepest parent found)."""
     line = node.start_mark.line + 1
@@ -66,31 +59,29 @@ def _line_of(node: yaml.Node, path: list[Any]) -> int | None:
     return line
 
 
-def load_validated(path: str | Path, schema_name: str) -> dict[str, Any]:
-    """Parse YAML at ``path`` and validate it; raise :class:`InputError` on any problem.
+def parse_validated(text: str, source: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Parse YAML ``text`` read from ``source`` and validate it against ``schema``; raise
+    :class:`InputError` on any problem.
 
-    A missing file, a directory, text that is not UTF-8 (a byte-order mark is allowed), a
-    YAML syntax error, a key given twice in one mapping and a schema violation are each
-    refused naming the file and, when known, the line and key.
+    A YAML syntax error, a key given twice in one mapping, an empty text and a schema
+    violation are each refused naming the source and, when known, the line and key.
     """
-    p = Path(path)
-    text = read_text(p)
     try:
         data = safe_load_unique(text)
         node = yaml.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise InputError(str(p), f"not valid YAML: {getattr(e, 'problem', e)}",
+        raise InputError(source, f"not valid YAML: {getattr(e, 'problem', e)}",
                          line=mark.line + 1 if mark else None) from None
     if data is None:
-        raise InputError(str(p), "file is empty")
-    validator = jsonschema.Draft202012Validator(schema(schema_name))
+        raise InputError(source, "file is empty")
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         path_list = list(e.absolute_path)
         key = ".".join(str(k) for k in path_list) or "(top level)"
-        raise InputError(str(p), e.message, line=_line_of(node, path_list), key=key)
+        raise InputError(source, e.message, line=_line_of(node, path_list), key=key)
     return data
 
 
@@ -102,33 +93,35 @@ def key_path(path: list[Any]) -> str:
     return out or "(top level)"
 
 
-def check_unique_keys(path: str | Path) -> None:
-    """Refuse a YAML file with a key given twice in one mapping (PyYAML, and so Snakemake's
-    ``configfile:``, would keep the last without a word), naming the file and line."""
-    p = Path(path)
+def check_unique_text(text: str, source: str) -> None:
+    """Refuse YAML text with a key given twice in one mapping (PyYAML, and so Snakemake's
+    ``configfile:``, would keep the last without a word), naming the source and line."""
     try:
-        safe_load_unique(read_text(p))
+        safe_load_unique(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise InputError(str(p), f"not valid YAML: {getattr(e, 'problem', e)}",
+        raise InputError(source, f"not valid YAML: {getattr(e, 'problem', e)}",
                          line=mark.line + 1 if mark else None) from None
 
 
-def validate_config(data: Any, schema_path: str | Path, files: list[str | Path]) -> None:
-    """Validate a loaded config (a pipeline's, merged from ``files``) against a YAML JSON
+def check_config(data: Any, schema: dict[str, Any],
+                 texts: Callable[[], list[tuple[str, str]]]) -> None:
+    """Validate a loaded config (a pipeline's, merged from several files) against a JSON
     schema; the first error is one :class:`InputError` naming the file, line and key path
-    (``rooflines[0].max_streams``), never a raw ValidationError."""
-    sch = yaml.safe_load(read_text(schema_path))
-    validator = jsonschema.Draft202012Validator(sch)
+    (``rooflines[0].max_streams``), never a raw ValidationError. ``texts``: the config
+    files' (name, text), first to last, asked for only on an error (the last file that
+    holds the key gave its value)."""
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if not errors:
         return
     e = errors[0]
-    where, line = (str(files[-1]) if files else "config"), None
-    for f in reversed(files):  # the last file that holds the key gave its value
-        node = yaml.compose(read_text(f))
+    files = texts()
+    where, line = (files[-1][0] if files else "config"), None
+    for name, text in reversed(files):
+        node = yaml.compose(text)
         if node is not None and _holds(node, list(e.absolute_path)):
-            where, line = str(f), _line_of(node, list(e.absolute_path))
+            where, line = name, _line_of(node, list(e.absolute_path))
             break
     raise InputError(where, e.message, line=line, key=key_path(list(e.absolute_path)))
 

@@ -1,7 +1,7 @@
 """How vLLM is called here: its CLI and the interpreter that runs it. The engine
 configurations and the exact ``vllm serve`` command each makes live in
 :mod:`claimcheck.core.engines` (:class:`~claimcheck.core.engines.Engine`,
-:func:`~claimcheck.core.engines.load_engines`, :func:`~claimcheck.core.engines.server_argv`,
+:func:`~claimcheck.loaders.config.load_engines`, :func:`~claimcheck.core.engines.server_argv`,
 checked by :func:`~claimcheck.core.engines.check_engine`)."""
 
 from __future__ import annotations

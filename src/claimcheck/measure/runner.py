@@ -29,10 +29,9 @@ from typing import Any
 from claimcheck.core import runchecks
 from claimcheck.core.engines import Engine, server_argv
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import load_config
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
 from claimcheck.core.protocols import Protocol
-from claimcheck.core.runrecord import validate_provenance, validate_steps
+from claimcheck.loaders.models import load_config
 from claimcheck.measure import clientproc, energy, preflight, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
@@ -40,6 +39,7 @@ from claimcheck.measure.bench import client_argv
 from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.loadclient import synthetic_prompt
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
+from claimcheck.runio.records import validate_provenance, validate_steps
 from claimcheck.runio.runfiles import BENCH_MANIFEST, compact_bench, load_bench
 
 

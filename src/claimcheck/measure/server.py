@@ -28,8 +28,8 @@ from typing import Any
 
 from claimcheck.core.engines import MULTICAST_OFF, multicast_refusal
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_json
 from claimcheck.core.vllmargv import serve_args
+from claimcheck.loaders.files import read_json
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
               "(add --no-wait to return before it is healthy)")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from claimcheck.core.cards import load_cards, load_ceilings
-from claimcheck.core.geometry import geometry_from_file
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import definitions_fig, figures, run_figures
 from claimcheck.report.derive import write_metrics_csv, write_run_record
 from claimcheck.report.tables import write_csv

@@ -23,8 +23,8 @@ from typing import Any
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.frames import flag, number
-from claimcheck.core.io import read_json
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.files import read_json
 from claimcheck.report.steptable import measured_values
 from claimcheck.report.verify import PREDICTED_KEYS
 from claimcheck.runio.run import Run

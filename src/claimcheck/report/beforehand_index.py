@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_csv_lines
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.files import read_csv_lines
 from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
 from claimcheck.report.beforehand_words import render, summary_line
 from claimcheck.runio.run import Run, load_run

@@ -43,8 +43,8 @@ from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
-from claimcheck.core.cards import get_card
 from claimcheck.core.errors import InputError
+from claimcheck.loaders.cards import get_card
 from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout
 from claimcheck.runio.run import Run, StepTrace
@@ -193,7 +193,7 @@ decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_d
 def term_protocols(term: str) -> frozenset[str]:
     """Names of the protocols in config/protocols.yaml that say ``model_term: TERM`` (a
     committed run's snapshot may predate the field, so the current file decides)."""
-    from claimcheck.core.protocols import load_protocols
+    from claimcheck.loaders.config import load_protocols
     return frozenset(n for n, p in load_protocols().items() if p.model_term == term)
 
 

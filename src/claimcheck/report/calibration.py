@@ -18,7 +18,7 @@ from typing import Any
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core import simulator
-from claimcheck.core.cards import get_card
+from claimcheck.loaders.cards import get_card
 from claimcheck.report.calibrate import Choice, Pick, median_prompt
 from claimcheck.report.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 

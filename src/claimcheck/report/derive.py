@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import verdict_assembly
-from claimcheck.core.cards import load_cards, load_ceilings
 from claimcheck.core.claim_roofline import claim_roofline
 from claimcheck.core.engine_inputs import model_dtype
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import geometry_from_file, load_config
-from claimcheck.core.inputs import load_weight_rows
-from claimcheck.core.io import dumps_json, read_json
-from claimcheck.core.protocols import load_protocols
-from claimcheck.core.registry import load_claims
+from claimcheck.core.io import dumps_json
+from claimcheck.loaders.cards import load_cards, load_ceilings
+from claimcheck.loaders.config import load_protocols
+from claimcheck.loaders.files import read_json
+from claimcheck.loaders.models import geometry_from_file, load_config
+from claimcheck.loaders.registry import load_claims, load_weight_rows
 from claimcheck.report.steptable import metrics_table
 from claimcheck.report.tables import with_rooflines, write_csv
 from claimcheck.report.update_metrics import metric_columns

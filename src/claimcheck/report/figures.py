@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import get_card, load_cards, load_ceilings
 from claimcheck.core.definitions import is_queued as is_queued_streams
 from claimcheck.core.definitions import row_is_held_prefill
 from claimcheck.core.engine_inputs import model_dtype
-from claimcheck.core.geometry import geometry_from_file, load_config
-from claimcheck.core.inputs import load_weight_rows, state_words
-from claimcheck.core.io import read_json
+from claimcheck.core.inputs import state_words
 from claimcheck.core.paths import DERIVED, ROOT
 from claimcheck.core.units import GIB, MIB
+from claimcheck.loaders.cards import get_card, load_cards, load_ceilings
+from claimcheck.loaders.files import read_json
+from claimcheck.loaders.models import geometry_from_file, load_config
+from claimcheck.loaders.registry import load_weight_rows
 from claimcheck.report import figstyle, mdtext, plots, verdicts_md
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.presets import preset_roofline

@@ -18,10 +18,11 @@ import dataclasses
 from typing import Any
 
 from claimcheck.core import roofline as rl
-from claimcheck.core.cards import Card, get_card
+from claimcheck.core.cards import Card
 from claimcheck.core.errors import InputError
 from claimcheck.core.inputs import ENGINE_MEMORY_SHARE, fit_reason, memory_wall
 from claimcheck.core.model import Calibration, EngineShape
+from claimcheck.loaders.cards import get_card
 from claimcheck.report.calibrate import run_key
 from claimcheck.report.protocolpredict import ProtocolPrediction, plan_step, predict_protocol
 from claimcheck.runio.run import Run

@@ -27,8 +27,8 @@ from claimcheck.core.inputs import (
     past_wall_reason,
     roofline_for,
 )
-from claimcheck.core.io import read_text
 from claimcheck.core.units import GIB
+from claimcheck.loaders.files import read_text
 from claimcheck.report.tables import engine_roofline
 from claimcheck.runio import runload
 
@@ -161,10 +161,10 @@ def check_presets(presets: list[dict[str, Any]], *, source: str, model_config: s
     """Every preset through the one physics check (:func:`preset_roofline`) before
     anything renders: the first that cannot be is refused naming ``source`` and
     ``key[i]``. Card names are checked first (unknown: refused with the known ones)."""
-    from claimcheck.core.cards import load_ceilings
     from claimcheck.core.engine_inputs import model_dtype
-    from claimcheck.core.geometry import geometry_from_file, load_config
-    from claimcheck.core.inputs import load_weight_rows
+    from claimcheck.loaders.cards import load_ceilings
+    from claimcheck.loaders.models import geometry_from_file, load_config
+    from claimcheck.loaders.registry import load_weight_rows
 
     check_unique_names(presets, source)
     geom = geometry_from_file(model_config)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 
-from claimcheck.core.cards import load_cards
-from claimcheck.core.geometry import geometry_from_file
-from claimcheck.core.io import read_json
-from claimcheck.core.protocols import load_protocols
+from claimcheck.loaders.cards import load_cards
+from claimcheck.loaders.config import load_protocols
+from claimcheck.loaders.files import read_json
+from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import verdicts_md
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records

@@ -13,7 +13,7 @@ import pandas as pd
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.frames import DTYPES, FLOAT_FORMAT, records, to_frame
-from claimcheck.core.io import read_json, read_text
+from claimcheck.loaders.files import read_json, read_text
 
 
 def dtypes_path(csv_path: str | Path) -> Path:

@@ -21,7 +21,6 @@ import pandas as pd
 
 from claimcheck.core import definitions as d
 from claimcheck.core import runchecks, serverlog
-from claimcheck.core.cards import load_cards
 from claimcheck.core.energy import StepEnergy, step_energy
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.engine_shape import engine_shape
@@ -30,7 +29,7 @@ from claimcheck.core.frames import records, to_frame
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.model import EngineShape
 from claimcheck.core.protocols import Protocol, step_context
-from claimcheck.core.runrecord import Provenance, protocol_from_record, validate_provenance
+from claimcheck.core.runrecord import Provenance, protocol_from_record
 from claimcheck.core.steprow import (
     load_window,
     record_columns,
@@ -41,6 +40,8 @@ from claimcheck.core.steprow import (
 )
 from claimcheck.core.telemetry import power_samples
 from claimcheck.core.timeline import Timeline
+from claimcheck.loaders.cards import load_cards
+from claimcheck.runio.records import validate_provenance
 from claimcheck.runio.runload import (
     RunStep,
     read_provenance,
@@ -152,16 +153,15 @@ class Run:
                             self.start_log, str(self.path))
 
 
-def _trace(st: RunStep, proto: Protocol, lines: list[serverlog.StatsLine],
+def _trace(st: RunStep, tl: Timeline, proto: Protocol, lines: list[serverlog.StatsLine],
            power: list[tuple[float, float]], year: int) -> StepTrace:
-    """A step's trace: its timeline, the log lines and energy of its load window."""
+    """A step's trace: its timeline ``tl``, the log lines and energy of its load window."""
     rec = st.raw
     t0, t1 = load_window(rec["start_unix_s"], rec["end_unix_s"],
                          st.bench.get("duration") if st.bench else None)
     t0, t1 = float(t0), float(t1)  # type: ignore[arg-type]  # a step.json has both
     e = step_energy(rec, power, t0, t1)
-    assert st.timeline is not None
-    return StepTrace(record=rec, timeline=st.timeline,
+    return StepTrace(record=rec, timeline=tl,
                      log_lines=step_log_lines(lines, t0, t1 + 5, year), energy_j=e.joules,
                      window_unix_s=(t0, t1), energy_source=e.source,
                      output_len=step_context(proto, st.record.step)["output_len"])
@@ -190,7 +190,7 @@ def load_run(path: str | Path) -> Run:
     seqs = prov.engine_config.max_num_seqs
     rows, traces, skipped = [], [], []
     for st in steps:
-        tr = _trace(st, proto, lines, power, year) if st.timeline is not None else None
+        tr = _trace(st, st.timeline, proto, lines, power, year) if st.timeline else None
         if tr is None:
             skipped.append(st.skip or f"{st.record.dir}: no timeline")
         else:

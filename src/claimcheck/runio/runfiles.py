@@ -27,7 +27,8 @@ from claimcheck.core.benchcols import (
     encode_cols,
 )
 from claimcheck.core.errors import InputError
-from claimcheck.core.io import read_bytes, read_json_bytes
+from claimcheck.core.io import read_json_bytes
+from claimcheck.loaders.files import read_bytes
 
 BENCH = "bench.json"
 """The name the client writes (and runs recorded before compaction keep)."""

@@ -14,21 +14,16 @@ from typing import Any
 from claimcheck.core import runchecks, serverlog
 from claimcheck.core.engine_inputs import EngineInputs, engine_inputs
 from claimcheck.core.errors import InputError
-from claimcheck.core.geometry import Geometry, geometry_from_file, load_config
-from claimcheck.core.io import read_json, read_text
+from claimcheck.core.geometry import Geometry
 from claimcheck.core.paths import ROOT
 from claimcheck.core.protocols import Protocol, step_context
-from claimcheck.core.runrecord import (
-    Provenance,
-    StepRecord,
-    migrate_provenance,
-    validate_provenance,
-    validate_step,
-    validate_steps,
-)
+from claimcheck.core.runrecord import Provenance, StepRecord, migrate_provenance
 from claimcheck.core.telemetry import parse_telemetry
 from claimcheck.core.timeline import Timeline, from_bench
+from claimcheck.loaders.files import read_json, read_text
+from claimcheck.loaders.models import geometry_from_file, load_config
 from claimcheck.runio import runfiles
+from claimcheck.runio.records import validate_provenance, validate_step, validate_steps
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,94 @@
+"""The card registry and the measured ceilings read: ``data/raw/cards.csv`` (with a user
+cards file merged over it) and ``data/raw/ceilings.csv``, parsed by
+:mod:`claimcheck.core.cards`; errors name the file, line and column."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from claimcheck.core.cards import (
+    CARD_REQUIRED,
+    CEILING_REQUIRED,
+    Card,
+    Ceiling,
+    check_row_lengths,
+    merge_user_cards,
+    parse_cards,
+    parse_ceilings,
+)
+from claimcheck.core.errors import InputError
+from claimcheck.core.io import csv_lines
+from claimcheck.core.paths import RAW
+from claimcheck.loaders.files import read_csv_lines, read_text
+
+USER_CARDS_ENV = "CLAIMCHECK_CARDS_FILE"
+"""Environment variable naming a user cards file, merged over the registry by
+:func:`load_cards` wherever no file is named (set by ``--cards-file``, and by the pipeline
+from ``user_cards`` in config/config.yaml, so that every rule script and notebook sees it)."""
+
+
+def use_user_cards(path: str | Path | None) -> None:
+    """Name the user cards file (None or empty: none) for every later :func:`load_cards`
+    of this process and of the processes it starts (``$CLAIMCHECK_CARDS_FILE``)."""
+    if path:
+        os.environ[USER_CARDS_ENV] = str(path)
+    else:
+        os.environ.pop(USER_CARDS_ENV, None)
+
+
+def _user_path(user_path: str | Path | None) -> Path | None:
+    if user_path is None:
+        user_path = os.environ.get(USER_CARDS_ENV) or None
+    return Path(user_path) if user_path else None
+
+
+def load_cards(path: str | Path | None = None,
+               user_path: str | Path | None = None) -> dict[str, Card]:
+    """Read and validate the card registry, and a user cards file merged over it;
+    errors name the file, line and column.
+
+    Numbers must be finite and > 0; UTF-8 with or without a byte-order mark. The user
+    file (``user_path``, else the file named by ``$CLAIMCHECK_CARDS_FILE``) has the
+    registry's columns (:data:`~claimcheck.core.cards.CARD_REQUIRED` required, at least one
+    dense tensor rate, no unknown column); it adds cards and never replaces one of the
+    registry's (a card of that name is refused: give yours another name). Each card keeps
+    the file it came from (``registry``).
+    """
+    p = Path(path) if path else RAW / "cards.csv"
+    cards = parse_cards(*read_csv_lines(p, CARD_REQUIRED), str(p), user=False)
+    up = _user_path(user_path)
+    if up is None:
+        return cards
+    if not up.is_file():
+        raise InputError(str(up), "no such file (the user cards file: --cards-file, "
+                         f"user_cards in config/config.yaml or ${USER_CARDS_ENV})")
+    text = read_text(up)
+    check_row_lengths(text, str(up))
+    header, rows = csv_lines(text, str(up), CARD_REQUIRED)
+    return merge_user_cards(cards, parse_cards(header, rows, str(up), user=True), rows,
+                            str(p), str(up))
+
+
+def get_card(name: str, path: str | Path | None = None,
+             user_path: str | Path | None = None) -> Card:
+    """One card by registry name (a user cards file merged, :func:`load_cards`); unknown
+    names are refused with the known ones."""
+    cards = load_cards(path, user_path)
+    try:
+        return cards[name]
+    except KeyError:
+        up = _user_path(user_path)
+        where = str(path or RAW / "cards.csv") + (f" + {up}" if up else "")
+        raise InputError(where, f"unknown card {name!r}; known: {', '.join(sorted(cards))}"
+                         + ("" if up else " (a card of your own: --cards-file, README "
+                            "'Measuring on your card')"), key="card") from None
+
+
+def load_ceilings(path: str | Path | None = None,
+                  cards: dict[str, Card] | None = None) -> dict[str, Ceiling]:
+    """Read ``ceilings.csv`` (measured compute ceilings,
+    :func:`claimcheck.core.cards.parse_ceilings`); errors name the file, line and key."""
+    p = Path(path) if path else RAW / "ceilings.csv"
+    _, rows = read_csv_lines(p, CEILING_REQUIRED)
+    return parse_ceilings(rows, str(p), cards)

@@ -1,0 +1,51 @@
+"""The measuring configuration read: the protocols (``config/protocols.yaml``: protocols and
+their CI profiles) and the engines (``config/engines.yaml``), each file validated by its
+schema and handed to core (:func:`claimcheck.core.protocols.protocols_from_data`,
+:func:`claimcheck.core.engines.engines_from_data`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from claimcheck.core.engines import Engine, engines_from_data
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import CONFIG
+from claimcheck.core.protocols import Protocol, protocols_from_data, scaled_protocol
+from claimcheck.loaders.yamlcfg import load_validated
+
+
+def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
+    """Read and validate protocols.yaml (default config/protocols.yaml)."""
+    p = Path(path) if path else CONFIG / "protocols.yaml"
+    return protocols_from_data(load_validated(p, "protocols"), str(p))
+
+
+def load_profiles(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """The CI profiles of protocols.yaml (default config/protocols.yaml)."""
+    p = Path(path) if path else CONFIG / "protocols.yaml"
+    return load_validated(p, "protocols").get("profiles", {})
+
+
+def get_protocol(name: str, path: str | Path | None = None,
+                 profile: str | None = None) -> Protocol:
+    """One protocol by name (optionally scaled by a profile); unknown names are refused."""
+    src = str(path or CONFIG / "protocols.yaml")
+    return scaled_protocol(load_protocols(path), load_profiles(path) if profile else {},
+                           name, src, profile)
+
+
+def load_engines(path: str | Path | None = None) -> dict[str, Engine]:
+    """Every engine of ``path`` (default config/engines.yaml), validated and checked."""
+    p = Path(path) if path else CONFIG / "engines.yaml"
+    return engines_from_data(load_validated(p, "engines"), str(p))
+
+
+def get_engine(name: str, path: str | Path | None = None) -> Engine:
+    """One engine by name; unknown names are refused with the known ones."""
+    src = str(path or CONFIG / "engines.yaml")
+    engines = load_engines(path)
+    if name not in engines:
+        raise InputError(src, f"unknown engine {name!r}; known: {', '.join(sorted(engines))}",
+                         key="engines")
+    return engines[name]
