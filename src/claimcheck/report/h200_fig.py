@@ -18,6 +18,7 @@ import pandas as pd
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.geometry import Geometry
 from claimcheck.report import decode_plots
+from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
@@ -51,13 +52,25 @@ class DecodePanels:
     runs: list[str] = field(default_factory=list)
 
 
-def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str
-               ) -> tuple[list[Run], pd.DataFrame]:
-    """One card's runs and the findings' step frame of their steps."""
+MAIN = "main"
+"""``card_frame``'s release: the vLLM release with the most steps on the card."""
+
+
+def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str,
+               release: str | None = MAIN) -> tuple[list[Run], pd.DataFrame]:
+    """One card's runs and the findings' step frame of their steps, of one vLLM release:
+    by default the one with the most steps there (:func:`engine_version.main_version`; the
+    findings and their figures read one release), else ``release``; None keeps every
+    release."""
     runs = [r for r in runs if r.provenance.card == card]
     names = {r.name for r in runs}
-    return runs, SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
-                              SF.engine_rows(runs))
+    frame = SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
+                          SF.engine_rows(runs))
+    if release is None:
+        return runs, frame
+    v = EV.main_version(frame) if release == MAIN else release
+    return ([r for r in runs if v is None or str(r.provenance.sw("vllm")) == v],
+            EV.of_version(frame, v))
 
 
 def figure_contexts(d: pd.DataFrame) -> list[int]:
