@@ -73,6 +73,12 @@ def card_frame(runs: list[Run], steps: list[dict[str, Any]], card: str,
             EV.of_version(frame, v))
 
 
+def release_words(runs: list[Run], used: list[str]) -> str:
+    """The vLLM release(s) of the runs ``used`` in words, for a figure's source line."""
+    vs = sorted({str(r.provenance.sw("vllm")) for r in runs if r.name in set(used)})
+    return "vLLM " + " and ".join(vs) if vs else "vLLM release not recorded"
+
+
 def figure_contexts(d: pd.DataFrame) -> list[int]:
     """The contexts the decode figure draws, as the body's first table chooses them: each
     format's main context (:func:`claimcheck.report.stepframe.main_context`) and the long
@@ -148,7 +154,8 @@ def decode_figure(runs: list[Run], steps: list[dict[str, Any]], card: str, geom:
         title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
         caption=caption,
         source=(f"{len(p.runs)} runs in data/raw/runs on the {c.name} (dummy weights: "
-                "random values, the real geometry), read through data/derived/runs/*.json; "
+                f"random values, the real geometry; {release_words(runs, p.runs)}), read "
+                "through data/derived/runs/*.json; "
                 "lines from the model's config.json, each engine's own weights, state and "
                 "KV bytes and data/raw/cards.csv; levels at other contexts (in the η band, not "
                 "drawn) are in the appendix; runs drawn: " + ", ".join(p.runs) + source))
@@ -189,5 +196,5 @@ def long_figure(runs: list[Run], steps: list[dict[str, Any]], card: str,
                  "short-prompt levels with every stream decoding at the same streams and "
                  "format. Each point "
                  "the median of its level over repeats and runs."),
-        source=("runs " + ", ".join(used) + " (dummy weights) in data/raw/runs, read "
-                "through data/derived/runs/*.json"))
+        source=("runs " + ", ".join(used) + f" (dummy weights, {release_words(runs, used)}) "
+                "in data/raw/runs, read through data/derived/runs/*.json"))
