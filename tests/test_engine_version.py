@@ -155,3 +155,19 @@ def test_model_words_count_the_releases_own_steps():
     assert EV.model_words(rows, {"new"}, "0.33.0").endswith(
         "lands within 5% on both end to end and decode on 1 of their 2 other steps.")
     assert EV.model_words(rows, {"nothing"}, "0.33.0") == ""
+
+
+def test_published_table_lists_each_figure_and_whether_a_row_has_its_shape():
+    claims = [
+        {"id": "at-8", "engine_version": "vLLM 0.33.0", "card": "rtx3090",
+         "power_limit_w": 390.0, "streams": 8, "prompt_tokens": 128, "output_tokens": 512,
+         "value": 304.2, "metric": "e2e_aggregate", "metric_label": "end-to-end aggregate"},
+        {"id": "cohort", "engine_version": "vLLM 0.33.0", "card": "rtx3090",
+         "power_limit_w": 390.0, "streams": 4, "prompt_tokens": None, "output_tokens": None,
+         "value": 165.4, "metric": "unspecified"}]
+    t = EV.published_table(EV.engine_version(frame(ROWS), "0.26.0"),
+                           EV.published_with(claims, "0.33.0"))
+    assert ("| `cohort` | NVIDIA GeForce RTX 3090 at 390 W | 4 | not stated | "
+            "165.4 (unspecified) | no |") in t
+    assert ("| `at-8` | NVIDIA GeForce RTX 3090 at 390 W | 8 | 128 + 512 | "
+            "304.2 (end-to-end aggregate) | yes |") in t

@@ -236,3 +236,28 @@ def published_words(x: Finding, pub: Published, build: str = "") -> str:
             "against their own card below; these rows measure only what the release moves "
             f"on this card, with dummy weights and the release as its wheel was built"
             + (f" ({build})" if build else "") + ", not as a seed's build may have patched it.")
+
+
+def published_table(x: Finding, pub: Published) -> str:
+    """The appendix's list of the figures made with the finding's other release: each with
+    its card, shape and value by its own definition, and whether the release table has a
+    row at its shape (another card's figure: named beside the rows, never reproduced by
+    them)."""
+    shapes = {(int(r["streams"]), int(r["input_len"]), int(r["output_len"])) for r in x.rows}
+    rows = []
+    for c in sorted(pub.rows, key=lambda c: (str(c["card"]), int(c.get("streams") or 0),
+                                            str(c["id"]))):
+        shape = (c.get("streams"), c.get("prompt_tokens"), c.get("output_tokens"))
+        rows.append([f"`{c['id']}`", _card_words(str(c["card"]), c.get("power_limit_w")),
+                     md.num(c.get("streams"), "{:,.0f}"),
+                     ("not stated" if None in shape[1:] else
+                      f"{int(shape[1]):,} + {int(shape[2]):,}"),
+                     f"{float(c['value']):,.1f} ({c.get('metric_label') or c['metric']})",
+                     "yes" if shape in shapes else "no"])
+    other = x.rows[0]["other"]
+    return (md.table(["Figure", "Card", "Streams", "Prompt + output, tokens",
+                      "Published, tok/s summed (its definition)",
+                      "A row of the release table at its shape"], rows, "llrrrl") + "\n\n"
+            f"*Every registry figure made with vLLM {other}, each on its own card. The release "
+            "table's rows are this card's steps on both releases (dummy weights); a figure at "
+            "a row's shape is named beside it, never reproduced by it.*")

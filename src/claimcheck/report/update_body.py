@@ -236,10 +236,13 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         mine = [r for r in runs if r.provenance.sw("vllm") == other]
         builds = sorted({f"commit {EV.commit_words(r.provenance.sw('vllm_commit'))}"
                          for r in mine if r.provenance.sw("vllm_commit")})
+        pub = EV.published_with(claims or [], other)
+        if pub.rows and appendix_extra is not None:
+            appendix_extra += [f"## Published with vLLM {other}", "",
+                               EV.published_table(version, pub), ""]
         out += [f"### vLLM {base} against {other}", "", version.sentence, "",
                 " ".join(x for x in (
-                    EV.published_words(version, EV.published_with(claims or [], other),
-                                       ", ".join(builds)),
+                    EV.published_words(version, pub, ", ".join(builds)),
                     EV.model_words(model_rows, {r.name for r in mine}, other)) if x), "",
                 EV.version_table(version), ""]
     out += ["### The published figures, each against its own card", "",
