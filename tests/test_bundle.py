@@ -5,6 +5,7 @@ hash against the lock read another way, the exclusions, and the part-sizing arit
 from __future__ import annotations
 
 import io
+import os
 import re
 import tarfile
 from pathlib import Path
@@ -63,6 +64,8 @@ def test_033_plan_shadows_torch_and_the_cuda_wheels_that_moved():
     # whose 0.33.0 version differs from torch 2.11.0's pin (the image's, assumed).
     assert {(d.name, d.version, d.image_version) for d in plan.by_action("shadow")} == {
         ("torch", "2.14.0", "2.11.0+cu130"), ("triton", "3.8.0", "3.6.0"),
+        # vLLM 0.33.0 pins it; the image's, built for torch 2.11, broke the first H200 start
+        ("torchvision", "0.29.0", "0.26.0"),
         ("cuda-toolkit", "13.0.3.0", "13.0.2"),
         ("nvidia-cublas", "13.1.1.3", "13.1.0.3"),
         ("nvidia-cudnn-cu13", "9.24.0.43", "9.19.0.56"),
@@ -70,7 +73,7 @@ def test_033_plan_shadows_torch_and_the_cuda_wheels_that_moved():
         ("nvidia-nccl-cu13", "2.30.7", "2.28.9"),
         ("nvidia-nvjitlink", "13.5.37", "13.0.88")}
     names = {d.name for d in plan.wheels}
-    assert len(names) == 99
+    assert len(names) == 100
     # same version as the image's (assumed) torch 2.11 pin: not carried
     assert {"nvidia-cufft", "nvidia-curand", "nvidia-nvshmem-cu13"}.isdisjoint(names)
     assert {"vllm", "flashinfer-python", "xgrammar", "apache-tvm-ffi", "nccl4py",
@@ -106,8 +109,11 @@ def test_known_hashes_copied_from_the_locks():
 def test_excluded_names_are_absent(version):
     plan, rules = plan_for(version)
     names = {d.name for d in plan.wheels}
-    assert {"torchvision", "torchaudio", "nvidia-cuda-nvcc", "tilelang", "quack-kernels",
+    assert {"torchaudio", "nvidia-cuda-nvcc", "tilelang", "quack-kernels",
             "nvidia-cutlass-dsl"}.isdisjoint(names)
+    # torchvision is the image's where its torch is (0.26.0), the lock's where torch moves
+    tv = {d.version for d in plan.wheels if d.name == "torchvision"}
+    assert tv == ({"0.29.0"} if version == "0.33.0" else set())
     assert set(rules.exclude).isdisjoint(names)
     # what only excluded packages need goes too
     assert {"z3-solver", "tokenspeed-triton", "nvidia-nvvm",
@@ -219,3 +225,48 @@ def test_bad_input_names_file_and_line():
                     image_source="img")
     with pytest.raises(InputError, match=r"exclude.x: needs a reason"):
         parse_rules('[exclude]\nx = ""\n[transfer]\nlimit_mib = 64\nheadroom_mib = 2\n', "r")
+
+
+def test_lean_checkout_takes_the_runs_out_of_the_index_and_back(tmp_path):
+    """envs/offline/lean-checkout.sh on a clone of this checkout: `on` leaves the runs on
+    disk but out of what travels (the index and the ignore list), `off` restores the index,
+    and `on` with staged changes is refused."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    clone = tmp_path / "c"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(root), str(clone)], check=True)
+    script = clone / "envs/offline/lean-checkout.sh"
+    (clone / "envs/offline/lean-checkout.sh").write_bytes(
+        (root / "envs/offline/lean-checkout.sh").read_bytes())  # the working copy's script
+    script.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(script), *args], cwd=clone, env=env, text=True,
+                              capture_output=True)
+
+    def tracked() -> int:
+        out = subprocess.run(["git", "ls-files", "data/raw/runs"], cwd=clone, text=True,
+                             capture_output=True, check=True).stdout
+        return len(out.split())
+
+    n = tracked()
+    assert n > 100
+    on = run("on")
+    assert on.returncode == 0, on.stderr
+    assert tracked() == 0 and (clone / "data/raw/runs/SESSIONS.md").is_file()
+    before, after = (int(x) for x in re.findall(r"checkout (\d+) -> (\d+) bytes", on.stdout)[0])
+    assert after < before / 4
+    assert run("status").stdout.strip() == "on"
+    assert "already on" in run("on").stdout
+    off = run("off")
+    assert off.returncode == 0 and tracked() == n
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, text=True,
+                            capture_output=True, check=True).stdout.split("\n")
+    assert all(x.endswith("lean-checkout.sh") for x in status if x)  # only the copied script
+    (clone / "README.md").write_text("changed\n")
+    subprocess.run(["git", "add", "README.md"], cwd=clone, check=True)
+    refused = run("on")
+    assert refused.returncode == 2 and "staged changes" in refused.stderr
+    assert tracked() == n

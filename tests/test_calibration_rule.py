@@ -265,3 +265,29 @@ def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
     assert 1.2e12 < cal.kv_bandwidth_bytes_s < 1.8e12  # FP8 KV well below its weights
     assert LADDER_FP8 in cal.kv_source and "3 line(s)" in cal.kv_source
     assert not any(n == ATD_FP8 for n, _ in choice.steps())
+
+
+def test_each_vllm_release_is_calibrated_on_its_own_runs(tmp_path):
+    """A run of another vLLM release never lends its steps (issue 32): the 0.33.0 copy of
+    the single-stream run (no held prefill) takes compute from its own split-prompt step,
+    although the 0.26.0 run beside it has the better-ranked held prefill, which a choice
+    that ignores the release would take; the 0.26.0 run keeps its own."""
+    new = copy_run(tmp_path, SINGLE, "h200-20261202-bf16-dummy-16k-vllm033-single-stream")
+
+    def release(p):
+        p["software"]["vllm"] = "0.33.0"
+        p["engine"] = p["engine_config"]["name"] = "bf16-dummy-16k-vllm033"
+    edit_json(new / "provenance.json", release)
+    new_run = load_run(new)
+    held = load_run(copy_run(tmp_path, HELD))
+    runs = [new_run, held]
+    mine = calibrate.choose_for(new_run, runs)
+    assert {mine.bandwidth.run.name, mine.overhead.run.name, mine.compute.run.name} == {new.name}
+    assert "prompt within one token budget" in mine.compute.why
+    anyone = calibrate.choose(runs, "h200", "bf16-dummy-16k-vllm033", "bf16")
+    assert anyone.compute.label == f"{HELD} step 2 repeat 1"  # what the release rule prevents
+    theirs = calibrate.choose_for(held, runs)
+    assert theirs.compute.label == f"{HELD} step 2 repeat 1"
+    assert new.name not in {p.run.name for p in (theirs.bandwidth, theirs.overhead)}
+    with pytest.raises(InputError, match="with vLLM 0.31.0"):
+        calibrate.choose(runs, "h200", "bf16-dummy-16k", "bf16", version="0.31.0")

@@ -120,6 +120,8 @@ def test_energy_and_what_cannot_be_said():
     c = F.cannot_say(frame(ROWS))
     # run b does not ignore EOS: its 3 steps, 1 + 8 + 8 = 17 requests, all at the cap
     assert c.holds and "17 requests free to stop early" in c.sentence
+    assert "they read one vLLM release (0.26.0), so a finding may not hold on another" \
+        in c.sentence
     short = ROWS[:3] + [{**r, "total_output_tokens": r["total_output_tokens"] - 1}
                         for r in ROWS[3:]]
     assert not F.cannot_say(frame(short)).holds

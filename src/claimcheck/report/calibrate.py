@@ -3,7 +3,9 @@
 
 The calibration of a card + engine (+ weight format) is chosen by one stated rule among ALL
 the runs of that engine on that card (:func:`choose`), never by which run happens to be
-predicted, so a new run can never silently recalibrate the others:
+predicted, so a new run can never silently recalibrate the others. Only runs of the same
+parallel layout and the same vLLM release are ever borrowed (each engine version is
+calibrated on its own runs; the admission interval, the load client's, is the exception):
 
 - **bandwidth**: the one-stream decode step with the most decode intervals (tokens after
   each request's first, summed: the most samples of the per-step time) among the engine's
@@ -46,7 +48,7 @@ from claimcheck.core import model as m
 from claimcheck.core.errors import InputError
 from claimcheck.loaders.cards import get_card
 from claimcheck.report.context_cost import MIN_CONTEXTS
-from claimcheck.report.layout import layout_words, run_layout
+from claimcheck.report.layout import layout_words, run_layout, run_version
 from claimcheck.runio.run import Run, StepTrace
 
 
@@ -288,14 +290,19 @@ def _has_datasheet(card: str) -> bool:
 
 def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True,
-           layout: tuple[tuple[str, int], ...] | None = None) -> Choice:
+           layout: tuple[tuple[str, int], ...] | None = None,
+           version: str | None = None) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
     from``), so any engine and format among them counts. ``layout``
-    (:func:`parallel_layout`): only runs of that parallel layout are borrowed. Raises
-    InputError naming the card, engine and format when no one-stream decode step exists."""
-    pool = ([r for r in runs if run_key(r)[0] == card
-             and (layout is None or run_layout(r) == layout)] if not explicit else runs)
+    (:func:`parallel_layout`): only runs of that parallel layout are borrowed; ``version``
+    (:func:`run_version`): only runs of that vLLM release (each engine version is
+    calibrated on its own runs). Raises InputError naming the card, engine and format when
+    no one-stream decode step exists."""
+    card_pool = [r for r in runs if run_key(r)[0] == card
+                 and (layout is None or run_layout(r) == layout)]
+    pool = ([r for r in card_pool if version is None or run_version(r) == version]
+            if not explicit else runs)
     if explicit:
         def scope(usable: Any) -> tuple[list[Any], str]:
             pairs = [(r, s) for r in pool for s in r.traces if usable(s)]
@@ -310,6 +317,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                          f"weight format {weight_format} on {card} ({len(pool)} run(s) on "
                          "the card" + ("" if layout is None else
                                        f" of its parallel layout, {layout_words(layout)}")
+                         + ("" if version is None else f" with vLLM {version}")
                          + "); measure a one-stream decode step "
                          "or pass --calibrate-from a run with one")
     bw = _best_decode(dec, where, "bandwidth")
@@ -356,8 +364,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         rows, who = row_sources(pool, card, engine, weight_format)
         if rows and who != engine:
             rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
-                               layout=layout)
-        admission = admission_sources(pool, card, engine)
+                               layout=layout, version=version)
+        admission = admission_sources(card_pool, card, engine)  # the load client's: any version
         kv = kv_sources(pool, card, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
@@ -365,6 +373,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
 
 
 def choose_for(target: Run, runs: list[Run]) -> Choice:
-    """:func:`choose` for the target run's own card, engine and weight format."""
+    """:func:`choose` for the target run's own card, engine, weight format, parallel layout
+    and vLLM release."""
     card, engine, fmt = run_key(target)
-    return choose(runs, card, engine, fmt, layout=run_layout(target))
+    return choose(runs, card, engine, fmt, layout=run_layout(target),
+                  version=run_version(target))

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from claimcheck.report import figstyle as fs
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
-from claimcheck.report.h200_fig import card_frame
+from claimcheck.report.h200_fig import card_frame, release_words
 from claimcheck.report.plot_common import eta_axis, format_colours
 from claimcheck.runio.run import Run
 
@@ -83,6 +83,6 @@ def context_figure(runs: list[Run], card: str, card_name: str) -> Any:
                  "each stream's recurrent state twice and its KV cache once per step, at "
                  f"the {card_name}'s datasheet bandwidth. Each point the median of its level "
                  "over repeats."),
-        source=("runs " + ", ".join(used) + " (dummy weights) in data/raw/runs, read "
-                "through data/derived/runs/*.json; KV bytes per token from each engine's "
-                "KV dtype and the model's config.json"))
+        source=("runs " + ", ".join(used) + f" (dummy weights, {release_words(runs, used)}) "
+                "in data/raw/runs, read through data/derived/runs/*.json; KV bytes per "
+                "token from each engine's KV dtype and the model's config.json"))

@@ -149,7 +149,7 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     """What the runs cannot say: no run drafts tokens (and random weights would make any
     drafter's acceptance meaningless), the vLLM versions measured, and whether every request
     that could stop early ran to its cap (answer lengths set by the cap)."""
-    cond = ("no run drafts tokens, every run is on one vLLM version, and every request "
+    cond = ("no run drafts tokens, every step read is of one vLLM release, and every request "
             "without --ignore-eos ran to its output cap")
     free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
     capped = (free["total_output_tokens"] == free["requests"] * free["output_len"]).all()
@@ -159,7 +159,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     text = ("These runs cannot say what speculation does: no run drafts tokens"
             + (", and with random weights a drafter's guesses would not be accepted as on "
                "real text" if dummy else "")
-            + f"; they are of one vLLM version ({', '.join(versions)}); and with "
+            + f"; they read one vLLM release ({', '.join(versions)}), so a finding may "
+            "not hold on another; and with "
             f"{free['requests'].sum():,.0f} requests free to stop early all running to "
             f"their {span(free['output_len'], lambda v: f'{v:,.0f}')}-token cap, the "
             "answer lengths were set by the cap, not by the text")

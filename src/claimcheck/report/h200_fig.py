@@ -18,6 +18,7 @@ import pandas as pd
 from claimcheck.core.cards import Card, Ceiling
 from claimcheck.core.geometry import Geometry
 from claimcheck.report import decode_plots
+from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
@@ -51,11 +52,30 @@ class DecodePanels:
     runs: list[str] = field(default_factory=list)
 
 
-def card_frame(runs: list[Run], card: str) -> tuple[list[Run], pd.DataFrame]:
-    """One card's runs and the findings' step frame of their step tables."""
+MAIN = "main"
+"""``card_frame``'s release: the vLLM release with the most steps on the card."""
+
+
+def card_frame(runs: list[Run], card: str, release: str | None = MAIN
+               ) -> tuple[list[Run], pd.DataFrame]:
+    """One card's runs and the findings' step frame of their step tables, of one vLLM
+    release: by default the one with the most steps there
+    (:func:`engine_version.main_version`; the findings and their figures read one release),
+    else ``release``; None keeps every release."""
     runs = [r for r in runs if r.provenance.card == card]
-    return runs, SF.step_frame(pd.DataFrame([s for r in runs for s in r.rows]),
-                              SF.engine_rows(runs))
+    frame = SF.step_frame(pd.DataFrame([s for r in runs for s in r.rows]),
+                          SF.engine_rows(runs))
+    if release is None:
+        return runs, frame
+    v = EV.main_version(frame) if release == MAIN else release
+    return ([r for r in runs if v is None or str(r.provenance.sw("vllm")) == v],
+            EV.of_version(frame, v))
+
+
+def release_words(runs: list[Run], used: list[str]) -> str:
+    """The vLLM release(s) of the runs ``used`` in words, for a figure's source line."""
+    vs = sorted({str(r.provenance.sw("vllm")) for r in runs if r.name in set(used)})
+    return "vLLM " + " and ".join(vs) if vs else "vLLM release not recorded"
 
 
 def figure_contexts(d: pd.DataFrame) -> list[int]:
@@ -133,7 +153,8 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
         title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
         caption=caption,
         source=(f"{len(p.runs)} runs in data/raw/runs on the {c.name} (dummy weights: "
-                "random values, the real geometry), read through data/derived/runs/*.json; "
+                f"random values, the real geometry; {release_words(runs, p.runs)}), read "
+                "through data/derived/runs/*.json; "
                 "lines from the model's config.json, each engine's own weights, state and "
                 "KV bytes and data/raw/cards.csv; levels at other contexts (in the η band, not "
                 "drawn) are in the appendix; runs drawn: " + ", ".join(p.runs) + source))
@@ -172,5 +193,5 @@ def long_figure(runs: list[Run], card: str, card_name: str) -> Any:
                  "short-prompt levels with every stream decoding at the same streams and "
                  "format. Each point "
                  "the median of its level over repeats and runs."),
-        source=("runs " + ", ".join(used) + " (dummy weights) in data/raw/runs, read "
-                "through data/derived/runs/*.json"))
+        source=("runs " + ", ".join(used) + f" (dummy weights, {release_words(runs, used)}) "
+                "in data/raw/runs, read through data/derived/runs/*.json"))

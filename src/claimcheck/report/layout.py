@@ -23,6 +23,13 @@ def parallel_layout(cfg: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     return tuple((k, v) for k, v in sizes.items() if v > 1)
 
 
+def run_version(run: Run) -> str | None:
+    """The vLLM release a run recorded (``software.vllm`` in its provenance), or None: the
+    key that keeps a calibration to the runs of one engine version."""
+    v = (run.provenance.raw.get("software") or {}).get("vllm")
+    return str(v) if v else None
+
+
 def layout_words(layout: tuple[tuple[str, int], ...]) -> str:
     """``tensor_parallel_size 2``, or ``one GPU``."""
     return ", ".join(f"{k} {v}" for k, v in layout) or "one GPU"

@@ -20,7 +20,7 @@ from claimcheck.core.accuracy import error
 from claimcheck.core.errors import InputError
 from claimcheck.report.calibrate import Choice, choose, run_key
 from claimcheck.report.calibration import calibration, predicted_step
-from claimcheck.report.layout import layout_words, parallel_layout, run_layout
+from claimcheck.report.layout import layout_words, parallel_layout, run_layout, run_version
 from claimcheck.runio.run import Run, StepTrace
 
 PROTOCOL_ASSUMPTIONS = (
@@ -106,7 +106,9 @@ def _twin(runs: list[Run], card: str, engine: str, spec: Any
                          "of an engine that differs from it only in max_num_seqs and "
                          f"max_model_len ({', '.join(TWIN_FIELDS)} and the parallel layout, "
                          f"{layout_words(layout)}, equal)")
-    return min(twins, key=lambda r: (str(r.provenance.raw.get("started_utc", "")), r.name))
+    pin = getattr(spec, "vllm_version", None)
+    return min(twins, key=lambda r: (pin is not None and run_version(r) != pin,
+                                     str(r.provenance.raw.get("started_utc", "")), r.name))
 
 
 @dataclass(frozen=True)
@@ -152,8 +154,12 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
         engine_run = (f"{base.name} (engine {run_key(base)[1]}; {engine} has no run: same "
                       f"{', '.join(TWIN_FIELDS)}, same parallel layout "
                       f"({layout_words(run_layout(base))}), its {shape.max_num_seqs} slots and "
-                      f"max_model_len {spec.max_model_len} from config/engines.yaml)")
-    choice = choose(runs, card, engine, fmt, layout=run_layout(base))
+                      f"max_model_len {spec.max_model_len} from config/engines.yaml"
+                      + ("" if spec.vllm_version in (None, run_version(base)) else
+                         f"; that run is of vLLM {run_version(base)}, this engine pins "
+                         f"{spec.vllm_version}, which has no run of it on {card}") + ")")
+    choice = choose(runs, card, engine, fmt, layout=run_layout(base),
+                    version=run_version(base))
     cal = calibration(choice, info["compute_dtype"])
     used = choice.steps()
     measured: dict[tuple[Any, ...], list[tuple[Run, StepTrace]]] = {}

@@ -13,13 +13,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-import pandas as pd
-
 from claimcheck.core.frames import flag, number
 from claimcheck.core.geometry import Geometry
 from claimcheck.report import context_cost as CC
+from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import stepframe as SF
+from claimcheck.report.h200_fig import card_frame
 from claimcheck.report.update_tables import (
     bytes_table,
     context_table,
@@ -137,6 +137,15 @@ def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
                      verdicts_md.above_roofline(verdicts, 3)])
 
 
+def release_words(runs: list[Run], base: str | None, version: Any) -> str:
+    """Which runs the findings read when the runs are of more than one vLLM release."""
+    n = Counter(str(r.provenance.sw("vllm")) for r in runs)
+    other = version.rows[0]["other"]
+    return (f"The findings below read the {n[base]} runs made with vLLM {base}; the "
+            f"{n[other]} runs made with {other} are set against them step by step under "
+            f"*vLLM {base} against {other}*.")
+
+
 def body_title(found: list[Any], runs: list[Run]) -> str:
     """A title that states the main finding (the bandwidth-share finding's numbers)."""
     share = next((x for x in found if x.key == "bandwidth share" and x.holds), None)
@@ -163,23 +172,29 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
                 verdict_figure: str | None = None,
                 protocols: list[str] | None = None,
                 log: list[str] | None = None,
-                before_rows: list[dict[str, Any]] | None = None) -> str:
+                before_rows: list[dict[str, Any]] | None = None,
+                claims: list[dict[str, Any]] | None = None,
+                appendix_extra: list[str] | None = None) -> str:
     """figures/update.md: the body an article can print, in the article's own form: a
     title stating the main finding, the dummy-weights box, the stack, the findings (each a
     sentence with its numbers, computed and checked by :mod:`claimcheck.report.findings`),
     at most five narrow tables each followed by what it shows, the published figures in
     one paragraph, the model in three sentences and, from ``before_rows`` (the
     predictions kept before a run, :mod:`claimcheck.report.beforehand`), how they fared,
-    provenance in two lines. ``log`` gets one line per finding left out."""
-    runs = [r for r in runs if r.provenance.card == card]
+    provenance in two lines. ``log`` gets one line per finding left out. Where the runs
+    are of more than one vLLM release, the findings read the release with the most steps
+    and the others are set against it step by step (:mod:`~claimcheck.report.engine_version`,
+    ``claims``: the registry rows, to name the figures made with the other release);
+    ``appendix_extra`` gets what the body leaves to the appendix."""
+    runs, every = card_frame(runs, card, release=None)
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
-    names = {r.name for r in runs}
-    frame = SF.step_frame(pd.DataFrame([s for s in steps if s["run"] in names]),
-                         SF.engine_rows(runs))
+    base = EV.main_version(every)
+    frame = EV.of_version(every, base)
     found = F.all_findings(frame)
+    version = EV.engine_version(every, base)
     if log is not None:
-        log += F.report(found)
+        log += F.report([*found, version])
     by = {x.key: x for x in found if x.holds}
     out = [body_title(found, runs), "", *dummy_note(runs, model, geometry),
            stack_paragraph(runs), "",
@@ -188,7 +203,9 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
            "streams and context if each step moves the weights once, each stream's "
            "recurrent state twice (read and written) and its KV cache once, and every "
            "stream keeps one token per step; *η* is the share of that line a step "
-           "reaches.", "", "### What the runs found", "", findings_paragraph(found), ""]
+           "reaches.", "", "### What the runs found", "",
+           *([release_words(runs, base, version), ""] if version.holds else []),
+           findings_paragraph(found), ""]
     if "h200" in figures:
         out += [f"![BF16 and FP8 decode against their bandwidth lines]({figures['h200']})", ""]
     if "bandwidth share" in by:
@@ -210,10 +227,24 @@ def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
         out += ["All streams decoding sits at the same η as short prompts; the mean-TPOT "
                 "reading and end to end fall as the prefills of the second wave take steps.",
                 ""]
-    if "second wave" in by:
-        out += [wave_table(by["second wave"]), "",
-                "More waves of the same requests leave the end-to-end speed where one wave "
-                "puts it.", ""]
+    if "second wave" in by and appendix_extra is not None:
+        appendix_extra += ["## One wave against several", "", wave_table(by["second wave"]),
+                           "", "More waves of the same requests leave the end-to-end speed "
+                           "where one wave puts it.", ""]
+    if version.holds:
+        other = version.rows[0]["other"]
+        mine = [r for r in runs if r.provenance.sw("vllm") == other]
+        builds = sorted({f"commit {EV.commit_words(r.provenance.sw('vllm_commit'))}"
+                         for r in mine if r.provenance.sw("vllm_commit")})
+        pub = EV.published_with(claims or [], other)
+        if pub.rows and appendix_extra is not None:
+            appendix_extra += [f"## Published with vLLM {other}", "",
+                               EV.published_table(version, pub), ""]
+        out += [f"### vLLM {base} against {other}", "", version.sentence, "",
+                " ".join(x for x in (
+                    EV.published_words(version, pub, ", ".join(builds)),
+                    EV.model_words(model_rows, {r.name for r in mine}, other)) if x), "",
+                EV.version_table(version), ""]
     out += ["### The published figures, each against its own card", "",
             published_paragraph(verdicts), ""]
     if verdict_figure:

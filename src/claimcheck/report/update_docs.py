@@ -59,9 +59,11 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []
     before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
+    extra: list[str] = []  # what the body leaves to the appendix
     body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
                        appendix_link, model_name, geom, verdict_figure, protocols, log=log,
-                       before_rows=before)
+                       before_rows=before, claims=read_json(at_root(claims_json)),
+                       appendix_extra=extra)
     for line in log:  # the render's log: each finding left out, and why
         print(line, file=sys.stderr)
     appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "
@@ -70,6 +72,8 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                 "with its numbers.\n\n"
                 + update_section(run_records, claims_json, card, figures, protocols_yaml,
                                  model_config, model_name, cards_csv))
+    if extra:
+        appendix += "\n" + "\n".join(extra)
     if definitions_links:
         appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
     if model_rows:
