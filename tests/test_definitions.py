@@ -146,6 +146,20 @@ def test_per_stream_divides_by_the_streams_that_ran_at_once():
     assert d.per_stream(None, 8, 4) is None
 
 
+def test_a_formula_over_the_streams_asked_reads_back_one_requests_speed():
+    """streams x 1000 / median TPOT multiplies one request's speed by the streams asked, so
+    its per-stream reading is that speed, 1000 / TPOT, queued or not: 128 streams asked of
+    64 slots at a 22.5 ms median TPOT give 5,688.9 tok/s and 44.4 per stream, not 88.9
+    (the aggregate over the 64 that ran at once)."""
+    agg = d.streams_x_1000_over_tpot(128, 22.5)
+    assert agg == pytest.approx(128 * 1000 / 22.5)
+    for name in ("streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot"):
+        assert d.DEFINITIONS[name].sums_over == "asked"
+        assert d.definition_per_stream(name, agg, 128, 64) == pytest.approx(1000 / 22.5)
+    assert {n for n, x in d.DEFINITIONS.items() if x.sums_over == "asked"} == {
+        "streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot"}
+
+
 def test_definitions_table_maps_to_registry_names():
     assert set(d.REGISTRY_METRIC) == set(d.DEFINITIONS)
     for name, reg in d.REGISTRY_METRIC.items():

@@ -39,6 +39,11 @@ class Definition:
     label: str
     divides_by: str
     leaves_out: str
+    sums_over: str = "running"
+    """What an aggregate sums over, and so what its per-stream reading divides by:
+    "running", tokens of the streams that ran at once; "asked", one request's speed
+    multiplied by the streams asked (a published formula: its per-stream reading is that
+    one request's speed whether or not every stream ran)."""
 
 
 DEFINITIONS: dict[str, Definition] = {d.name: d for d in [
@@ -56,11 +61,12 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in [
                "streams x 1000 / median over requests of (last - first token) / "
                "(tokens - 1) in ms",
                "each request's first token and TTFT; assumes all streams decode all the "
-               "time (ramp, waves and tail)"),
+               "time (ramp, waves and tail)", sums_over="asked"),
     Definition("streams_x_1000_over_mean_tpot", "tok/s", "aggregate", "decode",
                "streams x 1000 / mean TPOT",
                "streams x 1000 / mean over requests of TPOT in ms",
-               "as the median form (the mean weights slow requests more)"),
+               "as the median form (the mean weights slow requests more)",
+               sums_over="asked"),
     Definition("all_streams_decoding_tok_s", "tok/s", "aggregate", "decode",
                "all N decoding",
                "decode tokens arriving while all N streams decode / the union of the "
@@ -383,13 +389,15 @@ def per_stream(value: float | None, streams: int, max_num_seqs: int | None) -> f
 
 def definition_per_stream(name: str, value: float | None, streams: int,
                           max_num_seqs: int | None) -> float | None:
-    """The per-stream reading of a definition's value: :func:`per_stream` of an aggregate,
-    the value itself for a per-stream definition; None for definitions whose unit is not
-    tok/s (energy has no per-stream share here)."""
+    """The per-stream reading of a definition's value: :func:`per_stream` of an aggregate
+    of tokens, the aggregate over the streams asked for one that multiplies a request's
+    speed by them (``sums_over`` "asked"), the value itself for a per-stream definition;
+    None for definitions whose unit is not tok/s (energy has no per-stream share here)."""
     if value is None or not DEFINITIONS[name].unit.endswith("tok/s"):
         return None
     if DEFINITIONS[name].scope == "aggregate":
-        return per_stream(value, streams, max_num_seqs)
+        return (value / streams if DEFINITIONS[name].sums_over == "asked"
+                else per_stream(value, streams, max_num_seqs))
     return value
 
 
@@ -402,4 +410,4 @@ def aggregate(name: str, value: float | None, streams: int,
         return None
     if DEFINITIONS[name].scope == "aggregate":
         return value
-    return value * running_at_once(streams, max_num_seqs)
+    return value * running_at_once(streams, max_num_seqs)  # a per-stream definition's
