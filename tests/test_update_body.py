@@ -68,7 +68,7 @@ def committed(committed_records):
 def body(committed):
     runs, rows = committed
     log: list[str] = []
-    md = render_body(runs, rows, "h200", {"h200": "h200.png", "long": "long.png"}, VERDICTS,
+    md = render_body(runs, "h200", {"h200": "h200.png", "long": "long.png"}, VERDICTS,
                      [], "update-appendix.md", verdict_figure="verdicts.png", log=log)
     return md, log
 

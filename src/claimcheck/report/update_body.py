@@ -165,7 +165,7 @@ def body_title(found: list[Any], runs: list[Run]) -> str:
             + " and ".join(parts))
 
 
-def render_body(runs: list[Run], steps: list[dict[str, Any]], card: str,
+def render_body(runs: list[Run], card: str,
                 figures: dict[str, str], verdicts: list[dict[str, Any]],
                 model_rows: list[dict[str, Any]], appendix: str,
                 model: str | None = None, geometry: Geometry | None = None,

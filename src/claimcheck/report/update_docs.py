@@ -52,7 +52,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     (every step of every run, each protocol's blocks, every verdict line, the model table,
     the predictions kept before a run (``beforehand_csv``), each run's provenance), from
     the same run records, verdicts and tables."""
-    runs, steps = read_run_records(records(run_records))
+    runs, _ = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
     model_rows = read_rows(at_root(model_csv)) if model_csv else []
     geom = geometry_from_file(at_root(model_config)) if model_config else None
@@ -60,7 +60,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     log: list[str] = []
     before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
     extra: list[str] = []  # what the body leaves to the appendix
-    body = render_body(runs, steps, card, figures or {}, verdicts, model_rows,
+    body = render_body(runs, card, figures or {}, verdicts, model_rows,
                        appendix_link, model_name, geom, verdict_figure, protocols, log=log,
                        before_rows=before, claims=read_json(at_root(claims_json)),
                        appendix_extra=extra)
