@@ -410,4 +410,4 @@ def aggregate(name: str, value: float | None, streams: int,
         return None
     if DEFINITIONS[name].scope == "aggregate":
         return value
-    return value * running_at_once(streams, max_num_seqs)  # a per-stream definition's
+    return value * running_at_once(streams, max_num_seqs)

@@ -127,21 +127,32 @@ def _python_of(vllm: list[str]) -> tuple[list[str] | None, str]:
     return python, how
 
 
+def _check_python(vllm: list[str], want: str | None, import_key: str, note: str) -> None:
+    """The engine's python for ``vllm``, probed once: refuse (:class:`InputError`, key
+    ``import_key``) when vLLM cannot be imported there, and (key ``vllm_version``) when its
+    vLLM is not the ``want`` the engine pins; ``note`` on stderr when the script is no
+    python script."""
+    python, how = _python_of(vllm)
+    if python is None:
+        print(note, file=sys.stderr)
+        return
+    code, detail, have = _probe(python)
+    refusal = vllm_refusal(python, how, code, detail)
+    if refusal:
+        raise InputError(import_key, refusal)
+    refusal = version_refusal(python, how, have, want)
+    if refusal:
+        raise InputError("vllm_version", refusal)
+
+
 def check_version(vllm: list[str], want: str | None) -> None:
     """Refuse (:class:`InputError` on key ``vllm_version``) an engine pinning vLLM ``want``
     when the engine's python has another; nothing when it pins none or the script is no
     python script (said on stderr)."""
-    if want is None:
-        return
-    python, how = _python_of(vllm)
-    if python is None:
-        print(f"claimcheck: note: {vllm[0]} is not a python script: its vLLM version is not "
-              f"checked against the engine's {want}", file=sys.stderr)
-        return
-    code, detail, have = _probe(python)
-    refusal = vllm_refusal(python, how, code, detail) or version_refusal(python, how, have, want)
-    if refusal:
-        raise InputError("vllm_version", refusal)
+    if want is not None:
+        _check_python(vllm, want, "vllm_version",
+                      f"claimcheck: note: {vllm[0]} is not a python script: its vLLM version "
+                      f"is not checked against the engine's {want}")
 
 
 def check(card: str, facts: Mapping[str, Any], vllm: list[str], *, own_server: bool = True,
@@ -157,15 +168,6 @@ def check(card: str, facts: Mapping[str, Any], vllm: list[str], *, own_server: b
         raise InputError("--card", refusal)
     if not vllm_needed(own_server, kinds, one_client_process):
         return
-    python, how = _python_of(vllm)
-    if python is None:
-        print(f"claimcheck: note: {vllm[0]} is not a python script (a wrapper or a "
-              "stand-in): whether it can import vLLM is not checked", file=sys.stderr)
-        return
-    code, detail, have = _probe(python)
-    refusal = vllm_refusal(python, how, code, detail)
-    if refusal:
-        raise InputError("vllm", refusal)
-    refusal = version_refusal(python, how, have, vllm_version)
-    if refusal:
-        raise InputError("vllm_version", refusal)
+    _check_python(vllm, vllm_version, "vllm",
+                  f"claimcheck: note: {vllm[0]} is not a python script (a wrapper or a "
+                  "stand-in): whether it can import vLLM is not checked")

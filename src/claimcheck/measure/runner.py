@@ -345,9 +345,10 @@ def start_engine(engine: Engine, *, state_dir: Path, port: int, host: str = "127
     if srv.Server(base_url=url, log_path="").healthy():
         raise srv.ServerError(f"something already answers at {url}/health; stop it or "
                               "attach to it with --attach/--base-url")
-    preflight.check_version(vllm or vllm_command(), engine.vllm_version)
+    vllm = vllm or vllm_command()
+    preflight.check_version(vllm, engine.vllm_version)
     tok = tokenizer_for(engine, root)
-    argv = server_argv(engine, vllm=vllm or vllm_command(), host=host, port=port,
+    argv = server_argv(engine, vllm=vllm, host=host, port=port,
                        tokenizer_dir=tok, root=root)
     state_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / f"server-{int(time.time())}.log"

@@ -22,14 +22,13 @@ import pandas as pd
 
 from claimcheck.report import mdtext as md
 from claimcheck.report.stepframe import Finding, and_list, failed, fmt_name, levels
+from claimcheck.report.update_tables import ps_cell
 
 MATCH = ["weight_format", "kv_dtype", "state_dtype", "prefix_caching", "kind", "streams",
          "requests", "input_len", "output_len"]
 """The properties that make two steps the same step (see the module doc)."""
 VERSION = "vllm"
 """The step table's column holding the vLLM release a step ran on."""
-SAME_ENGINE = ("name", "description", "vllm_version")
-"""Engine-config keys that name or pin an engine rather than configure it."""
 
 
 def _key(v: str) -> tuple[int, ...]:
@@ -150,10 +149,6 @@ def engine_version(f: pd.DataFrame, base: str | None) -> Finding:
                          for r in lv.to_dict("records")])
 
 
-def _cell(tok_s: float, streams: int) -> str:
-    return f"{tok_s:,.1f} ({tok_s / streams:,.1f})"
-
-
 def version_table(x: Finding) -> str:
     """The finding's levels: each side's end to end summed (per stream) and the changes."""
     base, other = x.rows[0]["base"], x.rows[0]["other"]
@@ -162,8 +157,8 @@ def version_table(x: Finding) -> str:
             f"End to end on {other}", "Change", "Change, all streams decoding"]
     rows = [[f"{int(r['streams']):,} ({int(r['requests']):,})",
              f"{int(r['input_len']):,} + {int(r['output_len']):,}",
-             _cell(r["e2e_output_tok_s_base"], r["streams"]),
-             _cell(r["e2e_output_tok_s_other"], r["streams"]), _pct(r["e2e_change"]),
+             ps_cell(r["e2e_output_tok_s_base"], r["streams"]),
+             ps_cell(r["e2e_output_tok_s_other"], r["streams"]), _pct(r["e2e_change"]),
              _pct(r["decode_change"]) if pd.notna(r["decode_change"]) else "—"]
             for r in x.rows]
     fmts = and_list([fmt_name(f) for f in sorted({r["weight_format"] for r in x.rows})])
@@ -176,6 +171,11 @@ def version_table(x: Finding) -> str:
             f"median over that release's repeats and runs of the level. Change = {other} "
             f"over {base}, minus one. Runs: {', '.join(runs)} "
             f"({' and '.join(x.rows[0]['weights_labels'])}).*")
+
+
+def _row_shapes(x: Finding) -> set[tuple[int, int, int]]:
+    """(streams, prompt tokens, output tokens) of each row of the finding."""
+    return {(int(r["streams"]), int(r["input_len"]), int(r["output_len"])) for r in x.rows}
 
 
 def model_words(model_rows: list[dict[str, Any]], runs: set[str], release: str) -> str:
@@ -227,7 +227,7 @@ def published_words(x: Finding, pub: Published, build: str = "") -> str:
     release's build as the runs recorded it (its wheel's commit)."""
     if not pub.rows:
         return (f"No published figure in the registry was made with vLLM {pub.release}.")
-    shapes = {(int(r["streams"]), int(r["input_len"]), int(r["output_len"])) for r in x.rows}
+    shapes = _row_shapes(x)
     at = [c for c in pub.rows if (c.get("streams"), c.get("prompt_tokens"),
                                   c.get("output_tokens")) in shapes]
     return (f"The seeds made {len(pub.rows)} of their published figures with vLLM "
@@ -243,7 +243,7 @@ def published_table(x: Finding, pub: Published) -> str:
     its card, shape and value by its own definition, and whether the release table has a
     row at its shape (another card's figure: named beside the rows, never reproduced by
     them)."""
-    shapes = {(int(r["streams"]), int(r["input_len"]), int(r["output_len"])) for r in x.rows}
+    shapes = _row_shapes(x)
     rows = []
     for c in sorted(pub.rows, key=lambda c: (str(c["card"]), int(c.get("streams") or 0),
                                             str(c["id"]))):

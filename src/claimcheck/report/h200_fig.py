@@ -22,6 +22,7 @@ from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
+from claimcheck.report.layout import run_version
 from claimcheck.report.tables import step_roofline
 from claimcheck.runio.run import Run
 
@@ -68,13 +69,12 @@ def card_frame(runs: list[Run], card: str, release: str | None = MAIN
     if release is None:
         return runs, frame
     v = EV.main_version(frame) if release == MAIN else release
-    return ([r for r in runs if v is None or str(r.provenance.sw("vllm")) == v],
-            EV.of_version(frame, v))
+    return ([r for r in runs if v is None or run_version(r) == v], EV.of_version(frame, v))
 
 
 def release_words(runs: list[Run], used: list[str]) -> str:
     """The vLLM release(s) of the runs ``used`` in words, for a figure's source line."""
-    vs = sorted({str(r.provenance.sw("vllm")) for r in runs if r.name in set(used)})
+    vs = sorted({str(run_version(r)) for r in runs if r.name in set(used)})
     return "vLLM " + " and ".join(vs) if vs else "vLLM release not recorded"
 
 

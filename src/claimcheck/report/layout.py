@@ -26,8 +26,8 @@ def parallel_layout(cfg: dict[str, Any]) -> tuple[tuple[str, int], ...]:
 def run_version(run: Run) -> str | None:
     """The vLLM release a run recorded (``software.vllm`` in its provenance), or None: the
     key that keeps a calibration to the runs of one engine version."""
-    v = (run.provenance.raw.get("software") or {}).get("vllm")
-    return str(v) if v else None
+    v = run.provenance.sw("vllm")
+    return None if v == "?" else v
 
 
 def layout_words(layout: tuple[tuple[str, int], ...]) -> str:

@@ -106,8 +106,8 @@ def _twin(runs: list[Run], card: str, engine: str, spec: Any
                          "of an engine that differs from it only in max_num_seqs and "
                          f"max_model_len ({', '.join(TWIN_FIELDS)} and the parallel layout, "
                          f"{layout_words(layout)}, equal)")
-    pin = getattr(spec, "vllm_version", None)
-    return min(twins, key=lambda r: (pin is not None and run_version(r) != pin,
+    return min(twins, key=lambda r: (spec.vllm_version is not None
+                                     and run_version(r) != spec.vllm_version,
                                      str(r.provenance.raw.get("started_utc", "")), r.name))
 
 

@@ -20,6 +20,7 @@ from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import stepframe as SF
 from claimcheck.report.h200_fig import card_frame
+from claimcheck.report.layout import run_version
 from claimcheck.report.update_tables import (
     bytes_table,
     context_table,
@@ -139,7 +140,7 @@ def published_paragraph(verdicts: list[dict[str, Any]]) -> str:
 
 def release_words(runs: list[Run], base: str | None, version: Any) -> str:
     """Which runs the findings read when the runs are of more than one vLLM release."""
-    n = Counter(str(r.provenance.sw("vllm")) for r in runs)
+    n = Counter(run_version(r) for r in runs)
     other = version.rows[0]["other"]
     return (f"The findings below read the {n[base]} runs made with vLLM {base}; the "
             f"{n[other]} runs made with {other} are set against them step by step under "
@@ -233,7 +234,7 @@ def render_body(runs: list[Run], card: str,
                            "where one wave puts it.", ""]
     if version.holds:
         other = version.rows[0]["other"]
-        mine = [r for r in runs if r.provenance.sw("vllm") == other]
+        mine = [r for r in runs if run_version(r) == other]
         builds = sorted({f"commit {EV.commit_words(r.provenance.sw('vllm_commit'))}"
                          for r in mine if r.provenance.sw("vllm_commit")})
         pub = EV.published_with(claims or [], other)

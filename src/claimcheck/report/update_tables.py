@@ -16,7 +16,7 @@ from claimcheck.report import mdtext as md
 from claimcheck.report import stepframe as SF
 
 
-def _ps(v: float | None, n: float) -> str:
+def ps_cell(v: float | None, n: float) -> str:
     """'summed (per stream)' with per stream = summed / n."""
     return "n/a (not measured)" if v is None or v != v else f"{v:,.1f} ({v / n:,.1f})"
 
@@ -41,7 +41,7 @@ def share_table(x: Any) -> str:
             or r["context_tokens_per_stream"] == longest]
     rows.sort(key=lambda r: (r["weight_format"], r["context_tokens_per_stream"], r["streams"]))
     body = [[SF.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
-             f"{r['context_tokens_per_stream']:,.0f}", _ps(r["decode"], r["streams"]),
+             f"{r['context_tokens_per_stream']:,.0f}", ps_cell(r["decode"], r["streams"]),
              f"{r['roofline_tok_s']:,.0f}", f"{r['share']:.0%}"] for r in rows]
     return (md.table(["Weights", "Streams", "Context per stream, tokens",
                       "All streams decoding, tok/s summed (per stream)",
@@ -72,7 +72,7 @@ def context_table(x: Any) -> str:
             for r in rows}
     keys = sorted({(r["weight_format"], r["context_tokens_per_stream"]) for r in rows})
     body = [[SF.fmt_name(fm), f"{t:,.0f}"]
-            + [(f"{_ps(c['decode'], n)}, {c['share']:.0%}" if (c := cell.get((fm, t, n)))
+            + [(f"{ps_cell(c['decode'], n)}, {c['share']:.0%}" if (c := cell.get((fm, t, n)))
                 else "not measured") for n in streams] for fm, t in keys]
     return (md.table(["Weights", "Context per stream, tokens"]
                      + [f"{n:,.0f} streams, tok/s summed (per stream), η" for n in streams],
@@ -119,9 +119,9 @@ def long_table(x: Any) -> str:
     """Long prompts with a second wave: all streams decoding, mean TPOT, end to end."""
     rows = sorted(x.rows, key=lambda r: (r["weight_format"], r["streams"]))
     body = [[SF.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
-             _ps(r["decode"], r["streams"]),
-             _ps(r["aggregate_mean_tpot_tok_s"], r["streams"]),
-             _ps(r["e2e_output_tok_s"], r["streams"]), f"{r['share']:.0%}"] for r in rows]
+             ps_cell(r["decode"], r["streams"]),
+             ps_cell(r["aggregate_mean_tpot_tok_s"], r["streams"]),
+             ps_cell(r["e2e_output_tok_s"], r["streams"]), f"{r['share']:.0%}"] for r in rows]
     return (md.table(["Weights", "Streams", "All streams decoding, tok/s summed (per stream)",
                       "Streams × 1000 / mean TPOT (per stream)",
                       "End to end (per stream)", "η, all streams decoding"], body)
@@ -138,7 +138,7 @@ def wave_table(x: Any) -> str:
     """One wave against several, end to end."""
     rows = sorted(x.rows, key=lambda r: (r["long"], r["weight_format"], r["streams"]))
     body = [[SF.fmt_name(r["weight_format"]), f"{r['input_len']:,.0f}", f"{r['streams']:,.0f}",
-             _ps(r["one"], r["streams"]), _ps(r["many"], r["streams"]) +
+             ps_cell(r["one"], r["streams"]), ps_cell(r["many"], r["streams"]) +
              f", {r['waves']:.0f} waves", f"{r['change']:+.1%}"] for r in rows]
     return (md.table(["Weights", "Prompt, tokens", "Streams", "One wave, end to end, tok/s "
                       "(per stream)", "Several waves, end to end", "Change"], body)

@@ -180,8 +180,9 @@ def load_run(path: str | Path) -> Run:
     start = p / "server-start.log"
     start_text = read_text_or_empty(start)
     steps = read_steps(p, prov, proto)
+    weights_gib = serverlog.weights_gib(start_text)
     runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
-                        weights_gib=serverlog.weights_gib(start_text),
+                        weights_gib=weights_gib,
                         provenance_source=str(p / "provenance.json"),
                         telemetry_source=str(p / "telemetry.csv"), start_log_source=str(start))
     ei, geom = run_engine_inputs(prov, start_text, str(p / "provenance.json"))
@@ -202,7 +203,7 @@ def load_run(path: str | Path) -> Run:
                                             tel, year), cols))
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
-               weights_gib=serverlog.weights_gib(start_text),
+               weights_gib=weights_gib,
                kv_pool_tokens=serverlog.kv_pool_tokens(start_text), engine_inputs=ei,
                geometry=geom, start_log=start_text)
 
