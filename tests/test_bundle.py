@@ -270,3 +270,14 @@ def test_lean_checkout_takes_the_runs_out_of_the_index_and_back(tmp_path):
     refused = run("on")
     assert refused.returncode == 2 and "staged changes" in refused.stderr
     assert tracked() == n
+
+
+@pytest.mark.parametrize("args", [["nope"], []])
+def test_lean_checkout_refuses_an_unknown_or_missing_verb(args):
+    """Anything but on|off|status is one usage line and exit 2, touching nothing."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "envs/offline/lean-checkout.sh"
+    r = subprocess.run(["bash", str(script), *args], text=True, capture_output=True)
+    assert r.returncode != 0
+    assert "usage: lean-checkout.sh on|off|status" in r.stderr

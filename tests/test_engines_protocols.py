@@ -112,3 +112,28 @@ def test_unknown_names_refused():
     assert known == sorted(known) and {"hyperqwen-batch", "ladder"} <= set(known)
     with pytest.raises(InputError, match="unknown profile 'nope'"):
         get_protocol("ladder", profile="nope")
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("'0.33'", r"engines.yaml:7: engines.x.vllm_version: '0.33' does not match"),
+    ("latest", r"engines.yaml:7: engines.x.vllm_version: 'latest' does not match"),
+    ("-1.0.0", r"engines.yaml:7: engines.x.vllm_version: '-1.0.0' does not match"),
+    ("0.33.0", None),
+])
+def test_vllm_version_pin_is_a_release_number(tmp_path, value, words):
+    """An engine's vllm_version names a release X.Y.Z, or the file is refused at the line."""
+    p = tmp_path / "engines.yaml"
+    p.write_text(textwrap.dedent(f"""\
+        engines:
+          x:
+            description: d
+            model: m
+            weights: dummy
+            served_model_name: s
+            vllm_version: {value}
+        """))
+    if words is None:
+        assert load_engines(p)["x"].vllm_version == "0.33.0"
+        return
+    with pytest.raises(InputError, match=words):
+        load_engines(p)
