@@ -14,12 +14,14 @@ GB = 1e9
 ENGINE = {"kind": "bench", "weight_format": "bf16", "kv_dtype": "bf16", "state_dtype": "fp32",
           "weight_bytes": 50 * GB, "state_bytes": 0.1 * GB, "kv_bytes_per_token": 1e5,
           "speculative": False, "ignore_eos": True, "prefix_caching": False}
-RUNS = {"old1": "0.26.0", "old2": "0.26.0", "new": "0.33.0", "fp8": "0.33.0"}
+RUNS = {"old1": "0.26.0", "old2": "0.26.0", "new": "0.33.0", "fp8": "0.33.0",
+        "fp8old": "0.26.0"}
 
 
 def engines() -> pd.DataFrame:
     rows = [{"run": r, **ENGINE} for r in ("old1", "old2", "new")]
-    rows.append({"run": "fp8", **ENGINE, "weight_format": "fp8", "kv_dtype": "fp8"})
+    rows += [{"run": r, **ENGINE, "weight_format": "fp8", "kv_dtype": "fp8"}
+             for r in ("fp8", "fp8old")]
     return pd.DataFrame(rows)
 
 
@@ -92,16 +94,48 @@ def test_the_finding_words_and_numbers():
         "+2.0%; 0.33.0 faster "
         "at 2 of 3) and by +2.0% to +9.0% while all streams decode; 0.26.0's own repeated "
         "runs of one step differ by up to 4.0% end to end, and 1 of the 3 changes are larger "
-        "than that. With 7,681-token prompts at 8 to 8 streams, the median time to first "
+        "than that. With 7,681-token prompts at 8 streams, the median time to first "
         "token moves by +25.0% (2.00 s on 0.26.0, 2.50 s on 0.33.0 at 8 streams).")
 
 
 def test_the_table_divides_by_the_rows_streams_and_names_its_runs():
     t = EV.version_table(EV.engine_version(frame(ROWS), "0.26.0"))
-    assert "| 8 (32) | 128 + 512 | 800.0 (100.0) | 776.0 (97.0) | −3.0% | +2.0% |" in t
-    assert "| 8 (32) | 7,681 + 511 | 300.0 (37.5) | 306.0 (38.2) | +2.0% | +3.0% |" in t
+    assert "| BF16 | 8 (32) | 128 + 512 | 800.0 (100.0) | 776.0 (97.0) | −3.0% (+2.0%) |" in t
+    assert "| BF16 | 8 (32) | 7,681 + 511 | 300.0 (37.5) | 306.0 (38.2) | +2.0% (+3.0%) |" in t
     assert "Runs: new, old1, old2 (dummy weights)" in t
     assert "fp8" not in t.split("Runs:")[1]
+
+
+def test_each_weight_format_is_read_apart():
+    """BF16 slower and FP8 faster on 0.33.0: one range over both would hide that each
+    format moved one way; the words give each its own range, median and TTFT."""
+    rows = ROWS + [
+        # FP8 on 0.26.0 too: 8 streams 1000 -> 1200 (+20%), decode 1100 -> 1300 (+18.2%);
+    # |changes| 7.8, 3.0, 2.0 (BF16), 20.0, 5.0 (FP8) against a spread of 4.0%: 3 larger
+        step("fp8old", 8, 1000.0, 1100.0),
+        # long prompts, FP8: TTFT 4.0 s -> 3.0 s (-25%), e2e 400 -> 420 (+5%)
+        step("fp8old", 8, 400.0, 500.0, ttft_ms=4000.0, input_len=7681, output_len=511),
+        step("fp8", 8, 420.0, 550.0, ttft_ms=3000.0, input_len=7681, output_len=511)]
+    x = EV.engine_version(frame(rows), "0.26.0")
+    assert x.numbers["levels"] == 5 and x.numbers["fp8_levels"] == 2
+    assert x.numbers["fp8_e2e_min"] == pytest.approx(0.05)
+    assert x.numbers["fp8_e2e_max"] == pytest.approx(0.2)
+    assert x.numbers["bf16_e2e_min"] == pytest.approx(-0.03)
+    assert x.numbers["fp8_ttft_min"] == pytest.approx(-0.25)
+    assert x.sentence == (
+        "On the same card, 5 steps were measured on both vLLM 0.26.0 and 0.33.0 with every "
+        "other property equal: with BF16 weights, 3 of them (1 to 8 streams) change by −3.0% "
+        "to +7.8% end to end from 0.26.0 to 0.33.0 (median +2.0%; 0.33.0 faster at 2 of 3) "
+        "and by +2.0% to +9.0% while all streams decode; with FP8 weights, 2 of them (8 "
+        "streams) change by +5.0% to +20.0% end to end from 0.26.0 to 0.33.0 (median +12.5%; "
+        "0.33.0 faster at 2 of 2) and by +10.0% to +18.2% while all streams decode. Repeated "
+        "runs on 0.26.0 of one step differ by up to 4.0% end to end, and 3 of the 5 changes "
+        "are larger than that. With 7,681-token prompts at 8 streams, the median time to "
+        "first token moves by +25.0% (2.00 s on 0.26.0, 2.50 s on 0.33.0 at 8 streams) with "
+        "BF16 weights and by −25.0% (4.00 s on 0.26.0, 3.00 s on 0.33.0 at 8 streams) "
+        "with FP8 weights.")
+    t = EV.version_table(x)
+    assert "| FP8 | 8 (32) | 7,681 + 511 | 400.0 (50.0) | 420.0 (52.5) | +5.0% (+10.0%) |" in t
 
 
 def test_one_release_holds_no_finding():

@@ -98,10 +98,50 @@ def _range(xs: Iterable[float]) -> str:
     return lo if lo == hi else f"{lo} to {hi}"
 
 
+def _streams(lo: int, hi: int) -> str:
+    """'8 streams' or '1 to 64 streams'."""
+    return f"{lo:,} streams" if lo == hi else f"{lo:,} to {hi:,} streams"
+
+
+def _format_clause(lv: pd.DataFrame, base: str, other: str) -> tuple[str, dict[str, Any]]:
+    """One weight format's levels in words: the end-to-end and all-streams-decoding changes
+    from ``base`` to ``other`` (range, median, how many faster), and its numbers."""
+    faster = int((lv["e2e_change"] > 0).sum())
+    nums: dict[str, Any] = {"levels": len(lv), "e2e_min": lv["e2e_change"].min(),
+                            "e2e_max": lv["e2e_change"].max(),
+                            "e2e_median": lv["e2e_change"].median(), "faster": faster}
+    s = (f"({_streams(int(lv['streams'].min()), int(lv['streams'].max()))}) change by "
+         f"{_range(lv['e2e_change'])} end to end from {base} to {other} (median "
+         f"{_pct(nums['e2e_median'])}; {other} faster at {faster} of {len(lv)})")
+    dec = lv[lv["decode_change"].notna()]
+    if not dec.empty:
+        nums.update(decode_min=dec["decode_change"].min(), decode_max=dec["decode_change"].max())
+        s += f" and by {_range(dec['decode_change'])} while all streams decode"
+    return s, nums
+
+
+def _ttft_clause(lv: pd.DataFrame, base: str, other: str) -> tuple[str, dict[str, Any]]:
+    """The median TTFT's change at long prompts (>= 4,096 tokens) and several streams, in
+    words, and its numbers; empty where no such level was measured on both."""
+    long = lv[(lv["input_len"] >= 4096) & (lv["streams"] > 1) & lv["ttft_change"].notna()]
+    if long.empty:
+        return "", {}
+    at = long.iloc[0]
+    return (f"{_range(long['ttft_change'])} "
+            f"({at['median_ttft_ms_base'] / 1000:.2f} s on {base}, "
+            f"{at['median_ttft_ms_other'] / 1000:.2f} s on {other} at {int(at['streams'])} "
+            "streams)"), {"ttft_min": long["ttft_change"].min(),
+                          "ttft_max": long["ttft_change"].max(),
+                          "ttft_input_len": int(at["input_len"]),
+                          "ttft_streams_min": int(long["streams"].min()),
+                          "ttft_streams_max": int(long["streams"].max())}
+
+
 def engine_version(f: pd.DataFrame, base: str | None) -> Finding:
     """What the release changes: ``f`` is the step frame of every release on one card,
     ``base`` the release the body reads (:func:`main_version`); the other release is the
-    one with the most levels in common with it."""
+    one with the most levels in common with it. Each weight format is read apart (its own
+    range, median and TTFT change); the base release's own spread is one yardstick for all."""
     cond = "a step measured on two vLLM releases with every other property equal"
     others = sorted({str(v) for v in f[VERSION].dropna()} - {base}, key=_key) if base else []
     if not others:
@@ -111,36 +151,45 @@ def engine_version(f: pd.DataFrame, base: str | None) -> Finding:
     lv = pairs[other]
     if lv.empty:
         return failed("engine version", cond, f"no step of vLLM {other} matches one of {base}")
-    faster = int((lv["e2e_change"] > 0).sum())
-    nums = {"levels": len(lv), "e2e_min": lv["e2e_change"].min(),
-            "e2e_max": lv["e2e_change"].max(), "e2e_median": lv["e2e_change"].median(),
-            "faster": faster}
-    fmts = and_list([fmt_name(x) for x in sorted(set(lv["weight_format"]))])
-    s = (f"On the same card and {fmts} weights, {len(lv)} steps measured on both vLLM "
-         f"{base} and {other} ({int(lv['streams'].min()):,} to "
-         f"{int(lv['streams'].max()):,} streams) change by {_range(lv['e2e_change'])} end to "
-         f"end from {base} to {other} (median {_pct(nums['e2e_median'])}; {other} faster "
-         f"at {faster} of {len(lv)})")
-    dec = lv[lv["decode_change"].notna()]
-    if not dec.empty:
-        nums.update(decode_min=dec["decode_change"].min(), decode_max=dec["decode_change"].max())
-        s += f" and by {_range(dec['decode_change'])} while all streams decode"
+    fmts = sorted(set(lv["weight_format"]))
+    nums: dict[str, Any] = {"levels": len(lv), "e2e_min": lv["e2e_change"].min(),
+                            "e2e_max": lv["e2e_change"].max(),
+                            "e2e_median": lv["e2e_change"].median(),
+                            "faster": int((lv["e2e_change"] > 0).sum())}
+    clauses, ttfts = [], []
+    for fmt in fmts:
+        g = lv[lv["weight_format"] == fmt]
+        words, n = _format_clause(g, base, other)
+        nums.update({f"{fmt}_{k}": v for k, v in n.items()})
+        clauses.append(words if len(fmts) == 1 else
+                       f"with {fmt_name(fmt)} weights, {len(g)} of them {words}")
+        t_words, t = _ttft_clause(g, base, other)
+        nums.update({f"{fmt}_{k}": v for k, v in t.items()})
+        if t_words:
+            ttfts.append((fmt, t_words, t))
+    if len(fmts) == 1:
+        s = (f"On the same card and {fmt_name(fmts[0])} weights, {len(lv)} steps measured on "
+             f"both vLLM {base} and {other} {clauses[0]}")
+    else:
+        s = (f"On the same card, {len(lv)} steps were measured on both vLLM {base} and {other} "
+             f"with every other property equal: {'; '.join(clauses)}")
     spread = lv["spread_base"].dropna()
     if not spread.empty:
         top = float(spread.max())
         past = int((lv["e2e_change"].abs() > top).sum())
         nums.update(base_spread_max=top, past_spread=past)
-        s += (f"; {base}'s own repeated runs of one step differ by up to {top:.1%} end to "
-              f"end, and {past} of the {len(lv)} changes are larger than that")
-    long = lv[(lv["input_len"] >= 4096) & (lv["streams"] > 1) & lv["ttft_change"].notna()]
-    if not long.empty:
-        at = long.iloc[0]
-        nums.update(ttft_min=long["ttft_change"].min(), ttft_max=long["ttft_change"].max())
-        s += (f". With {int(at['input_len']):,}-token prompts at {int(long['streams'].min())} "
-              f"to {int(long['streams'].max())} streams, the median time to first token "
-              f"moves by {_range(long['ttft_change'])} ({at['median_ttft_ms_base'] / 1000:.2f} "
-              f"s on {base}, {at['median_ttft_ms_other'] / 1000:.2f} s on {other} at "
-              f"{int(at['streams'])} streams)")
+        s += (f"; {base}'s own repeated runs" if len(fmts) == 1 else
+              f". Repeated runs on {base}") + (
+            f" of one step differ by up to {top:.1%} end to end, and {past} of the {len(lv)} "
+            "changes are larger than that")
+    if ttfts:
+        t0 = ttfts[0][2]
+        lo = min(t["ttft_streams_min"] for _, _, t in ttfts)
+        hi = max(t["ttft_streams_max"] for _, _, t in ttfts)
+        parts = [w if len(fmts) == 1 else f"{w} with {fmt_name(fmt)} weights"
+                 for fmt, w, _ in ttfts]
+        s += (f". With {t0['ttft_input_len']:,}-token prompts at {_streams(lo, hi)}, the "
+              f"median time to first token moves by {' and by '.join(parts)}")
     names = {n for side in ("runs_base", "runs_other") for r in lv[side]
              for n in str(r).split(", ")}
     labels = sorted(set(f.loc[f["run"].isin(names), "weights_label"].dropna().astype(str)))
@@ -152,19 +201,20 @@ def engine_version(f: pd.DataFrame, base: str | None) -> Finding:
 def version_table(x: Finding) -> str:
     """The finding's levels: each side's end to end summed (per stream) and the changes."""
     base, other = x.rows[0]["base"], x.rows[0]["other"]
-    head = ["Streams (requests)", "Prompt + output, tokens",
+    head = ["Weights", "Streams (requests)", "Prompt + output, tokens",
             f"End to end on {base}, tok/s summed (per stream)",
-            f"End to end on {other}", "Change", "Change, all streams decoding"]
-    rows = [[f"{int(r['streams']):,} ({int(r['requests']):,})",
+            f"End to end on {other}", "Change, end to end (all streams decoding)"]
+    rows = [[fmt_name(r["weight_format"]), f"{int(r['streams']):,} ({int(r['requests']):,})",
              f"{int(r['input_len']):,} + {int(r['output_len']):,}",
              ps_cell(r["e2e_output_tok_s_base"], r["streams"]),
-             ps_cell(r["e2e_output_tok_s_other"], r["streams"]), _pct(r["e2e_change"]),
-             _pct(r["decode_change"]) if pd.notna(r["decode_change"]) else "—"]
+             ps_cell(r["e2e_output_tok_s_other"], r["streams"]),
+             f"{_pct(r['e2e_change'])} ("
+             + (_pct(r["decode_change"]) if pd.notna(r["decode_change"]) else "—") + ")"]
             for r in x.rows]
     fmts = and_list([fmt_name(f) for f in sorted({r["weight_format"] for r in x.rows})])
     runs = sorted({n for r in x.rows for side in ("runs_base", "runs_other")
                    for n in str(r[side]).split(", ") if n})
-    return (md.table(head, rows, "rrrrrr") + "\n\n"
+    return (md.table(head, rows, "lrrrrr") + "\n\n"
             f"*The same steps on two vLLM releases, {fmts} weights, one card. End to end = all "
             "output tokens / first send to last token (prefill, ramp and tail in); per stream "
             "= the sum / the streams, each stream its own request. One row per level: the "
