@@ -40,6 +40,20 @@ def test_written_text_and_typed_read_back(tmp_path):
     assert back[1]["extra"] == 2.5e-05 and type(back[0]["streams"]) is int
 
 
+def test_a_unix_time_keeps_its_ms(tmp_path):
+    """%.6g had written 1795970123.4567 as 1.79597e+09 (123 s and more lost); a ``*_unix_s``
+    column is written to the ms and read back as a float."""
+    out = tmp_path / "t.csv"
+    write_table([{"step": 0, "window_start_unix_s": 1795970123.4567, "tok_s": 1165.0123456},
+                 {"step": 1, "window_start_unix_s": None, "tok_s": 2.5}], out)
+    assert out.read_text() == ("step,window_start_unix_s,tok_s\n"
+                               "0,1795970123.457,1165.01\n"
+                               "1,,2.5\n")
+    back = records(read_table(out))
+    assert back[0]["window_start_unix_s"] == pytest.approx(1795970123.457, abs=1e-6)
+    assert back[1]["window_start_unix_s"] is None
+
+
 def test_a_cell_that_does_not_fit_its_dtype_is_refused(tmp_path):
     out = tmp_path / "t.csv"
     write_table(ROWS, out)

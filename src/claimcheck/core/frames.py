@@ -20,6 +20,9 @@ import pandas as pd
 
 FLOAT_FORMAT = "%.6g"
 """How a float cell is written (6 significant digits)."""
+FLOAT_FORMAT_BY_SUFFIX = {"_unix_s": "%.3f"}
+"""Columns whose values need more than 6 significant digits, by name suffix: a unix time in
+s (about 1.8e9) is written to the ms, not rounded to 1.79597e+09 (thousands of s)."""
 DTYPES = ("boolean", "Int64", "float64", "string", "object")
 """The dtypes a column may have (:func:`column_dtype`)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from claimcheck.core.errors import InputError
-from claimcheck.core.frames import DTYPES, FLOAT_FORMAT, records, to_frame
+from claimcheck.core.frames import DTYPES, FLOAT_FORMAT, FLOAT_FORMAT_BY_SUFFIX, records, to_frame
 from claimcheck.loaders.files import read_json, read_text
 
 
@@ -23,13 +23,20 @@ def dtypes_path(csv_path: str | Path) -> Path:
 
 
 def write_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, path: str | Path) -> int:
-    """Write a table as CSV (``%.6g`` floats, empty cells for missing values) and its dtypes
-    beside it. Returns the row count."""
+    """Write a table as CSV (``%.6g`` floats, but a column named in
+    :data:`~claimcheck.core.frames.FLOAT_FORMAT_BY_SUFFIX` by its own format; empty cells for
+    missing values) and its dtypes beside it. Returns the row count."""
     df = rows if isinstance(rows, pd.DataFrame) else to_frame(rows)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if len(df.columns):
-        df.to_csv(p, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+        out = df.copy()
+        for c in out.columns:
+            fmt = next((f for sfx, f in FLOAT_FORMAT_BY_SUFFIX.items() if str(c).endswith(sfx)),
+                       None)
+            if fmt and pd.api.types.is_float_dtype(out[c]):
+                out[c] = [None if pd.isna(v) else fmt % v for v in out[c]]
+        out.to_csv(p, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
     else:
         p.write_text("\n")
     dtypes_path(p).write_text(json.dumps({c: str(t) for c, t in df.dtypes.items()},
