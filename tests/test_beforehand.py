@@ -17,7 +17,7 @@ from claimcheck.cli import main
 from claimcheck.core.energy import StepEnergy
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import ROOT, RUNS
-from claimcheck.core.steprow import timeline_columns, timeline_speeds
+from claimcheck.core.steprow import timeline_columns, timeline_latencies
 from claimcheck.core.timeline import RequestTimeline, Timeline
 from claimcheck.report import beforehand as bh
 from claimcheck.report import beforehand_index as bi
@@ -59,7 +59,7 @@ def hand_run() -> SimpleNamespace:
             "duration_s": 210.0}
     traces = (_step(0, 211, 1.0), _step(1, 101, 2.0))
     rows = {id(t): {**timeline_columns(t.record, t.timeline, [], StepEnergy(None, None),
-                                       t.output_len, None), **timeline_speeds(t.timeline)}
+                                       t.output_len, None), **timeline_latencies(t.timeline)}
             for t in traces}  # each step's row as the run's table holds it
     return SimpleNamespace(name="hand-run", path=Path("/nowhere/hand-run"),
                            provenance=SimpleNamespace(raw=prov), traces=traces,

@@ -64,7 +64,7 @@ def test_metrics_table_rows_are_flat():
     for r in rows:
         assert r["run"] == LADDER.name and r["card"] == "h200"
         assert all(not isinstance(v, dict | list) for v in r.values())
-        assert r["lanes_total_tokens"] == r["output_tokens"]
+        assert "lanes_total_tokens" not in r and r["output_tokens"] > 0  # one column each
 
 
 def test_metrics_skips_steps_without_tokens(tmp_path, capsys):

@@ -31,10 +31,10 @@ def step(run, streams, decode, roof, ctx=1000, requests=None, e2e=None, input_le
             "requests": requests or streams, "max_num_seqs": 256, "input_len": input_len,
             "output_len": out, "context_tokens_per_stream": ctx,
             "all_streams_decoding_tok_s": decode, "roofline_tok_s": roof,
-            "aggregate_mean_tpot_tok_s": kw.get("mean", decode), "roofline_bound": "memory",
-            "e2e_output_tok_s": e2e or 0.9 * decode, "tokens_per_joule": kw.get("tpj", 1.0),
+            "streams_x_1000_over_mean_tpot": kw.get("mean", decode), "roofline_bound": "memory",
+            "e2e_aggregate_tok_s": e2e or 0.9 * decode, "tokens_per_joule": kw.get("tpj", 1.0),
             "telemetry_mean_power_w": 500.0, "vllm": "0.26.0", "weights_label": "dummy weights",
-            "total_output_tokens": (requests or streams) * out}
+            "timeline_output_tokens": (requests or streams) * out}
 
 
 def frame(rows):
@@ -122,6 +122,6 @@ def test_energy_and_what_cannot_be_said():
     assert c.holds and "17 requests free to stop early" in c.sentence
     assert "they read one vLLM release (0.26.0), so a finding may not hold on another" \
         in c.sentence
-    short = ROWS[:3] + [{**r, "total_output_tokens": r["total_output_tokens"] - 1}
+    short = ROWS[:3] + [{**r, "timeline_output_tokens": r["timeline_output_tokens"] - 1}
                         for r in ROWS[3:]]
     assert not F.cannot_say(frame(short)).holds

@@ -46,7 +46,8 @@ def committed(committed_runs):
 def test_every_protocol_on_every_engine_with_committed_runs(committed):
     protos = load_protocols()
     engines = sorted({r.provenance.engine for r in committed})
-    assert len(engines) == 6  # bf16-dummy(-16k, -16k-vllm033, -256), fp8-hyperqwen-dummy(-16k)
+    assert len(engines) == 7  # bf16-dummy(-16k, -16k-vllm033, -256),
+    # fp8-hyperqwen-dummy(-16k, -16k-vllm033)
     for e in engines:
         for name, proto in protos.items():
             out = protocolpredict.predict_protocol(committed, "h200", e, proto).report

@@ -67,9 +67,9 @@ def test_per_request_span_is_tokens_over_last_minus_first_chunk():
 
 
 def test_median_step():
-    s = [(i, {"e2e_output_tok_s": v}) for i, v in enumerate([10.0, 30.0, 20.0])]
+    s = [(i, {"e2e_aggregate_tok_s": v}) for i, v in enumerate([10.0, 30.0, 20.0])]
     assert median_step(s) == 2
-    assert median_step(s + [(3, {"e2e_output_tok_s": 40.0})]) == 2  # lower middle
+    assert median_step(s + [(3, {"e2e_aggregate_tok_s": 40.0})]) == 2  # lower middle
 
 
 def test_report_median_keeps_the_median_repeat_of_each_level():
@@ -79,9 +79,9 @@ def test_report_median_keeps_the_median_repeat_of_each_level():
     levels = sorted({s["step"] for s in run.rows if s["status"] == "complete"})
     assert [s["step"] for s in kept] == levels
     for k in kept:
-        vals = [s["e2e_output_tok_s"] for s in run.rows if s["step"] == k["step"]]
+        vals = [s["e2e_aggregate_tok_s"] for s in run.rows if s["step"] == k["step"]]
         assert len(vals) == 3
-        assert k["e2e_output_tok_s"] == statistics.median(vals)
+        assert k["e2e_aggregate_tok_s"] == statistics.median(vals)
 
 
 CLAIM = {"id": "c-64", "value": 3215.0, "metric": "e2e_aggregate", "streams": 64,
@@ -137,8 +137,8 @@ def test_admit_block_answers_with_numbers():
     step = {"step": 0, "repeat": 1, "status": "complete", "streams": 8, "input_len": 1000,
             "output_len": 100, "context_tokens_per_stream": 1100,
             "all_streams_decoding_tok_s": 400.0}
-    other = {**step, "all_streams_decoding_tok_s": None, "aggregate_tpot_tok_s": 200.0,
-             "e2e_output_tok_s": 150.0}
+    other = {**step, "all_streams_decoding_tok_s": None, "streams_x_1000_over_median_tpot": 200.0,
+             "e2e_aggregate_tok_s": 150.0}
     admit = _run("a", "admit", [{**step, "roofline_tok_s": 500.0}])
     long = _run("b", "long", [other])
     md = admit_block(admit.protocol, [admit], [admit, long])
@@ -174,7 +174,7 @@ def test_single_stream_block_gives_a_held_step_its_prefill_rate_only():
     proto = SimpleNamespace(name="one", report="all", metrics=("prefill_tok_s",))
     held = {"step": 2, "repeat": 1, "status": "complete", "streams": 1, "requests": 16,
             "input_len": 7681, "output_len": 2, "context_tokens_per_stream": 7683,
-            "per_stream_tok_s": 100.5, "e2e_output_tok_s": 2.9, "prefill_tok_s": 11221.8}
+            "per_stream_tok_s": 100.5, "e2e_aggregate_tok_s": 2.9, "prefill_tok_s": 11221.8}
     run = _run("r", "one", [held])
     md = single_stream_block(proto, [run])
     assert "16 prompts of 7,681 tokens back to back, 2 out each" in md

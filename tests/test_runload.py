@@ -103,9 +103,25 @@ def test_the_loaded_run_is_typed_and_carries_timelines():
     run = load_run(LADDER)
     assert list(run.table["streams"]) == [1, 8, 16, 32, 64]
     assert [t.record["streams"] for t in run.traces] == [1, 8, 16, 32, 64]
-    assert list(run.table["timeline_output_tokens"]) == list(run.table["total_output_tokens"])
+    assert list(run.table["timeline_output_tokens"]) == list(
+        run.table["vllm_total_output_tokens"])
     assert run.weights_gib == 50.22 and all(t.energy_source == "telemetry"
                                             for t in run.traces)
+
+
+def test_one_column_per_quantity():
+    """No two columns of the step table hold the same figure under two names (issue 27):
+    the definitions' own columns, vLLM's summary under ``vllm_`` only, the lanes line's
+    shared figures not repeated."""
+    run = load_run(LADDER)
+    cols = set(run.table.columns)
+    for gone in ("e2e_output_tok_s", "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s",
+                 "per_stream_tok_s", "per_request_tok_s", "tok_s_per_measured_w",
+                 "total_output_tokens", "duration_s", "median_itl_ms", "lanes_lanes",
+                 "lanes_total_tokens", "lanes_wall_s", "lanes_e2e_tok_s"):
+        assert gone not in cols, gone
+    assert {"vllm_e2e_output_tok_s", "vllm_total_output_tokens", "vllm_duration_s",
+            "vllm_median_itl_ms", "vllm_max_concurrent_requests"} <= cols
 
 
 def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
@@ -118,14 +134,19 @@ def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
         n = len(gaps)
         med = (gaps[n // 2] + gaps[(n - 1) // 2]) / 2
         assert row["median_tpot_ms"] == pytest.approx(med, rel=1e-15)
-        assert row["aggregate_tpot_tok_s"] == pytest.approx(row["streams"] * 1000 / med,
+        assert row["streams_x_1000_over_median_tpot"] == pytest.approx(row["streams"] * 1000 / med,
                                                             rel=1e-15)
-        assert row["e2e_output_tok_s"] == tl.output_tokens / tl.wall_s
+        assert row["e2e_aggregate_tok_s"] == tl.output_tokens / tl.wall_s
         assert row["vllm_e2e_output_tok_s"] == bench["output_throughput"]
         assert row["vllm_median_tpot_ms"] == bench["median_tpot_ms"]
+        ttft = sorted(r.ttft_s * 1e3 for r in tl.requests)  # the timeline's, by hand
+        assert row["median_ttft_ms"] == pytest.approx(
+            (ttft[len(ttft) // 2] + ttft[(len(ttft) - 1) // 2]) / 2, rel=1e-15)
+        assert row["vllm_median_ttft_ms"] == bench["median_ttft_ms"]
+        assert row["median_ttft_ms"] == pytest.approx(bench["median_ttft_ms"], rel=1e-9)
         # the two roads agree to vLLM's clock reads: TPOT within 1e-6, e2e within 0.5%
         assert row["median_tpot_ms"] == pytest.approx(bench["median_tpot_ms"], rel=1e-6)
-        assert row["e2e_output_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)
+        assert row["e2e_aggregate_tok_s"] == pytest.approx(bench["output_throughput"], rel=5e-3)
 
 
 def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):

@@ -72,14 +72,14 @@ def lengths(record: dict[str, Any], proto: dict[str, Any]) -> str:
 
 def cmd_metrics(a: argparse.Namespace) -> int:
     from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
-    from claimcheck.report.steptable import LANES_KEYS, metric_rows
+    from claimcheck.report.steptable import lanes_of, metric_rows
     from claimcheck.runio.run import load_run
 
     run = load_run(a.run_dir)
     prov = run.provenance.raw
     proto = prov.get("protocol_config", {})
     rows = [{**{k: v for k, v in m.items() if not k.startswith("lanes_")},
-             "lanes": {k: m[f"lanes_{k}"] for k in LANES_KEYS}} for m in metric_rows(run)]
+             "lanes": lanes_of(m)} for m in metric_rows(run)]
     ctx = context_words(prov.get("steps") or [])
     status = prov.get("status")
     lines = [f"{run.name}: {prov.get('card', '?')}, engine "

@@ -7,8 +7,8 @@ per_stream`):
 
 - the step record (step, repeat, streams, requests, status, reason, seed) and the step's
   lengths (``input_len``, ``output_len``, ``context_tokens_per_stream``, tokens);
-- vLLM's own summary (:func:`claimcheck.core.bench.summarize`), its speeds kept beside the
-  timeline's as ``vllm_*`` (a cross-check);
+- vLLM's own summary (:func:`claimcheck.core.bench.summarize`) as ``vllm_*`` columns (a
+  cross-check), but for the step's counts;
 - every metric definition of :mod:`claimcheck.core.definitions` on the step's token
   timeline, with its per-stream reading, the lanes line (``lanes_*``) and the step's energy;
 - the engine log's steady state and the telemetry over the step's load window.
@@ -32,14 +32,14 @@ from claimcheck.core.protocols import Protocol, step_context
 from claimcheck.core.runrecord import StepRecord
 from claimcheck.core.timeline import Timeline
 
-VLLM_CROSS_CHECK = ("e2e_output_tok_s", "median_tpot_ms", "mean_tpot_ms",
-                    "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s")
-"""vLLM's own figures, kept beside the timeline's as ``vllm_*`` columns (a cross-check)."""
+RECORD_COUNTS = ("streams", "requests", "completed", "failed")
+"""vLLM's summary fields that are the step's record (its counts), kept unprefixed; every
+other figure of vLLM's own summary is a ``vllm_*`` column (a cross-check)."""
 
-HELD_PREFILL_NONE = ("per_stream_tok_s", "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s",
-                     "vllm_aggregate_tpot_tok_s", "vllm_aggregate_mean_tpot_tok_s")
-"""The decode speeds a held-prefill step's row leaves empty (one gap per request: no decode
-rate to read)."""
+HELD_PREFILL_NONE = ("vllm_per_stream_tok_s", "vllm_aggregate_tpot_tok_s",
+                     "vllm_aggregate_mean_tpot_tok_s")
+"""vLLM's decode speeds a held-prefill step's row leaves empty (one gap per request: no
+decode rate to read; the definitions' own decode columns are empty already)."""
 
 
 def load_window(start: float | None, end: float | None, duration: float | None
@@ -73,18 +73,16 @@ def step_log_lines(lines: Sequence[serverlog.StatsLine], start: float, end: floa
     return out
 
 
-def timeline_speeds(tl: Timeline) -> dict[str, float | None]:
-    """The step row's reported speeds, each by :mod:`claimcheck.core.definitions` on the
-    step's timeline: end to end (all output tokens / first send to last token), median and
-    mean TPOT (ms), streams x 1000 / median and mean TPOT (aggregate, decode) and 1000 /
-    median TPOT (one stream's decode speed)."""
+def timeline_latencies(tl: Timeline) -> dict[str, float | None]:
+    """The step row's latencies on the step's timeline, ms: median and mean TPOT
+    (:func:`claimcheck.core.definitions.tpots_ms`, vLLM's arithmetic) and median and mean
+    TTFT (send to first token) over its completed requests."""
     t = d.tpots_ms(tl)
-    med = statistics.median(t) if t else None
-    return {"e2e_output_tok_s": d.e2e_aggregate_tok_s(tl), "median_tpot_ms": med,
+    ttft = [r.ttft_s * 1e3 for r in tl.requests]
+    return {"median_tpot_ms": statistics.median(t) if t else None,
             "mean_tpot_ms": statistics.fmean(t) if t else None,
-            "per_stream_tok_s": 1000.0 / med if med else None,
-            "aggregate_tpot_tok_s": d.streams_x_1000_over_median_tpot(tl),
-            "aggregate_mean_tpot_tok_s": d.streams_x_1000_over_mean_tpot(tl)}
+            "median_ttft_ms": statistics.median(ttft) if ttft else None,
+            "mean_ttft_ms": statistics.fmean(ttft) if ttft else None}
 
 
 def per_request_span_tok_s(tl: Timeline) -> float | None:
@@ -110,17 +108,22 @@ def lanes_text(line: Mapping[str, Any]) -> str:
             f"{'n/a' if per is None else f'{per:,.1f}'} tok/s per lane")
 
 
+LANES_ELSEWHERE = ("lanes", "total_tokens", "wall_s", "e2e_tok_s")
+"""The lanes line's figures the row holds already (streams, ``timeline_output_tokens``,
+``timeline_wall_s``, ``e2e_aggregate_tok_s``): not repeated as ``lanes_*``."""
+
+
 def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
                      log_lines: Sequence[serverlog.StatsLine], energy: StepEnergy,
                      output_len: int | None, max_num_seqs: int | None) -> dict[str, Any]:
     """The columns a step's token timeline gives: every definition (aggregate, and
-    ``*_per_stream`` for those in tok/s), the lanes line as ``lanes_*`` and as text in
-    ``lanes_stats``, ``per_request_tok_s`` (median per-request decode),
+    ``*_per_stream`` for those in tok/s), the lanes line's own figures as ``lanes_*`` (those
+    no definition or timeline column already holds) and as text in ``lanes_stats``,
     ``per_request_span_tok_s``, ``energy_j`` and ``energy_source`` (the step's one energy,
-    :func:`claimcheck.core.energy.step_energy`), ``tok_s_per_measured_w`` (output tokens /
-    those joules = tok/s per measured W) and the timeline's own output tokens and wall
-    time (first send to last token, s). ``rec``: the step's record (step, repeat, requests);
-    ``output_len``: the tokens each request asked for."""
+    :func:`claimcheck.core.energy.step_energy`; tok/s per measured W is the definition
+    ``tokens_per_joule``) and the timeline's own output tokens and wall time (first send to
+    last token, s). ``rec``: the step's record (step, repeat, requests); ``output_len``: the
+    tokens each request asked for."""
     vals = d.all_definitions(tl, log_lines, energy.joules, output_len)
     out: dict[str, Any] = {"step": rec["step"], "repeat": rec["repeat"], "streams": tl.streams,
                            "requests": rec["requests"], "completed": len(tl.requests),
@@ -131,13 +134,11 @@ def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
             out[f"{name}_per_stream"] = d.definition_per_stream(name, v, tl.streams,
                                                                 max_num_seqs)
     lanes = d.lanes_line(tl).as_dict()
-    out.update({f"lanes_{k}": v for k, v in lanes.items()})
+    out.update({f"lanes_{k}": v for k, v in lanes.items() if k not in LANES_ELSEWHERE})
     out["lanes_stats"] = lanes_text(lanes)
-    out["per_request_tok_s"] = out["per_request_decode_tok_s"]
     out["per_request_span_tok_s"] = per_request_span_tok_s(tl)
     out["energy_j"] = energy.joules
     out["energy_source"] = energy.source
-    out["tok_s_per_measured_w"] = out["tokens_per_joule"]
     out["timeline_output_tokens"] = tl.output_tokens
     out["timeline_wall_s"] = tl.wall_s
     return out
@@ -147,11 +148,11 @@ def record_columns(rec: StepRecord, proto: Protocol, bench: Mapping[str, Any] | 
                    tl: Timeline | None, stats_lines: Sequence[serverlog.StatsLine],
                    telemetry_rows: Sequence[Mapping[str, Any]], year: int) -> dict[str, Any]:
     """The columns of a step's record and its bench result: status, reason and load window
-    for every step; for a completed one, vLLM's summary (its speeds again as ``vllm_*``),
-    the engine log's lines and steady state and the telemetry over the load window; for
-    one with a timeline, the timeline's speeds (:func:`timeline_speeds`); the step's
-    lengths. ``year``: the run's (the
-    log's stamps have none)."""
+    for every step; for a completed one, vLLM's own summary as ``vllm_*`` (but its counts,
+    :data:`RECORD_COUNTS`), the engine log's lines and steady state and the telemetry over
+    the load window; for one with a timeline, the timeline's latencies
+    (:func:`timeline_latencies`); the step's lengths. ``year``: the run's (the log's stamps
+    have none)."""
     m: dict[str, Any] = {"streams": rec.streams, "requests": rec.requests,
                          "repeat": rec.repeat, "step": rec.step, "status": rec.status,
                          "reason": rec.reason, "seed": rec.seed}
@@ -161,11 +162,11 @@ def record_columns(rec: StepRecord, proto: Protocol, bench: Mapping[str, Any] | 
         mean_tpot = bench.get("mean_tpot_ms")
         vllm["aggregate_mean_tpot_tok_s"] = (rec.streams * 1000 / mean_tpot if mean_tpot
                                              else None)
-        m.update(vllm)
-        m.update({f"vllm_{k}": vllm[k] for k in VLLM_CROSS_CHECK})
+        m.update({k: vllm[k] for k in RECORD_COUNTS})
+        m.update({f"vllm_{k}": v for k, v in vllm.items() if k not in RECORD_COUNTS})
         t0, t1 = load_window(t0, t1, bench.get("duration"))
-    if tl is not None:  # the reported speeds are the timeline's, vLLM's kept beside
-        m.update(timeline_speeds(tl))
+    if tl is not None:  # the reported figures are the timeline's, vLLM's kept beside
+        m.update(timeline_latencies(tl))
     m["window_start_unix_s"], m["window_end_unix_s"] = t0, t1
     if rec.ok and t0 is not None and t1 is not None:
         sel = step_log_lines(stats_lines, t0, t1 + 5, year)
@@ -215,7 +216,7 @@ def reported(report: str, rows: Sequence[Mapping[str, Any]]) -> list[int]:
 
 
 def median_step(steps: Sequence[tuple[int, Mapping[str, Any]]],
-                key: str = "e2e_output_tok_s") -> int:
+                key: str = "e2e_aggregate_tok_s") -> int:
     """The index of the step whose ``key`` is the median of the given (index, row) steps
     (the lower middle one of an even count; a step without the value sorts first)."""
     ranked = sorted(steps, key=lambda s: (s[1].get(key) is not None, s[1].get(key) or 0.0))

@@ -76,8 +76,8 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
 
 
 LONG_READINGS = (("decode", "all streams decoding", "o", "-"),
-                 ("aggregate_mean_tpot_tok_s", "streams × 1000 / mean TPOT", "s", "--"),
-                 ("e2e_output_tok_s", "end to end", "^", ":"))
+                 ("streams_x_1000_over_mean_tpot", "streams × 1000 / mean TPOT", "s", "--"),
+                 ("e2e_aggregate_tok_s", "end to end", "^", ":"))
 """The long-prompt figure's three readings of the same steps: row key, words, marker,
 line style."""
 
@@ -87,8 +87,8 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     """Long prompts with a second wave: left, each format's three readings of the same
     steps (tok/s summed) against streams; right, all streams decoding's η against short
     prompts' η at the same streams and format. ``rows``: the long-prompt finding's levels
-    (``weight_format``, ``streams``, ``decode``, ``aggregate_mean_tpot_tok_s``,
-    ``e2e_output_tok_s``, ``share``, ``short_share``)."""
+    (``weight_format``, ``streams``, ``decode``, ``streams_x_1000_over_mean_tpot``,
+    ``e2e_aggregate_tok_s``, ``share``, ``short_share``)."""
     fig, (a1, a2) = fs.new(9.4, 4.0, ncols=2)
     colour = format_colours(sorted({r["weight_format"] for r in rows}))
     for fm, col in colour.items():

@@ -77,12 +77,12 @@ def version_levels(f: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
     for tag, v in (("base", base), ("other", other)):
         g = of_version(f, v)
         lv = levels(g, MATCH).set_index(MATCH)
-        lv["spread"] = g.groupby(MATCH, dropna=False)["e2e_output_tok_s"].apply(_spread)
-        sides[tag] = lv[["e2e_output_tok_s", "decode", "median_ttft_ms", "n", "runs",
+        lv["spread"] = g.groupby(MATCH, dropna=False)["e2e_aggregate_tok_s"].apply(_spread)
+        sides[tag] = lv[["e2e_aggregate_tok_s", "decode", "median_ttft_ms", "n", "runs",
                          "spread"]]
     both = sides["base"].merge(sides["other"], how="inner", left_index=True,
                                right_index=True, suffixes=("_base", "_other")).reset_index()
-    both["e2e_change"] = both["e2e_output_tok_s_other"] / both["e2e_output_tok_s_base"] - 1
+    both["e2e_change"] = both["e2e_aggregate_tok_s_other"] / both["e2e_aggregate_tok_s_base"] - 1
     both["decode_change"] = both["decode_other"] / both["decode_base"] - 1
     both["ttft_change"] = both["median_ttft_ms_other"] / both["median_ttft_ms_base"] - 1
     return both.sort_values(["weight_format", "input_len", "streams"]).reset_index(drop=True)
@@ -206,8 +206,8 @@ def version_table(x: Finding) -> str:
             f"End to end on {other}", "Change, end to end (all streams decoding)"]
     rows = [[fmt_name(r["weight_format"]), f"{int(r['streams']):,} ({int(r['requests']):,})",
              f"{int(r['input_len']):,} + {int(r['output_len']):,}",
-             ps_cell(r["e2e_output_tok_s_base"], r["streams"]),
-             ps_cell(r["e2e_output_tok_s_other"], r["streams"]),
+             ps_cell(r["e2e_aggregate_tok_s_base"], r["streams"]),
+             ps_cell(r["e2e_aggregate_tok_s_other"], r["streams"]),
              f"{_pct(r['e2e_change'])} ("
              + (_pct(r["decode_change"]) if pd.notna(r["decode_change"]) else "—") + ")"]
             for r in x.rows]

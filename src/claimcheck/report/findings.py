@@ -56,7 +56,7 @@ def long_prompts(f: pd.DataFrame) -> Finding:
     sd = sd.groupby(["weight_format", "streams"])["share"].median()
     lpl["short_share"] = [sd.get((fm, n)) for fm, n in zip(lpl["weight_format"],
                                                           lpl["streams"], strict=True)]
-    lpl["over_mean"] = lpl["decode"] / lpl["aggregate_mean_tpot_tok_s"]
+    lpl["over_mean"] = lpl["decode"] / lpl["streams_x_1000_over_mean_tpot"]
     matched = lpl[lpl["short_share"].notna()]
     x = lambda v: f"{v:.1f}×"  # noqa: E731
     text = (f"With {lp['input_len'].min():,.0f}-token prompts and a second wave whose "
@@ -97,8 +97,8 @@ def second_wave(f: pd.DataFrame) -> Finding:
             continue
         pairs.append({"weight_format": fm, "streams": n, "long": lg,
                       "input_len": g["input_len"].median(), "waves": g["waves"].median(),
-                      "many": g["e2e_output_tok_s"].median(),
-                      "one": o["e2e_output_tok_s"].median()})
+                      "many": g["e2e_aggregate_tok_s"].median(),
+                      "one": o["e2e_aggregate_tok_s"].median()})
     if not pairs:
         return failed("second wave", cond, "no one-wave step matches a several-wave one")
     p = pd.DataFrame(pairs)
@@ -152,7 +152,7 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     cond = ("no run drafts tokens, every step read is of one vLLM release, and every request "
             "without --ignore-eos ran to its output cap")
     free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
-    capped = (free["total_output_tokens"] == free["requests"] * free["output_len"]).all()
+    capped = (free["timeline_output_tokens"] == free["requests"] * free["output_len"]).all()
     versions = sorted(set(map(str, f["vllm"].dropna())))
     spec = bool(f["speculative"].astype(bool).any())
     dummy = bool(f["weights_label"].astype(str).str.contains("dummy").all())

@@ -49,7 +49,7 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
         return lanes_run_figure(run, kept[-1], claims), md
     metric = headline_metric(run.protocol)
     col = REPORT_METRICS[metric]
-    e2e_key = "e2e_output_tok_s"  # the record's end-to-end aggregate
+    e2e_key = "e2e_aggregate_tok_s"  # the record's end-to-end aggregate
     points, queued = [], []
     for s in kept:
         v = s.get(col.key)
@@ -129,10 +129,10 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
     published figures the protocol replays."""
     g = gate.Gate.from_dict(run.protocol.gate)
     seqs = run.provenance.engine_config.max_num_seqs
-    lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_output_tok_s"],
+    lrows = [gate.LevelRow(streams=r["streams"], aggregate_tok_s=r["e2e_aggregate_tok_s"],
                            reference=sections.is_reference(run.protocol, r),
                            roofline_tok_s=r.get("roofline_tok_s"))
-             for r in rows if r["status"] == "complete" and r.get("e2e_output_tok_s")]
+             for r in rows if r["status"] == "complete" and r.get("e2e_aggregate_tok_s")]
     res = gate.check(lrows, g, seqs)
     line = ("gate passes" if res.passed else "gate fails: " + "; ".join(res.failures))
     line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "

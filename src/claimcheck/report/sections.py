@@ -49,12 +49,12 @@ def gate_block(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]],
     for run in runs:
         lrows = []
         for s in run.rows:
-            if s["status"] != "complete" or s.get("e2e_output_tok_s") is None:
+            if s["status"] != "complete" or s.get("e2e_aggregate_tok_s") is None:
                 continue
             lrows.append(LevelRow(
-                streams=s["streams"], aggregate_tok_s=s["e2e_output_tok_s"],
+                streams=s["streams"], aggregate_tok_s=s["e2e_aggregate_tok_s"],
                 reference=is_reference(proto, s),
-                output_tokens=s.get("timeline_output_tokens") or s.get("total_output_tokens"),
+                output_tokens=s.get("timeline_output_tokens"),
                 energy_j=s.get("energy_j"), roofline_tok_s=s.get("roofline_tok_s")))
         seqs = run.provenance.engine_config.max_num_seqs
         res = check(lrows, g, seqs)
@@ -157,15 +157,16 @@ def admit_block(proto: Protocol, runs: list[Run], others: list[Run]) -> str:
             if roof:
                 shares.append(got / roof)
             near = same_shape_steps(run, s, others)
-            ratios += [got / o["aggregate_tpot_tok_s"] for _, o in near
-                       if o.get("aggregate_tpot_tok_s")]
+            ratios += [got / o["streams_x_1000_over_median_tpot"] for _, o in near
+                       if o.get("streams_x_1000_over_median_tpot")]
             if near:
                 text += "; " + "; ".join(
                     f"{r.name} (prefills share steps) reads "
-                    f"{o.get('aggregate_tpot_tok_s') or 0:,.0f} tok/s by streams × 1000 / "
-                    f"median TPOT and {o.get('e2e_output_tok_s') or 0:,.0f} end to end, so "
-                    f"decode alone is {got / o['aggregate_tpot_tok_s']:.1f}× the former"
-                    for r, o in near if o.get("aggregate_tpot_tok_s"))
+                    f"{o.get('streams_x_1000_over_median_tpot') or 0:,.0f} tok/s by streams × "
+                    f"1000 / median TPOT and {o.get('e2e_aggregate_tok_s') or 0:,.0f} end to end, "
+                    "so "
+                    f"decode alone is {got / o['streams_x_1000_over_median_tpot']:.1f}× the former"
+                    for r, o in near if o.get("streams_x_1000_over_median_tpot"))
             out.append(text + ".")
     if not out:
         return ""
@@ -250,16 +251,16 @@ def closed_loop_block(proto: Protocol, runs: list[Run], claims: list[dict[str, A
     out = []
     for run in runs:
         steps = run.reported
-        one = next((s["e2e_output_tok_s"] for s in steps if s["streams"] == 1), None)
+        one = next((s["e2e_aggregate_tok_s"] for s in steps if s["streams"] == 1), None)
         table = []
         for s in steps:
-            agg, n = s.get("e2e_output_tok_s"), s["streams"]
+            agg, n = s.get("e2e_aggregate_tok_s"), s["streams"]
             lens = s.get("output_len")
             table.append([
                 str(n), str(s["requests"]), md.num(agg), md.num(agg / n if agg else None),
                 md.num(s.get("per_request_span_tok_s")),
                 md.num(measured_over(agg, one), "{:.2f}×"),
-                f"{s.get('timeline_output_tokens') or s.get('total_output_tokens')} "
+                f"{s.get('timeline_output_tokens')} "
                 f"({s['requests']} × {lens})"])
         out += [f"Closed-loop clients, {run.name} (each client sends its requests one after "
                 "another; aggregate = all output tokens / wall time, end to end; per request "
@@ -311,12 +312,13 @@ def single_stream_block(proto: Protocol, runs: list[Run]) -> str:
                     f"{md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
                     "TTFT, median over requests).")
                 continue
-            dec, roof = s.get("per_stream_tok_s"), s.get("roofline_per_stream_tok_s")
+            dec = s.get("streams_x_1000_over_median_tpot_per_stream")
+            roof = s.get("roofline_per_stream_tok_s")
             out.append(
                 f"- {run.name}, 1 stream, {s['input_len']:,} tokens of prompt "
                 f"({s['context_tokens_per_stream']:,} of context at the end): decode "
                 f"{md.num(dec)} tok/s (1000 / median TPOT, first token out), end to end "
-                f"{md.num(s.get('e2e_output_tok_s'))} tok/s (prefill in); "
+                f"{md.num(s.get('e2e_aggregate_tok_s'))} tok/s (prefill in); "
                 + (f"{dec / roof:.0%} of the roofline's B = 1 ceiling of {roof:,.1f} tok/s at "
                    "this context (η = 1)" if dec and roof else "no roofline")
                 + f"; prefill {md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s "

@@ -5,16 +5,19 @@ tok/s), and what a model comparison reads off a measured step.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from typing import Any
 
 from claimcheck.core import definitions as d
+from claimcheck.core.steprow import LANES_ELSEWHERE
 from claimcheck.runio.run import Run, StepTrace
 
-LANES_KEYS = ("lanes", "total_tokens", "wall_s", "decode_tok_s", "e2e_tok_s", "plan_s",
-              "tail_s", "fastest_second_tok_s", "per_lane_tok_s")
-"""The lanes line's fields (:class:`claimcheck.core.definitions.LanesLine`), ``lanes_*`` in
-the table."""
+LANES_KEYS = tuple(f.name for f in dataclasses.fields(d.LanesLine)
+                   if f.name not in LANES_ELSEWHERE)
+"""The lanes line's fields (:class:`claimcheck.core.definitions.LanesLine`) that no other
+column holds, ``lanes_*`` in the table (its lanes are the streams, its tokens and wall time
+``output_tokens`` and ``wall_s``, its end to end ``e2e_aggregate_tok_s``)."""
 
 
 def _definition_columns() -> list[str]:
@@ -44,6 +47,15 @@ def metric_rows(run: Run) -> list[dict[str, Any]]:
         m.update({f"lanes_{k}": r[f"lanes_{k}"] for k in LANES_KEYS})
         out.append(m)
     return out
+
+
+def lanes_of(m: dict[str, Any]) -> dict[str, Any]:
+    """A metric row's whole lanes line (:class:`claimcheck.core.definitions.LanesLine` as a
+    dict): its own ``lanes_*`` columns and the four it shares with the row (lanes = the
+    streams, total tokens = ``output_tokens``, wall s = ``wall_s``, e2e tok/s =
+    ``e2e_aggregate_tok_s``)."""
+    return {"lanes": m["streams"], "total_tokens": m["output_tokens"], "wall_s": m["wall_s"],
+            "e2e_tok_s": m["e2e_aggregate_tok_s"], **{k: m[f"lanes_{k}"] for k in LANES_KEYS}}
 
 
 def metrics_table(run: Run) -> list[dict[str, Any]]:

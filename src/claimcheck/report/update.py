@@ -120,7 +120,7 @@ def protocol_table(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]
                  "Completed"])
     out: list[list[str]] = []
     by_key = {REPORT_METRICS[m].key: i for i, m in enumerate(proto.metrics)}
-    per_stream = by_key.get("per_stream_tok_s")
+    per_stream = by_key.get(REPORT_METRICS["per_stream_tok_s"].key)
     for c in _replayed(proto, claims):
         col = REPORT_METRICS.get(c["metric"])
         if col is None or col.key not in by_key:
@@ -147,7 +147,7 @@ def protocol_table(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]
                 cells += ["" for _ in range(len(header) - len(cells))]
                 out.append(cells)
                 continue
-            rt, agg = s.get("roofline_tok_s"), s.get("aggregate_tpot_tok_s")
+            rt, agg = s.get("roofline_tok_s"), s.get("streams_x_1000_over_median_tpot")
             cells += [_cell(s, c) for c in cols]
             cells += [md.num(rt, "{:,.0f}"), md.num(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]

@@ -38,23 +38,23 @@ class Column:
 # definitions (core/metrics.py) that a run can measure map to the step value of the same
 # definition; the others are per-step quantities.
 REPORT_METRICS: dict[str, Column] = {
-    "e2e_aggregate": Column("e2e_output_tok_s", "End to end, tok/s (prefill, ramp, tail in)",
+    "e2e_aggregate": Column("e2e_aggregate_tok_s", "End to end, tok/s (prefill, ramp, tail in)",
                             "{:,.1f}", "aggregate"),
     "streams_x_1000_over_median_tpot": Column(
-        "aggregate_tpot_tok_s", "Streams × 1000 / median TPOT, tok/s (decode)", "{:,.1f}",
-        "aggregate", True),
+        "streams_x_1000_over_median_tpot", "Streams × 1000 / median TPOT, tok/s (decode)",
+        "{:,.1f}", "aggregate", True),
     "engine_log_steady": Column("engine_log_steady_tok_s",
                                 "Engine log, all running, no prefill, tok/s", "{:,.1f}",
                                 "aggregate"),
     "median_tpot_ms": Column("median_tpot_ms", "Median TPOT", "{:.2f} ms"),
-    "per_stream_tok_s": Column("per_stream_tok_s", "Per stream, 1000 / median TPOT, tok/s",
-                               "{:,.1f}", "per_stream"),
+    "per_stream_tok_s": Column("streams_x_1000_over_median_tpot_per_stream",
+                               "Per stream, 1000 / median TPOT, tok/s", "{:,.1f}", "per_stream"),
     "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
     "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
     "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
     "mean_tpot_ms": Column("mean_tpot_ms", "Mean TPOT", "{:.2f} ms"),
     "streams_x_1000_over_mean_tpot": Column(
-        "aggregate_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}",
+        "streams_x_1000_over_mean_tpot", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}",
         "aggregate", True),
     # Read from the token timeline of each step (the step row's key, when it has one;
     # "not computed" otherwise).
@@ -65,14 +65,14 @@ REPORT_METRICS: dict[str, Column] = {
                                    "All streams decoding, tok/s", "{:,.1f}", "aggregate"),
     "fastest_second": Column("fastest_second_tok_s", "Fastest second, tok/s", "{:,.1f}",
                              "aggregate"),
-    "per_request_tok_s": Column("per_request_tok_s",
+    "per_request_tok_s": Column("per_request_decode_tok_s",
                                 "Per request decode, tok/s (median, first token out)",
                                 "{:,.1f}", "per_stream"),
     "per_request_decode": Column("per_request_decode_tok_s",
                                  "Per request decode, (tokens − 1) / (last − first token), "
                                  "tok/s (median)", "{:,.1f}", "per_stream"),
     "prefill_tok_s": Column("prefill_tok_s", "Prefill, prompt tok/s", "{:,.0f}", "prefill"),
-    "tok_s_per_measured_w": Column("tok_s_per_measured_w",
+    "tok_s_per_measured_w": Column("tokens_per_joule",
                                    "Output tokens per measured J (board power over the load "
                                    "window, else the NVML counter), tok/s per W",
                                    "{:.2f}"),
