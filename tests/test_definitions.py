@@ -153,11 +153,11 @@ def test_a_formula_over_the_streams_asked_reads_back_one_requests_speed():
     (the aggregate over the 64 that ran at once)."""
     agg = d.streams_x_1000_over_tpot(128, 22.5)
     assert agg == pytest.approx(128 * 1000 / 22.5)
-    for name in ("streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot"):
+    for name in ("streams_x_1000_over_median_tpot_tok_s", "streams_x_1000_over_mean_tpot_tok_s"):
         assert d.DEFINITIONS[name].sums_over == "asked"
         assert d.definition_per_stream(name, agg, 128, 64) == pytest.approx(1000 / 22.5)
     assert {n for n, x in d.DEFINITIONS.items() if x.sums_over == "asked"} == {
-        "streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot"}
+        "streams_x_1000_over_median_tpot_tok_s", "streams_x_1000_over_mean_tpot_tok_s"}
 
 
 def test_definitions_table_maps_to_registry_names():
@@ -202,7 +202,7 @@ def test_held_prefill_is_one_rule_of_asked_and_observed():
     assert d.max_output_tokens(Timeline(streams=1, requests=())) is None
     vals = d.all_definitions(STOPPED_AT_TWO, requested_output_len=128)
     assert vals["decode_aggregate_tok_s"] is None
-    assert vals["streams_x_1000_over_median_tpot"] is None  # not the 100 tok/s of one gap
+    assert vals["streams_x_1000_over_median_tpot_tok_s"] is None  # not the 100 tok/s of one gap
     assert vals["e2e_aggregate_tok_s"] == pytest.approx(4 / 0.23)
     # a step row: asked 128, observed 2 -> held; a failed step's row (no observed) -> asked
     assert d.row_is_held_prefill({"output_len": 128, "max_output_tokens": 2})

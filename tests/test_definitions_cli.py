@@ -14,7 +14,7 @@ from tests.fabricate import plain_copy
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
 REQUIRED = ["streams", "requests", "e2e_aggregate_tok_s", "decode_aggregate_tok_s",
-            "streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot",
+            "streams_x_1000_over_median_tpot_tok_s", "streams_x_1000_over_mean_tpot_tok_s",
             "all_streams_decoding_tok_s", "fastest_second_tok_s", "engine_log_steady_tok_s",
             "per_request_decode_tok_s", "prefill_tok_s"]
 

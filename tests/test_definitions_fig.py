@@ -53,7 +53,7 @@ def test_the_run_record_reads_no_decode_rate_from_a_held_step():
     s = held[0]
     # bench.json keeps its median TPOT (one gap, ~10 ms); no tok/s is made of it
     assert s["median_tpot_ms"] is not None and 5 < s["median_tpot_ms"] < 20
-    assert s["streams_x_1000_over_median_tpot_per_stream"] is None
-    assert s["streams_x_1000_over_median_tpot"] is None
-    assert s["streams_x_1000_over_mean_tpot"] is None
+    assert s["streams_x_1000_over_median_tpot_tok_s_per_stream"] is None
+    assert s["streams_x_1000_over_median_tpot_tok_s"] is None
+    assert s["streams_x_1000_over_mean_tpot_tok_s"] is None
     assert s["e2e_aggregate_tok_s"] > 0  # end to end stays (2 tokens per request)

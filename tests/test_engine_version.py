@@ -31,7 +31,7 @@ def step(run, streams, e2e, decode, ttft_ms=100.0, input_len=128, output_len=512
             "requests": requests or 4 * streams, "max_num_seqs": 64, "input_len": input_len,
             "output_len": output_len, "context_tokens_per_stream": input_len + output_len,
             "all_streams_decoding_tok_s": decode, "roofline_tok_s": 2 * (decode or 1.0),
-            "streams_x_1000_over_mean_tpot": decode, "roofline_bound": "memory",
+            "streams_x_1000_over_mean_tpot_tok_s": decode, "roofline_bound": "memory",
             "e2e_aggregate_tok_s": e2e, "median_ttft_ms": ttft_ms, "tokens_per_joule": 1.0,
             "telemetry_mean_power_w": 500.0, "vllm": RUNS[run],
             "weights_label": "dummy weights", "timeline_output_tokens": 1}

@@ -31,7 +31,8 @@ def step(run, streams, decode, roof, ctx=1000, requests=None, e2e=None, input_le
             "requests": requests or streams, "max_num_seqs": 256, "input_len": input_len,
             "output_len": out, "context_tokens_per_stream": ctx,
             "all_streams_decoding_tok_s": decode, "roofline_tok_s": roof,
-            "streams_x_1000_over_mean_tpot": kw.get("mean", decode), "roofline_bound": "memory",
+            "streams_x_1000_over_mean_tpot_tok_s": kw.get("mean", decode),
+            "roofline_bound": "memory",
             "e2e_aggregate_tok_s": e2e or 0.9 * decode, "tokens_per_joule": kw.get("tpj", 1.0),
             "telemetry_mean_power_w": 500.0, "vllm": "0.26.0", "weights_label": "dummy weights",
             "timeline_output_tokens": (requests or streams) * out}

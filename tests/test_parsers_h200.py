@@ -99,7 +99,7 @@ def test_ladder_rows_and_power():
     assert [r["streams"] for r in rows] == [1, 8, 16, 32, 64]
     assert all(r["completed"] == r["requests"] for r in rows)
     # per stream speed falls and aggregate rises with streams on this card
-    ps = "streams_x_1000_over_median_tpot_per_stream"
+    ps = "streams_x_1000_over_median_tpot_tok_s_per_stream"
     assert [r[ps] for r in rows] == sorted((r[ps] for r in rows), reverse=True)
     assert all(200 < r["telemetry_mean_power_w"] <= 700 for r in rows)
     assert rows[0]["context_tokens_per_stream"] == 640

@@ -137,7 +137,8 @@ def test_admit_block_answers_with_numbers():
     step = {"step": 0, "repeat": 1, "status": "complete", "streams": 8, "input_len": 1000,
             "output_len": 100, "context_tokens_per_stream": 1100,
             "all_streams_decoding_tok_s": 400.0}
-    other = {**step, "all_streams_decoding_tok_s": None, "streams_x_1000_over_median_tpot": 200.0,
+    other = {**step, "all_streams_decoding_tok_s": None,
+             "streams_x_1000_over_median_tpot_tok_s": 200.0,
              "e2e_aggregate_tok_s": 150.0}
     admit = _run("a", "admit", [{**step, "roofline_tok_s": 500.0}])
     long = _run("b", "long", [other])

@@ -56,13 +56,13 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in [
                "each request's first token and the time to it when nothing else decodes "
                "(the first wave's prefill and any gap between waves); later prefills that "
                "share steps with decode stay in"),
-    Definition("streams_x_1000_over_median_tpot", "tok/s", "aggregate", "decode",
+    Definition("streams_x_1000_over_median_tpot_tok_s", "tok/s", "aggregate", "decode",
                "streams x 1000 / median TPOT",
                "streams x 1000 / median over requests of (last - first token) / "
                "(tokens - 1) in ms",
                "each request's first token and TTFT; assumes all streams decode all the "
                "time (ramp, waves and tail)", sums_over="asked"),
-    Definition("streams_x_1000_over_mean_tpot", "tok/s", "aggregate", "decode",
+    Definition("streams_x_1000_over_mean_tpot_tok_s", "tok/s", "aggregate", "decode",
                "streams x 1000 / mean TPOT",
                "streams x 1000 / mean over requests of TPOT in ms",
                "as the median form (the mean weights slow requests more)",
@@ -99,8 +99,8 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in [
 REGISTRY_METRIC: dict[str, str | None] = {
     "e2e_aggregate_tok_s": "e2e_aggregate",
     "decode_aggregate_tok_s": "decode_aggregate",
-    "streams_x_1000_over_median_tpot": "streams_x_1000_over_median_tpot",
-    "streams_x_1000_over_mean_tpot": "streams_x_1000_over_mean_tpot",
+    "streams_x_1000_over_median_tpot_tok_s": "streams_x_1000_over_median_tpot",
+    "streams_x_1000_over_mean_tpot_tok_s": "streams_x_1000_over_mean_tpot",
     "all_streams_decoding_tok_s": "all_n_decoding_intervals",
     "fastest_second_tok_s": "fastest_second",
     "engine_log_steady_tok_s": "engine_log_steady",
@@ -364,8 +364,8 @@ def all_definitions(tl: Timeline, log_lines: Sequence[LogLine] = (),
     vals = {
         "e2e_aggregate_tok_s": e2e_aggregate_tok_s(tl),
         "decode_aggregate_tok_s": decode_aggregate_tok_s(tl),
-        "streams_x_1000_over_median_tpot": streams_x_1000_over_median_tpot(tl),
-        "streams_x_1000_over_mean_tpot": streams_x_1000_over_mean_tpot(tl),
+        "streams_x_1000_over_median_tpot_tok_s": streams_x_1000_over_median_tpot(tl),
+        "streams_x_1000_over_mean_tpot_tok_s": streams_x_1000_over_mean_tpot(tl),
         "all_streams_decoding_tok_s": all_streams_decoding_tok_s(tl),
         "fastest_second_tok_s": fastest_second_tok_s(tl),
         "engine_log_steady_tok_s": engine_log_steady_tok_s(log_lines, tl.streams),

@@ -76,7 +76,7 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
 
 
 LONG_READINGS = (("decode", "all streams decoding", "o", "-"),
-                 ("streams_x_1000_over_mean_tpot", "streams × 1000 / mean TPOT", "s", "--"),
+                 ("streams_x_1000_over_mean_tpot_tok_s", "streams × 1000 / mean TPOT", "s", "--"),
                  ("e2e_aggregate_tok_s", "end to end", "^", ":"))
 """The long-prompt figure's three readings of the same steps: row key, words, marker,
 line style."""

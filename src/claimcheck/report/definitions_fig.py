@@ -29,7 +29,7 @@ LOG_INTERVAL_S = 10.0  # vLLM's stats lines cover the 10 s before their stamp
 
 # Bars in this order, each a definition name from core.definitions.
 BAR_ORDER = ("e2e_aggregate_tok_s", "decode_aggregate_tok_s", "per_request_decode_tok_s",
-             "streams_x_1000_over_mean_tpot", "streams_x_1000_over_median_tpot",
+             "streams_x_1000_over_mean_tpot_tok_s", "streams_x_1000_over_median_tpot_tok_s",
              "all_streams_decoding_tok_s", "engine_log_steady_tok_s", "fastest_second_tok_s")
 
 

@@ -64,11 +64,12 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
     than the server runs at once (max_num_seqs) is left out: its requests queue, so streams
     x 1000 / TPOT is no aggregate of anything that ran."""
     return [{"card": r["card"], "streams": r["streams"],
-             "aggregate_tok_s": r["streams_x_1000_over_median_tpot"],
-             "per_stream_tok_s": r["streams_x_1000_over_median_tpot_per_stream"],
+             "aggregate_tok_s": r["streams_x_1000_over_median_tpot_tok_s"],
+             "per_stream_tok_s": r["streams_x_1000_over_median_tpot_tok_s_per_stream"],
              "label": f"{r['run']} ({r['weights_label']})"}
             for r in rows if r["reported"] and r["status"] == "complete"
-            and r.get("streams_x_1000_over_median_tpot") and (card is None or r["card"] == card)
+            and r.get("streams_x_1000_over_median_tpot_tok_s")
+            and (card is None or r["card"] == card)
             and not is_queued_streams(r["streams"], r.get("max_num_seqs"))
             and not row_is_held_prefill(r)]
 

@@ -56,7 +56,7 @@ def long_prompts(f: pd.DataFrame) -> Finding:
     sd = sd.groupby(["weight_format", "streams"])["share"].median()
     lpl["short_share"] = [sd.get((fm, n)) for fm, n in zip(lpl["weight_format"],
                                                           lpl["streams"], strict=True)]
-    lpl["over_mean"] = lpl["decode"] / lpl["streams_x_1000_over_mean_tpot"]
+    lpl["over_mean"] = lpl["decode"] / lpl["streams_x_1000_over_mean_tpot_tok_s"]
     matched = lpl[lpl["short_share"].notna()]
     x = lambda v: f"{v:.1f}×"  # noqa: E731
     text = (f"With {lp['input_len'].min():,.0f}-token prompts and a second wave whose "

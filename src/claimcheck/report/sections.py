@@ -157,16 +157,15 @@ def admit_block(proto: Protocol, runs: list[Run], others: list[Run]) -> str:
             if roof:
                 shares.append(got / roof)
             near = same_shape_steps(run, s, others)
-            ratios += [got / o["streams_x_1000_over_median_tpot"] for _, o in near
-                       if o.get("streams_x_1000_over_median_tpot")]
+            ratios += [got / o["streams_x_1000_over_median_tpot_tok_s"] for _, o in near
+                       if o.get("streams_x_1000_over_median_tpot_tok_s")]
             if near:
+                agg = "streams_x_1000_over_median_tpot_tok_s"
                 text += "; " + "; ".join(
-                    f"{r.name} (prefills share steps) reads "
-                    f"{o.get('streams_x_1000_over_median_tpot') or 0:,.0f} tok/s by streams × "
-                    f"1000 / median TPOT and {o.get('e2e_aggregate_tok_s') or 0:,.0f} end to end, "
-                    "so "
-                    f"decode alone is {got / o['streams_x_1000_over_median_tpot']:.1f}× the former"
-                    for r, o in near if o.get("streams_x_1000_over_median_tpot"))
+                    f"{r.name} (prefills share steps) reads {o.get(agg) or 0:,.0f} tok/s by "
+                    f"streams × 1000 / median TPOT and {o.get('e2e_aggregate_tok_s') or 0:,.0f} "
+                    f"end to end, so decode alone is {got / o[agg]:.1f}× the former"
+                    for r, o in near if o.get(agg))
             out.append(text + ".")
     if not out:
         return ""
@@ -312,7 +311,7 @@ def single_stream_block(proto: Protocol, runs: list[Run]) -> str:
                     f"{md.num(s.get('prefill_tok_s'), '{:,.0f}')} prompt tok/s (prompt tokens / "
                     "TTFT, median over requests).")
                 continue
-            dec = s.get("streams_x_1000_over_median_tpot_per_stream")
+            dec = s.get("streams_x_1000_over_median_tpot_tok_s_per_stream")
             roof = s.get("roofline_per_stream_tok_s")
             out.append(
                 f"- {run.name}, 1 stream, {s['input_len']:,} tokens of prompt "

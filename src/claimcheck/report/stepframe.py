@@ -90,7 +90,7 @@ def engine_rows(runs: Iterable[Any]) -> pd.DataFrame:
 
 NEEDED = ("run", "status", "reported", "streams", "requests", "max_num_seqs", "input_len",
           "output_len", "context_tokens_per_stream", "all_streams_decoding_tok_s",
-          "streams_x_1000_over_mean_tpot", "roofline_tok_s", "roofline_bound",
+          "streams_x_1000_over_mean_tpot_tok_s", "roofline_tok_s", "roofline_bound",
           "e2e_aggregate_tok_s", "tokens_per_joule", "telemetry_mean_power_w",
           "timeline_output_tokens", "vllm", "weights_label")
 

@@ -92,7 +92,7 @@ def run_rows(runs: Iterable[Run], geom: Geometry, cards: dict[str, Card],
             if p.card in cards and s["status"] == "complete":
                 row.update(step_roofline(run, s, geom, cards[p.card], ceilings))
                 row["bandwidth_fraction"] = measured_over(
-                    s.get("streams_x_1000_over_median_tpot_per_stream"),
+                    s.get("streams_x_1000_over_median_tpot_tok_s_per_stream"),
                     row.get("roofline_per_stream_tok_s"))
             rows.append(row)
     return rows

@@ -147,7 +147,7 @@ def protocol_table(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]
                 cells += ["" for _ in range(len(header) - len(cells))]
                 out.append(cells)
                 continue
-            rt, agg = s.get("roofline_tok_s"), s.get("streams_x_1000_over_median_tpot")
+            rt, agg = s.get("roofline_tok_s"), s.get("streams_x_1000_over_median_tpot_tok_s")
             cells += [_cell(s, c) for c in cols]
             cells += [md.num(rt, "{:,.0f}"), md.num(agg / rt if rt and agg else None, "{:.0%}"),
                       f"{s.get('completed')}/{s.get('requests')}"]

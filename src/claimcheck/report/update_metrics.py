@@ -41,21 +41,21 @@ REPORT_METRICS: dict[str, Column] = {
     "e2e_aggregate": Column("e2e_aggregate_tok_s", "End to end, tok/s (prefill, ramp, tail in)",
                             "{:,.1f}", "aggregate"),
     "streams_x_1000_over_median_tpot": Column(
-        "streams_x_1000_over_median_tpot", "Streams × 1000 / median TPOT, tok/s (decode)",
-        "{:,.1f}", "aggregate", True),
+        "streams_x_1000_over_median_tpot_tok_s",
+        "Streams × 1000 / median TPOT, tok/s (decode)", "{:,.1f}", "aggregate", True),
     "engine_log_steady": Column("engine_log_steady_tok_s",
                                 "Engine log, all running, no prefill, tok/s", "{:,.1f}",
                                 "aggregate"),
     "median_tpot_ms": Column("median_tpot_ms", "Median TPOT", "{:.2f} ms"),
-    "per_stream_tok_s": Column("streams_x_1000_over_median_tpot_per_stream",
+    "per_stream_tok_s": Column("streams_x_1000_over_median_tpot_tok_s_per_stream",
                                "Per stream, 1000 / median TPOT, tok/s", "{:,.1f}", "per_stream"),
     "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
     "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
     "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
     "mean_tpot_ms": Column("mean_tpot_ms", "Mean TPOT", "{:.2f} ms"),
     "streams_x_1000_over_mean_tpot": Column(
-        "streams_x_1000_over_mean_tpot", "Streams × 1000 / mean TPOT, tok/s (decode)", "{:,.1f}",
-        "aggregate", True),
+        "streams_x_1000_over_mean_tpot_tok_s", "Streams × 1000 / mean TPOT, tok/s (decode)",
+        "{:,.1f}", "aggregate", True),
     # Read from the token timeline of each step (the step row's key, when it has one;
     # "not computed" otherwise).
     "decode_aggregate": Column("decode_aggregate_tok_s",

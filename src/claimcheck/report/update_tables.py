@@ -120,7 +120,7 @@ def long_table(x: Any) -> str:
     rows = sorted(x.rows, key=lambda r: (r["weight_format"], r["streams"]))
     body = [[SF.fmt_name(r["weight_format"]), f"{r['streams']:,.0f}",
              ps_cell(r["decode"], r["streams"]),
-             ps_cell(r["streams_x_1000_over_mean_tpot"], r["streams"]),
+             ps_cell(r["streams_x_1000_over_mean_tpot_tok_s"], r["streams"]),
              ps_cell(r["e2e_aggregate_tok_s"], r["streams"]), f"{r['share']:.0%}"] for r in rows]
     return (md.table(["Weights", "Streams", "All streams decoding, tok/s summed (per stream)",
                       "Streams × 1000 / mean TPOT (per stream)",
