@@ -199,11 +199,26 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
                                 start_new_session=True)
-    ident = proc_identity(proc.pid) or {}
+    ident = identity_after_exec(proc.pid) or {}
     return Server(base_url=base_url, log_path=str(log_path), argv=list(argv), pid=proc.pid,
                   env=dict(env), started_unix_s=time.time(), engine=engine,
                   proc_start_ticks=ident.get("start_ticks"), proc_cmdline=ident.get("cmdline"),
                   launch_marker=marker, _proc=proc)
+
+
+def identity_after_exec(pid: int, wait_s: float = 2.0, poll_s: float = 0.01
+                        ) -> dict[str, Any] | None:
+    """:func:`proc_identity` of a process just started, once the kernel reports its command
+    line: right after ``Popen`` returns (vfork resumes the parent at the child's execve),
+    /proc/PID/cmdline can still read empty on a busy machine, and an empty record would
+    make ``stop`` refuse the server it started. Polls up to ``wait_s`` s; what it last read
+    (or None, if the process is gone) after that."""
+    deadline = time.monotonic() + wait_s
+    ident = proc_identity(pid)
+    while ident is not None and not ident["cmdline"] and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        ident = proc_identity(pid)
+    return ident
 
 
 def proc_identity(pid: int) -> dict[str, Any] | None:
