@@ -1,17 +1,21 @@
 # `make test` is the project's test command (README); .ci/run calls it.
 # Everything here runs on a CPU-only machine.
-.PHONY: test lint unit pipeline workflow notebooks integration slurm
+.PHONY: test lint unit data pipeline workflow notebooks integration slurm
 
-test: lint unit pipeline workflow notebooks integration slurm
+test: lint unit data pipeline workflow notebooks integration slurm
 
 lint:
 	ruff check src tests workflow/scripts notebooks
 	snakemake --lint
 
 # The tests in-process; the ones marked `pipeline` (Snakemake, papermill, nbval in a
-# subprocess) run in their own target. unit + pipeline = every test but the integration ones.
+# subprocess) and `data` (a check of every committed run or step: it grows with the data)
+# run in their own targets. unit + data + pipeline = every test but the integration ones.
 unit:
-	python3 -m pytest -q -m "not integration and not pipeline" tests
+	python3 -m pytest -q -m "not integration and not pipeline and not data" tests
+
+data:
+	python3 -m pytest -q -m "data and not integration and not pipeline" tests
 
 pipeline:
 	python3 -m pytest -q -m "pipeline and not integration" tests

@@ -63,6 +63,7 @@ def _committed_timelines(runs):
                 yield f"{run.path.name}/{step.record['dir']}", step.timeline
 
 
+@pytest.mark.data
 def test_equals_bisect_on_every_committed_timeline(committed_runs):
     seen = 0
     for where, tl in _committed_timelines(committed_runs):

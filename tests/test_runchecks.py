@@ -43,6 +43,7 @@ def set_power(run, line, watts):
     path.write_text("\n".join(",".join(r) for r in rows) + "\n")
 
 
+@pytest.mark.data
 def test_the_committed_runs_pass_every_check():
     for d in sorted(p for p in RUNS.iterdir() if (p / "provenance.json").is_file()):
         load_run(d)

@@ -41,6 +41,7 @@ def test_manifest_lists_every_committed_step():
     assert rels == on_disk  # every committed step has its line
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("sha,size,rel", [pytest.param(*m, id=m[2].removesuffix("/bench.json"))
                                            for m in _manifest()])
 def test_bench_decodes_to_the_original_bytes(sha, size, rel):
@@ -210,6 +211,7 @@ def test_a_broken_cols_container_is_refused_naming_the_file(tmp_path):
             read_json(p)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("run", find_runs(RUNS), ids=lambda p: p.name)
 def test_derived_tables_unchanged_by_compaction(run: Path, tmp_path):
     """The run record and the metrics table from the committed (compact) run equal those
@@ -238,6 +240,7 @@ def _strict(x, y) -> bool:
     return x == y
 
 
+@pytest.mark.data
 def test_bench_data_is_what_parsing_the_exact_bytes_gives_for_every_step():
     steps = sorted({p.parent for p in RUNS.glob("*/steps/*/bench.*")})
     assert len(steps) == len(_manifest())
