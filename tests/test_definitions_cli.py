@@ -46,6 +46,12 @@ def test_metrics_table_states_units_and_what_is_left_out(capsys):
     text = capsys.readouterr().out
     assert "tok/s" in text and "per stream" in text and "leaves out" in text
     assert "64 stream(s), 256 requests" in text
+    # the ladder's step records carry no lengths: the protocol's, not '?'
+    assert "context per stream: 128 prompt + 512 output tokens" in text
+    # the definitions' column is as wide as the longest name: values line up
+    lines = [ln for ln in text.splitlines() if ln.startswith("  ") and "tok/" in ln
+             and not ln.startswith("  lanes")]
+    assert len(lines) == 5 * 10 and len({ln.rindex("  ") for ln in lines}) == 1
 
 
 def test_metrics_on_a_directory_that_is_no_run(tmp_path, capsys):

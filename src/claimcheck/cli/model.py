@@ -80,12 +80,13 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     proto = prov.get("protocol_config", {})
     rows = [{**{k: v for k, v in m.items() if not k.startswith("lanes_")},
              "lanes": lanes_of(m)} for m in metric_rows(run)]
-    ctx = context_words(prov.get("steps") or [])
+    ctx = context_words(run.rows)  # each step's lengths, the protocol's where it has none
     status = prov.get("status")
     lines = [f"{run.name}: {prov.get('card', '?')}, engine "
              f"{prov.get('engine', '?')}, protocol {proto.get('name', '?')}"
              + ("" if status == "complete" else f"; run {status}: {prov.get('failure')}"),
              f"streams: {relation_words(proto.get('kind'))}; context per stream: {ctx}"]
+    w = max(len(n) for n in DEFINITIONS)  # the definitions' column, as wide as the longest
     for st, r in zip(run.traces, rows, strict=True):
         lines.append("")
         lines.append(f"step {r['step']} repeat {r['repeat']}: {r['streams']} stream(s), "
@@ -93,11 +94,11 @@ def cmd_metrics(a: argparse.Namespace) -> int:
                      f"{lengths(st.record, proto)}, "
                      f"{r['output_tokens']:,} output tokens, {r['wall_s']:.2f} s first send "
                      f"to last token, decode window {r['decode_window_s']:.2f} s")
-        lines.append(f"  {'definition':<34} {'aggregate':>12} {'per stream':>11}  unit")
+        lines.append(f"  {'definition':<{w}} {'aggregate':>12} {'per stream':>11}  unit")
         for name, dfn in DEFINITIONS.items():
             ps = r.get(f"{name}_per_stream")
             agg = fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
-            lines.append(f"  {name:<34} {agg:>12} "
+            lines.append(f"  {name:<{w}} {agg:>12} "
                          f"{fmt(ps) if f'{name}_per_stream' in r else '':>11}  {dfn.unit}")
         ln = r["lanes"]
         lines.append(f"  lanes line: {ln['lanes']} lanes, {ln['total_tokens']:,} tok in "
@@ -177,7 +178,7 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  aggregates in tok/s summed over the streams ({relation_words(proto.get('kind'))}"
              "); e2e = all tokens / first send to last token; decode = tokens after "
              "each first / time with any request decoding",
-             f"  context per stream: {context_words(target.provenance.raw.get('steps') or [])} "
+             f"  context per stream: {context_words(target.rows)} "
              f"(protocol {proto.get('name', '?')}); simulated with each request's recorded "
              "prompt and output lengths",
              "  per stream = aggregate / streams; TPOT = median time per output token "
