@@ -12,7 +12,8 @@ def summarize(result: dict[str, Any], streams: int) -> dict[str, Any]:
     """Metrics of one ``--save-result`` JSON, each named with its unit.
 
     ``per_stream_tok_s`` is 1000 / median TPOT (decode, first token excluded);
-    ``aggregate_tpot_tok_s`` is streams x that; ``e2e_output_tok_s`` is all output
+    ``aggregate_tpot_tok_s`` is streams x that (``aggregate_mean_tpot_tok_s`` the same of
+    1000 / mean TPOT); ``e2e_output_tok_s`` is all output
     tokens over the benchmark's wall time (prefill, ramp and tail included).
     """
     tpot = result.get("median_tpot_ms")
@@ -30,6 +31,8 @@ def summarize(result: dict[str, Any], streams: int) -> dict[str, Any]:
         "mean_tpot_ms": result.get("mean_tpot_ms"),
         "per_stream_tok_s": per_stream,
         "aggregate_tpot_tok_s": streams * per_stream if per_stream else None,
+        "aggregate_mean_tpot_tok_s": (streams * 1000 / result["mean_tpot_ms"]
+                                      if result.get("mean_tpot_ms") else None),
         "mean_ttft_ms": result.get("mean_ttft_ms"),
         "median_ttft_ms": result.get("median_ttft_ms"),
         "median_itl_ms": result.get("median_itl_ms"),

@@ -159,9 +159,6 @@ def record_columns(rec: StepRecord, proto: Protocol, bench: Mapping[str, Any] | 
     t0, t1 = rec.start_unix_s, rec.end_unix_s
     if rec.ok and bench is not None:
         vllm = summarize(dict(bench), rec.streams)
-        mean_tpot = bench.get("mean_tpot_ms")
-        vllm["aggregate_mean_tpot_tok_s"] = (rec.streams * 1000 / mean_tpot if mean_tpot
-                                             else None)
         m.update({k: vllm[k] for k in RECORD_COUNTS})
         m.update({f"vllm_{k}": v for k, v in vllm.items() if k not in RECORD_COUNTS})
         t0, t1 = load_window(t0, t1, bench.get("duration"))

@@ -152,10 +152,7 @@ def engine_version(f: pd.DataFrame, base: str | None) -> Finding:
     if lv.empty:
         return failed("engine version", cond, f"no step of vLLM {other} matches one of {base}")
     fmts = sorted(set(lv["weight_format"]))
-    nums: dict[str, Any] = {"levels": len(lv), "e2e_min": lv["e2e_change"].min(),
-                            "e2e_max": lv["e2e_change"].max(),
-                            "e2e_median": lv["e2e_change"].median(),
-                            "faster": int((lv["e2e_change"] > 0).sum())}
+    nums = {**_format_clause(lv, base, other)[1], **_ttft_clause(lv, base, other)[1]}
     clauses, ttfts = [], []
     for fmt in fmts:
         g = lv[lv["weight_format"] == fmt]
