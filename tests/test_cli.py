@@ -65,3 +65,21 @@ def test_claims_check_of_a_broken_copy(tmp_path):
     r = run("claims", "--check", "--file", str(bad), check=False)
     assert r.returncode == 2
     assert "claims.csv:2: unit: 'tokens' is not one of" in r.stderr
+
+
+def test_in_process_cli_gives_what_the_process_gives(tmp_path):
+    """tests._cli.cli runs main() in the test's process (most CLI tests use it, to spare a
+    Python start per call); for a result, an input refusal, an argparse usage error and
+    --help it must give the subprocess's own return code, stdout and stderr."""
+    from ._cli import cli, cli_process
+
+    cases = [
+        ("geometry", str(QWEN), "--kv-dtype", "fp8", "--json"),
+        ("roofline", "--config", str(QWEN), "--card", "rtx9999", "--weights-gb", "1"),
+        ("roofline", "--no-such-option"),
+        ("claims", "--help"),
+    ]
+    got = [(r.returncode, r.stdout, r.stderr) for r in (cli(*a) for a in cases)]
+    want = [(r.returncode, r.stdout, r.stderr) for r in (cli_process(*a) for a in cases)]
+    assert [c for c, _, _ in want] == [0, 2, 2, 0]
+    assert got == want

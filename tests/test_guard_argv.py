@@ -155,7 +155,7 @@ def test_serve_and_measure_refuse_in_one_line_and_start_nothing(tmp_path, stand_
 
 
 def _cli_on_path(args, stand_in):
-    """``claimcheck ARGS`` in a subprocess with the stand-in ``vllm`` first on PATH."""
+    """``claimcheck ARGS`` (:func:`tests._cli.cli`) with the stand-in ``vllm`` first on PATH."""
     old = os.environ["PATH"]
     os.environ["PATH"] = stand_in["path"]
     try:

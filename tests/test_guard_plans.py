@@ -55,14 +55,14 @@ def test_a_tp2_engine_borrows_only_a_tp2_run_and_says_so(tmp_path):
     assert {p.run.name for p in picks} == {name}
 
 
-def test_a_one_gpu_twin_is_said_as_one_gpu():
+def test_a_one_gpu_twin_is_said_as_one_gpu(committed_runs):
     """An engine like bf16-dummy but unmeasured: its twin is a one-GPU run and the header
     says so, not "same tensor_parallel_size"."""
     import dataclasses
     engines = load_engines()
     spec = dataclasses.replace(engines["bf16-dummy"], name="bf16-dummy-new")
-    runs = load_runs(CONFIG.parent / "data" / "raw" / "runs")
-    out = protocolpredict.predict_protocol(runs, "h200", "bf16-dummy-new", _ladder(),
+    out = protocolpredict.predict_protocol(list(committed_runs), "h200", "bf16-dummy-new",
+                                           _ladder(),
                                            {**engines, "bf16-dummy-new": spec}).report
     assert "same parallel layout (one GPU)" in out["engine_run"]
     assert "tensor_parallel_size" not in out["engine_run"]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from claimcheck.core import model as m
 from claimcheck.report import calibrate, calibration, modeltable
-from claimcheck.report.derive import model_rows
 from claimcheck.runio.run import load_run
 from tests.fabricate import bench
 
@@ -51,9 +50,10 @@ def test_compute_is_calibrated_from_the_long_prefill():
     assert 0 < cal.request_overhead_s < statistics.median(_bench("00-c1-r1")["ttfts"])
 
 
-def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step():
+def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step(committed_runs):
     dirs = sorted(p for p in RUNS.iterdir() if p.is_dir())
-    rows = model_rows(dirs)
+    assert [r.path for r in committed_runs] == dirs
+    rows = modeltable.table_rows(list(committed_runs), None)  # derive.model_rows, runs read
     steps = sum(len(json.loads((d / "steps.json").read_text())) for d in dirs)
     assert len(rows) == steps
     for r in rows:

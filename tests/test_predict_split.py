@@ -11,7 +11,7 @@ import pytest
 from claimcheck.core import engine_shape
 from claimcheck.core.paths import RUNS
 from claimcheck.runio import runload
-from claimcheck.runio.run import load_run, load_runs
+from claimcheck.runio.run import load_run
 
 REPORT = Path(__file__).resolve().parents[1] / "src" / "claimcheck" / "report"
 SPLIT = ("layout", "calibrate", "calibration", "modeltable", "protocolpredict")
@@ -29,11 +29,10 @@ def test_predict_is_gone() -> None:
         importlib.import_module("claimcheck.report.predict")
 
 
-def test_no_private_keys_in_a_protocol_prediction() -> None:
+def test_no_private_keys_in_a_protocol_prediction(committed_runs) -> None:
     from claimcheck.loaders.config import load_protocols
     from claimcheck.report.protocolpredict import predict_protocol
-    runs = load_runs(RUNS)
-    pred = predict_protocol(runs, "h200", "bf16-dummy", load_protocols()["ladder"])
+    pred = predict_protocol(list(committed_runs), "h200", "bf16-dummy", load_protocols()["ladder"])
     assert not [k for k in pred.report if k.startswith("_")]
     assert pred.calibration.as_dict() == pred.report["calibration"]
     assert pred.choice.bandwidth.run.name in pred.report["choice"]["bandwidth"]["run"]

@@ -1,11 +1,10 @@
 """The run record read back: schemas, typed provenance, and every way a run directory can be
 wrong (issue 9: failures that render as successes; impossible values; truncated, deleted or
 empty files). Each case edits a copy of a committed run and checks the exit code and the
-words of the one-line message of `python -m claimcheck.report.derive run-record`."""
+words of the one-line message of `python -m claimcheck.report.derive run-record` (its
+``main``, run in the test's process by :func:`tests._cli.call_main`)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -19,13 +18,14 @@ from claimcheck.report.tables import with_rooflines
 from claimcheck.report.update import render_update
 from claimcheck.runio.records import validate_provenance, validate_steps
 from claimcheck.runio.run import load_run
+from tests._cli import call_main
 from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step
 
 
 def run_record(run, tmp_path):
-    return subprocess.run([sys.executable, "-m", "claimcheck.report.derive", "run-record",
-                           str(run), str(tmp_path / "out.json")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    from claimcheck.report.derive import main
+    return call_main(main, ["python", "-m", "claimcheck.report.derive"],
+                     ["run-record", str(run), str(tmp_path / "out.json")], cwd=ROOT)
 
 
 def refused(r, *words):

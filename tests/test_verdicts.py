@@ -351,16 +351,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def registry_rows(tmp_path_factory):
-    from claimcheck.report.derive import run_record, verdict_rows
+def registry_rows(tmp_path_factory, committed_runs):
+    """The verdict rows from run records of every committed run, as the pipeline writes
+    them (the runs read once per session)."""
+    from claimcheck.loaders.cards import load_cards, load_ceilings
+    from claimcheck.loaders.models import geometry_from_file
+    from claimcheck.report.derive import verdict_rows, write_run_record
     tmp = tmp_path_factory.mktemp("records")
     raw = ROOT / "data" / "raw"
-    runs = sorted(p for p in (raw / "runs").iterdir() if p.is_dir())
     cfg = raw / "models" / "qwen3.8-27b" / "config.json"
+    geom, cards = geometry_from_file(cfg), load_cards(raw / "cards.csv")
+    ceilings = load_ceilings(raw / "ceilings.csv")
     recs = []
-    for d in runs:
-        run_record(d, raw / "cards.csv", raw / "ceilings.csv", cfg, tmp / f"{d.name}.json")
-        recs.append(tmp / f"{d.name}.json")
+    for run in committed_runs:
+        write_run_record(run, geom, cards, ceilings, tmp / f"{run.path.name}.json")
+        recs.append(tmp / f"{run.path.name}.json")
     return verdict_rows(raw / "claims.csv", raw / "cards.csv", raw / "ceilings.csv",
                         raw / "weights.csv", cfg, ROOT / "config" / "protocols.yaml", recs)
 

@@ -236,8 +236,7 @@ def fastest_window(tl: Timeline, window_s: float = 1.0) -> tuple[float, int]:
 
     The best window always starts at a token's arrival, so only those starts are tried.
     """
-    times = tl.token_times()
-    return window_with_most(times, window_s)
+    return window_with_most(tl.sorted_token_times, window_s)
 
 
 def window_with_most(times: Sequence[float], window_s: float) -> tuple[float, int]:
@@ -250,8 +249,8 @@ def window_with_most(times: Sequence[float], window_s: float) -> tuple[float, in
     counts = ends - idx
     best = int(np.argmax(counts)) if arr.size else 0
     if not arr.size or counts[best] <= 0:
-        return times[0], 0
-    return times[best], int(counts[best])
+        return float(times[0]), 0
+    return float(times[best]), int(counts[best])
 
 
 def fastest_second_tok_s(tl: Timeline, window_s: float = 1.0) -> float:

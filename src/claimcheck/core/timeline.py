@@ -29,7 +29,10 @@ import bisect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,18 @@ class Timeline:
 
     def token_times(self) -> list[float]:
         """Every token's arrival time, sorted (s)."""
-        return sorted(itertools.chain.from_iterable(r.token_times_s for r in self.requests))
+        return self.sorted_token_times.tolist()
+
+    @cached_property
+    def sorted_token_times(self) -> np.ndarray:
+        """Every token's arrival time, sorted (s), as a read-only float64 array: sorted once
+        per timeline, since several definitions read it."""
+        times = np.fromiter(itertools.chain.from_iterable(r.token_times_s
+                                                          for r in self.requests),
+                            dtype=np.float64, count=self.output_tokens)
+        times.sort(kind="stable")
+        times.flags.writeable = False
+        return times
 
 
 def spread_tokens(tokens: int, chunks: int) -> list[int]:
@@ -101,6 +115,8 @@ def spread_tokens(tokens: int, chunks: int) -> list[int]:
         return []
     if chunks == 1:
         return [tokens]
+    if tokens == chunks:
+        return [1] * chunks  # the plain case: what the formula below gives, without the loop
     rest, n = tokens - 1, chunks - 1
     return [1] + [(k * rest) // n - ((k - 1) * rest) // n for k in range(1, n + 1)]
 
@@ -112,6 +128,11 @@ def request_timeline(start_s: float, ttft_s: float, itls_s: Sequence[float],
     chunks = 1 + len(itls_s)
     if chunk_tokens is not None and any(c is None for c in chunk_tokens):
         chunk_tokens = None  # some chunk had no usage count: spread instead
+    chunk_s = itertools.accumulate(itls_s, initial=start_s + ttft_s)
+    # chunk k arrives at start + ttft + itls[0] + ... + itls[k-1], added in that order
+    if chunk_tokens is None and output_tokens == chunks:
+        return RequestTimeline(start_s=start_s, ttft_s=ttft_s, prompt_tokens=prompt_tokens,
+                               token_times_s=tuple(chunk_s), chunks=chunks)  # one a chunk
     if chunk_tokens is not None:
         counts = [int(c) for c in chunk_tokens if c is not None]
         if len(counts) != chunks:
@@ -122,14 +143,10 @@ def request_timeline(start_s: float, ttft_s: float, itls_s: Sequence[float],
                              f"{output_tokens}")
     else:
         counts = spread_tokens(output_tokens, chunks)
-    t = start_s + ttft_s
-    times: list[float] = []
-    for k, c in enumerate(counts):
-        if k:
-            t += itls_s[k - 1]
-        times.extend([t] * c)
+    times = tuple(itertools.chain.from_iterable(
+        itertools.repeat(t, c) for t, c in zip(chunk_s, counts, strict=False)))
     return RequestTimeline(start_s=start_s, ttft_s=ttft_s, prompt_tokens=prompt_tokens,
-                           token_times_s=tuple(times), chunks=chunks)
+                           token_times_s=times, chunks=chunks)
 
 
 def from_bench(result: dict[str, Any], streams: int) -> Timeline:
