@@ -29,14 +29,47 @@ def qwen_config_path() -> Path:
 # (22 runs, about 3-4 s a reading on the 2-core machine). They are shared by every test of the
 # session: read them, never change them (copy a run with tests.fabricate.copy_run to edit it).
 
+@pytest.fixture(scope="session", autouse=True)
+def committed_runs_read_once():
+    """A committed run directory is read once per session: from the first read on,
+    ``claimcheck.runio.run.load_run`` of it gives that run (the CLI's ``model`` and
+    ``predict``, called in process, read all 32 of them: about 7 s each time). Every other
+    directory (the tests' edited copies) is read as ever, and a module that bound
+    ``load_run`` at import (``report.derive``, and the tests) reads for real. At the
+    session's end every shared run must hold the steps it was read with."""
+    import claimcheck.runio.run as rr
+    from claimcheck.core.paths import RUNS
+
+    real, read = rr.load_run, {}
+    committed = RUNS.resolve()
+
+    def load_run(path):
+        p = Path(path).resolve()
+        if p.parent != committed:
+            return real(path)
+        if p not in read:
+            read[p] = real(p)
+            read[p, "digest"] = _steps_digest([read[p]])
+        return read[p]
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(rr, "load_run", load_run)
+    yield
+    mp.undo()
+    changed = [p.name for p in read if not isinstance(p, tuple)
+               and _steps_digest([read[p]]) != read[p, "digest"]]
+    assert not changed, f"a test changed the shared committed runs' steps: {changed}"
+
+
 @pytest.fixture(scope="session")
 def committed_runs():
     """Every committed run as :func:`claimcheck.runio.run.load_run` reads it, in
-    :func:`claimcheck.runio.run.find_runs` order (step table and timelines)."""
+    :func:`claimcheck.runio.run.find_runs` order (step table and timelines): the session's
+    one reading (:func:`committed_runs_read_once`)."""
+    import claimcheck.runio.run as rr
     from claimcheck.core.paths import RUNS
-    from claimcheck.runio.run import find_runs, load_run
 
-    runs = tuple(load_run(d) for d in find_runs(RUNS))
+    runs = tuple(rr.load_run(d) for d in rr.find_runs(RUNS))
     before = _steps_digest(runs)
     yield runs
     assert _steps_digest(runs) == before, "a test changed the shared committed runs' steps"

@@ -76,6 +76,7 @@ def test_engine_inputs_by_hand_for_the_bf16_ladder():
                                           + GEOM.conv_state_values_per_stream * 2)
 
 
+@pytest.mark.data  # every committed step or run: make data
 @pytest.mark.parametrize("run_dir", find_runs(RUNS), ids=lambda p: p.name)
 def test_roofline_model_and_preset_use_the_same_engine_inputs(run_dir: Path):
     run = load_run(run_dir)

@@ -73,6 +73,7 @@ def test_touching_intervals_never_overlap():
     assert intervals_with_at_least([(1.0, 2.0), (2.0, 3.0)], 1) == [(1.0, 3.0)]
 
 
+@pytest.mark.data  # every committed step or run: make data
 @pytest.mark.parametrize("path", BENCHES, ids=lambda p: f"{p.parts[-3]}/{p.parts[-1]}")
 def test_h200_timeline_matches_bench(path: Path):
     res = bench(path)
