@@ -119,8 +119,15 @@ def test_one_column_per_quantity():
     for gone in ("e2e_output_tok_s", "aggregate_tpot_tok_s", "aggregate_mean_tpot_tok_s",
                  "per_stream_tok_s", "per_request_tok_s", "tok_s_per_measured_w",
                  "total_output_tokens", "duration_s", "median_itl_ms", "lanes_lanes",
-                 "lanes_total_tokens", "lanes_wall_s", "lanes_e2e_tok_s"):
+                 "lanes_total_tokens", "lanes_wall_s", "lanes_e2e_tok_s",
+                 "per_request_decode_tok_s_per_stream"):
         assert gone not in cols, gone
+    # a per-stream reading sits beside an aggregate only: a per-stream definition is its own
+    from claimcheck.core.definitions import DEFINITIONS
+    beside = {c.removesuffix("_per_stream") for c in cols
+              if c.endswith("_tok_s_per_stream")}
+    assert beside == {n for n, v in DEFINITIONS.items()
+                      if v.scope == "aggregate" and v.unit.endswith("tok/s")}
     assert {"vllm_e2e_output_tok_s", "vllm_total_output_tokens", "vllm_duration_s",
             "vllm_median_itl_ms", "vllm_max_concurrent_requests"} <= cols
 

@@ -96,10 +96,12 @@ def cmd_metrics(a: argparse.Namespace) -> int:
                      f"to last token, decode window {r['decode_window_s']:.2f} s")
         lines.append(f"  {'definition':<{w}} {'aggregate':>12} {'per stream':>11}  unit")
         for name, dfn in DEFINITIONS.items():
-            ps = r.get(f"{name}_per_stream")
-            agg = fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
-            lines.append(f"  {name:<{w}} {agg:>12} "
-                         f"{fmt(ps) if f'{name}_per_stream' in r else '':>11}  {dfn.unit}")
+            if dfn.scope == "aggregate":  # its per-stream reading beside it, where it has one
+                agg = fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
+                ps = fmt(r[f"{name}_per_stream"]) if f"{name}_per_stream" in r else ""
+            else:  # one stream's own speed
+                agg, ps = "", fmt(r[name])
+            lines.append(f"  {name:<{w}} {agg:>12} {ps:>11}  {dfn.unit}")
         ln = r["lanes"]
         lines.append(f"  lanes line: {ln['lanes']} lanes, {ln['total_tokens']:,} tok in "
                      f"{ln['wall_s']:.2f} s, {fmt(ln['decode_tok_s'])} tok/s decode / "
@@ -113,8 +115,9 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     lines.append("what each definition divides by, and leaves out:")
     for name, dfn in DEFINITIONS.items():
         lines.append(f"  {name}: {dfn.divides_by}; leaves out {dfn.leaves_out}")
+    own = [n for n, v in DEFINITIONS.items() if v.scope != "aggregate"]
     lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
-                 "running at once (per_request_decode is one stream's own speed)")
+                 f"running at once ({', '.join(own)}: one stream's own speed)")
     out = {"run": run.name, "card": prov.get("card"),
            "engine": prov.get("engine"), "protocol": proto.get("name"),
            "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,

@@ -386,6 +386,13 @@ def per_stream(value: float | None, streams: int, max_num_seqs: int | None) -> f
     return None if value is None else value / running_at_once(streams, max_num_seqs)
 
 
+def has_per_stream_column(name: str) -> bool:
+    """Whether a step table holds a definition's per-stream reading beside it
+    (``NAME_per_stream``): for an aggregate in tok/s. A per-stream definition is its own
+    per-stream reading (one column per quantity), and energy has no per-stream share."""
+    return DEFINITIONS[name].scope == "aggregate" and DEFINITIONS[name].unit.endswith("tok/s")
+
+
 def definition_per_stream(name: str, value: float | None, streams: int,
                           max_num_seqs: int | None) -> float | None:
     """The per-stream reading of a definition's value: :func:`per_stream` of an aggregate

@@ -116,8 +116,9 @@ LANES_ELSEWHERE = ("lanes", "total_tokens", "wall_s", "e2e_tok_s")
 def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
                      log_lines: Sequence[serverlog.StatsLine], energy: StepEnergy,
                      output_len: int | None, max_num_seqs: int | None) -> dict[str, Any]:
-    """The columns a step's token timeline gives: every definition (aggregate, and
-    ``*_per_stream`` for those in tok/s), the lanes line's own figures as ``lanes_*`` (those
+    """The columns a step's token timeline gives: every definition (and ``*_per_stream``
+    for the aggregates in tok/s, :func:`~claimcheck.core.definitions.has_per_stream_column`),
+    the lanes line's own figures as ``lanes_*`` (those
     no definition or timeline column already holds) and as text in ``lanes_stats``,
     ``per_request_span_tok_s``, ``energy_j`` and ``energy_source`` (the step's one energy,
     :func:`claimcheck.core.energy.step_energy`; tok/s per measured W is the definition
@@ -130,7 +131,7 @@ def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
                            "failed": tl.failed, "decode_window_s": d.decode_window_s(tl)}
     for name, v in vals.items():
         out[name] = v
-        if d.DEFINITIONS[name].unit.endswith("tok/s"):
+        if d.has_per_stream_column(name):
             out[f"{name}_per_stream"] = d.definition_per_stream(name, v, tl.streams,
                                                                 max_num_seqs)
     lanes = d.lanes_line(tl).as_dict()

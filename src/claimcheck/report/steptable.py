@@ -22,9 +22,9 @@ column holds, ``lanes_*`` in the table (its lanes are the streams, its tokens an
 
 def _definition_columns() -> list[str]:
     out = []
-    for name, dfn in d.DEFINITIONS.items():
+    for name in d.DEFINITIONS:
         out.append(name)
-        if dfn.unit.endswith("tok/s"):
+        if d.has_per_stream_column(name):
             out.append(f"{name}_per_stream")
     return out
 

@@ -120,7 +120,8 @@ def protocol_table(proto: Protocol, runs: list[Run], claims: list[dict[str, Any]
                  "Completed"])
     out: list[list[str]] = []
     by_key = {REPORT_METRICS[m].key: i for i, m in enumerate(proto.metrics)}
-    per_stream = by_key.get(REPORT_METRICS["per_stream_tok_s"].key)
+    per_stream = next((i for i, m in enumerate(proto.metrics)
+                       if REPORT_METRICS[m].holds_claims_per_stream), None)
     for c in _replayed(proto, claims):
         col = REPORT_METRICS.get(c["metric"])
         if col is None or col.key not in by_key:

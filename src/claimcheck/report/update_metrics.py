@@ -32,6 +32,10 @@ class Column:
     stream's tok/s), "prefill" (prompt tok/s) or None (not a speed: ms, W, shares)."""
     streams_times_tpot: bool = False
     """Streams x 1000 / a TPOT: an aggregate only where every stream runs at once."""
+    holds_claims_per_stream: bool = False
+    """The column where a replayed claim's own per-stream figure (its tok/s over its
+    streams) is printed beside its figure: a per-stream reading of an aggregate, never one
+    request's own speed."""
 
 
 # Every metric name a protocol may list (config/protocols.yaml ``metrics``). Claim metric
@@ -48,7 +52,8 @@ REPORT_METRICS: dict[str, Column] = {
                                 "aggregate"),
     "median_tpot_ms": Column("median_tpot_ms", "Median TPOT", "{:.2f} ms"),
     "per_stream_tok_s": Column("streams_x_1000_over_median_tpot_tok_s_per_stream",
-                               "Per stream, 1000 / median TPOT, tok/s", "{:,.1f}", "per_stream"),
+                               "Per stream, 1000 / median TPOT, tok/s", "{:,.1f}", "per_stream",
+                               holds_claims_per_stream=True),
     "mean_ttft_ms": Column("mean_ttft_ms", "Mean TTFT", "{:,.0f} ms"),
     "median_ttft_ms": Column("median_ttft_ms", "Median TTFT", "{:,.0f} ms"),
     "mean_power_w": Column("telemetry_mean_power_w", "Mean power", "{:.0f} W"),
