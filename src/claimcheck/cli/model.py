@@ -71,7 +71,7 @@ def lengths(record: dict[str, Any], proto: dict[str, Any]) -> str:
 
 
 def cmd_metrics(a: argparse.Namespace) -> int:
-    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC
+    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC, has_per_stream_column
     from claimcheck.report.steptable import lanes_of, metric_rows
     from claimcheck.runio.run import load_run
 
@@ -98,7 +98,7 @@ def cmd_metrics(a: argparse.Namespace) -> int:
         for name, dfn in DEFINITIONS.items():
             if dfn.scope == "aggregate":  # its per-stream reading beside it, where it has one
                 agg = fmt(r[name], ",.3f" if dfn.unit == "tok/J" else ",.1f")
-                ps = fmt(r[f"{name}_per_stream"]) if f"{name}_per_stream" in r else ""
+                ps = fmt(r[f"{name}_per_stream"]) if has_per_stream_column(name) else ""
             else:  # one stream's own speed
                 agg, ps = "", fmt(r[name])
             lines.append(f"  {name:<{w}} {agg:>12} {ps:>11}  {dfn.unit}")

@@ -115,8 +115,6 @@ def spread_tokens(tokens: int, chunks: int) -> list[int]:
         return []
     if chunks == 1:
         return [tokens]
-    if tokens == chunks:
-        return [1] * chunks  # the plain case: what the formula below gives, without the loop
     rest, n = tokens - 1, chunks - 1
     return [1] + [(k * rest) // n - ((k - 1) * rest) // n for k in range(1, n + 1)]
 
