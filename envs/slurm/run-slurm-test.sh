@@ -65,18 +65,18 @@ stop_all() {  # every daemon this script started, newest first, by its pid file
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -9 "$pid" 2>/dev/null || true
   done
-  [ -n "${LINKED:-}" ] && rm -f /etc/slurm/slurm.conf  # the link made below
+  # the link made below, if it is still ours
+  [ -n "${LINKED:-}" ] && [ "$(readlink /etc/slurm/slurm.conf)" = "$W/slurm.conf" ] \
+    && rm -f /etc/slurm/slurm.conf
   if [ -z "${CLAIMCHECK_SLURM_KEEP:-}" ]; then rm -rf "$W"; else log "kept $W"; fi
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM  # the EXIT trap then stops the daemons
-# Inside a job, srun finds no SLURM_CONF (sbatch does not pass it on) and reads the default
-# /etc/slurm/slurm.conf: link ours there for the test, never over an existing one.
-if [ -e /etc/slurm/slurm.conf ] || [ -L /etc/slurm/slurm.conf ]; then
-  log "/etc/slurm/slurm.conf exists: this machine has a SLURM setup; not touching it"; exit 1
-fi
-mkdir -p /etc/slurm
-ln -s "$W/slurm.conf" /etc/slurm/slurm.conf && LINKED=1
+# Link our config as /etc/slurm/slurm.conf for srun inside jobs (conf-link.sh: never over a
+# real one; a link left by a killed run of this script is removed first).
+. envs/slurm/conf-link.sh
+claim_conf_link /etc/slurm/slurm.conf "$W/slurm.conf" || exit 1
+LINKED=1
 wait_for() {  # seconds, description, command...
   local t=$1 what=$2; shift 2
   local end=$(( $(date +%s) + t ))
