@@ -51,7 +51,11 @@ def call_main(main: Callable[[list[str]], int], prog: list[str], argv: list[str]
             try:
                 rc = main(argv)
             except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-                rc = e.code if isinstance(e.code, int) else (e.code is not None)
+                if e.code is None or isinstance(e.code, int):
+                    rc = e.code or 0
+                else:  # sys.exit("why"): the interpreter prints it and exits 1
+                    print(e.code, file=sys.stderr)
+                    rc = 1
             except Exception:  # what the interpreter does with an uncaught exception
                 traceback.print_exc()
                 rc = 1

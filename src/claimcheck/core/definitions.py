@@ -228,7 +228,7 @@ def all_streams_decoding_tok_s(tl: Timeline, n: int | None = None) -> float | No
     length = sum(b - a for a, b in spans)
     if length <= 0:
         return None
-    return count_in(tl.token_times(), spans) / length
+    return count_in(tl.sorted_token_times, spans) / length
 
 
 def fastest_window(tl: Timeline, window_s: float = 1.0) -> tuple[float, int]:

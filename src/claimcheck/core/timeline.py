@@ -224,8 +224,10 @@ def intervals_with_at_least(intervals: Sequence[tuple[float, float]],
     return spans
 
 
-def count_in(times_sorted: Sequence[float], spans: Sequence[tuple[float, float]]) -> int:
-    """How many of the sorted ``times`` fall in the half-open spans (a, b]."""
+def count_in(times_sorted: Sequence[float] | np.ndarray,
+             spans: Sequence[tuple[float, float]]) -> int:
+    """How many of the sorted ``times`` (s; a list or :attr:`Timeline.sorted_token_times`)
+    fall in the half-open spans (a, b]."""
     return sum(bisect.bisect_right(times_sorted, b) - bisect.bisect_right(times_sorted, a)
                for a, b in spans)
 

@@ -158,7 +158,7 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
     tl = sd.timeline
     return run_plots.lanes_figure(
         [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
-        list(tl.token_times()), step.get("lanes_stats") or "",
+        tl.token_times(), step.get("lanes_stats") or "",
         title=f"{run.name}: {run.label}",
         roofline_tok_s=step.get("roofline_tok_s"),
         claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
