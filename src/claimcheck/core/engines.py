@@ -5,6 +5,7 @@ that every reader of an engine checks what vLLM would run."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,27 @@ class Engine:
     vllm_version: str | None = None
     """The vLLM release this engine pins (``measure`` and ``serve`` refuse another); None
     takes the vLLM the engine's python has."""
+    speculative: dict[str, Any] | None = None
+    """Speculative decoding (:func:`speculative_config`): ``method``,
+    ``num_speculative_tokens`` (k) and, for benchmarking, ``acceptance`` forced as
+    ``{"length": L}`` (mean tokens kept per verify, 1 to k+1) or ``{"rates": [...]}`` (one
+    unconditional rate per drafted position, non-increasing); no ``acceptance``: the
+    weights decide. None: no drafter."""
+
+    @property
+    def draft_tokens(self) -> int:
+        """k, the tokens drafted per verify (0 without a drafter)."""
+        return int(self.speculative["num_speculative_tokens"]) if self.speculative else 0
+
+    @property
+    def verify_rows(self) -> int:
+        """Positions each stream verifies per step: k + 1 (1 without a drafter)."""
+        return self.draft_tokens + 1
+
+    def acceptance_words(self) -> str | None:
+        """How acceptance was set, for every table and figure of the engine's runs: None
+        without a drafter."""
+        return acceptance_words(self.speculative)
 
     @property
     def dummy(self) -> bool:
@@ -74,6 +96,66 @@ all-reduce + RMSNorm fusion there by default, and its MNNVL workspace may call
 ``cuMulticastCreate``."""
 
 
+def acceptance_words(spec: Mapping[str, Any] | None) -> str | None:
+    """``"MTP k=3, acceptance forced at 2.5 tokens kept per verify"`` and the like (pure);
+    None without a drafter."""
+    if not spec:
+        return None
+    k = int(spec["num_speculative_tokens"])
+    head = f"{str(spec['method']).upper()} k={k} ({k + 1} rows verified per stream)"
+    acc = spec.get("acceptance")
+    if not acc:
+        return f"{head}, acceptance left to the weights"
+    if "length" in acc:
+        return f"{head}, acceptance forced at {float(acc['length']):g} tokens kept per verify"
+    rates = ", ".join(f"{float(r):g}" for r in acc["rates"])
+    return f"{head}, acceptance forced at per-position rates [{rates}]"
+
+
+def speculative_config(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON vLLM's ``--speculative-config`` takes for an engine's ``speculative`` field
+    (pure): forced acceptance is vLLM's synthetic rejection sampling (vLLM >= 0.26
+    ``config/speculative.py``: ``rejection_sample_method: synthetic`` with
+    ``synthetic_acceptance_length`` or ``synthetic_acceptance_rates``)."""
+    out: dict[str, Any] = {"method": spec["method"],
+                           "num_speculative_tokens": int(spec["num_speculative_tokens"])}
+    acc = spec.get("acceptance")
+    if acc:
+        out["rejection_sample_method"] = "synthetic"
+        if "length" in acc:
+            out["synthetic_acceptance_length"] = float(acc["length"])
+        else:
+            out["synthetic_acceptance_rates"] = [float(r) for r in acc["rates"]]
+    return out
+
+
+def speculative_refusal(spec: Mapping[str, Any] | None,
+                        extra_args: Sequence[str]) -> str | None:
+    """Why an engine's ``speculative`` field cannot be served as written, or None (pure):
+    the bounds vLLM itself checks (length in [1, k+1]; k rates in [0, 1], non-increasing),
+    said before a start of minutes, and no second ``--speculative-config`` in extra_args."""
+    if any(str(a).split("=")[0] == "--speculative-config" for a in extra_args):
+        return ("extra_args sets --speculative-config; put the drafter in the engine's "
+                "speculative field (method, num_speculative_tokens, acceptance)")
+    if not spec:
+        return None
+    k = int(spec["num_speculative_tokens"])
+    acc = spec.get("acceptance") or {}
+    if "length" in acc and not 1.0 <= float(acc["length"]) <= k + 1:
+        return (f"speculative.acceptance.length {acc['length']} is outside [1, {k + 1}] "
+                f"(1 keeps only the verified token, {k + 1} accepts all {k} drafts)")
+    if "rates" in acc:
+        rates = [float(r) for r in acc["rates"]]
+        if len(rates) != k:
+            return (f"speculative.acceptance.rates has {len(rates)} entries; "
+                    f"num_speculative_tokens is {k} (one rate per drafted position)")
+        if any(not 0.0 <= r <= 1.0 for r in rates):
+            return f"speculative.acceptance.rates {rates} has a rate outside [0, 1]"
+        if any(b > a for a, b in zip(rates, rates[1:], strict=False)):
+            return f"speculative.acceptance.rates {rates} must be non-increasing"
+    return None
+
+
 def server_argv(e: Engine, *, vllm: list[str], host: str, port: int,
                 tokenizer_dir: str | None, root: Path = ROOT) -> list[str]:
     """The exact ``vllm serve`` argv for an engine config. Binds ``host`` only."""
@@ -106,6 +188,9 @@ def server_argv(e: Engine, *, vllm: list[str], host: str, port: int,
         argv.append("--no-enable-prefix-caching")
     if e.enforce_eager:
         argv.append("--enforce-eager")
+    if e.speculative:
+        argv += ["--speculative-config",
+                 json.dumps(speculative_config(e.speculative), separators=(",", ":"))]
     return argv + list(e.extra_args)
 
 
@@ -187,7 +272,7 @@ def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None) -> str 
     environment a server gets (:func:`multicast_refusal`), then a tensor-parallel size in
     that command other than its ``tensor_parallel_size`` (its runs would record another
     layout than they ran)."""
-    why = env_refusal(e.env)
+    why = env_refusal(e.env) or speculative_refusal(e.speculative, e.extra_args)
     if why:
         return why
     args = server_argv(e, vllm=["vllm"], host="127.0.0.1", port=8000, tokenizer_dir=None)[2:]

@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import runchecks
+from claimcheck.core import promtext, runchecks
 from claimcheck.core.engines import Engine, server_argv
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import DERIVED, ROOT, RUNS
@@ -250,6 +250,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
                                                  step.output_len)
         rec["client_timeout_rule"] = clientproc.TIMEOUT_RULE
     rec["client_timeout_s"] = timeout_s
+    counters0 = read_counters(server)
     e0 = energy.read_energy_mj(gpus)
     rec["start_unix_s"] = time.time()
     print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} ({step.streams} "
@@ -274,6 +275,10 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
         raise
     rec["end_unix_s"] = time.time()
     e1 = energy.read_energy_mj(gpus)
+    rec["server_counters"] = {
+        "source": "GET /metrics right before and after the client's run: every vllm:* "
+                  "counter (_total), model_name label dropped (core.promtext)",
+        "before": counters0, "after": read_counters(server)}
     rec["energy"] = {"start": e0, "end": e1, "joules": energy.window_energy_j(e0, e1),
                      "source": "nvmlDeviceGetTotalEnergyConsumption over the client's run"}
     rec["client_returncode"] = rc
@@ -314,6 +319,17 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     rec["reason"] = "; ".join(problems) or None
     _write_json(sdir / "step.json", rec)
     return rec
+
+
+def read_counters(server: srv.Server, timeout_s: float = 10) -> dict[str, Any]:
+    """The server's vLLM counters now (``GET /metrics``, :func:`promtext.counters`), or
+    ``{"error": why}``: a reading that fails never fails the step."""
+    try:
+        with urllib.request.urlopen(server.base_url + "/metrics", timeout=timeout_s) as r:
+            text = r.read().decode(errors="replace")
+        return {"unix_s": time.time(), "counters": promtext.counters(text)}
+    except Exception as e:  # noqa: BLE001 - evidence beside the step, never its outcome
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def probe_failure(server: srv.Server, engine: Engine, step: Any,
