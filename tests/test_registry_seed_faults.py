@@ -91,3 +91,18 @@ def test_no_bend_region_at_one_stream(rows):
     assert one and not [r["id"] for r in one if r["verdict"] == v.BAND]
     assert rows["article-ladder-1-tpot"]["verdict"] == v.AT_SOURCE
     assert "(one stream has no bend)" in rows["article-ladder-1-tpot"]["reason"]
+
+
+def test_a_drafter_keeps_no_more_than_it_verifies(tmp_path):
+    # Cinference's row: 16 verify rows (assumed) and 5.016 kept; 17 kept is refused, naming
+    # the file, the line and the column
+    from claimcheck.core.errors import InputError
+    text = (ROOT / "data" / "raw" / "claims.csv").read_text()
+    bad = tmp_path / "claims.csv"
+    bad.write_text(text.replace("tokens_kept_per_step=5.016;", "tokens_kept_per_step=17;", 1))
+    with pytest.raises(InputError) as e:
+        load_claims(bad)
+    msg = str(e.value)
+    assert "claims.csv:5: tokens_kept_per_step: " in msg  # file, line, column
+    assert "17 tokens kept per step is more than the 16 rows" in msg
+    assert load_claims()  # the committed registry passes
