@@ -44,7 +44,10 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     (:func:`claimcheck.core.verdict_evidence.comparable_steps`). Every protocol naming the
     claim in ``source_claims`` is set beside it: on the claim's own card as a reproduction
     (the verdict), on another card as context only (``replay_context``: each run's fraction
-    of its own plain roofline)."""
+    of its own plain roofline). A drafting figure's tokens kept needed are at its verify
+    rows per stream (:func:`drafting_of`). The tolerance is at least the spread its source
+    shows between its own runs of one workload, the figure itself left out: a figure is
+    never passed by its own distance from its twin."""
     tol = v.TOLERANCE if tolerance is None else tolerance
     steps = ev.comparable_steps(step_rows)
     conv = model_dtype(config)  # the conv state's dtype, as for a measured step
