@@ -230,7 +230,8 @@ def drafting_of(c: Claim, aggregate_tok_s: float, claims: list[Claim],
     own card (``plain``: id -> :func:`claimcheck.core.claim_roofline.claim_roofline`'s
     dict); the acceptance its source states; and, for a figure of several streams, the
     one-stream figures of the same source (``same_source(a, b)``:
-    :func:`claimcheck.core.sourcemodel.source_key`) with the same drafter and rows. None
+    :func:`claimcheck.core.sourcemodel.source_key`) with the same drafter, rows and prompt
+    set (a drafter's acceptance moves with the prompts). None
     without a plain roofline."""
     p = plain[c["id"]]
     if not p["roofline_tok_s"]:
@@ -246,6 +247,7 @@ def drafting_of(c: Claim, aggregate_tok_s: float, claims: list[Claim],
         for o in claims if o["id"] != c["id"] and o.streams_sharing == 1
         and plain[o["id"]]["roofline_tok_s"] and METRICS[o["metric"]].phase != "prefill"
         and same_source(o, c) and o["spec_method"] == c["spec_method"]
+        and o["prompt_set"] == c["prompt_set"]
         and vd.rows_given(o.row) == vd.rows_given(c.row))
     kept = c["tokens_kept_per_step"]
     kept_words = ("stated" if not c.is_assumed("tokens_kept_per_step")
