@@ -164,8 +164,13 @@ def test_every_throughput_figure_is_a_row_or_an_exclusion():
 
 @needs_seeds
 def test_exclusions_are_not_also_rows():
-    rows = {(c["seed"], c["value"]) for c in load_claims()}
-    both = [r for r in load_excluded() if (r["seed"], float(r["value"])) in rows]
+    # one number may be a row in one section and a model ceiling in another (seed 000's
+    # 577: the ladder's 16-stream aggregate, and Cinference's plain ceiling): by section
+    rows = {(c["seed"], c["section"], c["value"]) for c in load_claims()}
+    both = [r for r in load_excluded()
+            if any((r["seed"], sec, float(r["value"])) in rows
+                   for sec in {c["section"] for c in load_claims()}
+                   if r["section"].startswith(sec))]
     assert not both
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from claimcheck.core import roofline as rl
 from claimcheck.core import sourcemodel as sm
+from claimcheck.core import verdict_assembly as va
 from claimcheck.core import verdict_evidence as ev
 from claimcheck.core import verdicts as v
 
@@ -201,8 +202,8 @@ def test_a_seed_reproduction_decides_first():
     one = v.SeedReproduction("002", 111.0, 131.0, ("r",), ("x",))
     out = v.verdict(claim(127.0, spec_method="DFlash2"), ceiling(1), seed_reproduction=one)
     assert out.kind == v.SEED_REPRODUCED and "inside that range" in out.reason
-    assert "1.27x its card's plain roofline 100.0 tok/s, so a drafter is needed: " \
-        "drafter DFlash2 stated" in out.reason
+    assert "1.27x its card's plain roofline 100.0 tok/s, so a drafter is needed (1.27 tokens " \
+        "kept per stream per step): drafter DFlash2 stated" in out.reason
 
 
 def test_reproductions_are_matched_on_workload_and_definition():
@@ -212,18 +213,38 @@ def test_reproductions_are_matched_on_workload_and_definition():
             "power_limit_w": 250.0, "engine_version": "", "checkpoint": "",
             "context_tokens": 640}
     rep = {**base, "kind": "reproduction", "power_limit_w": 390.0, "engine_version": "v2"}
-    rows = [(rep, rep),
-            ({**rep, "prompt_tokens": 7681}, {}),                   # another workload
-            ({**rep, "metric": "engine_log_steady"}, {}),           # another definition
-            ({**rep, "metric": "unspecified"}, {}),                 # definition not stated
-            ({**rep, "quantization": "w4a8"}, {"quantization": "w4a8"}),
-            ({**rep, "system": "S single"}, {}),                    # another mode
-            ({**rep, "card": "y"}, {}),
-            ({**rep, "kind": "control"}, {})]
+    def row(**kw):
+        r = {**rep, **kw}
+        return r, r  # (row, stated): the seed states every field
+
+    rows = [row(),
+            row(prompt_tokens=7681),                                # another workload
+            row(metric="engine_log_steady"),                        # another definition
+            row(metric="unspecified"),                              # definition not stated
+            row(quantization="w4a8"),
+            row(system="S single"),                                 # another mode
+            row(card="y"),
+            row(kind="control"),
+            row(prompt_set="long answers")]                         # another prompt set
     stated = {**base, "quantization": "w4a16"}
     found = sm.reproductions_of(base, stated, rows)
     assert [r["metric"] for r in found] == ["e2e_aggregate", "unspecified"]
     assert sm.reproductions_of(rep, rep, rows) == []  # a reproduction reproduces nothing
+    # issue 44: a token count the registry supplies neither makes nor breaks a match. The
+    # qwen-warp docs' 512 is a max_tokens cap (assumed): not the long set's stated 512-token
+    # answers, and no bar to the short set, whose 242 is an assumed mean
+    docs = {**base, "prompt_tokens": None, "prompt_set": "short"}
+    docs_stated = {**docs, "output_tokens": None}
+    long_set = {**rep, "prompt_tokens": None, "prompt_set": "long answers"}
+    short_set = {**rep, "prompt_tokens": None, "prompt_set": "short", "output_tokens": 242}
+    short_stated = {**short_set, "output_tokens": None}
+    got = sm.reproductions_of(docs, docs_stated, [(long_set, long_set),
+                                                  (short_set, short_stated)])
+    assert got == [short_set]
+    # a figure naming no prompt set is not a run of a named one (qwen-warp's 276.7, from
+    # an earlier article, against the short set)
+    other = {**docs, "prompt_set": ""}
+    assert sm.reproductions_of(other, other, [(short_set, short_stated)]) == []
     assert sm.differences(base, base, [(rep, rep)]) == [
         "power limit 250 W against 390 W", "engine not stated against v2"]
 
@@ -267,12 +288,12 @@ def test_a_drafter_explains_a_figure_only_above_the_no_drafter_line():
 def test_bounds_are_compared_as_bounds():
     model = source(1)  # 80 tok/s
     # "at least 70": the model's 80 satisfies it
-    assert v.verdict(claim(70.0, bound="at_least"), ceiling(1), model).kind == v.BAND
+    assert v.verdict(claim(70.0, bound="at_least"), ceiling(1), model).kind == v.AT_SOURCE
     # "at least 90": +12.5% above the model
     out = v.verdict(claim(90.0, bound="at_least"), ceiling(1), model)
     assert out.kind == v.ABOVE_SOURCE and "at least 90.0 tok/s" in out.reason
     # "at most 90": the model's 80 satisfies it; "at most 70": -12.5% below
-    assert v.verdict(claim(90.0, bound="at_most"), ceiling(1), model).kind == v.BAND
+    assert v.verdict(claim(90.0, bound="at_most"), ceiling(1), model).kind == v.AT_SOURCE
     assert v.verdict(claim(70.0, bound="at_most"), ceiling(1), model).kind == v.SHORT
     # "up to 250" over a plain 100: a peak reached above the line needs a drafter (2.50x)
     out = v.verdict(claim(250.0, bound="at_most"), ceiling(1), sm.SourceModel(tok_s=None))
@@ -280,7 +301,7 @@ def test_bounds_are_compared_as_bounds():
     assert "at most 250.0 tok/s at 1 stream is 2.50x the plain roofline 100.0" in out.reason
     # a bound met by a band far from it says so
     out = v.verdict(claim(60.0, bound="at_least"), ceiling(1), model)
-    assert out.kind == v.BAND and "a bound its source's band meets" in out.reason
+    assert out.kind == v.AT_SOURCE and "a bound its source's band meets" in out.reason
     # "at least 250": needs speculation
     assert v.verdict(claim(250.0, bound="at_least"), ceiling(1)).kind == v.NEEDS_SPECULATION
 
@@ -338,11 +359,11 @@ def test_render_verdicts_one_line_per_claim():
                      "labels_given": "streams", "labels_supplied": "context_per_stream",
                      "labels_missing": "", **out.numbers})
     md = render_verdicts(rows)
-    assert ("2 registry claims: 1 needs a drafter, 1 in the bend region of its source's "
-            "model") in md
+    # one stream: no bend, so the figure inside its band is at its one-stream model
+    assert "2 registry claims: 1 needs a drafter, 1 at its source's one-stream model" in md
     items = [x for x in md.splitlines() if x.startswith("- **")]
-    assert items[0].startswith("- **a** (x, e2e_aggregate): *in the bend region of its "
-                               "source's model* (1.04 of its ceiling)")
+    assert items[0].startswith("- **a** (x, e2e_aggregate): *at its source's one-stream "
+                               "model* (1.04 of its ceiling)")
     assert "its source's band 79.4 to 80.0 tok/s" in items[0]
     assert "card assumed by the registry" in items[1] and "tau needed 2.50" in items[1]
 
@@ -394,7 +415,7 @@ def test_no_claim_is_judged_by_a_replay_on_another_card(registry_rows):
 
 def test_registry_same_workload_same_kind(registry_rows):
     by = {r["id"]: r["verdict"] for r in registry_rows}
-    assert by["article-ladder-1-tpot"] == v.BAND
+    assert by["article-ladder-1-tpot"] == v.AT_SOURCE  # one stream: no bend
     assert by["article-batch-pass1-e2e"] == by["article-batch-pass2-e2e"] == v.BAND
     # the same 64-stream workload at 390 W: ceiling 1,385.5 (71 TFLOP/s), floor at the
     # measured 63 TFLOP/s; every one of the five runs is inside the band
@@ -503,7 +524,9 @@ def test_registry_end_to_end_twins_read_as_their_decode_rows(registry_rows):
     assert r["e2e_ratio"] == pytest.approx(304.2 / 317.0)
     assert "article-ladder-8-tpot" in r["e2e_ratio_source"]
     # the long-prompt rows: 30.4 / 41.2 at one stream puts the e2e row where its TPOT is
-    assert by["article-long-1-e2e"]["verdict"] == by["article-long-1-tpot"]["verdict"] == v.BAND
+    # (one stream: at its one-stream model, no bend)
+    assert by["article-long-1-e2e"]["verdict"] == by["article-long-1-tpot"]["verdict"] == \
+        v.AT_SOURCE
 
 
 # ------------------------------------------------------------ issue 28 item 7: a run whole
@@ -516,14 +539,14 @@ def test_a_run_with_one_speculative_row_never_says_the_drafter_is_not_needed():
     first = {"agg": v.verdict(agg, ceiling(2)), "req": v.verdict(req, ceiling(2))}
     assert first["agg"].kind == v.WITHIN and "drafter is not needed" in first["agg"].reason
     assert first["req"].kind == v.NEEDS_SPECULATION
-    runs = v.needs_drafter_runs(first, {"agg": "r1", "req": "r1"})
-    assert runs == {"r1": "req needs 1.50 tokens kept per stream per step over its plain "
-                          "roofline"}
+    runs = va.needs_drafter_runs(first, {"agg": "r1", "req": "r1"})
+    assert runs == {"r1": "req needs 1.50 tokens kept per stream per step at 1 verify row "
+                          "per stream"}
     again = v.verdict(agg, ceiling(2), run_drafter=runs["r1"])
     assert again.kind == v.WITHIN and "not needed" not in again.reason
     assert "is not shown unneeded: the same run's req needs 1.50 tokens" in again.reason
     # another run with no speculative figure is left as it was
-    assert v.needs_drafter_runs({"agg": first["agg"]}, {"agg": "r2"}) == {}
+    assert va.needs_drafter_runs({"agg": first["agg"]}, {"agg": "r2"}) == {}
 
 
 def test_registry_no_sibling_of_a_speculative_run_calls_the_drafter_unneeded(registry_rows):
@@ -592,8 +615,15 @@ def test_registry_tolerance_is_the_sources_own_spread(registry_rows):
     assert "tolerance 9.7%, the spread its source shows between 5 runs of one workload " \
            "(e2e_aggregate at 64 streams: 990.5 (article-ladder-64-e2e) to 1,087.0 tok/s " \
            "(article-batch-pass1-e2e))" in r["reason"]
-    # the cohorts kept and first: 43.6 and 47.8 at one stream (9.6%); eta their median
-    assert by["article-cohort-first-1"]["verdict"] == v.BAND
+    # the cohorts kept and first: 43.6 and 47.8 at one stream (9.6%); eta their median.
+    # Never the figure's own twin (issue 44): 47.8 is judged against 43.6 at the spread the
+    # source shows elsewhere, the two-stream pair 84.6 and 91.0 (7.6%), not at 9.6%, which
+    # would pass it by its own distance; +9.6% over its model is beyond 7.6%
+    first = by["article-cohort-first-1"]
+    assert first["tolerance"] == pytest.approx(91.0 / 84.6 - 1)
+    assert first["verdict"] == v.ABOVE_SOURCE and "+9.6% over its source's ceiling 43.6" \
+        in first["reason"]
+    assert by["article-cohort-kept-1"]["verdict"] == v.AT_SOURCE
     assert by["article-cohort-kept-8"]["calibrated_on"] == \
         "article-cohort-kept-1;article-cohort-first-1"
     assert "eta 0.789, the median over 2 one-stream figures" in by["article-cohort-kept-8"][

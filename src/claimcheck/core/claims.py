@@ -38,6 +38,15 @@ Column meanings (one each):
   it for the run ("fp8 KV"); the roofline reads it before the weights.csv row's. When
   stated, the run's text must write it followed by "KV"
   (:func:`claimcheck.core.seeds.check_quotes`).
+- ``prompt_set``: the prompts a run used, in the seed's words ("short", "long answers"),
+  when the seed names them; two runs of one system are one workload only when they name
+  the same set (:func:`claimcheck.core.sourcemodel.reproductions_of`): an unnamed set is
+  not a named one.
+- ``verify_rows``: positions each stream verifies per target pass when the seed gives a
+  number other than ``spec_draft_tokens`` + 1 (the seed's "verifies k+1 positions"), or
+  gives no k; ``tokens_kept_per_step``: tokens each stream keeps per verify step as the
+  drafter's source states it (accepted drafts plus the target's own token). Both are the
+  drafter facts the verdicts count (:mod:`claimcheck.core.verdict_drafting`).
 - ``quantization``: when stated, every part of it (split at ``-`` and ``+``) is written in
   the seed where it describes the run (:func:`claimcheck.core.seeds.check_quotes`).
 
@@ -61,10 +70,12 @@ COLUMNS = ("id", "run", "kind", "seed", "section", "url", "system", "mode", "eng
            "code_read", "card", "power_limit_w", "checkpoint", "quantization", "int8_layers",
            "kv_dtype", "streams",
            "streams_running", "stream_relation", "prompt_tokens", "output_tokens",
-           "total_output_tokens", "context_tokens", "spec_method", "spec_draft_tokens",
+           "total_output_tokens", "context_tokens", "prompt_set", "spec_method",
+           "spec_draft_tokens", "verify_rows", "tokens_kept_per_step",
            "metric", "value", "unit", "bound", "quote", "assumed", "note")
 # columns a registry written before they existed may lack (read as empty)
-OPTIONAL = ("bound", "int8_layers", "mode", "kv_dtype")
+OPTIONAL = ("bound", "int8_layers", "mode", "kv_dtype", "prompt_set", "verify_rows",
+            "tokens_kept_per_step")
 REQUIRED = ("id", "run", "kind", "seed", "section", "system", "card", "streams",
             "stream_relation", "metric", "value", "unit", "quote")
 # columns the project may supply (with a reason) when the seed does not state them; metric
@@ -74,15 +85,17 @@ ASSUMABLE = ("system", "mode", "engine_version", "code_read", "card", "power_lim
              "quantization", "int8_layers", "kv_dtype", "streams", "streams_running",
              "stream_relation",
              "prompt_tokens",
-             "output_tokens", "total_output_tokens", "context_tokens", "spec_method",
-             "spec_draft_tokens", "metric")
+             "output_tokens", "total_output_tokens", "context_tokens", "prompt_set",
+             "spec_method", "spec_draft_tokens", "verify_rows", "tokens_kept_per_step",
+             "metric")
 # fields one run shares across its metric rows
 RUN_FIELDS = ("kind", "seed", "system", "mode", "engine_version", "code_read", "card",
               "power_limit_w", "checkpoint", "quantization", "int8_layers", "kv_dtype",
               "streams",
               "stream_relation",
               "prompt_tokens", "output_tokens", "total_output_tokens", "context_tokens",
-              "spec_method", "spec_draft_tokens")
+              "prompt_set", "spec_method", "spec_draft_tokens", "verify_rows",
+              "tokens_kept_per_step")
 KINDS = {"claim", "reproduction", "control", "measured"}
 SEEDS = {"000": "000_c17ed6d62e51e6bc.txt", "001": "001_661b21414414fac5.txt",
          "002": "002_894ef22a7c4f7ce5.txt"}
@@ -93,12 +106,13 @@ RELATIONS = {"lanes_of_one_prompt", "independent_requests", "closed_loop_clients
 UNITS = {"tok/s"}
 FORBIDDEN = {"per_stream", "per_stream_tok_s", "per_stream_speed"}
 INT_FIELDS = ("streams", "prompt_tokens", "output_tokens", "total_output_tokens",
-              "context_tokens", "spec_draft_tokens")
-FLOAT_FIELDS = ("power_limit_w", "streams_running")
+              "context_tokens", "spec_draft_tokens", "verify_rows")
+FLOAT_FIELDS = ("power_limit_w", "streams_running", "tokens_kept_per_step")
 # stated fields whose value must appear in the cited part of the seed
 EVIDENCE_NUM = ("power_limit_w", "streams", "streams_running", "prompt_tokens",
-                "output_tokens", "total_output_tokens", "context_tokens", "spec_draft_tokens")
-EVIDENCE_STR = ("mode", "engine_version", "code_read", "checkpoint")
+                "output_tokens", "total_output_tokens", "context_tokens", "spec_draft_tokens",
+                "verify_rows", "tokens_kept_per_step")
+EVIDENCE_STR = ("mode", "engine_version", "code_read", "checkpoint", "prompt_set")
 EXCLUDED_COLUMNS = ("seed", "section", "value", "quote", "reason")
 
 

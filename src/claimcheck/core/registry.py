@@ -139,6 +139,12 @@ def _check_row(src: str, line: int, raw: dict[str | None, Any]) -> Claim:
         raise InputError(src, f"{row['stream_relation']} with streams={n}: "
                          "single_user is used exactly when streams is 1", line=line,
                          key="stream_relation")
+    kept, k, rows = row["tokens_kept_per_step"], row["spec_draft_tokens"], row["verify_rows"]
+    most = rows or (k + 1 if k else None)  # a kept token is a verified one
+    if kept is not None and most is not None and kept > most:
+        raise InputError(src, f"{kept:g} tokens kept per step is more than the {most:g} rows "
+                         "each stream verifies (verify_rows, else spec_draft_tokens + 1)",
+                         line=line, key="tokens_kept_per_step")
     if running is not None and not running < n:
         raise InputError(src, f"streams_running {running:g} must be below streams {n} "
                          "(leave it empty when all requested streams ran)", line=line,

@@ -30,7 +30,8 @@ band spans a compute range (:func:`compute_range`): from a ceiling measured on t
 another limit to the datasheet rate, the floor at the lower end and the ceiling at the upper.
 
 A seed's own reproduction of a claim (:func:`reproductions_of`) is matched on the same
-system, card, streams, workload (prompt and output tokens) and metric definition, and
+system, card, streams, workload (the prompt set and the prompt and output tokens the seeds
+state) and metric definition, and
 never across a stated weight format or drafter; :func:`differences` says what differs.
 """
 
@@ -342,10 +343,15 @@ def int8_rates(rates: Sequence[tuple[float, str]], int8_layers: str, int8_fracti
     return out
 
 
-REPRODUCTION_WORKLOAD = ("system", "mode", "card", "prompt_tokens", "output_tokens")
+REPRODUCTION_WORKLOAD = ("system", "mode", "card")
 """Registry columns a seed's reproduction must share with the claim (the same system in the
-same mode, on the same card, with the same prompt and output tokens; unstated on both sides
-counts as the same)."""
+same mode, on the same card; unstated on both sides counts as the same)."""
+
+REPRODUCTION_STATED = ("prompt_set", "prompt_tokens", "output_tokens")
+"""Workload columns compared on what the seeds state only: the same prompt set and the same
+prompt and output tokens per request, unstated on both sides counting as the same. A token
+count the registry supplies (a ``max_tokens`` cap, a mean answer length) neither makes nor
+breaks a match: a cap of 512 is not a run of 512-token answers."""
 
 NO_CONFLICT = ("quantization", "spec_method")
 """Columns that must not conflict where the seed states both: a reproduction of another
@@ -372,10 +378,11 @@ def reproductions_of(claim: Mapping[str, Any], claim_stated: Mapping[str, Any],
                      rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
                      ) -> list[Mapping[str, Any]]:
     """The registry rows that are a seed's reproduction of ``claim``'s workload and metric
-    definition: kind "reproduction", the same :data:`REPRODUCTION_WORKLOAD` columns and
-    streams sharing the figure, the same metric (or either side's unstated, "unspecified"),
-    and no stated :data:`NO_CONFLICT` column in conflict. ``rows`` are (row, stated) pairs;
-    a claim that is itself a reproduction or control has none."""
+    definition: kind "reproduction", the same :data:`REPRODUCTION_WORKLOAD` columns, the
+    same stated :data:`REPRODUCTION_STATED` columns and streams sharing the figure, the
+    same metric (or either side's unstated, "unspecified"), and no stated
+    :data:`NO_CONFLICT` column in conflict. ``rows`` are (row, stated) pairs; a claim that
+    is itself a reproduction or control has none."""
     if claim.get("kind") != "claim":
         return []
     out = []
@@ -383,6 +390,8 @@ def reproductions_of(claim: Mapping[str, Any], claim_stated: Mapping[str, Any],
         if row.get("kind") != "reproduction":
             continue
         if not all(_same(claim.get(k), row.get(k)) for k in REPRODUCTION_WORKLOAD):
+            continue
+        if not all(_same(claim_stated.get(k), stated.get(k)) for k in REPRODUCTION_STATED):
             continue
         if not _same(claim.get("streams_running") or claim.get("streams"),
                      row.get("streams_running") or row.get("streams")):

@@ -15,6 +15,7 @@ from typing import Any
 
 from claimcheck.core import labels as lb
 from claimcheck.core import sourcemodel as sm
+from claimcheck.core import verdict_drafting as vd
 from claimcheck.core import verdict_evidence as ev
 from claimcheck.core import verdicts as v
 from claimcheck.core.cards import Card, Ceiling
@@ -43,7 +44,10 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     (:func:`claimcheck.core.verdict_evidence.comparable_steps`). Every protocol naming the
     claim in ``source_claims`` is set beside it: on the claim's own card as a reproduction
     (the verdict), on another card as context only (``replay_context``: each run's fraction
-    of its own plain roofline)."""
+    of its own plain roofline). A drafting figure's tokens kept needed are at its verify
+    rows per stream (:func:`drafting_of`). The tolerance is at least the spread its source
+    shows between its own runs of one workload, the figure itself left out: a figure is
+    never passed by its own distance from its twin."""
     tol = v.TOLERANCE if tolerance is None else tolerance
     steps = ev.comparable_steps(step_rows)
     conv = model_dtype(config)  # the conv state's dtype, as for a measured step
@@ -94,9 +98,12 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     by_id = {c["id"]: c for c in claims}
     # the spread between a seed's own runs of one setup (reproductions, controls): a
     # publisher's two cells of one shape may differ in settings the registry does not hold
-    # (HyperQwen's raw 8K cell "with int8 prefill")
-    spread = {k: sm.shown_spread([f for f in fs if by_id[f.id]["kind"] != "claim"])
-              for k, fs in figures.items()}
+    # (HyperQwen's raw 8K cell "with int8 prefill"); never the figure's own distance from
+    # its twin (issue 44: a figure passed by a tolerance equal to its own twin's spread)
+    spread = {c["id"]: sm.shown_spread([f for f in figures[key[c["id"]]]
+                                        if by_id[f.id]["kind"] != "claim" and f.id != c["id"]])
+              for c in claims}
+    documented = vd.documented_rows(c.row for c in claims)
 
     def one_eta(f: sm.Figure) -> str:
         """"X's 43.6 tok/s (unspecified, 1 stream, context not stated) / its plain
@@ -130,8 +137,8 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
             cset = alt or cset
             own = not alt
         cal = cset[0] if cset else None
-        c_tol = max(tol, spread[key[c["id"]]][0])
-        tol_words = f"; tolerance {spread[key[c['id']]][1]}" if c_tol > tol else ""
+        c_tol = max(tol, spread[c["id"]][0])
+        tol_words = f"; tolerance {spread[c['id']][1]}" if c_tol > tol else ""
         rates = rates_of(c, p) if p["roofline_tok_s"] else []
         compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
                    if rates else "")
@@ -180,9 +187,13 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         protos = protos_of.get(c["id"], [])
         replays, repro = ev.protocol_replays(c, protos, steps, col)
         e2e_r, e2e_src = ev.e2e_ratio(c, claims, steps)
-        calls[c["id"]] = (t, ceil, source, infl, infl_src, repro, c_tol, seed_rep, e2e_r,
-                          e2e_src)
-        res = v.verdict(*calls[c["id"]])
+        calls[c["id"]] = {
+            "claim": t, "ceiling": ceil, "source": source, "inflation": infl,
+            "inflation_source": infl_src, "reproduction": repro, "tolerance": c_tol,
+            "seed_reproduction": seed_rep, "e2e_ratio": e2e_r, "e2e_ratio_source": e2e_src,
+            "drafting": drafting_of(c, t["aggregate_tok_s"], claims, plain, documented,
+                                    lambda a, b: key[a["id"]] == key[b["id"]])}
+        res = v.verdict(**calls[c["id"]])
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
@@ -210,18 +221,78 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     return run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
 
 
-def run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, tuple[Any, ...]],
+def drafting_of(c: Claim, aggregate_tok_s: float, claims: list[Claim],
+                plain: Mapping[str, Mapping[str, Any]],
+                documented: Mapping[str, tuple[int, ...]],
+                same_source: Any = lambda a, b: True) -> vd.Drafting | None:
+    """The verify rows per stream of claim ``c`` and the tokens kept it needs at them
+    (:mod:`claimcheck.core.verdict_drafting`), from its plain roofline's two terms at its
+    own card (``plain``: id -> :func:`claimcheck.core.claim_roofline.claim_roofline`'s
+    dict); the acceptance its source states; and, for a figure of several streams, the
+    one-stream figures of the same source (``same_source(a, b)``:
+    :func:`claimcheck.core.sourcemodel.source_key`) with the same drafter, rows and prompt
+    set (a drafter's acceptance moves with the prompts). None
+    without a plain roofline."""
+    p = plain[c["id"]]
+    if not p["roofline_tok_s"]:
+        return None
+    lo, hi, words = vd.verify_rows(c.row, list(c.assumed), documented)
+
+    def tau(agg: float, streams: float, q: Mapping[str, Any], rows: float) -> float:
+        return vd.tau_at_rows(agg, streams, q["roofline_memory_ms"], q["roofline_compute_ms"],
+                              rows)
+
+    solo = () if c.streams_sharing == 1 or not vd.has_drafter(c.row) else tuple(
+        vd.Solo(o["id"], o.aggregate_tok_s, tau(o.aggregate_tok_s, 1, plain[o["id"]], lo))
+        for o in claims if o["id"] != c["id"] and o.streams_sharing == 1
+        and plain[o["id"]]["roofline_tok_s"] and METRICS[o["metric"]].phase != "prefill"
+        and same_source(o, c) and o["spec_method"] == c["spec_method"]
+        and o["prompt_set"] == c["prompt_set"]
+        and vd.rows_given(o.row) == vd.rows_given(c.row))
+    kept = c["tokens_kept_per_step"]
+    kept_words = ("stated" if not c.is_assumed("tokens_kept_per_step")
+                  else c.assumed["tokens_kept_per_step"][1])
+    return vd.Drafting(lo, hi, words, tau(aggregate_tok_s, c.streams_sharing, p, lo),
+                       tau(aggregate_tok_s, c.streams_sharing, p, hi),
+                       float(kept) if kept else None, kept_words if kept else "", solo,
+                       rows_known=vd.has_drafter(c.row) and (
+                           vd.rows_given(c.row) is not None
+                           or bool(documented.get(str(c["spec_method"]).lower()))))
+
+
+def needs_drafter_runs(verdicts: Mapping[str, v.Verdict], run_of: Mapping[str, str]
+                       ) -> dict[str, str]:
+    """Run -> words naming the first figure (registry order of ``verdicts``) of that run
+    whose verdict needs a drafter: kind *needs a drafter*, or a seed-reproduction verdict
+    over its card's plain roofline beyond tolerance (tau > 1 there too); the tokens kept it
+    needs at its verify rows (``tau_needed``, ``verify_rows_per_stream``)."""
+    out: dict[str, str] = {}
+    for cid, res in verdicts.items():
+        over = res.numbers.get("claim_over_roofline")
+        seed_over = (res.kind in (v.SEED_REPRODUCED, v.SEED_NOT_REPRODUCED)
+                     and over is not None
+                     and sm.compare(over, 1.0, res.numbers.get("tolerance", v.TOLERANCE))
+                     == "above")
+        if (res.kind == v.NEEDS_SPECULATION or seed_over) and run_of[cid] not in out:
+            tau = res.numbers.get("tau_needed") or over
+            rows = res.numbers.get("verify_rows_per_stream") or 1
+            out[run_of[cid]] = (f"{cid} needs {tau:.2f} tokens kept per stream per step at "
+                                f"{rows:g} verify row{'s' if rows != 1 else ''} per stream")
+    return out
+
+
+def run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, dict[str, Any]],
                     run_of: dict[str, str]) -> list[dict[str, Any]]:
     """A run is judged as a whole (issue 28 item 7): where any figure of a run needs a
-    drafter (:func:`claimcheck.core.verdicts.needs_drafter_runs`), every sibling is judged
+    drafter (:func:`needs_drafter_runs`), every sibling is judged
     again with that figure named, so none says the drafter is not needed."""
     first = {r["id"]: v.Verdict(r["verdict"], r["reason"], r) for r in rows}
-    speculative = v.needs_drafter_runs(first, run_of)
+    speculative = needs_drafter_runs(first, run_of)
     out = []
     for r in rows:
         sib = speculative.get(run_of[r["id"]], "")
         if sib and not sib.startswith(f"{r['id']} "):
-            res = v.verdict(*calls[r["id"]], run_drafter=sib)
+            res = v.verdict(**calls[r["id"]], run_drafter=sib)
             r = {**r, "verdict": res.kind, "reason": res.reason, **res.numbers,
                  "run_needs_drafter": sib}
         out.append(r)

@@ -20,10 +20,13 @@ verdict (:func:`claimcheck.core.verdict_evidence.replay_sentence`). Rules, in or
 4. Above the plain roofline (beyond ``tolerance``; an "at most" figure too, being a peak
    the source reports reaching): *definition inflates* when the claim's definition reads N%
    above end to end on our timelines and end to end fits under it; else *needs a drafter*:
-   tau tokens kept per stream per step, naming the drafter if stated.
+   tau tokens kept per stream per step at the rows each stream verifies
+   (:class:`claimcheck.core.verdict_drafting.Drafting`: B r rows through every matrix),
+   naming the drafter if stated and the acceptance its source states.
 5. With a source model, a band (:func:`claimcheck.core.sourcemodel.band`) from the
    no-overlap floor (at the lower end of the compute range) to the overlap ceiling (at the
-   upper end): *in the bend region of its source's model* inside it, at X% of the ceiling;
+   upper end): *in the bend region of its source's model* inside it, at X% of the ceiling
+   (at one stream, where there is no bend, *at its source's one-stream model*);
    *short of its source's model* only beyond ``tolerance`` under the floor; *above its
    source's model* only beyond it over the ceiling (or *definition inflates*); outside a
    compute range the reason says which end binds. The figure that alone sets its source's
@@ -36,8 +39,8 @@ Definitions both ways: an end-to-end figure against a decode-calibrated source m
 judged on the band times end to end / decode (``e2e_ratio``); without a ratio, one under the
 floor is *not comparable*. A run as a whole: with ``run_drafter`` (a sibling figure of the
 same run needs a drafter) no figure says the drafter is not needed (:func:`drafter_words`,
-:func:`needs_drafter_runs`). The tolerance passed in is at least the spread the claim's
-source shows between its own runs of one workload
+:func:`claimcheck.core.verdict_assembly.needs_drafter_runs`). The tolerance passed in is
+at least the spread the claim's source shows between its own runs of one workload
 (:func:`claimcheck.core.sourcemodel.shown_spread`), printed as it is (:func:`tol_text`).
 
 Tolerance (:data:`TOLERANCE`, 5%): the step model, given two numbers measured on a card,
@@ -60,6 +63,7 @@ from typing import Any
 
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.sourcemodel import SourceModel, band_side, binding_text, compare, pct, within
+from claimcheck.core.verdict_drafting import Drafting
 
 WITHIN = "within the physics"
 CALIBRATES = "sets its source's model"
@@ -73,13 +77,12 @@ SEED_REPRODUCED = "reproduced by a seed's run"
 SEED_NOT_REPRODUCED = "not reproduced by a seed's run"
 REPRODUCED = "reproduced here"
 NOT_REPRODUCED = "not reproduced here"
-CONSISTENT = BAND
-"""Old name (issue 17's "consistent with its source"), kept for callers: the band's kind."""
-BELOW_SOURCE = SHORT
-"""Old name (issue 17's "below its source's model"), kept for callers: under the floor."""
+AT_SOURCE = "at its source's one-stream model"
+"""Inside the band at one stream: one stream has no bend, so the band there is only the
+gap between memory and arithmetic overlapped or not, and the figure meets its model."""
 KINDS = (SEED_REPRODUCED, SEED_NOT_REPRODUCED, NEEDS_SPECULATION, DEFINITION_INFLATES,
-         ABOVE_SOURCE, BAND, CALIBRATES, SHORT, WITHIN, NOT_COMPARABLE, REPRODUCED,
-         NOT_REPRODUCED)
+         ABOVE_SOURCE, BAND, AT_SOURCE, CALIBRATES, SHORT, WITHIN, NOT_COMPARABLE,
+         REPRODUCED, NOT_REPRODUCED)
 
 TOLERANCE = 0.05
 """Default tolerance (see the module docstring for why 5%)."""
@@ -245,7 +248,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             tolerance: float = TOLERANCE,
             seed_reproduction: SeedReproduction | None = None,
             e2e_ratio: float | None = None, e2e_ratio_source: str = "",
-            run_drafter: str = "") -> Verdict:
+            run_drafter: str = "", *, drafting: Drafting | None = None) -> Verdict:
     """The verdict for one claim.
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
@@ -261,7 +264,9 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
     ``e2e_ratio_source``), which carries a decode-only source model over to it;
     ``run_drafter`` names a sibling figure of the same run that needs a drafter ("X needs
     1.54 tokens kept per stream per step"): the run is judged as a whole, so this figure
-    never reads as showing the drafter unneeded (:func:`drafter_words`).
+    never reads as showing the drafter unneeded (:func:`drafter_words`);
+    ``drafting`` holds the verify rows per stream and the tokens kept needed at them
+    (:class:`claimcheck.core.verdict_drafting.Drafting`; None: one row, the plain ratio).
     """
     agg = float(claim["aggregate_tok_s"])
     running = claim.get("streams_running") or claim["streams"]
@@ -290,6 +295,11 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         "bend_streams": source.bend_streams if source else None,
         "memory_wall_streams": source.memory_wall_streams if source else None,
         "bound": bound}
+    if drafting is not None and roof:
+        nums.update(drafting.numbers())
+    need = (drafting.need_text() if drafting is not None
+            else f"{agg / roof:.2f} tokens kept per stream per step" if roof else "")
+    reach = drafting.reach_text() if drafting is not None else ""
     streams_txt = (f"{running:g} streams running ({claim['streams']} requested)"
                    if claim.get("streams_running") else f"{running:g} streams")
     before, after = claim.get("bound_before") or "", claim.get("bound_after") or ""
@@ -305,7 +315,7 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
         extra = ""
         if roof and compare(agg, roof, tolerance) == "above":
             extra = (f" It is {agg / roof:.2f}x its card's plain roofline {roof:,.1f} tok/s, "
-                     f"so a drafter is needed: "
+                     f"so a drafter is needed ({need}{reach}): "
                      f"{drafter if drafter else 'no drafter is stated'}.")
         out = seed_verdict(fig, agg, seed_reproduction, tolerance, extra + note + assumed)
         return Verdict(out.kind, out.reason, {**nums, **out.numbers})
@@ -332,11 +342,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             return Verdict(DEFINITION_INFLATES, _inflates_text(
                 f"{fig} is {agg / roof:.2f}x {plain_txt}", label, inflation, inflation_source,
                 agg) + note + assumed, nums)
-        tau_txt = f"{agg / roof:.2f} tokens kept per stream per step"
         why = drafter if drafter else "no drafter is stated"
         return Verdict(NEEDS_SPECULATION, f"{fig} is {agg / roof:.2f}x {plain_txt} "
-                       f"({ceiling.bound} bound): it needs {tau_txt}, which only a drafter "
-                       f"gives; {why}." + note + assumed, nums)
+                       f"({ceiling.bound} bound): it needs {need}, which only a drafter "
+                       f"gives{reach}; {why}." + note + assumed, nums)
     if src is not None and src.is_calibration:
         return Verdict(CALIBRATES, f"{fig} sets its source's model: it is the only "
                        f"one-stream, no-drafter figure its source publishes "
@@ -369,6 +378,10 @@ def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | No
             at = f"at {agg / ceil:.1%} of {where}"
             if bound and not (floor <= agg <= ceil):  # a bound met, not a figure matched
                 at = f"a bound its source's band meets ({agg / ceil:.1%} of {where})"
+            if running == 1:  # one stream: no bend, the figure meets its model
+                return Verdict(AT_SOURCE, f"{fig} is at its source's one-stream model, {at} "
+                               f"(one stream has no bend){not_needed}." + note + assumed,
+                               nums)
             return Verdict(BAND, f"{fig} is in the bend region of its source's model, {at}"
                            f"{not_needed}." + note + assumed, nums)
         if side == "above":
@@ -403,23 +416,6 @@ def drafter_words(drafter: str, run_drafter: str = "") -> str:
         return (f"; {what} is not shown unneeded: the same run's {run_drafter}, so this "
                 "figure alone does not speak for the run")
     return f"; the {drafter} is not needed to explain it" if drafter else ""
-
-
-def needs_drafter_runs(verdicts: Mapping[str, Verdict], run_of: Mapping[str, str]
-                       ) -> dict[str, str]:
-    """Run -> words naming the first figure (registry order of ``verdicts``) of that run
-    whose verdict needs a drafter: kind *needs a drafter*, or a seed-reproduction verdict
-    over its card's plain roofline beyond tolerance (tau > 1 there too)."""
-    out: dict[str, str] = {}
-    for cid, res in verdicts.items():
-        over = res.numbers.get("claim_over_roofline")
-        seed_over = (res.kind in (SEED_REPRODUCED, SEED_NOT_REPRODUCED) and over is not None
-                     and compare(over, 1.0, res.numbers.get("tolerance", TOLERANCE))
-                     == "above")
-        if (res.kind == NEEDS_SPECULATION or seed_over) and run_of[cid] not in out:
-            out[run_of[cid]] = (f"{cid} needs {over:.2f} tokens kept per stream per step "
-                                "over its plain roofline")
-    return out
 
 
 def _deflated_fits(agg: float, reference: float, inflation: float | None,
