@@ -1,0 +1,110 @@
+"""Leave-one-run-out cross-validation (issue 43): a step's own run never feeds its
+prediction; the counts are the table's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from claimcheck.report import crossval as cv
+from claimcheck.report.calibrate import choose_for
+from claimcheck.report.termsources import term_sources
+from tests._cli import cli
+
+
+def _slowed(run, k: float):
+    """``run`` with every measured time of its timelines stretched by ``k`` (sends, first
+    tokens, token times): what the model reads off it, TPOT and TTFT, changes by k; its
+    shapes (prompt and output tokens) do not."""
+    traces = []
+    for s in run.traces:
+        reqs = tuple(replace(r, start_s=r.start_s * k, ttft_s=r.ttft_s * k,
+                             token_times_s=tuple(t * k for t in r.token_times_s))
+                     for r in s.timeline.requests)
+        traces.append(replace(s, timeline=replace(s.timeline, requests=reqs)))
+    return replace(run, traces=tuple(traces))
+
+
+def _predictions(rows):
+    return [(r["step"], r["repeat"], r["predicted_e2e_tok_s"], r["predicted_decode_tok_s"])
+            for r in rows]
+
+
+def test_own_run_never_feeds_its_cross_validated_prediction(committed_runs):
+    runs = list(committed_runs)
+    target = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-16k-ninfer-32")
+    # the run the target's in-sample bandwidth comes from: a source of other runs' terms
+    src_name = choose_for(target, runs).bandwidth.run.name
+    assert src_name != target.name
+    src = next(r for r in runs if r.name == src_name)
+    slowed = _slowed(src, 1.25)
+    runs2 = [slowed if r is src else r for r in runs]
+    # its own cross-validated prediction is the same whatever it measured ...
+    assert _predictions(cv.held_out_rows(slowed, runs2)) == \
+        _predictions(cv.held_out_rows(src, runs))
+    # ... while the run it calibrates moves (the perturbation reaches the model) ...
+    before = _predictions(cv.held_out_rows(target, runs))
+    after = _predictions(cv.held_out_rows(target, runs2))
+    assert before != after
+    # ... and in sample its own prediction would have moved too
+    ins = _predictions(cv.predict_run(src, choose_for(src, runs))["steps"])
+    ins2 = _predictions(cv.predict_run(slowed, choose_for(slowed, runs2))["steps"])
+    assert ins != ins2
+
+
+def test_no_term_of_a_held_out_run_names_it(committed_runs):
+    runs = list(committed_runs)
+    for target in runs:
+        others = [r for r in runs if r is not target]
+        try:
+            choice = choose_for(target, others)
+        except Exception:  # no calibration without it: the table says so
+            continue
+        for t, s in term_sources(choice, target.provenance.raw["engine"]).items():
+            assert target.name not in s["runs"], (target.name, t)
+
+
+def _row(engine, e2e, dec, ins_e2e=0.0, ins_dec=0.0, note="", status="complete"):
+    return {"engine": engine, "e2e_error": e2e, "decode_error": dec,
+            "in_sample_e2e_error": ins_e2e, "in_sample_decode_error": ins_dec,
+            "cv_note": note, "step_status": status}
+
+
+def test_summary_counts_by_hand():
+    rows = [_row("a", 0.04, -0.05), _row("a", 0.06, 0.01), _row("a", 0.01, None),
+            _row("b", None, None, note="no calibration without this run"),
+            _row("b", -0.2, 0.2, ins_e2e=0.1, status="failed"),
+            _row("b", 0.049, 0.051, ins_dec=-0.051)]
+    s = cv.summary(rows)
+    # 5 complete steps; e2e within: 0.04, 0.01, 0.049; decode within (with e2e known):
+    # -0.05, 0.01, None (held prefill); both: rows 1 and 3
+    assert s["steps"] == 5 and s["unpredicted"] == 1
+    assert s["cross_validated"] == {"e2e_within": 3, "decode_within": 3, "both_within": 2}
+    # in sample: every e2e 0.0; decode 0.0 except -0.051
+    assert s["in_sample"] == {"e2e_within": 5, "decode_within": 4, "both_within": 4}
+    e = cv.by_engine(rows)
+    assert e["a"]["cross_validated"]["both_within"] == 2 and e["b"]["steps"] == 2
+    assert cv.update_sentence(rows).startswith(
+        "Each run predicted with that run left out of every term of the model, 2 of 5 ")
+    assert "a 2 of 3, b 0 of 2" in cv.update_sentence(rows)
+
+
+def test_cli_cross_validate_json_is_the_table(committed_runs):
+    p = cli("model", "--cross-validate", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    steps = [r for r in out["steps"] if r["step_status"] == "complete"]
+    assert out["summary"]["steps"] == len(steps) == sum(
+        v["steps"] for v in out["engines"].values())
+    both = sum(r["e2e_error"] is not None and abs(r["e2e_error"]) <= 0.05
+               and (r["decode_error"] is None or abs(r["decode_error"]) <= 0.05)
+               for r in steps)
+    assert out["summary"]["cross_validated"]["both_within"] == both
+    assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
+                                 "kv"}
+
+
+def test_cli_cross_validate_refuses_a_run_dir():
+    p = cli("model", "data/raw/runs/h200-20261129-bf16-dummy-target", "--cross-validate")
+    assert p.returncode != 0
+    assert "--cross-validate" in p.stderr and "RUN_DIR" in p.stderr
