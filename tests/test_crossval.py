@@ -108,3 +108,41 @@ def test_cli_cross_validate_refuses_a_run_dir():
     p = cli("model", "data/raw/runs/h200-20261129-bf16-dummy-target", "--cross-validate")
     assert p.returncode != 0
     assert "--cross-validate" in p.stderr and "RUN_DIR" in p.stderr
+
+
+def test_row_factors_from_kv_line_intercepts(committed_runs):
+    """An engine with no decode-row steps takes its row factors from its own KV lines'
+    intercepts. FP8's context ladder (8 / 24 / 48 streams, 1K-12K tokens) gives them where
+    its decode-rows run, left out, measured 1.17 at 24 rows and 1.01 at 48 (model.py's
+    doc): the same kernel step, seen by another run."""
+    from claimcheck.report.calibration import calibration
+
+    runs = list(committed_runs)
+    rows_run = next(r for r in runs
+                    if r.name == "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows")
+    others = [r for r in runs if r is not rows_run]
+    choice = choose_for(rows_run, others)
+    assert choice.rows_from_lines and choice.rows_base is None
+    assert {p.run.name for p in choice.rows} == {
+        "h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"}
+    f = dict(calibration(choice, "fp8").row_factors)
+    assert sorted(f) == [8, 24, 48]
+    assert abs(f[8] - 1.0) < 0.02 and abs(f[24] - 1.17) < 0.02 and abs(f[48] - 1.01) < 0.02
+    # with the decode-rows run in, its own steps are the term (not the lines)
+    assert not choose_for(rows_run, runs).rows_from_lines
+
+
+def test_predict_names_each_terms_runs_and_what_it_borrowed():
+    p = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol", "ladder",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    src = out["term_sources"]
+    assert src["admission"]["runs"] == ["h200-20261201-bf16-dummy-256-wave-admission"]
+    assert src["admission"]["borrowed_from"] == "bf16-dummy-256"
+    assert src["kv"]["runs"] == ["h200-20261202-bf16-dummy-16k-context-ladder"]
+    assert src["kv"]["borrowed_from"] is None
+    assert out["borrowed_terms"] == ["admission (bf16-dummy-256)"]
+    text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
+               "ladder").stdout
+    assert "borrowed from another engine: admission (bf16-dummy-256)" in text

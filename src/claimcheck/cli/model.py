@@ -274,6 +274,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     from claimcheck.core.paths import CONFIG, RUNS
     from claimcheck.loaders.config import load_engines, load_protocols
     from claimcheck.report.protocolpredict import predict_protocol, verify_plan
+    from claimcheck.report.termsources import source_lines
     from claimcheck.runio.run import load_runs
 
     if a.verify is not None and a.verify < 0:
@@ -317,6 +318,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
              *term_lines(c),
              *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
                if isinstance(v, dict)),
+             *source_lines(out.get("term_sources") or {}),
+             *([f"  borrowed from another engine: {'; '.join(out['borrowed_terms'])}"]
+               if out.get("borrowed_terms") else []),
              f"  assumed: {out['assumptions']}",
              "  tok/s aggregate = summed over the streams (independent requests); per stream "
              "= aggregate / streams; e2e = all tokens / first send to last token; decode = "

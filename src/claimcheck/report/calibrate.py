@@ -25,9 +25,11 @@ calibrated on its own runs; the admission interval, the load client's, is the ex
 
 Two measured terms come by the same kind of rule (:func:`row_sources`,
 :func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
-that say ``model_term: decode_rows`` (the engine's own runs on the card, else its weight
-format's), and the admission interval from the send times of one-wave steps of protocols
-that say ``model_term: admission`` (the engine's, else any run on the card: it is the load
+that say ``model_term: decode_rows`` (the engine's own runs on the card, else the
+intercepts of its own KV lines (:func:`line_rows`: one run's steps at the same streams and
+three or more contexts, the step at no KV over the model's), else its weight format's),
+and the admission interval from the send times of one-wave steps of protocols that say
+``model_term: admission`` (the engine's, else any run on the card: it is the load
 client's). A card the registry does not know (a CPU engine's ``cpu``) takes compute from
 its longest one-stream prefill, said as a lower bound.
 
@@ -118,6 +120,10 @@ class Choice:
     rows_base: Choice | None = None
     """The calibration of the rows' own engine when it is not this one (the factors are
     that engine's measured step over its own model)."""
+    rows_from_lines: bool = False
+    """The decode-row factors come from the intercepts of the engine's own KV lines
+    (:func:`claimcheck.report.calibration.line_row_factors`; ``rows`` are those lines'
+    steps): the engine has no decode-row steps of its own."""
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
@@ -221,6 +227,30 @@ def _is_kv_source(r: Run, s: StepTrace) -> bool:
             and bool(d.all_decoding_spans(s.timeline)))
 
 
+def _lined(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
+    """The pairs that lie on lines: one run's steps at the same streams and
+    :data:`~claimcheck.report.context_cost.MIN_CONTEXTS` or more prompt lengths."""
+    lines: dict[tuple[str, int], list] = {}
+    for r, s in pairs:
+        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
+    return [p for g in lines.values()
+            if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
+
+
+def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
+    """The decode-row term's steps when the engine has no decode-row steps of its own: its
+    KV-read steps on lines (:func:`_lined`), whose intercepts (the step at no KV) over the
+    model's decode step give the factor at their stream counts."""
+    lined = _lined([(p.run, p.step) for p in kv])
+    if not lined:
+        return ()
+    rows = sorted({s.timeline.streams for _, s in lined})
+    why = (f"decode rows: the intercepts of {len(rows)} KV line(s) at "
+           f"{', '.join(map(str, rows))} rows ({len(lined)} one-wave steps at three or more "
+           f"contexts of engine {engine} on {card}; it has no decode-row steps)")
+    return tuple(Pick(r, s, why) for r, s in lined)
+
+
 def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
     (the rate is its KV dtype's attention kernel at its context; no other engine's); where
@@ -228,11 +258,7 @@ def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests."""
     pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
              if _is_kv_source(r, s)]
-    lines: dict[tuple[str, int], list] = {}
-    for r, s in pairs:
-        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
-    lined = [p for g in lines.values()
-             if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
+    lined = _lined(pairs)
     if lined:  # a run that measured the same streams at 3+ contexts: its lines alone
         pairs = lined
     why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
@@ -360,16 +386,20 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     rows_base = None
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
+    from_lines = False
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
+        kv = kv_sources(pool, card, engine)
+        if who != engine and line_rows(kv, card, engine):  # its own lines before another's
+            rows, who, from_lines = line_rows(kv, card, engine), engine, True
         if rows and who != engine:
             rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=version)
         admission = admission_sources(card_pool, card, engine)  # the load client's: any version
-        kv = kv_sources(pool, card, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
-                  rows_base=rows_base, admission=admission, kv=kv)
+                  rows_base=rows_base, admission=admission, kv=kv,
+                  rows_from_lines=from_lines)
 
 
 def choose_for(target: Run, runs: list[Run]) -> Choice:

@@ -27,7 +27,7 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
              *choice.admission, *choice.kv]
     return (choice.card, choice.engine, compute_dtype,
-            tuple(p.label if p else "" for p in picks),
+            tuple(p.label if p else "" for p in picks), choice.rows_from_lines,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
 
 
@@ -50,7 +50,9 @@ def calibration(choice: Choice, compute_dtype: str,
             f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "
             f"interval between a wave's sends, {gap * 1e3:.3f} ms (last send - first send "
             "over requests - 1)"))
-    if choice.rows:
+    if choice.rows and choice.rows_from_lines:
+        cal = line_row_factors(cal, choice.rows)
+    elif choice.rows:
         src_cal = cal
         if choice.rows_base is not None:
             _, info = choice.rows[0].run.engine
@@ -75,6 +77,35 @@ def calibration(choice: Choice, compute_dtype: str,
     if cache is not None:
         cache[key] = cal
     return cal
+
+
+def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with decode-row factors from KV lines (one run's one-wave steps at the same
+    streams and three or more contexts): at each stream count b, the line's intercept (the
+    step time at no KV: :func:`kv_window`'s step s against b x kappa x mean context,
+    :func:`~claimcheck.report.context_cost.fit_line`) over the model's decode step of b
+    rows at no context (weights and state at ``cal``'s bandwidth, or its compute); the
+    median where several runs have a line at b."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    shapes = {}
+    for p in picks:
+        shape, _ = p.run.engine
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        shapes[b] = shape
+        groups.setdefault((p.run.name, b), []).append(
+            (b * shape.kv_bytes_per_token * ctx, step_s))
+    by_rows: dict[int, list[float]] = {}
+    for (_, b), pts in sorted(groups.items()):
+        _, intercept, _ = fit_line([x for x, _ in pts], [y for _, y in pts])
+        base = m.step_cost_sum(shapes[b], cal, b, 0, b, b).time_s
+        by_rows.setdefault(b, []).append(intercept / base)
+    pts = tuple((b, statistics.median(v)) for b, v in sorted(by_rows.items()))
+    src = (f"{', '.join(sorted({run for run, _ in groups}))} ({len(picks)} one-wave steps on "
+           f"{len(groups)} KV line(s) {LINES_MARK}): each line's intercept (the step at no KV) "
+           "over the model's decode step at " + ", ".join(f"{b} rows x{f:.3f}" for b, f in pts)
+           + "; linear between, 1 outside")
+    return replace(cal, row_factors=pts, row_factor_source=src)
 
 
 def kv_window(tl: Any) -> tuple[float, float]:

@@ -21,6 +21,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.report.calibrate import Choice, choose, run_key
 from claimcheck.report.calibration import calibration, predicted_step
 from claimcheck.report.layout import layout_words, parallel_layout, run_layout, run_version
+from claimcheck.report.termsources import borrowed_terms, term_sources
 from claimcheck.runio.run import Run, StepTrace
 
 PROTOCOL_ASSUMPTIONS = (
@@ -193,11 +194,13 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
                     "e2e_error": error(p_e2e, m_e2e), "decode_error": error(p_dec, m_dec)})
         steps.append(row)
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
+    sources = term_sources(choice, engine)
     return ProtocolPrediction(
         report={"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
                 "weights": eng.get("weights"), "engine_run": engine_run,
                 "engine_shape": info, "calibration": cal.as_dict(),
                 "choice": choice.as_dict(), "assumptions": PROTOCOL_ASSUMPTIONS,
+                "term_sources": sources, "borrowed_terms": borrowed_terms(sources),
                 "steps": steps, "predicted_load_s": load},
         shape=shape, calibration=cal, choice=choice, engine_config=eng)
 
