@@ -267,6 +267,37 @@ def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
+def _kv_dtype(run: Run) -> Any:
+    return run.engine[1].get("kv_dtype")
+
+
+def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
+                ) -> tuple[Pick, ...]:
+    """The KV-read term of another engine for one with none of its own: the KV lines
+    (:func:`_lined`) of the first engine (earliest run) of the same weight format and KV
+    dtype on the card, said as borrowed; () when the engine has no run to tell its KV
+    dtype or no such engine has lines."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    own = [r for r in on_card if run_key(r)[1] == engine]
+    if not own:
+        return ()
+    kv_dtype = _kv_dtype(own[0])
+    cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
+             and _kv_dtype(r) == kv_dtype]
+    for who in sorted({run_key(r)[1] for r in cands},
+                      key=lambda e: min(_earliest(r, r.traces[0]) for r in cands
+                                        if run_key(r)[1] == e and r.traces)):
+        lined = _lined([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
+                        if _is_kv_source(r, s)])
+        if lined:
+            why = (f"KV read: borrowed from engine {who} ({len(lined)} one-wave steps at "
+                   f"three or more contexts per stream count of one run; same weight format "
+                   f"{weight_format}, KV dtype {kv_dtype} and card {card}; engine {engine} "
+                   "has no KV-read steps)")
+            return tuple(Pick(r, s, why) for r, s in sorted(lined, key=lambda p: _earliest(*p)))
+    return ()
+
+
 def admission_sources(runs: list[Run], card: str, engine: str
                       ) -> tuple[Pick, ...]:
     """The admission term's source steps: one-wave steps of the engine's own runs on the
@@ -392,9 +423,13 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         kv = kv_sources(pool, card, engine)
         if who != engine and line_rows(kv, card, engine):  # its own lines before another's
             rows, who, from_lines = line_rows(kv, card, engine), engine, True
+        if not rows and version is not None:  # its weight format's of another release
+            rows, who = row_sources(card_pool, card, engine, weight_format)
+        if not kv:
+            kv = borrowed_kv(card_pool, card, engine, weight_format)
         if rows and who != engine:
-            rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
-                               layout=layout, version=version)
+            rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
+                               layout=layout, version=run_version(rows[0].run))
         admission = admission_sources(card_pool, card, engine)  # the load client's: any version
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
