@@ -146,3 +146,24 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
     text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
                "ladder").stdout
     assert "borrowed from another engine: admission (bf16-dummy-256)" in text
+
+
+def test_kv_and_rows_borrowed_across_engines_said(committed_runs):
+    """FP8 on vLLM 0.33 has no KV-read or decode-row steps of its own: its KV read is the
+    FP8 engine's (same weight format, KV dtype fp8, card) context-ladder lines, and its
+    decode rows that engine's decode-rows run (another vLLM release), both said as
+    borrowed."""
+    runs = list(committed_runs)
+    t = next(r for r in runs
+             if r.name == "h200-20261202-fp8-hyperqwen-dummy-16k-vllm033-long-prompts")
+    choice = choose_for(t, runs)
+    src = term_sources(choice, "fp8-hyperqwen-dummy-16k-vllm033")
+    assert src["kv"]["runs"] == ["h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"]
+    assert src["kv"]["borrowed_from"] == "fp8-hyperqwen-dummy-16k"
+    assert "borrowed from engine fp8-hyperqwen-dummy-16k" in choice.kv[0].why
+    assert src["rows"]["runs"] == ["h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"]
+    assert src["rows"]["borrowed_from"] == "fp8-hyperqwen-dummy-16k"
+    # an engine with KV steps of its own keeps them
+    own = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-16k-long-prompts")
+    assert term_sources(choose_for(own, runs), "fp8-hyperqwen-dummy-16k")["kv"][
+        "borrowed_from"] is None
