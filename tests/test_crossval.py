@@ -167,3 +167,35 @@ def test_kv_and_rows_borrowed_across_engines_said(committed_runs):
     own = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-16k-long-prompts")
     assert term_sources(choose_for(own, runs), "fp8-hyperqwen-dummy-16k")["kv"][
         "borrowed_from"] is None
+
+
+def test_prefix_cache_hits_from_seed_policy_and_engine():
+    from claimcheck.report.protocolpredict import prefix_cache_hits
+
+    assert prefix_cache_hits("fresh", True)["expected"] is False
+    assert prefix_cache_hits(7, False)["expected"] is False
+    assert prefix_cache_hits(7, None)["expected"] is None
+    hit = prefix_cache_hits(7, True)
+    assert hit["expected"] is True and hit["words"].startswith("MARKED")
+
+
+def test_predict_marks_a_fixed_seed_on_a_prefix_caching_engine(tmp_path):
+    import yaml
+
+    from claimcheck.core.paths import CONFIG
+
+    protos = yaml.safe_load((CONFIG / "protocols.yaml").read_text())["protocols"]
+    fixed = {**protos["hyperqwen-batch"], "seed": 7}
+    f = tmp_path / "protocols.yaml"
+    f.write_text(yaml.safe_dump({"protocols": {"fixed-seed": fixed}}))
+    # FP8 engine: prefix caching on in its config -> marked
+    p = cli("predict", "--card", "h200", "--engine", "fp8-hyperqwen-dummy-16k", "--protocol",
+            "fixed-seed", "--protocols-file", f, "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["prefix_cache"]["expected"] is True
+    # bf16-dummy-16k: prefix_caching null in its config, its start log says False -> none
+    p = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
+            "fixed-seed", "--protocols-file", f)
+    assert p.returncode == 0, p.stderr
+    assert "prefix-cache hits: none (seed fixed at 7, but the engine's prefix caching is off)" \
+        in p.stdout

@@ -321,6 +321,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
              *source_lines(out.get("term_sources") or {}),
              *([f"  borrowed from another engine: {'; '.join(out['borrowed_terms'])}"]
                if out.get("borrowed_terms") else []),
+             *([f"  {out['prefix_cache']['words']}"] if out.get("prefix_cache") else []),
              f"  assumed: {out['assumptions']}",
              "  tok/s aggregate = summed over the streams (independent requests); per stream "
              "= aggregate / streams; e2e = all tokens / first send to last token; decode = "
