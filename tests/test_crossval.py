@@ -199,3 +199,45 @@ def test_predict_marks_a_fixed_seed_on_a_prefix_caching_engine(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "prefix-cache hits: none (seed fixed at 7, but the engine's prefix caching is off)" \
         in p.stdout
+
+
+def test_mixed_prefill_arithmetic_by_hand():
+    from claimcheck.core import model as m
+
+    # wall 1.0 s at k=1, 2.0 s at k=2, measured 1.2 s -> k = 1 + 0.2 / 1.0
+    assert abs(m.mixed_factor_from_wall(1.2, 1.0, 2.0) - 1.2) < 1e-12
+    assert abs(m.mixed_factor_from_wall(0.9, 1.0, 1.5) - 0.8) < 1e-12
+    assert m.mixed_factor_from_wall(1.2, 1.0, 1.0) is None  # k moves nothing
+    c = m.StepCost(weights_s=0.010, state_s=0.0, kv_s=0.0, compute_s=0.008)
+    assert m.mixed_cost(c, 1.5).time_s == 0.008 * 1.5  # now compute-bound: 12 ms
+    assert m.mixed_cost(c, 1.1).time_s == 0.010  # still memory-bound
+
+
+def _toy():
+    from claimcheck.core import model as m
+
+    # 1 GB of weights at 1 TB/s (1 ms); 1 GFLOP a token at 100 TFLOP/s (10 us a token):
+    # a 1,000-token chunk is 10 ms of compute, compute-bound
+    shape = m.EngineShape(weight_bytes=1e9, state_bytes=0.0, kv_bytes_per_token=0.0,
+                          flops_body_per_token=1e9, flops_head_per_token=0.0,
+                          max_num_batched_tokens=4096, max_num_seqs=8)
+    cal = m.Calibration(bandwidth_bytes_s=1e12, flops_s=1e14, request_overhead_s=0.0,
+                        bandwidth_source="", compute_source="")
+    return shape, cal
+
+
+def test_mixed_prefill_charges_only_shared_prefill_steps():
+    from dataclasses import replace as rep
+
+    from claimcheck.core import simulator
+
+    shape, cal = _toy()
+    k = rep(cal, mixed_prefill_factor=1.5)
+    # one request alone: its prefill step (10 ms) shares with nobody: unchanged
+    one = [simulator.simulate(shape, c, [1000], [1], 1).timeline.requests[0].ttft_s
+           for c in (cal, k)]
+    assert abs(one[0] - 0.010) < 1e-9 and one[0] == one[1]
+    # two prompts sent together share one 2,000-token step: 20 ms, then x1.5 = 30 ms
+    two = [simulator.simulate(shape, c, [1000, 1000], [1, 1], 2).timeline.requests[0].ttft_s
+           for c in (cal, k)]
+    assert abs(two[0] - 0.020) < 1e-9 and abs(two[1] - 0.030) < 1e-9

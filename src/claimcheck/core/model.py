@@ -112,7 +112,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from claimcheck.core import roofline as rl
@@ -203,6 +203,12 @@ class Calibration:
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
     not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
     kv_source: str = ""
+    mixed_prefill_factor: float = 1.0
+    """The compute term of a step in which a prompt chunk shares the step with other
+    requests (other prompts, or decode rows: prefill interleaved with decode) costs this x
+    the calibrated one, which a lone prompt's held prefill measured (:func:`mixed_cost`);
+    1: not measured."""
+    mixed_prefill_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
@@ -211,6 +217,8 @@ class Calibration:
             _check_number("Calibration", name, getattr(self, name), zero_ok=False)
         for name in ("request_overhead_s", "admission_interval_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
+                      zero_ok=False)
         if self.kv_bandwidth_bytes_s is not None:
             _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
                           zero_ok=False)
@@ -291,6 +299,24 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
                     compute_s=compute_s + head_s)
+
+
+def mixed_cost(cost: StepCost, factor: float) -> StepCost:
+    """The cost of a step in which a prompt chunk shares the step with other requests: its
+    compute term x the measured ``factor`` (``Calibration.mixed_prefill_factor``); the step
+    takes the larger of that and its memory term, as any step."""
+    return replace(cost, compute_s=cost.compute_s * factor)
+
+
+def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
+                           ) -> float | None:
+    """The mixed-prefill factor k at which a step's simulated wall (first send to last
+    token) equals the measured one, from its simulated wall at k = 1 and k = 2 (linear in
+    k while the same steps stay compute-bound): 1 + (measured - T(1)) / (T(2) - T(1));
+    None when k does not move it (no shared prefill step)."""
+    if at_two_s <= at_one_s:
+        return None
+    return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:

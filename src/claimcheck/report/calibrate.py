@@ -120,10 +120,12 @@ class Choice:
     rows_base: Choice | None = None
     """The calibration of the rows' own engine when it is not this one (the factors are
     that engine's measured step over its own model)."""
+    kv_base: Choice | None = None
+    """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
+    rate and mixed-prefill factor are taken."""
     rows_from_lines: bool = False
-    """The decode-row factors come from the intercepts of the engine's own KV lines
-    (:func:`claimcheck.report.calibration.line_row_factors`; ``rows`` are those lines'
-    steps): the engine has no decode-row steps of its own."""
+    """The decode-row factors are the intercepts of the engine's own KV lines
+    (:func:`line_rows`; :func:`claimcheck.report.calibration.line_row_factors`)."""
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
@@ -267,10 +269,6 @@ def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
-def _kv_dtype(run: Run) -> Any:
-    return run.engine[1].get("kv_dtype")
-
-
 def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
                 ) -> tuple[Pick, ...]:
     """The KV-read term of another engine for one with none of its own: the KV lines
@@ -281,9 +279,9 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
     own = [r for r in on_card if run_key(r)[1] == engine]
     if not own:
         return ()
-    kv_dtype = _kv_dtype(own[0])
+    kv_dtype = own[0].engine[1].get("kv_dtype")
     cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
-             and _kv_dtype(r) == kv_dtype]
+             and r.engine[1].get("kv_dtype") == kv_dtype]
     for who in sorted({run_key(r)[1] for r in cands},
                       key=lambda e: min(_earliest(r, r.traces[0]) for r in cands
                                         if run_key(r)[1] == e and r.traces)):
@@ -418,6 +416,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
     from_lines = False
+    kv_base = None
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
         kv = kv_sources(pool, card, engine)
@@ -427,13 +426,16 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             rows, who = row_sources(card_pool, card, engine, weight_format)
         if not kv:
             kv = borrowed_kv(card_pool, card, engine, weight_format)
+            if kv:
+                kv_base = choose(card_pool, card, str(run_key(kv[0].run)[1]), weight_format,
+                                 layout=layout, version=run_version(kv[0].run))
         if rows and who != engine:
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run))
         admission = admission_sources(card_pool, card, engine)  # the load client's: any version
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
-                  rows_base=rows_base, admission=admission, kv=kv,
+                  rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
                   rows_from_lines=from_lines)
 
 
