@@ -16,7 +16,8 @@ from claimcheck.loaders.cards import get_card
 
 def term_lines(c: dict[str, Any]) -> list[str]:
     """One line per measured term of a calibration (``Calibration.as_dict()``), with its
-    source: decode-row factors, the admission interval, the KV-read rate."""
+    source: decode-row factors, the admission interval, the KV-read rate, the mixed-prefill
+    factor."""
     out = []
     if c.get("row_factor_source"):
         out.append(f"  decode rows: {c['row_factor_source']}")
@@ -24,6 +25,8 @@ def term_lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  admission: {c['admission_source']}")
     if c.get("kv_source"):
         out.append(f"  KV read: {c['kv_source']}")
+    if c.get("mixed_prefill_source"):
+        out.append(f"  mixed prefill: {c['mixed_prefill_source']}")
     return out
 
 

@@ -83,6 +83,25 @@ moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lyin
 prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
 second source once run.
 
+Where an engine has no decode-row steps of its own, its decode-row factors are the
+intercepts of its own KV lines (the step at no KV over the model's decode step, at each
+line's streams): FP8's context ladder gives 1.00 / 1.18 / 1.02 at 8 / 24 / 48 rows, the
+kernel step its decode-rows run measured; BF16 (bf16-dummy-16k) 1.025 / 1.027 / 1.021. An
+engine with no KV-read steps borrows the KV rate (and the mixed-prefill factor below) from
+an engine of the same weight format, KV dtype and card, as that engine's calibration has
+them, said as borrowed; one with no decode-row steps on its vLLM release borrows them from
+its weight format's engine of another release, said as well.
+
+A fourth measured term is mixed prefill (``Calibration.mixed_prefill_factor``): a step in
+which a prompt chunk shares the step with other requests (other prompts, or decode rows)
+costs a factor x its compute term, the held one-prompt prefill's. It is measured on the
+KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
+requests' decode): the factor at which each step's simulated wall equals its measured one
+(:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
+1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
+every one-wave step of the engine's own runs (admission and decode-row protocols too) put
+more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142).
+
 Terms the model does not have, each named where a step misses by more than 5%:
 
 - prefill of many short sequences (measured, stays out): with admission in, the
