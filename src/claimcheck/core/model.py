@@ -100,7 +100,9 @@ requests' decode): the factor at which each step's simulated wall equals its mea
 (:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
 1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
 every one-wave step of the engine's own runs (admission and decode-row protocols too) put
-more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142).
+more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142);
+so did a cost per extra prompt in a step from the engine's own one-wave short-prompt steps
+(154 in sample, 126 cross-validated), and a factor by prompt length changed nothing (145).
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
