@@ -26,3 +26,26 @@ rule model_figures:
         PIPELINE_ENV
     script:
         "../scripts/model_fig.py"
+
+
+# Issue 43: the model on shapes it has not seen. Each run's steps predicted with that run
+# left out of every term (calibration, decode rows, KV line, admission), beside the
+# in-sample errors; the log gives the counts per engine and the Update's sentence.
+rule crossval:
+    input:
+        code=PACKAGE_SOURCES,
+        runs=all_run_files,
+        model=config["model_config"],
+        protocols="config/protocols.yaml",
+    output:
+        csv="data/derived/crossval.csv",
+    params:
+        run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
+    log:
+        "logs/crossval.log",
+    benchmark:
+        "logs/benchmarks/crossval.tsv"
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/crossval.py"

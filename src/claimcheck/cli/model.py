@@ -16,7 +16,8 @@ from claimcheck.loaders.cards import get_card
 
 def term_lines(c: dict[str, Any]) -> list[str]:
     """One line per measured term of a calibration (``Calibration.as_dict()``), with its
-    source: decode-row factors, the admission interval, the KV-read rate."""
+    source: decode-row factors, the admission interval, the KV-read rate, the mixed-prefill
+    factor."""
     out = []
     if c.get("row_factor_source"):
         out.append(f"  decode rows: {c['row_factor_source']}")
@@ -24,6 +25,8 @@ def term_lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  admission: {c['admission_source']}")
     if c.get("kv_source"):
         out.append(f"  KV read: {c['kv_source']}")
+    if c.get("mixed_prefill_source"):
+        out.append(f"  mixed prefill: {c['mixed_prefill_source']}")
     return out
 
 
@@ -35,7 +38,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
     s = sub.add_parser("model", help="calibrated step model: predict every step of a run")
-    s.add_argument("run_dir", help="a run directory (data/raw/runs/<run>)")
+    s.add_argument("run_dir", nargs="?", default=None,
+                   help="a run directory (data/raw/runs/<run>); none with --cross-validate")
+    s.add_argument("--cross-validate", action="store_true",
+                   help="instead: every committed run's steps predicted with that run left "
+                        "out of every term (calibration, decode rows, KV line, admission); "
+                        "per step and per engine and term, beside the in-sample errors")
+    s.add_argument("--runs", default=None,
+                   help="runs folder for --cross-validate (default data/raw/runs)")
     s.add_argument("--calibrate-from", default=None,
                    help="run directory with a 1-stream step (default: chosen among the "
                         "runs beside RUN_DIR on its card, as `snakemake all` does: the same "
@@ -135,6 +145,10 @@ def cmd_model(a: argparse.Namespace) -> int:
     from claimcheck.report.modeltable import miss_term, predict, predict_run
     from claimcheck.runio.run import find_runs, load_run
 
+    if a.cross_validate:
+        return cmd_cross_validate(a)
+    if a.run_dir is None:
+        raise InputError("run_dir", "give a run directory (or --cross-validate)")
     if a.before:  # a prediction kept before the run, against what it measured
         from claimcheck.report.beforehand_index import compare
         if a.calibrate_from:
@@ -210,10 +224,60 @@ def cmd_model(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cross_validate(a: argparse.Namespace) -> int:
+    """``claimcheck model --cross-validate``: :mod:`claimcheck.report.crossval` over the
+    committed runs."""
+    from claimcheck.core.paths import RUNS
+    from claimcheck.report import crossval as cv
+    from claimcheck.runio.run import load_runs
+
+    if a.run_dir or a.before or a.calibrate_from:
+        raise InputError("--cross-validate", "predicts every committed run with that run "
+                         "left out; it takes no RUN_DIR, --before or --calibrate-from")
+    root = Path(a.runs) if a.runs else RUNS
+    if not root.is_dir():
+        raise InputError("--runs", f"{root} is not a folder")
+    rows = cv.cross_validate(load_runs(root))
+    out = {"tolerance": a.tolerance, "summary": cv.summary(rows, a.tolerance),
+           "engines": cv.by_engine(rows, a.tolerance), "terms": cv.by_term(rows, a.tolerance),
+           "sentence": cv.update_sentence(rows, a.tolerance), "steps": rows}
+    lines = [f"leave-one-run-out over {root}: each run's steps predicted with that run left "
+             "out of every term; within "
+             f"{a.tolerance:.0%} (e2e / decode / both), complete steps",
+             f"{'engine':<34} {'steps':>5} {'in sample':>14} {'cross-validated':>16}"]
+    for e, v in {"all": out["summary"], **out["engines"]}.items():
+        i, c = v["in_sample"], v["cross_validated"]
+        lines.append(f"{e:<34} {v['steps']:>5} {i['e2e_within']:>4} /{i['decode_within']:>4} "
+                     f"/{i['both_within']:>4} {c['e2e_within']:>5} /{c['decode_within']:>4} "
+                     f"/{c['both_within']:>4}"
+                     + (f"  ({v['unpredicted']} with no calibration without their run)"
+                        if v["unpredicted"] else ""))
+    lines.append("per term (steps with it measured, borrowed from another engine, both "
+                 "within; without it):")
+    for t, v in out["terms"].items():
+        lines.append(f"  {t:<10} {v['with']:>4} with ({v['borrowed']} borrowed), "
+                     f"{v['summary_with']['cross_validated']['both_within']} within; "
+                     f"{v['summary_without']['steps']} without, "
+                     f"{v['summary_without']['cross_validated']['both_within']} within")
+    lines.append(f"{'run':<58} {'step':>4} {'rep':>3} {'e2e err':>8} {'dec err':>8} "
+                 f"{'in-sample':>17}")
+    for r in rows:
+        lines.append(f"{r['run']:<58} {r['step']:>4} {r['repeat']:>3} "
+                     f"{fmt(r['e2e_error'], '+.1%'):>8} {fmt(r['decode_error'], '+.1%'):>8} "
+                     f"{fmt(r['in_sample_e2e_error'], '+.1%'):>8} "
+                     f"{fmt(r['in_sample_decode_error'], '+.1%'):>8}"
+                     + (" [calibration step]" if r["calibration_step"] else "")
+                     + (f" {r['cv_note']}" if r["cv_note"] else ""))
+    lines.append(out["sentence"])
+    emit(out, a.json, "\n".join(lines))
+    return 0
+
+
 def cmd_predict(a: argparse.Namespace) -> int:
     from claimcheck.core.paths import CONFIG, RUNS
     from claimcheck.loaders.config import load_engines, load_protocols
     from claimcheck.report.protocolpredict import predict_protocol, verify_plan
+    from claimcheck.report.termsources import source_lines
     from claimcheck.runio.run import load_runs
 
     if a.verify is not None and a.verify < 0:
@@ -257,6 +321,10 @@ def cmd_predict(a: argparse.Namespace) -> int:
              *term_lines(c),
              *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
                if isinstance(v, dict)),
+             *source_lines(out.get("term_sources") or {}),
+             *([f"  borrowed from another engine: {'; '.join(out['borrowed_terms'])}"]
+               if out.get("borrowed_terms") else []),
+             *([f"  {out['prefix_cache']['words']}"] if out.get("prefix_cache") else []),
              f"  assumed: {out['assumptions']}",
              "  tok/s aggregate = summed over the streams (independent requests); per stream "
              "= aggregate / streams; e2e = all tokens / first send to last token; decode = "

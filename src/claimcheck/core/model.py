@@ -83,6 +83,27 @@ moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lyin
 prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
 second source once run.
 
+Where an engine has no decode-row steps of its own, its decode-row factors are the
+intercepts of its own KV lines (the step at no KV over the model's decode step, at each
+line's streams): FP8's context ladder gives 1.00 / 1.18 / 1.02 at 8 / 24 / 48 rows, the
+kernel step its decode-rows run measured; BF16 (bf16-dummy-16k) 1.025 / 1.027 / 1.021. An
+engine with no KV-read steps borrows the KV rate (and the mixed-prefill factor below) from
+an engine of the same weight format, KV dtype and card, as that engine's calibration has
+them, said as borrowed; one with no decode-row steps on its vLLM release borrows them from
+its weight format's engine of another release, said as well.
+
+A fourth measured term is mixed prefill (``Calibration.mixed_prefill_factor``): a step in
+which a prompt chunk shares the step with other requests (other prompts, or decode rows)
+costs a factor x its compute term, the held one-prompt prefill's. It is measured on the
+KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
+requests' decode): the factor at which each step's simulated wall equals its measured one
+(:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
+1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
+every one-wave step of the engine's own runs (admission and decode-row protocols too) put
+more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142);
+so did a cost per extra prompt in a step from the engine's own one-wave short-prompt steps
+(154 in sample, 126 cross-validated), and a factor by prompt length changed nothing (145).
+
 Terms the model does not have, each named where a step misses by more than 5%:
 
 - prefill of many short sequences (measured, stays out): with admission in, the
@@ -112,7 +133,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from claimcheck.core import roofline as rl
@@ -203,6 +224,12 @@ class Calibration:
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
     not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
     kv_source: str = ""
+    mixed_prefill_factor: float = 1.0
+    """The compute term of a step in which a prompt chunk shares the step with other
+    requests (other prompts, or decode rows: prefill interleaved with decode) costs this x
+    the calibrated one, which a lone prompt's held prefill measured (:func:`mixed_cost`);
+    1: not measured."""
+    mixed_prefill_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
@@ -211,6 +238,8 @@ class Calibration:
             _check_number("Calibration", name, getattr(self, name), zero_ok=False)
         for name in ("request_overhead_s", "admission_interval_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
+                      zero_ok=False)
         if self.kv_bandwidth_bytes_s is not None:
             _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
                           zero_ok=False)
@@ -291,6 +320,24 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
                     compute_s=compute_s + head_s)
+
+
+def mixed_cost(cost: StepCost, factor: float) -> StepCost:
+    """The cost of a step in which a prompt chunk shares the step with other requests: its
+    compute term x the measured ``factor`` (``Calibration.mixed_prefill_factor``); the step
+    takes the larger of that and its memory term, as any step."""
+    return replace(cost, compute_s=cost.compute_s * factor)
+
+
+def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
+                           ) -> float | None:
+    """The mixed-prefill factor k at which a step's simulated wall (first send to last
+    token) equals the measured one, from its simulated wall at k = 1 and k = 2 (linear in
+    k while the same steps stay compute-bound): 1 + (measured - T(1)) / (T(2) - T(1));
+    None when k does not move it (no shared prefill step)."""
+    if at_two_s <= at_one_s:
+        return None
+    return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:

@@ -16,6 +16,7 @@ from claimcheck.core.model import (
     EngineShape,
     StepCost,
     aligned_chunk,
+    mixed_cost,
     row_factor,
     step_cost,
     step_cost_sum,
@@ -74,6 +75,9 @@ def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
         if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
             sampled += 1
     cost = step_cost(shape, cal, contexts, tokens, sampled)
+    if cal.mixed_prefill_factor != 1.0 and len(sched) > 1 and any(
+            r.prefilled < r.prompt for r, _ in sched):  # a prompt chunk beside other requests
+        cost = mixed_cost(cost, cal.mixed_prefill_factor)
     step_s = cost.time_s
     if tokens == sampled == len(sched):  # a decode-only step
         step_s *= _decode_factor(cal, len(sched))

@@ -25,9 +25,11 @@ calibrated on its own runs; the admission interval, the load client's, is the ex
 
 Two measured terms come by the same kind of rule (:func:`row_sources`,
 :func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
-that say ``model_term: decode_rows`` (the engine's own runs on the card, else its weight
-format's), and the admission interval from the send times of one-wave steps of protocols
-that say ``model_term: admission`` (the engine's, else any run on the card: it is the load
+that say ``model_term: decode_rows`` (the engine's own runs on the card, else the
+intercepts of its own KV lines (:func:`line_rows`: one run's steps at the same streams and
+three or more contexts, the step at no KV over the model's), else its weight format's),
+and the admission interval from the send times of one-wave steps of protocols that say
+``model_term: admission`` (the engine's, else any run on the card: it is the load
 client's). A card the registry does not know (a CPU engine's ``cpu``) takes compute from
 its longest one-stream prefill, said as a lower bound.
 
@@ -118,6 +120,12 @@ class Choice:
     rows_base: Choice | None = None
     """The calibration of the rows' own engine when it is not this one (the factors are
     that engine's measured step over its own model)."""
+    kv_base: Choice | None = None
+    """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
+    rate and mixed-prefill factor are taken."""
+    rows_from_lines: bool = False
+    """The decode-row factors are the intercepts of the engine's own KV lines
+    (:func:`line_rows`; :func:`claimcheck.report.calibration.line_row_factors`)."""
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
@@ -221,6 +229,30 @@ def _is_kv_source(r: Run, s: StepTrace) -> bool:
             and bool(d.all_decoding_spans(s.timeline)))
 
 
+def _lined(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
+    """The pairs that lie on lines: one run's steps at the same streams and
+    :data:`~claimcheck.report.context_cost.MIN_CONTEXTS` or more prompt lengths."""
+    lines: dict[tuple[str, int], list] = {}
+    for r, s in pairs:
+        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
+    return [p for g in lines.values()
+            if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
+
+
+def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
+    """The decode-row term's steps when the engine has no decode-row steps of its own: its
+    KV-read steps on lines (:func:`_lined`), whose intercepts (the step at no KV) over the
+    model's decode step give the factor at their stream counts."""
+    lined = _lined([(p.run, p.step) for p in kv])
+    if not lined:
+        return ()
+    rows = sorted({s.timeline.streams for _, s in lined})
+    why = (f"decode rows: the intercepts of {len(rows)} KV line(s) at "
+           f"{', '.join(map(str, rows))} rows ({len(lined)} one-wave steps at three or more "
+           f"contexts of engine {engine} on {card}; it has no decode-row steps)")
+    return tuple(Pick(r, s, why) for r, s in lined)
+
+
 def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
     (the rate is its KV dtype's attention kernel at its context; no other engine's); where
@@ -228,17 +260,40 @@ def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests."""
     pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
              if _is_kv_source(r, s)]
-    lines: dict[tuple[str, int], list] = {}
-    for r, s in pairs:
-        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
-    lined = [p for g in lines.values()
-             if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
+    lined = _lined(pairs)
     if lined:  # a run that measured the same streams at 3+ contexts: its lines alone
         pairs = lined
     why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
            "every stream decodes" + (", at three or more contexts per stream count of one "
                                      "run" if lined else ""))
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
+
+
+def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
+                ) -> tuple[Pick, ...]:
+    """The KV-read term of another engine for one with none of its own: the KV lines
+    (:func:`_lined`) of the first engine (earliest run) of the same weight format and KV
+    dtype on the card, said as borrowed; () when the engine has no run to tell its KV
+    dtype or no such engine has lines."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    own = [r for r in on_card if run_key(r)[1] == engine]
+    if not own:
+        return ()
+    kv_dtype = own[0].engine[1].get("kv_dtype")
+    cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
+             and r.engine[1].get("kv_dtype") == kv_dtype]
+    for who in sorted({run_key(r)[1] for r in cands},
+                      key=lambda e: min(_earliest(r, r.traces[0]) for r in cands
+                                        if run_key(r)[1] == e and r.traces)):
+        lined = _lined([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
+                        if _is_kv_source(r, s)])
+        if lined:
+            why = (f"KV read: borrowed from engine {who} ({len(lined)} one-wave steps at "
+                   f"three or more contexts per stream count of one run; same weight format "
+                   f"{weight_format}, KV dtype {kv_dtype} and card {card}; engine {engine} "
+                   "has no KV-read steps)")
+            return tuple(Pick(r, s, why) for r, s in sorted(lined, key=lambda p: _earliest(*p)))
+    return ()
 
 
 def admission_sources(runs: list[Run], card: str, engine: str
@@ -360,16 +415,28 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     rows_base = None
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
+    from_lines = False
+    kv_base = None
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format)
-        if rows and who != engine:
-            rows_base = choose(pool, card, str(who), weight_format, with_rows=False,
-                               layout=layout, version=version)
-        admission = admission_sources(card_pool, card, engine)  # the load client's: any version
         kv = kv_sources(pool, card, engine)
+        if who != engine and line_rows(kv, card, engine):  # its own lines before another's
+            rows, who, from_lines = line_rows(kv, card, engine), engine, True
+        if not rows and version is not None:  # its weight format's of another release
+            rows, who = row_sources(card_pool, card, engine, weight_format)
+        if not kv:
+            kv = borrowed_kv(card_pool, card, engine, weight_format)
+            if kv:
+                kv_base = choose(card_pool, card, str(run_key(kv[0].run)[1]), weight_format,
+                                 layout=layout, version=run_version(kv[0].run))
+        if rows and who != engine:
+            rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
+                               layout=layout, version=run_version(rows[0].run))
+        admission = admission_sources(card_pool, card, engine)  # the load client's: any version
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
-                  rows_base=rows_base, admission=admission, kv=kv)
+                  rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
+                  rows_from_lines=from_lines)
 
 
 def choose_for(target: Run, runs: list[Run]) -> Choice:

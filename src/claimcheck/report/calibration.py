@@ -27,8 +27,9 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
              *choice.admission, *choice.kv]
     return (choice.card, choice.engine, compute_dtype,
-            tuple(p.label if p else "" for p in picks),
-            _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None)
+            tuple(p.label if p else "" for p in picks), choice.rows_from_lines,
+            _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
+            _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None)
 
 
 def calibration(choice: Choice, compute_dtype: str,
@@ -50,7 +51,9 @@ def calibration(choice: Choice, compute_dtype: str,
             f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "
             f"interval between a wave's sends, {gap * 1e3:.3f} ms (last send - first send "
             "over requests - 1)"))
-    if choice.rows:
+    if choice.rows and choice.rows_from_lines:
+        cal = line_row_factors(cal, choice.rows)
+    elif choice.rows:
         src_cal = cal
         if choice.rows_base is not None:
             _, info = choice.rows[0].run.engine
@@ -70,11 +73,81 @@ def calibration(choice: Choice, compute_dtype: str,
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
                + "; linear between, 1 outside")
         cal = replace(cal, row_factors=pts, row_factor_source=src)
-    if choice.kv:
+    if choice.kv_base is not None:  # another engine's KV steps: its own calibration's terms
+        _, info = choice.kv[0].run.engine
+        src = calibration(choice.kv_base, info["compute_dtype"], cache)
+        said = f"borrowed from engine {choice.kv_base.engine}: "
+        cal = replace(cal, kv_bandwidth_bytes_s=src.kv_bandwidth_bytes_s,
+                      kv_source=said + src.kv_source,
+                      mixed_prefill_factor=src.mixed_prefill_factor,
+                      mixed_prefill_source=(said + src.mixed_prefill_source
+                                            if src.mixed_prefill_source else ""))
+    elif choice.kv:
         cal = kv_calibration(cal, choice.kv)
+        cal = mixed_calibration(cal, choice.kv)
     if cache is not None:
         cache[key] = cal
     return cal
+
+
+def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with decode-row factors from KV lines (one run's one-wave steps at the same
+    streams and three or more contexts): at each stream count b, the line's intercept (the
+    step time at no KV: :func:`kv_window`'s step s against b x kappa x mean context,
+    :func:`~claimcheck.report.context_cost.fit_line`) over the model's decode step of b
+    rows at no context (weights and state at ``cal``'s bandwidth, or its compute); the
+    median where several runs have a line at b."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    shapes = {}
+    for p in picks:
+        shape, _ = p.run.engine
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        shapes[b] = shape
+        groups.setdefault((p.run.name, b), []).append(
+            (b * shape.kv_bytes_per_token * ctx, step_s))
+    by_rows: dict[int, list[float]] = {}
+    for (_, b), pts in sorted(groups.items()):
+        _, intercept, _ = fit_line([x for x, _ in pts], [y for _, y in pts])
+        base = m.step_cost_sum(shapes[b], cal, b, 0, b, b).time_s
+        by_rows.setdefault(b, []).append(intercept / base)
+    pts = tuple((b, statistics.median(v)) for b, v in sorted(by_rows.items()))
+    src = (f"{', '.join(sorted({run for run, _ in groups}))} ({len(picks)} one-wave steps on "
+           f"{len(groups)} KV line(s) {LINES_MARK}): each line's intercept (the step at no KV) "
+           "over the model's decode step at " + ", ".join(f"{b} rows x{f:.3f}" for b, f in pts)
+           + "; linear between, 1 outside")
+    return replace(cal, row_factors=pts, row_factor_source=src)
+
+
+def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the mixed-prefill factor (``Calibration.mixed_prefill_factor``): over
+    the KV-read term's one-wave steps (``picks``: a wave's prompts prefill together and
+    beside its first requests' decode), the median of the factor at which each step's
+    simulated wall (first send to last token) equals its measured one
+    (:func:`claimcheck.core.model.mixed_factor_from_wall`, from the simulation at factors
+    1 and 2, every other term as ``cal`` has it). No step the factor moves: ``cal``
+    unchanged."""
+    ks = []
+    for p in picks:
+        tl = p.step.timeline
+        shape, _ = p.run.engine
+        prompts = [r.prompt_tokens for r in tl.requests]
+        outputs = [r.output_tokens for r in tl.requests]
+        at = [predicted_step(shape, replace(cal, mixed_prefill_factor=k), prompts, outputs,
+                             tl.streams)[0]["predicted_load_s"] for k in (1.0, 2.0)]
+        k = m.mixed_factor_from_wall(tl.wall_s, *at)
+        if k is not None and k > 0:
+            ks.append(k)
+    if not ks:
+        return cal
+    k = statistics.median(ks)
+    runs = sorted({p.run.name for p in picks})
+    src = (f"{', '.join(runs)} ({len(ks)} one-wave steps, a wave's prompts prefilling "
+           f"together and beside its first requests' decode): their measured wall puts a "
+           f"step in which a prompt chunk shares the step with other requests at x{k:.3f} "
+           f"its compute term (the held one-prompt prefill's), the median of "
+           f"x{min(ks):.3f}-x{max(ks):.3f}")
+    return replace(cal, mixed_prefill_factor=k, mixed_prefill_source=src)
 
 
 def kv_window(tl: Any) -> tuple[float, float]:

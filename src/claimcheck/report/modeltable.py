@@ -147,7 +147,9 @@ def table_rows(runs: list[Run], unmodelled: list[str] | None = None
                 "admission_source": cal["admission_source"],
                 "kv_bandwidth_gb_s": (cal["kv_bandwidth_bytes_s"] / 1e9
                                       if cal["kv_bandwidth_bytes_s"] else None),
-                "kv_source": cal["kv_source"]}
+                "kv_source": cal["kv_source"],
+                "mixed_prefill_factor": cal["mixed_prefill_factor"],
+                "mixed_prefill_source": cal["mixed_prefill_source"]}
         for k, p in picks.items():
             base[f"{k}_step"] = p.label if p else ""
             base[f"{k}_why"] = p.why if p else choice.compute_missing

@@ -9,6 +9,7 @@ load seconds of that plan against the whole protocol and suite.
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
@@ -21,6 +22,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.report.calibrate import Choice, choose, run_key
 from claimcheck.report.calibration import calibration, predicted_step
 from claimcheck.report.layout import layout_words, parallel_layout, run_layout, run_version
+from claimcheck.report.termsources import borrowed_terms, term_sources
 from claimcheck.runio.run import Run, StepTrace
 
 PROTOCOL_ASSUMPTIONS = (
@@ -83,6 +85,42 @@ def plan_step(shape: m.EngineShape, cal: m.Calibration, streams: int, requests: 
     pred, _ = predicted_step(shape, cal, [input_len] * requests, [output_len] * requests,
                              streams)
     return pred
+
+
+def prefix_caching_of(run: Run | None) -> bool | None:
+    """Whether the engine of ``run`` caches prefixes, from its engine config
+    (``prefix_caching``), else from vLLM's own word in its start log
+    (``enable_prefix_caching=True/False``); None when neither says."""
+    if run is None:
+        return None
+    v = (run.provenance.raw.get("engine_config") or {}).get("prefix_caching")
+    if v is not None:
+        return bool(v)
+    found = re.findall(r"enable_prefix_caching'?[=:] ?(True|False)", run.start_log)
+    return found[-1] == "True" if found else None
+
+
+def prefix_cache_hits(seed: Any, caching: bool | None) -> dict[str, Any]:
+    """What the model can say of prefix-cache hits: from the protocol's seed policy
+    (``fresh``: a new seed per call, so prompts share no prefix; a fixed number: request i
+    of every step starts with the same tokens) and the engine's prefix caching.
+    ``expected``: False (none), True (hits the model does not price: the prediction is
+    marked) or None (cannot be known); ``words``: the reason."""
+    if seed == "fresh":
+        return {"expected": False, "words": "prefix-cache hits: none (seed: fresh, a new "
+                "seed per call: prompts share no prefix)"}
+    if caching is False:
+        return {"expected": False, "words": f"prefix-cache hits: none (seed fixed at {seed}, "
+                "but the engine's prefix caching is off)"}
+    if caching is None:
+        return {"expected": None, "words": f"prefix-cache hits cannot be known (seed fixed at "
+                f"{seed}: request i of every step starts with the same tokens; the engine's "
+                "prefix caching is not said in its config or start log); the model assumes "
+                "none"}
+    return {"expected": True, "words": f"MARKED: prefix-cache hits expected (seed fixed at "
+            f"{seed}: request i of every step after the first starts with the same tokens, "
+            "and the engine caches prefixes); the model assumes none, so a step may measure "
+            "faster than predicted"}
 
 
 TWIN_FIELDS = ("model", "weights", "weight_format", "quantization", "kv_cache_dtype",
@@ -193,11 +231,16 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
                     "e2e_error": error(p_e2e, m_e2e), "decode_error": error(p_dec, m_dec)})
         steps.append(row)
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
+    sources = term_sources(choice, engine)
     return ProtocolPrediction(
         report={"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
                 "weights": eng.get("weights"), "engine_run": engine_run,
                 "engine_shape": info, "calibration": cal.as_dict(),
                 "choice": choice.as_dict(), "assumptions": PROTOCOL_ASSUMPTIONS,
+                "term_sources": sources,
+                "prefix_cache": prefix_cache_hits(getattr(proto, "seed", "fresh"),
+                                                  prefix_caching_of(base)),
+                "borrowed_terms": borrowed_terms(sources),
                 "steps": steps, "predicted_load_s": load},
         shape=shape, calibration=cal, choice=choice, engine_config=eng)
 
