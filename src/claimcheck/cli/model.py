@@ -251,8 +251,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
             raise InputError("--power-limit", f"{a.card} has committed runs, measured at its "
                              "own limit; --power-limit carries terms to a card with none")
         pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
-    elif getattr(a, "carry", False) or power is not None or not newcard.has_format(
-            runs, engines, a.engine):  # every term carried from the local card, said
+    elif getattr(a, "carry", False) or power is not None or (
+            a.engine in engines and not newcard.has_format(runs, engines, a.engine)):
+        # every term carried from the local card, each said measured/carried/assumed
         from claimcheck.report.carry import predict_carried
         carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power)
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
@@ -268,7 +269,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
     dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
     b = out.get("borrowed")
     whence = (f"{out['carried']['from_card']}'s runs, every term carried by its datasheet"
-              if carried else "the committed runs on that card" if not b else "its datasheet, no run on it: "
+              if carried else "the committed runs on that card" if not b else
+              "its datasheet, no run on it: "
               f"eta and the engine terms borrowed from {b['from_engine']} on "
               f"{b['from_card']} (assumed)")
     lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from "

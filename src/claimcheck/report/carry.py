@@ -255,7 +255,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     return {"local_card": local, "shape_engine": shape_e, "eta_engine": eta_e,
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
-            "power_limit_w": limit, "compute_dtype": dtype_new}
+            "power_limit_w": limit, "compute_dtype": dtype_new, "card": new}
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,
