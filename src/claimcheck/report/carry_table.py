@@ -12,8 +12,10 @@ How each metric is read from the prediction:
   requests (streams_running, else streams) over one decode step at mid-output context,
   R / the model's step time.
 
-Requests per figure: the first protocol step of config/protocols.yaml with the same streams
-and lengths, else 4 x streams (said in ``note``).
+``term_source_runs``: the runs behind every speed term (the power term reads the local
+card's telemetry only, said in ``claimcheck predict``). Requests per figure: the first
+protocol step of config/protocols.yaml with the same streams and lengths, else 4 x streams
+(said in ``note``).
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
         if wall is not None and b > wall:
             note = "; ".join(x for x in (note, f"past the memory wall ({wall} streams fit)")
                              if x)
-        src = sorted({s for term in t["terms"].values() for s in term.source_runs})
+        src = sorted({s for k, term in t["terms"].items() for s in term.source_runs
+                      if k != "power_clock_ratio"})  # its runs: the local card's telemetry
         pub = float(c["value"])
         rows.append({"claim_id": c["id"], "metric": metric,
                      "power_limit_w": t["power_limit_w"], "streams": b, "input_len": i,
