@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from claimcheck.core import model as m
 from claimcheck.core.paths import CONFIG, RAW
 from claimcheck.loaders.config import load_engines, load_protocols
 from claimcheck.report import carry, carry_table
@@ -104,3 +105,45 @@ def test_memory_bound_ladder_steps_within_ten_percent(runs, claims):
 def test_done_when_every_ladder_figure_within_ten_percent(runs, claims):
     errs = [abs(r["predicted_over_published"] - 1) for r in _ladder(runs, claims).values()]
     assert max(errs) < 0.10 and statistics.median(errs) < 0.05
+
+
+def test_table_reads_each_metric_from_the_prediction(runs, claims, predicted):
+    spec = load_engines()["w4a16-hyperqwen"]
+    rows = {r["claim_id"]: r for r in carry_table.carried_rows(
+        runs, claims, spec, load_protocols(CONFIG / "protocols.yaml"))}
+    # no speculation only: HyperQwen's DFlash single-stream 127 tok/s is not predicted
+    assert "hyperqwen-127-single" not in rows
+    assert {"article-batch-pass1-e2e", "article-batch-nocache-b-log", "article-long-16-log",
+            "article-ladder-64-logline", "hyperqwen-1035-front"} <= set(rows)
+    ladder = {s["streams"]: s for s in predicted["steps"]}
+    # e2e: the predict command's own step; TPOT figures: streams x 1000 / predicted TPOT
+    assert rows["article-ladder-32-e2e"]["predicted_tok_s"] == pytest.approx(
+        ladder[32]["predicted_e2e_tok_s"])
+    assert rows["article-ladder-8-tpot"]["predicted_tok_s"] == pytest.approx(
+        8 * 1000 / ladder[8]["predicted_median_tpot_ms"])
+    # the 64-stream log line (registry metric blank, 'metric=engine_log_line' in assumed)
+    assert rows["article-ladder-64-logline"]["metric"] == "engine_log_line"
+    # a log line: R running over one decode step at mid-output context; the long-prompt
+    # line at 16 streams had 15 running (streams_running)
+    t = carry.carried_terms(runs, "rtx3090", spec, 390, "0.33.0")
+    step = m.step_cost_sum(t["shape"], t["calibration"], 15, 15 * (7681 + 255), 15, 15)
+    assert rows["article-long-16-log"]["predicted_tok_s"] == pytest.approx(15 / step.time_s)
+    # HyperQwen's own figures at their 250 W: the power term moves compute only
+    t250 = carry.carried_terms(runs, "rtx3090", spec, 250, "0.33.0")
+    assert rows["hyperqwen-1035-front"]["power_limit_w"] == 250
+    assert t250["calibration"].bandwidth_bytes_s == t["calibration"].bandwidth_bytes_s
+    assert t250["calibration"].flops_s / t["calibration"].flops_s == pytest.approx(
+        (250 / 390) ** (1 / 3))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--card", "h200", "--engine", "bf16-dummy", "--power-limit", "500"],
+     "--power-limit: h200 has committed runs"),
+    (["--card", "rtx3090", "--engine", "w4a16-hyperqwen", "--power-limit", "-5"],
+     "--power-limit: must be a number of W > 0, got -5.0"),
+    (["--card", "rtx3090", "--engine", "w4a16-hyperqwen", "--power-limit", "390",
+      "--verify", "1"], "--verify: plans a run"),
+])
+def test_power_limit_refusals_name_the_option(args, words):
+    r = cli("predict", "--protocol", "ladder", *args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr

@@ -61,8 +61,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "steps, predict the rest; predicted load seconds against the suite")
     s.add_argument("--power-limit", type=float, default=None, metavar="W",
                    help="the card's power limit in W, for a card with no run (default: its "
-                        "cards.csv default_power_w): compute carried x (W / default) ** "
-                        "(1/3), bandwidth unchanged (claimcheck.core.carry)")
+                        "cards.csv default_power_w): compute carried x the cube root of "
+                        "W / default, bandwidth unchanged (claimcheck.core.carry)")
     s.add_argument("--carry", action="store_true",
                    help="for a card with no run: carry every term from the local card's "
                         "runs (claimcheck.report.carry) instead of borrowing one engine's "

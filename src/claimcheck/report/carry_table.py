@@ -37,10 +37,11 @@ COLUMNS = ("claim_id", "metric", "power_limit_w", "streams", "input_len", "outpu
 
 
 def metric_of(claim: dict[str, str]) -> str:
-    """The claim's metric; a blank metric whose note says ``metric=X`` reads as X."""
+    """The claim's metric; a blank metric whose ``assumed`` field says ``metric=X`` (the
+    registry's way for a figure it reads a metric into) reads as X."""
     if claim.get("metric"):
         return claim["metric"]
-    for part in (claim.get("note") or "").split(";"):
+    for part in (claim.get("assumed") or "").split(";"):
         k, _, v = part.strip().partition("=")
         if k == "metric":
             return v.strip()
