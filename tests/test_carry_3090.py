@@ -147,3 +147,13 @@ def test_table_reads_each_metric_from_the_prediction(runs, claims, predicted):
 def test_power_limit_refusals_name_the_option(args, words):
     r = cli("predict", "--protocol", "ladder", *args)
     assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+def test_power_rule_grounded_in_the_h200_telemetry(runs):
+    # the H200's committed telemetry: at its 700 W cap (throttle bit 0x4) the SM clock falls
+    # below its 1,980 MHz, the memory clock stays 3,201 MHz at every draw
+    tel = carry.telemetry_at_cap(runs, "h200")
+    assert tel["capped_samples"] > 0 and tel["power_w_capped"] == pytest.approx(700, rel=0.03)
+    assert tel["sm_mhz_free"] == 1980 and tel["sm_mhz_capped"] < 0.9 * 1980
+    assert tel["mem_mhz"] == [3201.0]
+    assert carry.telemetry_at_cap(runs, "rtx3090") == {}

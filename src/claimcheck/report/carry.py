@@ -6,9 +6,10 @@ The local card is the card with the most committed runs. From its engines:
 
 * the **shape engine** gives the state, KV, FLOPs per token and token budget: the local
   engine agreeing with the target on the most of KV dtype, state dtype and prefix
-  caching, then on the vLLM release (the target's pinned one, else ``version``, else the
-  newest), then by name. Its weights are replaced by the target's (weights.csv by the
-  engine's checkpoint, else the geometry at the target's weight format).
+  caching, then on the vLLM release (the target's pinned one, else ``version``, where the
+  local card has runs of it, else its newest), then by name. Its weights are replaced by
+  the target's (weights.csv by the engine's checkpoint, else the geometry at the target's
+  weight format).
 * the **eta and compute engine**: one of the target's weight format when the local card has
   run it (eta ``carried``), else one of the same activation path (:data:`ACTIVATION_PATH`:
   W4A16 dequantizes to 16 bits and multiplies on the 16-bit tensor path, so BF16 stands in,
@@ -85,7 +86,8 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None
     """(shape engine, eta engine, vLLM release, eta status) on the local card by the
     module's rules."""
     by = _engines_on(runs, local)
-    want = spec.vllm_version or version or _newest({run_version(rs[0]) for rs in by.values()})
+    have = {run_version(rs[0]) for rs in by.values()}
+    want = next((v for v in (spec.vllm_version, version) if v in have), None) or _newest(have)
 
     def agree(e: str) -> int:
         return sum(_cfg(by[e][0]).get(k) == getattr(spec, k) for k in SHAPE_FIELDS)

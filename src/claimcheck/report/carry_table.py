@@ -13,9 +13,10 @@ How each metric is read from the prediction:
   R / the model's step time.
 
 ``term_source_runs``: the runs behind every speed term (the power term reads the local
-card's telemetry only, said in ``claimcheck predict``). Requests per figure: the first
-protocol step of config/protocols.yaml with the same streams and lengths, else 4 x streams
-(said in ``note``).
+card's telemetry only, said in ``claimcheck predict``). The local runs are those of the
+figure's vLLM release where the local card has any (else its newest). Requests per figure:
+the first protocol step of config/protocols.yaml with the same streams and lengths, else
+4 x streams (said in ``note``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from claimcheck.runio.run import Run
 
 TPOT_METRICS = ("streams_x_1000_over_median_tpot", "streams_x_1000_over_mean_tpot")
 LOG_METRICS = ("engine_log_steady", "engine_log_line")
-COLUMNS = ("claim_id", "metric", "power_limit_w", "streams", "input_len", "output_len",
+COLUMNS = ("claim_id", "metric", "power_limit_w", "vllm", "streams", "input_len", "output_len",
            "requests", "published_tok_s", "predicted_tok_s", "predicted_over_published",
            "predicted_median_tpot_ms", "local_card", "term_source_runs", "note")
 
@@ -70,9 +71,10 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
     rows, cache = [], {}
     for c in selected(claims, card):
         power = float(c["power_limit_w"]) if c.get("power_limit_w") else None
-        if power not in cache:
-            cache[power] = carried_terms(runs, card, spec, power, "0.33.0")
-        t = cache[power]
+        version = (c.get("engine_version") or "").removeprefix("vLLM ").strip() or None
+        if (power, version) not in cache:
+            cache[(power, version)] = carried_terms(runs, card, spec, power, version)
+        t = cache[(power, version)]
         shape, cal = t["shape"], t["calibration"]
         b, i, o = int(c["streams"]), int(c["prompt_tokens"]), int(c["output_tokens"])
         req, note = _requests(protos, b, i, o)
@@ -91,6 +93,10 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
             r = int(c.get("streams_running") or b)
             step = m.step_cost_sum(shape, cal, r, r * (i + o // 2), r, r).time_s
             value = r / step
+        if c.get("int8_layers"):
+            note = "; ".join(x for x in (note, f"int8 activations on {c['int8_layers']} "
+                             "not modelled: no local int8 run, the 16-bit path stands in")
+                             if x)
         if wall is not None and b > wall:
             note = "; ".join(x for x in (note, f"past the memory wall ({wall} streams fit)")
                              if x)
@@ -98,7 +104,8 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
                       if k != "power_clock_ratio"})  # its runs: the local card's telemetry
         pub = float(c["value"])
         rows.append({"claim_id": c["id"], "metric": metric,
-                     "power_limit_w": t["power_limit_w"], "streams": b, "input_len": i,
+                     "power_limit_w": t["power_limit_w"], "vllm": t["vllm"], "streams": b,
+                     "input_len": i,
                      "output_len": o, "requests": req, "published_tok_s": pub,
                      "predicted_tok_s": value, "predicted_over_published": value / pub,
                      "predicted_median_tpot_ms": tpot, "local_card": t["local_card"],
