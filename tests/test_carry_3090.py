@@ -3,6 +3,7 @@ predicted from the H200's committed runs alone, every term carried by the 3090's
 no run, ceiling or figure of the 3090 feeds a term."""
 
 import csv
+import dataclasses
 import json
 import statistics
 
@@ -157,3 +158,29 @@ def test_power_rule_grounded_in_the_h200_telemetry(runs):
     assert tel["sm_mhz_free"] == 1980 and tel["sm_mhz_capped"] < 0.9 * 1980
     assert tel["mem_mhz"] == [3201.0]
     assert carry.telemetry_at_cap(runs, "rtx3090") == {}
+
+
+def _relabel(run, engine, fmt, extra):
+    raw = dict(run.provenance.raw)
+    raw["engine"] = engine
+    raw["engine_config"] = {**raw["engine_config"], "weight_format": fmt, "extra_args": extra}
+    prov = dataclasses.replace(run.provenance, engine=engine, raw=raw)
+    return dataclasses.replace(run, path=run.path.with_name(
+        run.name.replace("fp8-hyperqwen-", f"{engine}-")), provenance=prov)
+
+
+def test_a_w4a16_run_plugs_in_marlin_first(runs):
+    # stand-ins for W4A16 runs on the H200: the FP8 vLLM 0.33.0 engine's runs relabelled,
+    # once as a Marlin engine and once as a Machete one (the 3090's path is Marlin)
+    src = [r for r in runs if run_key(r)[1] == "fp8-hyperqwen-dummy-16k-vllm033"]
+    stand = runs + [_relabel(r, "w4a16-machete", "w4a16", []) for r in src] + [
+        _relabel(r, "w4a16-marlin", "w4a16", ["--linear-backend", "marlin"]) for r in src]
+    spec = load_engines()["w4a16-hyperqwen"]
+    t = carry.carried_terms(stand, "rtx3090", spec, 390, "0.33.0")
+    assert (t["shape_engine"], t["eta_engine"]) == ("w4a16-marlin", "w4a16-marlin")
+    assert t["terms"]["eta"].status == t["terms"]["compute_share"].status == "carried"
+    # its weights as the run measured them, not weights.csv's 16 GB
+    shape, _ = src[0].engine
+    assert t["shape"].weight_bytes == shape.weight_bytes
+    assert all(s.startswith("h200-") for s in t["terms"]["eta"].source_runs)
+    assert "w4a16-marlin" in t["terms"]["eta"].source_runs[0]

@@ -4,16 +4,19 @@ for a card with no committed run, or an engine whose weight format has no run an
 
 The local card is the card with the most committed runs. From its engines:
 
-* the **shape engine** gives the state, KV, FLOPs per token and token budget: the local
-  engine agreeing with the target on the most of KV dtype, state dtype and prefix
-  caching, then on the vLLM release (the target's pinned one, else ``version``, where the
-  local card has runs of it, else its newest), then by name. Its weights are replaced by
-  the target's (weights.csv by the engine's checkpoint, else the geometry at the target's
+* the **shape engine** gives the state, KV, FLOPs per token and token budget: a local
+  engine of the target's weight format first (its weights then as its run measured them),
+  then the one agreeing with the target on the most of KV dtype, state dtype and prefix
+  caching, then on the kernel (:data:`KERNEL_PATH`), then on the vLLM release (the
+  target's pinned one, else ``version``, where the local card has runs of it, else its
+  newest), then by name. An engine of another format has its weights replaced by the
+  target's (weights.csv by the engine's checkpoint, else the geometry at the target's
   weight format).
 * the **eta and compute engine**: one of the target's weight format when the local card has
-  run it (eta ``carried``), else one of the same activation path (:data:`ACTIVATION_PATH`:
-  W4A16 dequantizes to 16 bits and multiplies on the 16-bit tensor path, so BF16 stands in,
-  eta and compute ``assumed``), on the same vLLM release where one exists.
+  run it (eta ``carried``; on the kernel of :data:`KERNEL_PATH` first), else one of the
+  same activation path (:data:`ACTIVATION_PATH`: W4A16 dequantizes to 16 bits and
+  multiplies on the 16-bit tensor path, so BF16 stands in, eta and compute ``assumed``),
+  on the same vLLM release where one exists.
 
 Every term is a :class:`~claimcheck.core.carry.Term` with its source runs; none comes from
 a run on the target card (the CLI takes this path only for a card with no run).
@@ -21,6 +24,7 @@ a run on the target card (the CLI takes this path only for a card with no run).
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import replace
 from typing import Any
@@ -48,6 +52,11 @@ TARGET_DTYPE = {"w4a16": "fp16", "w8a16": "fp16"}
 """The datasheet rate a format's GEMMs run at on the target card (Marlin: FP16 MMA, FP32
 accumulate); a format not named here runs at its engine's compute dtype."""
 SHAPE_FIELDS = ("kv_cache_dtype", "mamba_ssm_cache_dtype", "prefix_caching")
+KERNEL_PATH = {"w4a16": "marlin"}
+"""The kernel a format's local run should have used to stand for the target card: vLLM's
+Marlin for W4A16 (the path on Ampere and Ada; Machete, Hopper's default, runs on Hopper
+only). A local engine naming it (``--linear-backend marlin`` in its config, or its name) is
+preferred among the format's engines."""
 
 
 def local_card(runs: list[Run], card: str) -> str:
@@ -91,15 +100,24 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None
 
     def agree(e: str) -> int:
         return sum(_cfg(by[e][0]).get(k) == getattr(spec, k) for k in SHAPE_FIELDS)
-    shape_e = min(by, key=lambda e: (-agree(e), run_version(by[e][0]) != want, e))
     fmt = spec.weight_format
-    own = [e for e in by if run_key(by[e][0])[2] == fmt]
+    kernel = KERNEL_PATH.get(str(fmt))
+
+    def off_path(e: str) -> bool:
+        return bool(kernel) and kernel not in (e + json.dumps(_cfg(by[e][0]))).lower()
+
+    def other_fmt(e: str) -> bool:
+        return run_key(by[e][0])[2] != fmt
+    shape_e = min(by, key=lambda e: (other_fmt(e), -agree(e), off_path(e),
+                                     run_version(by[e][0]) != want, e))
+    own = [e for e in by if not other_fmt(e)]
     path = ACTIVATION_PATH.get(str(fmt))
     stand = own or [e for e in by if run_key(by[e][0])[2] == path]
     if not stand:
         raise InputError("--engine", f"no run of weight format {fmt!r} on {local}, nor of "
                          f"its activation path {path!r}: eta cannot be carried")
-    eta_e = min(stand, key=lambda e: (run_version(by[e][0]) != want, -agree(e), e))
+    eta_e = min(stand, key=lambda e: (off_path(e), run_version(by[e][0]) != want,
+                                      -agree(e), e))
     return shape_e, eta_e, want, "carried" if own else "assumed"
 
 
@@ -229,8 +247,11 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                                      "carried", tuple(sorted({p.run.name for p in s_ch.kv})),
                                      f"KV-read rate over {local}'s datasheet; x "
                                      f"{new.memory_bw_gb_s:g} GB/s on {card}")
-    shape, _ = s_run.engine
-    w, w_src = target_weights(spec, s_run)
+    shape, s_info = s_run.engine
+    if run_key(s_run)[2] == fmt:  # a run of the format: its weights as measured
+        w, w_src = shape.weight_bytes, f"{s_run.name}: {s_info.get('weights')}"
+    else:
+        w, w_src = target_weights(spec, s_run)
     shape = replace(shape, weight_bytes=w, max_num_seqs=int(spec.max_num_seqs or
                                                             shape.max_num_seqs))
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
