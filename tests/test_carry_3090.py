@@ -48,6 +48,10 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # no W4A16 run here: eta and compute stand in from the 16-bit path, said assumed
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
     assert "no w4a16 run on h200" in terms["eta"]["rule"]
+    # the bend from those terms, assumed as they are; the article's ladder puts it between
+    # 16 and 32 streams (its step 1.03x the memory-only step at 16, 1.18x at 32)
+    assert terms["bend_streams"]["status"] == "assumed"
+    assert 16 < terms["bend_streams"]["value"] < 32
     # the calibration is the terms by the rules, by hand: eta x 936 GB/s; share x 71 TFLOP/s
     # x (390 / 350)^(1/3)
     c = predicted["calibration"]

@@ -270,11 +270,11 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     bend = cc.bend_streams(w, 0.0, shape.state_bytes, shape.kv_bytes_per_token * ctx, bw,
                            shape.flops_body_per_token, flops)
     if bend is not None:
-        t["bend_streams"] = cc.Term("bend_streams", bend, "streams", "carried",
+        t["bend_streams"] = cc.Term("bend_streams", bend, "streams", eta_status,
                                     t["eta"].source_runs + t["compute_share"].source_runs,
                                     "streams where a decode step's compute reaches its memory "
-                                    f"time at {ctx:.0f} tokens of context, from the carried "
-                                    "eta and compute")
+                                    f"time at {ctx:.0f} tokens of context, from the eta and "
+                                    f"compute above ({eta_status} as they are)")
     return {"local_card": local, "shape_engine": shape_e, "eta_engine": eta_e,
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
