@@ -188,3 +188,21 @@ def test_a_w4a16_run_plugs_in_marlin_first(runs):
     assert t["shape"].weight_bytes == shape.weight_bytes
     assert all(s.startswith("h200-") for s in t["terms"]["eta"].source_runs)
     assert "w4a16-marlin" in t["terms"]["eta"].source_runs[0]
+
+
+def test_carry_flag_moves_a_measured_format_by_the_datasheet():
+    # FP8 has H200 runs: on the RTX 5090 at its default 575 W, eta and the FP8 compute
+    # share are carried (measured for the format), moved by its 1,792 GB/s and FP8 419 TFLOP/s
+    r = cli("predict", "--card", "rtx5090", "--engine", "fp8-hyperqwen-dummy-16k-vllm033",
+            "--protocol", "ladder", "--carry", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    t, c = out["carried"]["terms"], out["calibration"]
+    assert t["eta"]["status"] == t["compute_share"]["status"] == "carried"
+    assert out["carried"]["eta_engine"] == "fp8-hyperqwen-dummy-16k-vllm033"
+    assert t["power_clock_ratio"]["value"] == 1.0
+    # the H200 FP8 engine's own terms (h200 predict prints 2,723 GB/s and 867.0 TFLOP/s)
+    assert t["eta"]["value"] == pytest.approx(2723 / 4800, abs=2e-4)
+    assert t["compute_share"]["value"] == pytest.approx(867.0 / 1978.9, abs=1e-4)
+    assert c["bandwidth_gb_s"] == pytest.approx(t["eta"]["value"] * 1792)
+    assert c["tflops"] == pytest.approx(t["compute_share"]["value"] * 419)
