@@ -69,6 +69,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--verify", type=int, default=None, metavar="N",
                    help="plan verify mode: measure the calibration steps and N sampled "
                         "steps, predict the rest; predicted load seconds against the suite")
+    s.add_argument("--power-limit", type=float, default=None, metavar="W",
+                   help="the card's power limit in W, for a card with no run (default: its "
+                        "cards.csv default_power_w): compute carried x the cube root of "
+                        "W / default, bandwidth unchanged (claimcheck.core.carry)")
+    s.add_argument("--carry", action="store_true",
+                   help="for a card with no run: carry every term from the local card's "
+                        "runs (claimcheck.report.carry) instead of borrowing one engine's "
+                        "calibration; implied by --power-limit and by a weight format with "
+                        "no run on any card")
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
@@ -297,18 +306,35 @@ def cmd_predict(a: argparse.Namespace) -> int:
     engines = load_engines()  # each engine's exact command checked before any run is read
     runs = load_runs(root)
     from claimcheck.report import newcard
+    power = getattr(a, "power_limit", None)
+    if power is not None and not (power > 0 and power < float("inf")):
+        raise InputError("--power-limit", f"must be a number of W > 0, got {power}")
+    carried = None
     if newcard.has_runs(runs, a.card):
+        if power is not None:
+            raise InputError("--power-limit", f"{a.card} has committed runs, measured at its "
+                             "own limit; --power-limit carries terms to a card with none")
         pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
+    elif getattr(a, "carry", False) or power is not None or (
+            a.engine in engines and not newcard.has_format(runs, engines, a.engine)):
+        # every term carried from the local card, each said measured/carried/assumed
+        from claimcheck.report.carry import predict_carried
+        carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power)
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
         pred = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol], protos,
                                        engines, getattr(a, "cards_file", None))
-    out = dict(pred.report)
+    out = dict(pred.report) if carried is None else carried
+    if a.verify is not None and carried is not None:
+        raise InputError("--verify", "plans a run of a card with runs or a borrowed "
+                         "calibration; a carried prediction has no calibration steps to plan")
     if a.verify is not None:
         out["verify"] = verify_plan(pred, a.verify, list(protos.values()))
     c = out["calibration"]
     dummy = " (dummy weights)" if out["weights"] == "dummy" else ""
     b = out.get("borrowed")
-    whence = ("the committed runs on that card" if not b else "its datasheet, no run on it: "
+    whence = (f"{out['carried']['from_card']}'s runs, every term carried by its datasheet"
+              if carried else "the committed runs on that card" if not b else
+              "its datasheet, no run on it: "
               f"eta and the engine terms borrowed from {b['from_engine']} on "
               f"{b['from_card']} (assumed)")
     lines = [f"{a.protocol} predicted for {a.engine}{dummy} on the {card.name} from "
@@ -351,6 +377,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
                  f"repeat(s) per step): {out['predicted_load_s']:,.0f} s")
     if "borrowed" in out:
         lines += newcard.lines(out)
+    if carried:
+        from claimcheck.report.carry import lines as carry_lines
+        lines += carry_lines(out)
     v = out.get("verify")
     if v:
         lines.append(f"verify mode, {v['sampled']} sampled step(s): measure the calibration "

@@ -209,3 +209,12 @@ def lines(out: dict[str, Any]) -> list[str]:
     rows.append(f"calibrate first: {c['command']}")
     rows.append(f"  about {c['gpu_minutes']:,.1f} GPU-minutes ({c['counted']})")
     return rows
+
+
+def has_format(runs: list[Run], engines: dict[str, Any], engine: str) -> bool:
+    """Whether ``engine`` or an engine of its weight format has a committed run on any
+    card (so :func:`source_card` has something to borrow); an engine not in ``engines``
+    counts by its own runs alone."""
+    fmt = engines[engine].weight_format if engine in engines else None
+    return any(run_key(r)[1] == engine or (fmt is not None and run_key(r)[2] == fmt)
+               for r in runs)

@@ -1,0 +1,155 @@
+"""Terms that carry across cards: what a model measured on the local card becomes on
+another card, by that card's datasheet. Pure arithmetic, no I/O.
+
+Each term is a :class:`Term`: value, unit, the local runs it was measured in, the rule
+that moved it and its status: ``measured`` (on the card it is used on), ``carried`` (a
+measured share moved by the target card's datasheet) or ``assumed`` (no measurement of
+this format, kernel or card stands behind it: the rule says what stands in).
+
+The rules:
+
+* **eta** (memory efficiency of a weight format's kernel path): a decode step of one stream
+  moves ``bytes`` in ``bytes / (eta x BW) + t0`` seconds, ``t0`` the per-step fixed time
+  (kernel launches, scheduler, sampler). :func:`fit_eta_step` fits eta and t0 by least
+  squares on one-stream steps of two or more weight formats on the local card; on another
+  card ``t_mem = bytes / (eta x BW_datasheet) + t0`` (:func:`carried_step_s`).
+* **compute**: a share of the card's dense tensor rate at the kernel's compute precision,
+  ``share = F_eff / F_dense``, carried as ``share x F_dense(new card) x clock ratio``.
+* **power limit**: the memory clock does not move with the power limit (the H200's own
+  telemetry: the same memory clock at every draw, its SM clock falling at the cap);
+  a compute-bound kernel's SM clock at a cap goes as the cube root of the power
+  (dynamic power ~ f V^2 with V ~ f): ratio = (P / P_default) ** (1/3)
+  (:func:`power_clock_ratio`), applied to compute only.
+* **KV read**: its share of the datasheet bandwidth, carried like eta.
+* **per-request overhead, admission interval, t0**: host-side seconds, carried unchanged.
+* **the bend**: the streams at which the compute term reaches the memory term
+  (:func:`bend_streams`), derived from the carried terms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+STATUSES = ("measured", "carried", "assumed")
+
+
+class CarryError(ValueError):
+    """A carry rule refused its inputs; ``field`` names the input."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field, self.reason = field, reason
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a carried model."""
+
+    name: str
+    value: float
+    unit: str
+    status: str
+    source_runs: tuple[str, ...]
+    rule: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise CarryError(f"Term.{self.name}.status", f"must be one of {STATUSES}, got "
+                             f"{self.status!r}")
+        if not (isinstance(self.value, (int, float)) and math.isfinite(self.value)):
+            raise CarryError(f"Term.{self.name}.value", f"must be a finite number, got "
+                             f"{self.value!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["source_runs"] = list(self.source_runs)
+        return d
+
+
+def _positive(field: str, v: float) -> None:
+    if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+        raise CarryError(field, f"must be a finite number > 0, got {v!r}")
+
+
+def fit_eta_step(points: Sequence[tuple[float, float]], bandwidth_bytes_s: float
+                 ) -> tuple[float, float]:
+    """(eta, t0 s) from one-stream decode steps ``(bytes moved per step, step s)`` on a card
+    of datasheet ``bandwidth_bytes_s``: the least-squares line ``s = bytes x k + t0``,
+    eta = 1 / (k x BW). Needs two or more distinct byte counts; refuses a line whose eta is
+    not in (0, 1] or whose t0 is negative (the points then say no such split)."""
+    _positive("bandwidth_bytes_s", bandwidth_bytes_s)
+    if len({round(b) for b, _ in points}) < 2:
+        raise CarryError("points", "eta and the per-step time need one-stream steps of two "
+                         f"or more byte counts, got {len(points)} point(s)")
+    for b, s in points:
+        _positive("points.bytes", b)
+        _positive("points.step_s", s)
+    n = len(points)
+    mx = sum(b for b, _ in points) / n
+    my = sum(s for _, s in points) / n
+    k = (sum((b - mx) * (s - my) for b, s in points)
+         / sum((b - mx) ** 2 for b, _ in points))
+    t0 = my - k * mx
+    if k <= 0:
+        raise CarryError("points", f"step time does not grow with bytes (slope {k:g} s/B)")
+    eta = 1.0 / (k * bandwidth_bytes_s)
+    if not 0 < eta <= 1 or t0 < 0:
+        raise CarryError("points", f"the line gives eta {eta:.3f} and t0 {t0 * 1e3:.2f} ms: "
+                         "outside eta in (0, 1], t0 >= 0")
+    return eta, t0
+
+
+def carried_step_s(bytes_moved: float, eta: float, bandwidth_bytes_s: float,
+                   t0_s: float) -> float:
+    """A one-stream decode step on a card: bytes / (eta x BW) + t0, s."""
+    _positive("bytes_moved", bytes_moved)
+    _positive("eta", eta)
+    _positive("bandwidth_bytes_s", bandwidth_bytes_s)
+    return bytes_moved / (eta * bandwidth_bytes_s) + t0_s
+
+
+def step_as_bytes(t0_s: float, eta: float, bandwidth_bytes_s: float) -> float:
+    """The per-step fixed time as the bytes that take as long at eta x BW (so a model with
+    no per-step term prices it in the weights' read): t0 x eta x BW."""
+    if t0_s < 0:
+        raise CarryError("t0_s", f"must be >= 0, got {t0_s!r}")
+    return t0_s * eta * bandwidth_bytes_s
+
+
+def share(effective: float, datasheet: float, field: str) -> float:
+    """A measured rate as a share of the datasheet's: effective / datasheet."""
+    _positive(f"{field}.effective", effective)
+    _positive(f"{field}.datasheet", datasheet)
+    return effective / datasheet
+
+
+def power_clock_ratio(power_limit_w: float, default_power_w: float) -> float:
+    """The SM clock at ``power_limit_w`` over its clock at the card's default limit for a
+    kernel that holds the card at its cap: (P / P_default) ** (1/3)."""
+    _positive("power_limit_w", power_limit_w)
+    _positive("default_power_w", default_power_w)
+    return (power_limit_w / default_power_w) ** (1.0 / 3.0)
+
+
+def carried_rate(share_of_datasheet: float, datasheet: float, ratio: float = 1.0) -> float:
+    """A share of the local card's datasheet rate moved to another card: share x the
+    other card's datasheet rate x ``ratio`` (the power limit's clock ratio for compute)."""
+    _positive("share", share_of_datasheet)
+    _positive("datasheet", datasheet)
+    _positive("ratio", ratio)
+    return share_of_datasheet * datasheet * ratio
+
+
+def bend_streams(weight_bytes: float, t0_s: float, state_bytes: float,
+                 kv_bytes_per_stream: float, bandwidth_bytes_s: float,
+                 flops_per_stream_step: float, flops_s: float) -> float | None:
+    """Streams B where one decode step's compute B x f / F reaches its memory time
+    W / BW + t0 + B x (2 S + KV) / BW; None when compute never catches up."""
+    per = flops_per_stream_step / flops_s - (2 * state_bytes + kv_bytes_per_stream) \
+        / bandwidth_bytes_s
+    if per <= 0:
+        return None
+    return (weight_bytes / bandwidth_bytes_s + t0_s) / per

@@ -1,0 +1,61 @@
+"""Issue 42 item 2: the carry rules of claimcheck.core.carry, on numbers worked by hand."""
+
+import math
+
+import pytest
+
+from claimcheck.core import carry as cc
+
+
+def test_eta_carried_to_the_3090_by_its_datasheet():
+    # eta 0.7 of the 3090's 936 GB/s = 655.2 GB/s; 16 GB of weights: 16 / 655.2 = 24.420 ms
+    bw = cc.carried_rate(0.7, 936e9)
+    assert bw == pytest.approx(655.2e9)
+    assert 16e9 / bw == pytest.approx(0.024420, abs=1e-6)
+    # with a 2 ms per-step time: 26.420 ms; as bytes at eta x BW: 2 ms x 655.2 GB/s = 1.3104 GB
+    assert cc.carried_step_s(16e9, 0.7, 936e9, 0.002) == pytest.approx(0.026420, abs=1e-6)
+    assert cc.step_as_bytes(0.002, 0.7, 936e9) == pytest.approx(1.3104e9)
+
+
+def test_share_and_compute_carried_with_the_power_limit():
+    # 618 TFLOP/s effective of the H200's dense 989.4 = 0.6246; on the 3090's 71 at 390 W
+    # of its 350 W default: (390/350)^(1/3) = 1.11429^(1/3) = 1.03670 (1.0367^3 = 1.11418)
+    s = cc.share(618e12, 989.4e12, "compute")
+    assert s == pytest.approx(0.62462, abs=1e-5)
+    r = cc.power_clock_ratio(390, 350)
+    assert r == pytest.approx(1.03670, abs=1e-4)
+    assert cc.carried_rate(s, 71e12, r) == pytest.approx(0.62462 * 71e12 * 1.03670, rel=1e-4)
+    assert cc.power_clock_ratio(350, 350) == 1.0
+    assert cc.power_clock_ratio(250, 350) == pytest.approx(0.8939, abs=1e-4)  # 0.8939^3=0.7143
+
+
+def test_eta_and_step_time_fitted_from_two_formats():
+    # eta 0.8 of 1,000 GB/s, t0 2 ms: 10 GB in 12.5 + 2 = 14.5 ms, 20 GB in 25 + 2 = 27 ms
+    eta, t0 = cc.fit_eta_step([(10e9, 0.0145), (20e9, 0.027)], 1000e9)
+    assert (eta, t0) == (pytest.approx(0.8), pytest.approx(0.002))
+
+
+def test_the_h200_formats_give_no_physical_split():
+    # the H200's one-stream steps on vLLM 0.33.0: BF16 51.62 GB in 14.905 ms, FP8 27.18 GB
+    # in 9.979 ms: slope 4.926 ms / 24.44 GB, eta = 1 / (2.0155e-13 x 4.8e12) = 1.034 > 1
+    with pytest.raises(cc.CarryError, match=r"eta 1\.03"):
+        cc.fit_eta_step([(51.62e9, 0.014905), (27.18e9, 0.009979)], 4800e9)
+    with pytest.raises(cc.CarryError, match="two or more byte counts"):
+        cc.fit_eta_step([(10e9, 0.01)], 1000e9)
+
+
+def test_bend_by_hand():
+    # memory 10 GB / 1 TB/s = 10 ms (+5 ms per step); per stream: compute 1 GFLOP / 1 PFLOP/s
+    # = 1 ms, memory 2 x 0.25 GB / 1 TB/s = 0.5 ms: bend at 10 / 0.5 = 20, with t0 15 / 0.5 = 30
+    assert cc.bend_streams(10e9, 0.0, 0.25e9, 0.0, 1e12, 1e9, 1e12) == pytest.approx(20)
+    assert cc.bend_streams(10e9, 0.005, 0.25e9, 0.0, 1e12, 1e9, 1e12) == pytest.approx(30)
+    assert cc.bend_streams(10e9, 0.0, 0.5e9, 0.0, 1e12, 1e9, 1e12) is None  # never
+
+
+def test_bad_inputs_name_the_field():
+    with pytest.raises(cc.CarryError, match="power_limit_w"):
+        cc.power_clock_ratio(0, 350)
+    with pytest.raises(cc.CarryError, match="status"):
+        cc.Term("eta", 0.7, "share", "guessed", (), "rule")
+    with pytest.raises(cc.CarryError, match="value"):
+        cc.Term("eta", math.nan, "share", "assumed", (), "rule")

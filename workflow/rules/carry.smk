@@ -1,0 +1,24 @@
+# Issue 42: the RTX 3090's published figures (the article's Update and HyperQwen's, no
+# speculation) against the W4A16 engine predicted from the local card's runs alone, every
+# term carried by the 3090's datasheet (claimcheck.report.carry_table).
+
+
+rule carried_3090:
+    input:
+        code=PACKAGE_SOURCES,
+        runs=all_run_files,
+        claims=config["claims"],
+        cards=config["cards"],
+        weights=config["weights"],
+        engines="config/engines.yaml",
+        protocols="config/protocols.yaml",
+    output:
+        "data/derived/carried_3090.csv",
+    params:
+        runs_dir=config["runs_dir"],
+    log:
+        "logs/carried_3090.log",
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/carried_3090.py"
