@@ -79,7 +79,8 @@ def fp8_buys(f: pd.DataFrame, fast: str = "fp8", base: str = "bf16") -> Finding:
         [a.loc[i, "weights_gb"] + a.loc[i, "state_gb"] + a.loc[i, "kv_gb"] for i in both],
         index=both)
     nums = {"gain_min": gain.min(), "gain_max": gain.max(), "bytes_min": ratio.min(),
-            "bytes_max": ratio.max(), "levels": float(len(both))}
+            "bytes_max": ratio.max(), "levels": float(len(both)),
+            "gain_median": gain.median(), "bytes_median": ratio.median()}
     x = lambda v: f"{v:.2f}×"  # noqa: E731
     text = (f"At the same streams and context {fmt_name(fast)} decodes "
             f"{span(gain, x)} as fast as {fmt_name(base)} while each of its steps moves "

@@ -108,9 +108,13 @@ def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
     decode) and the GB each step moves (``weights_gb``, ``state_gb`` read and written,
     ``kv_gb``)."""
     steps = steps.copy()
-    for col in NEEDED:  # a table without timeline columns reads them as not measured
-        if col not in steps:
-            steps[col] = None
+    missing = [c for c in NEEDED if c not in steps]
+    if missing:  # never filled with None: a renamed column would drop findings unsaid
+        raise ValueError(f"step table: column '{missing[0]}' is missing (the findings read "
+                         f"{', '.join(missing)})")
+    lacking = [c for c in ("run", *ENGINE_COLUMNS) if c not in engines]
+    if lacking:
+        raise ValueError(f"engine rows: column '{lacking[0]}' is missing")
     f = steps.merge(engines, on="run", how="left")
     f = f[(f["status"] == "complete") & f["reported"].astype(bool)].copy()
     seqs = f["max_num_seqs"]
