@@ -160,9 +160,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
             + (", and with random weights a drafter's guesses would not be accepted as on "
                "real text" if dummy else "")
             + f"; they read one vLLM release ({', '.join(versions)}), so a finding may "
-            "not hold on another; and with "
-            f"{free['requests'].sum():,.0f} requests free to stop early all running to "
-            f"their {span(free['output_len'], lambda v: f'{v:,.0f}')}-token cap, the "
+            "not hold on another; and with every request free to stop early running to "
+            f"its {span(free['output_len'], lambda v: f'{v:,.0f}')}-token cap, the "
             "answer lengths were set by the cap, not by the text")
     why = []
     if spec:

@@ -6,8 +6,8 @@ holds without a value, with one line naming the template, its line and the slot,
 sentence can print a number its table does not hold.
 
 A block ``<!-- if NAME -->`` ... ``<!-- end NAME -->`` prints only where the flag NAME is
-true (a finding that holds), ``<!-- unless NAME -->`` only where it is false; its slots are
-checked either way. Pure: text in, text out
+true (a finding that holds), ``<!-- unless NAME -->`` only where it is false; a dropped
+block's slots must still be names the table holds, though they may be unfilled. Pure: text in, text out
 (:func:`write_values` is the one writer, called by the workflow's notebook).
 """
 
@@ -73,7 +73,7 @@ def table(values: Iterable[Value]) -> dict[str, Value]:
     return out
 
 
-def _fill(line: str, values: Mapping[str, Value], where: str) -> str:
+def _fill(line: str, values: Mapping[str, Value], where: str, printed: bool = True) -> str:
     def one(m: re.Match[str]) -> str:
         name = m.group(1)
         if not NAME.match(name):
@@ -81,6 +81,8 @@ def _fill(line: str, values: Mapping[str, Value], where: str) -> str:
         if name not in values:
             raise TemplateError(f"{where}: unknown slot '{name}' (not in the values table)")
         v = values[name]
+        if not printed:  # a dropped block's slot must be known, not filled
+            return ""
         if v.value is None or v.text == "":
             raise TemplateError(f"{where}: slot '{name}' is unfilled (no value from "
                                 f"{v.source})")
@@ -113,8 +115,9 @@ def render(template: str, values: Mapping[str, Value], name: str = "template") -
                     raise TemplateError(f"{where}: 'end {key}' closes no open block")
                 open_blocks.pop()
             continue
-        filled = _fill(line, values, where)  # checked even inside a dropped block
-        if all(on for _, on in open_blocks):
+        printed = all(on for _, on in open_blocks)
+        filled = _fill(line, values, where, printed)  # a dropped block's slots are known
+        if printed:
             out.append(filled)
     if open_blocks:
         raise TemplateError(f"{name}: block '{open_blocks[-1][0]}' is never closed")
