@@ -7,8 +7,8 @@ sentence can print a number its table does not hold.
 
 A block ``<!-- if NAME -->`` ... ``<!-- end NAME -->`` prints only where the flag NAME is
 true (a finding that holds), ``<!-- unless NAME -->`` only where it is false; a dropped
-block's slots must still be names the table holds, though they may be unfilled. Pure: text in, text out
-(:func:`write_values` is the one writer, called by the workflow's notebook).
+block's slots must still be names the table holds, though they may be unfilled. Pure:
+text in, text out (:func:`write_values` is the one writer, called by the notebook).
 """
 
 from __future__ import annotations

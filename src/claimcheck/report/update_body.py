@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.core.frames import flag, number
-from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.core.geometry import Geometry
+from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.report import context_cost as CC
 from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
@@ -205,6 +205,7 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
            T.word("card", (p[0].gpu.name or p[0].card) + (" (dummy weights)"
                                                           if any(r.dummy for r in runs)
                                                           else ""), prov),
+           T.flag("dummy", any(r.dummy for r in runs), prov),
            T.word("model", model or "model", "config.yaml model_name"),
            T.num("layers", geometry.num_layers if geometry else None, "layers",
                  "model config.json", "{:,}"),
@@ -227,7 +228,7 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
            T.num("model.tolerance", TOLERANCE, "fraction", "core.verdicts TOLERANCE", "{:.0%}"),
            T.num("model.both", ms["both"] if ms else None, "steps", "model.csv", "{:,}"),
            T.num("model.steps", ms["steps"] if ms else None, "steps", "model.csv", "{:,}"),
-           T.word("model.figures", ", ".join(f"[{e}](model-{e}.png)" for e in names),
+           T.word("model.figures", ", ".join(f"[`{e}`](model-{e}.png)" for e in names),
                   "model.csv engines"),
            T.flag("release.holds", version.holds, "finding 'engine version'")]
     if version.holds:

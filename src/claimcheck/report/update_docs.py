@@ -17,9 +17,9 @@ from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import verdicts_md
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records
+from claimcheck.report.template import Value, write_values
 from claimcheck.report.update import render_update
 from claimcheck.report.update_body import render_body
-from claimcheck.report.template import Value, write_values
 from claimcheck.runio.frames import read_rows
 
 FAMILY_KEYS = ("key", "title", "claims")
