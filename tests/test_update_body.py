@@ -89,8 +89,8 @@ def body(committed):
     geom = geometry_from_file(RAW / "models" / "qwen3.8-27b" / "config.json")
     md = render_body(runs, "h200", {"h200": "h200.png", "long": "long.png"}, VERDICTS,
                      [], "update-appendix.md", "Qwen3.8-27B", geom,
-                     verdict_figure="verdicts.png", log=log, claims=CLAIMS, families=FAMILIES, appendix_extra=extra,
-                     values_out=values)
+                     verdict_figure="verdicts.png", log=log, claims=CLAIMS,
+                     families=FAMILIES, appendix_extra=extra, values_out=values)
     return md, log, "\n".join(extra), values
 
 

@@ -71,6 +71,15 @@ def test_verdict_figure_is_deterministic_and_labelled(tmp_path):
     bare = plots.verdict_figure([{**p, "claim_over_source": None} for p in pts], kinds, "x")
     assert sum(len(c.get_offsets()) for c in bare.axes[1].collections) == 0
     assert any("no figure has this ratio" in t.get_text() for t in bare.axes[1].texts)
+    # the brackets give the verdict table's count of each kind, not the points drawn
+    assert [t.get_text() for t in bare.axes[1].get_yticklabels()] == [
+        f"{k} (1; 0 drawn)" for k in reversed(kinds)]
+    assert [t.get_text() for t in left.get_yticklabels()] == [f"{k} (1)"
+                                                             for k in reversed(kinds)]
+    two = pts + [{"verdict": pts[0]["verdict"], "claim_over_roofline": None,
+                  "claim_over_source": None}]
+    assert plots.kind_label(two, pts[0]["verdict"], "claim_over_roofline") == \
+        f"{pts[0]['verdict']} (2; 1 drawn)"
 
 
 def test_definitions_figure_skips_queued_levels_and_names_client_and_weights():
