@@ -67,8 +67,8 @@ def long_prompts(f: pd.DataFrame) -> Finding:
             "same streams ("
             + "; ".join(f"{fmt_name(fm)} {span(g['share'])} against {span(g['short_share'])}"
                         for fm, g in matched.groupby("weight_format"))
-            + "): the prefills lengthen the mean TPOT, and decode itself stays at the "
-            "short prompts' share")
+            + "): the prefills lengthen the mean TPOT, and decode itself stays within "
+            f"{SAME_SHARE:.0%} points of the short prompts' share")
     why = [f"{r.weight_format} {r.streams:.0f}: all decoding {r.over_mean:.2f}× mean TPOT"
            for r in lpl.itertuples() if r.over_mean <= 1]
     why += [f"{r.weight_format} {r.streams:.0f}: {r.share:.0%} against {r.short_share:.0%}"

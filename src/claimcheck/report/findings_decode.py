@@ -200,8 +200,9 @@ def step_growth(f: pd.DataFrame) -> Finding:
             f"{hi['state_gb']:.1f} GB of recurrent state read and written and "
             f"{hi['kv_gb']:.1f} GB of KV). The state read and written passes the weights at "
             + " and ".join(f"{v:,.0f} streams ({fmt_name(k)})" for k, v in sorted(cross.items()))
-            + ", and the plain roofline keeps every measured step on the memory-bound side, "
-            "so it is the state, not compute, that bends the step")
+            + "; the plain roofline keeps every measured step on the memory-bound side, but "
+            "at the engine's measured rates compute is not excluded, and the steps at the "
+            "power cap ran at a lower clock")
     why = []
     if bounds != {"memory"}:
         why.append(f"bounds {sorted(map(str, bounds))}")
