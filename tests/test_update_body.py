@@ -77,7 +77,7 @@ CLAIMS = [
      "spec_draft_tokens": 3, "metric": "decode_aggregate"}]
 FAMILIES = [{"key": "a", "title": "Alpha's {{a-64.printed}}", "claims": ["a-64"]},
             {"key": "b", "title": "Beta's {{b-32.printed}}", "claims": ["b-32"]}]
-SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z*])")
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\d`])")
 
 
 @pytest.fixture(scope="module")

@@ -74,9 +74,9 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
     engines: dict[str, list[str]] = {}
     for r in runs:
         engines.setdefault(engine_words(r), []).append(r.provenance.engine)
-    eng = "The engines, each with its exact flags in its runs' `provenance.json`: " + "; ".join(
-        f"{', '.join(f'`{e}`' for e in sorted(set(names)))}, {words}"
-        for words, names in sorted(engines.items())) + "."
+    eng = " ".join(
+        f"{_joined(f'`{e}`' for e in names)} served {words}." for words, names
+        in sorted(engines.items())) + " Each run's exact flags are in its `provenance.json`."
     commits = _joined(f"commit {EV.commit_words(x.sw('vllm_commit'))}" for x in p
                       if x.sw("vllm_commit"))
     ms = verdicts_md.model_summary(model_rows) if model_rows else None
