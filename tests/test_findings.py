@@ -162,7 +162,12 @@ def test_an_error_inside_a_finding_names_it_and_is_not_too_few_steps():
 
 
 def test_step_frame_refuses_a_missing_column_by_name():
-    rows = [{k: v for k, v in r.items() if k != "timeline_output_tokens"} for r in ROWS]
-    with pytest.raises(ValueError, match=r"step table: column 'timeline_output_tokens' is "
-                                         "missing"):
+    rows = [{k: v for k, v in r.items() if k != "roofline_tok_s"} for r in ROWS]
+    with pytest.raises(ValueError, match=r"step table: column 'roofline_tok_s' is missing"):
         frame(rows)
+    # a declared optional column (a run without telemetry) reads as not measured
+    assert "tokens_per_joule" in SF.OPTIONAL_COLUMNS
+    f = frame([{k: v for k, v in r.items() if k != "tokens_per_joule"} for r in ROWS])
+    assert f["tokens_per_joule"].isna().all()
+    with pytest.raises(ValueError, match="engine rows: column 'kv_bytes_per_token'"):
+        SF.step_frame(pd.DataFrame(ROWS), ENGINES.drop(columns=["kv_bytes_per_token"]))

@@ -152,6 +152,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     cond = ("no run drafts tokens, every step read is of one vLLM release, and every request "
             "without --ignore-eos ran to its output cap")
     free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
+    if free.empty:
+        return failed("cannot say", cond, "no request was free to stop early")
     capped = (free["timeline_output_tokens"] == free["requests"] * free["output_len"]).all()
     versions = sorted(set(map(str, f["vllm"].dropna())))
     spec = bool(f["speculative"].astype(bool).any())
