@@ -96,6 +96,7 @@ def body(committed):
 
 def sentences(md: str) -> list[str]:
     """The body's sentences: headings, images, tables and blank lines left out."""
+    md = re.sub(r"`[^`]*`", "Code", md)  # a code span is a word of its sentence
     text = " ".join(line.lstrip("> ") for line in prose(md).splitlines()
                     if line.strip() and not line.startswith("#"))
     return [s for s in SENTENCE.split(text) if s.strip()]
