@@ -127,6 +127,7 @@ def test_one_section_per_family_names_its_claim_with_its_number(body):
     beta = md.split("### Beta's 2,000\n\n")[1].split("\n\n")[0]
     assert "The source does not say how much context each stream holds." in beta
     assert "It drafts with MTP" in beta
+    assert "Each stream verifies 4 positions per step." in beta  # 3 drafted + 1
     for part in (alpha, beta):  # the optional local prediction: a reason, no number
         assert part.endswith("On its own card it is not yet predicted: this card's model "
                              "carries no term for the claim's own card and no drafting rows "

@@ -85,6 +85,9 @@ def test_a_claims_five_asks_and_its_verdict_by_name():
     assert v["x-764.printed"].text == "764" and v["x-764.card"].text == "RTX 5090"
     assert v["x-764.relation"].text == "lanes of one prompt"
     assert v["x-764.rows"].text == "16"  # 15 drafted + 1 verified
+    assert v["x-764.has_rows"].value is True
+    assert (v["x-764.rows_label"].text, v["x-764.acceptance"].text) == (
+        "given by the source", "not given")
     assert v["x-764.has_context"].value is False and v["x-764.context"].text == "not stated"
     assert v["x-764.needs_drafter"].value is True and v["x-764.tau"].text == "1.26"
     assert v["x-764.roofline"].text == "606"

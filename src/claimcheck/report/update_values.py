@@ -41,6 +41,17 @@ def tok(v: float | None) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
 
 
+LABEL_WORDS = {"missing": "not given", "given by the publication": "given by the source",
+               "supplied by the registry": "supplied by the registry, not the source",
+               "not applicable": "not applicable"}
+"""A verdict's label state (core/labels) as the claim's sentence says it."""
+
+
+def label_words(state: Any) -> str:
+    """A label's state in words; an empty or unknown state reads as not given."""
+    return LABEL_WORDS.get(str(state or "missing"), str(state))
+
+
 def _relation(c: Mapping[str, Any]) -> str:
     rel = str(c.get("stream_relation") or "streams").replace("_", " ")
     return rel if int(c["streams"]) != 1 else "stream"
@@ -80,9 +91,9 @@ def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
            word(f"{i}.spec", spec or "none", src),
            num(f"{i}.rows", k + 1, "rows per stream per step", src, "{:,.0f}") if k
            else word(f"{i}.rows", "not stated", src),
-           word(f"{i}.rows_label", str(v.get("label_speculation_rows") or "missing"), vsrc),
-           word(f"{i}.acceptance", str(v.get("label_speculation_acceptance") or "missing"),
-                vsrc),
+           flag(f"{i}.has_rows", bool(k), src),
+           word(f"{i}.rows_label", label_words(v.get("label_speculation_rows")), vsrc),
+           word(f"{i}.acceptance", label_words(v.get("label_speculation_acceptance")), vsrc),
            word(f"{i}.definition", m.label, f"metrics {m.name}"),
            word(f"{i}.definition_words", m.definition, f"metrics {m.name}"),
            word(f"{i}.verdict", str(v["verdict"]), vsrc),
