@@ -67,7 +67,7 @@ def linked_checkout(tmp_path: Path, config_yaml: str) -> Path:
     for name in ("workflow", "data", "src", "notebooks", "pyproject.toml", "envs"):
         (root / name).symlink_to(ROOT / name)
     (root / "config").mkdir()
-    for name in ("protocols.yaml", "engines.yaml"):
+    for name in ("protocols.yaml", "engines.yaml", "update_claims.yaml"):
         (root / "config" / name).symlink_to(ROOT / "config" / name)
     (root / "config" / "config.yaml").write_text(config_yaml)
     return root

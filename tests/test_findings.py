@@ -119,10 +119,55 @@ def test_energy_and_what_cannot_be_said():
     assert e.holds and ("BF16 0.10 output tokens per joule at 1 stream (500 W mean draw) and 0.90 "
                        "at 8 streams") in e.sentence
     c = F.cannot_say(frame(ROWS))
-    # run b does not ignore EOS: its 3 steps, 1 + 8 + 8 = 17 requests, all at the cap
-    assert c.holds and "17 requests free to stop early" in c.sentence
+    # run b does not ignore EOS: its 3 steps, 1 + 8 + 8 = 17 requests, all at the cap; the
+    # sentence counts no requests (the reported passes are not every repeat)
+    assert c.holds and "every request free to stop early running to its 900–1,000-token cap" \
+        in c.sentence and "17" not in c.sentence
     assert "they read one vLLM release (0.26.0), so a finding may not hold on another" \
         in c.sentence
     short = ROWS[:3] + [{**r, "timeline_output_tokens": r["timeline_output_tokens"] - 1}
                         for r in ROWS[3:]]
     assert not F.cannot_say(frame(short)).holds
+
+
+def test_a_missing_column_stops_the_render_naming_finding_and_column():
+    f = frame(ROWS).drop(columns=["tokens_per_joule"])
+    with pytest.raises(F.FindingError, match=r"finding 'energy': column 'tokens_per_joule' "
+                                             "is missing"):
+        F.all_findings(f)
+
+
+def test_an_optional_finding_is_left_out_with_its_reason(monkeypatch):
+    monkeypatch.setitem(F.OPTIONAL, "energy", "no board energy on this card")
+    found = F.all_findings(frame(ROWS).drop(columns=["tokens_per_joule"]))
+    e = next(x for x in found if x.key == "energy")
+    assert not e.holds and e.why == ("optional (no board energy on this card); column "
+                                     "'tokens_per_joule' is missing")
+
+
+def test_an_error_inside_a_finding_names_it_and_is_not_too_few_steps():
+    def energy(f):  # stands in for the finding of that name, failing inside
+        return 1 / 0
+
+    with pytest.raises(F.FindingError) as e:
+        F.run_finding(energy, frame(ROWS))
+    assert str(e.value) == ("finding 'energy' failed on its inputs: ZeroDivisionError: "
+                            "division by zero")
+
+    def unknown(f):
+        return None
+
+    with pytest.raises(F.FindingError, match="finding 'unknown' declares no columns"):
+        F.run_finding(unknown, frame(ROWS))
+
+
+def test_step_frame_refuses_a_missing_column_by_name():
+    rows = [{k: v for k, v in r.items() if k != "roofline_tok_s"} for r in ROWS]
+    with pytest.raises(ValueError, match=r"step table: column 'roofline_tok_s' is missing"):
+        frame(rows)
+    # a declared optional column (a run without telemetry) reads as not measured
+    assert "tokens_per_joule" in SF.OPTIONAL_COLUMNS
+    f = frame([{k: v for k, v in r.items() if k != "tokens_per_joule"} for r in ROWS])
+    assert f["tokens_per_joule"].isna().all()
+    with pytest.raises(ValueError, match="engine rows: column 'kv_bytes_per_token'"):
+        SF.step_frame(pd.DataFrame(ROWS), ENGINES.drop(columns=["kv_bytes_per_token"]))

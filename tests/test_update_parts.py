@@ -71,6 +71,15 @@ def test_verdict_figure_is_deterministic_and_labelled(tmp_path):
     bare = plots.verdict_figure([{**p, "claim_over_source": None} for p in pts], kinds, "x")
     assert sum(len(c.get_offsets()) for c in bare.axes[1].collections) == 0
     assert any("no figure has this ratio" in t.get_text() for t in bare.axes[1].texts)
+    # the brackets give the verdict table's count of each kind, not the points drawn
+    assert [t.get_text() for t in bare.axes[1].get_yticklabels()] == [
+        f"{k} (1; 0 drawn)" for k in reversed(kinds)]
+    assert [t.get_text() for t in left.get_yticklabels()] == [f"{k} (1)"
+                                                             for k in reversed(kinds)]
+    two = pts + [{"verdict": pts[0]["verdict"], "claim_over_roofline": None,
+                  "claim_over_source": None}]
+    assert plots.kind_label(two, pts[0]["verdict"], "claim_over_roofline") == \
+        f"{pts[0]['verdict']} (2; 1 drawn)"
 
 
 def test_definitions_figure_skips_queued_levels_and_names_client_and_weights():
@@ -153,28 +162,3 @@ def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones(
     assert "median 0.76× the model; furthest `b` (900 tok/s summed over 64 streams" in text
     assert "1 where the model is memory-bound" in text and "`c` (100 tok/s" in text
     assert "`d`" not in text and "`e`" not in text and "`f`" not in text
-
-
-
-
-def test_model_sentences_name_the_measured_terms_and_the_worst_miss_by_hand():
-    """Three steps, one of them a calibration step: 2 tests, one within 5% on both (+2% /
-    -1%), one off by +12% on end to end with a held prefill; the terms named are those
-    the table gives a source for (rows and KV read here, no admission)."""
-    from claimcheck.report.update_body import model_sentences
-
-    base = {"engine": "e1", "step_status": "complete", "row_factor_source": "x",
-            "admission_source": "", "kv_source": "y", "run": "r", "calibrated_on": "r"}
-    rows = [{**base, "calibration_step": True, "e2e_error": 0.5, "decode_error": 0.5,
-             "streams": 1},
-            {**base, "calibration_step": False, "e2e_error": 0.02, "decode_error": -0.01,
-             "streams": 8},
-            {**base, "calibration_step": False, "e2e_error": 0.12, "decode_error": None,
-             "streams": 16, "prefill_held": True, "miss_term": "the prefill term"}]
-    text = model_sentences(rows)
-    assert "decode ladders and the KV cache read at its own rate" in text
-    assert "send interval" not in text
-    assert "Against the 2 steps none of its inputs came from, it lands within 5% of 1 " \
-           "on both end to end and decode (1 on end to end alone" in text
-    assert ("Its largest miss is +12.0% on end to end, at 16 streams of prefill-only "
-            "requests (2 tokens out): the prefill term.") in text

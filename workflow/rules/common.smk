@@ -142,7 +142,7 @@ wildcard_constraints:
 
 # The package code and its schemas: a change to them rebuilds what they draw or compute.
 PACKAGE_SOURCES = sorted(str(p) for p in Path("src/claimcheck").rglob("*")
-                         if p.suffix in (".py", ".json") and "__pycache__" not in p.parts)
+                         if p.suffix in (".py", ".json", ".md") and "__pycache__" not in p.parts)
 
 
 def files_hash(paths):
@@ -225,6 +225,7 @@ def notebook_params(wildcards):
                 "model_config": config["model_config"], "model_name": config["model_name"],
                 "figures_links": update_figure_links(), "out_md": "figures/update.md",
                 "appendix_md": "figures/update-appendix.md",
+                "values_csv": "data/derived/update_values.csv",
                 "verdict_figure": "verdicts.png"}
     # "rooflines": every preset in one notebook execution, out_base holding {name}
     return {**common, "presets": config["rooflines"], "presets_source": "config/config.yaml",

@@ -121,6 +121,7 @@ rule update:
         claims="data/derived/claims.json",
         protocols="config/protocols.yaml",
         model=config["model_config"],
+        families="config/update_claims.yaml",
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
         beforehand="data/derived/beforehand.csv",
@@ -132,6 +133,7 @@ rule update:
     output:
         md="figures/update.md",
         appendix="figures/update-appendix.md",
+        values="data/derived/update_values.csv",
         nb="data/derived/notebooks/update.ipynb",
     log:
         "logs/update.log",

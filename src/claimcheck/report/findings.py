@@ -67,8 +67,8 @@ def long_prompts(f: pd.DataFrame) -> Finding:
             "same streams ("
             + "; ".join(f"{fmt_name(fm)} {span(g['share'])} against {span(g['short_share'])}"
                         for fm, g in matched.groupby("weight_format"))
-            + "): the prefills lengthen the mean TPOT, and decode itself stays at the "
-            "short prompts' share")
+            + "): the prefills lengthen the mean TPOT, and decode itself stays within "
+            f"{SAME_SHARE:.0%} points of the short prompts' share")
     why = [f"{r.weight_format} {r.streams:.0f}: all decoding {r.over_mean:.2f}× mean TPOT"
            for r in lpl.itertuples() if r.over_mean <= 1]
     why += [f"{r.weight_format} {r.streams:.0f}: {r.share:.0%} against {r.short_share:.0%}"
@@ -152,6 +152,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
     cond = ("no run drafts tokens, every step read is of one vLLM release, and every request "
             "without --ignore-eos ran to its output cap")
     free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
+    if free.empty:
+        return failed("cannot say", cond, "no request was free to stop early")
     capped = (free["timeline_output_tokens"] == free["requests"] * free["output_len"]).all()
     versions = sorted(set(map(str, f["vllm"].dropna())))
     spec = bool(f["speculative"].astype(bool).any())
@@ -160,9 +162,8 @@ def cannot_say(f: pd.DataFrame) -> Finding:
             + (", and with random weights a drafter's guesses would not be accepted as on "
                "real text" if dummy else "")
             + f"; they read one vLLM release ({', '.join(versions)}), so a finding may "
-            "not hold on another; and with "
-            f"{free['requests'].sum():,.0f} requests free to stop early all running to "
-            f"their {span(free['output_len'], lambda v: f'{v:,.0f}')}-token cap, the "
+            "not hold on another; and with every request free to stop early running to "
+            f"its {span(free['output_len'], lambda v: f'{v:,.0f}')}-token cap, the "
             "answer lengths were set by the cap, not by the text")
     why = []
     if spec:
@@ -180,18 +181,60 @@ FINDINGS: tuple[Callable[[pd.DataFrame], Finding], ...] = (
     bandwidth_share, fp8_buys, context_cost, step_growth, long_prompts, second_wave, energy,
     cannot_say)
 
+READS: dict[str, tuple[str, ...]] = {
+    "bandwidth_share": ("weight_format", "context_tokens_per_stream", "streams", "decode",
+                        "share"),
+    "fp8_buys": ("weight_format", "context_tokens_per_stream", "streams", "decode",
+                 "weight_bytes", "state_bytes", "kv_bytes_per_token"),
+    "context_cost": ("weight_format", "context_tokens_per_stream", "streams", "decode",
+                     "kv_bytes_per_token"),
+    "step_growth": ("weight_format", "streams", "step_ms", "weights_gb", "state_gb", "kv_gb"),
+    "long_prompts": ("long", "waves", "decode", "streams", "input_len",
+                     "streams_x_1000_over_mean_tpot_tok_s"),
+    "second_wave": ("kind", "waves", "queued", "held_prefill", "weight_format", "streams",
+                    "output_len", "input_len", "e2e_aggregate_tok_s"),
+    "energy": ("tokens_per_joule", "telemetry_mean_power_w", "weight_format", "streams"),
+    "cannot_say": ("ignore_eos", "held_prefill", "timeline_output_tokens", "requests",
+                   "output_len", "vllm", "speculative", "weights_label"),
+}
+"""The step-frame columns each finding reads: one missing stops the render, naming both."""
+
+OPTIONAL: dict[str, str] = {}
+"""Finding -> why the Update may go without it: an optional finding whose columns are
+missing is left out with that reason in the render's log instead of stopping it."""
+
+
+class FindingError(ValueError):
+    """A finding that cannot be computed from its inputs: one line naming the finding and
+    the column (or the error) that stopped it."""
+
+
+def run_finding(fn: Callable[[pd.DataFrame], Finding], f: pd.DataFrame) -> Finding:
+    """One finding on the step frame. A column it reads that the frame lacks stops the
+    render (:class:`FindingError` naming both), unless the finding is in
+    :data:`OPTIONAL`; an error inside it is re-raised naming it, never read as 'too few
+    steps'. A finding whose steps are too few says so itself (its ``failed`` return)."""
+    name = fn.__name__
+    key = name.replace("_", " ")
+    if name not in READS:
+        raise FindingError(f"finding '{key}' declares no columns it reads (findings.READS)")
+    missing = [c for c in READS[name] if c not in f.columns]
+    if missing and name in OPTIONAL:
+        return failed(key, "its columns exist",
+                      f"optional ({OPTIONAL[name]}); column '{missing[0]}' is missing")
+    if missing:
+        raise FindingError(f"finding '{key}': column '{missing[0]}' is missing from the "
+                           "step frame")
+    try:
+        return fn(f)
+    except (KeyError, ValueError, IndexError, ZeroDivisionError) as e:
+        raise FindingError(f"finding '{key}' failed on its inputs: {type(e).__name__}: {e}") \
+            from e
+
 
 def all_findings(f: pd.DataFrame) -> list[Finding]:
-    """Every finding of the step frame, in the body's order; a finding the steps are too
-    few to compute fails, saying so (never a traceback in the render)."""
-    out = []
-    for fn in FINDINGS:
-        try:
-            out.append(fn(f))
-        except (ValueError, KeyError, IndexError, ZeroDivisionError) as e:
-            key = fn.__name__.replace("_", " ")
-            out.append(failed(key, "its steps exist", f"too few steps to compute it ({e})"))
-    return out
+    """Every finding of the step frame, in the body's order (:func:`run_finding`)."""
+    return [run_finding(fn, f) for fn in FINDINGS]
 
 
 def report(found: list[Finding]) -> list[str]:

@@ -79,7 +79,8 @@ def fp8_buys(f: pd.DataFrame, fast: str = "fp8", base: str = "bf16") -> Finding:
         [a.loc[i, "weights_gb"] + a.loc[i, "state_gb"] + a.loc[i, "kv_gb"] for i in both],
         index=both)
     nums = {"gain_min": gain.min(), "gain_max": gain.max(), "bytes_min": ratio.min(),
-            "bytes_max": ratio.max(), "levels": float(len(both))}
+            "bytes_max": ratio.max(), "levels": float(len(both)),
+            "gain_median": gain.median(), "bytes_median": ratio.median()}
     x = lambda v: f"{v:.2f}×"  # noqa: E731
     text = (f"At the same streams and context {fmt_name(fast)} decodes "
             f"{span(gain, x)} as fast as {fmt_name(base)} while each of its steps moves "
@@ -199,8 +200,9 @@ def step_growth(f: pd.DataFrame) -> Finding:
             f"{hi['state_gb']:.1f} GB of recurrent state read and written and "
             f"{hi['kv_gb']:.1f} GB of KV). The state read and written passes the weights at "
             + " and ".join(f"{v:,.0f} streams ({fmt_name(k)})" for k, v in sorted(cross.items()))
-            + ", and the plain roofline keeps every measured step on the memory-bound side, "
-            "so it is the state, not compute, that bends the step")
+            + "; the plain roofline keeps every measured step on the memory-bound side, but "
+            "at the engine's measured rates compute is not excluded, and the steps at the "
+            "power cap ran at a lower clock")
     why = []
     if bounds != {"memory"}:
         why.append(f"bounds {sorted(map(str, bounds))}")

@@ -24,6 +24,7 @@ from claimcheck.report import findings_decode as FD
 from claimcheck.report import stepframe as SF
 from claimcheck.report.layout import run_version
 from claimcheck.report.tables import step_roofline
+from claimcheck.report.update_tables import runs_words
 from claimcheck.runio.run import Run
 
 MAX_STREAMS = 256
@@ -121,12 +122,11 @@ def decode_panels(runs: list[Run], card: str, geom: Geometry,
         top = at["streams"].max()
         for fm, g in sorted(at.groupby("weight_format")):
             run = by_name[sorted(g["runs"].iloc[0].split(", "))[0]]
-            everywhere = d[d["weight_format"] == fm]["share"]
             panels.setdefault(ctx, []).append(FormatPanel(
                 fm, [(r.streams, r.decode, r.share) for r in g.sort_values("streams")
                      .itertuples()],
                 bandwidth_line(run, ctx, line_streams(top), geom, cards[card], ceilings),
-                (float(everywhere.min()), float(everywhere.max()))))
+                (float(g["share"].min()), float(g["share"].max()))))  # this context's band
     drawn = d[d["context_tokens_per_stream"].isin(list(panels))]
     used = sorted({n for r in drawn["runs"] for n in str(r).split(", ")})
     return DecodePanels(panels, FD.state_crossover(frame), used)
@@ -144,9 +144,9 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
                "the weights once, each stream's recurrent state twice (read and written) "
                "and its KV cache once, every stream keeping one token per step. η: the "
                "share of that line a step reaches; the shaded band runs from each format's "
-               "lowest to its highest η over every level it was measured at, at any "
-               "context. Measured: tok/s summed while every stream decodes, the median of "
-               "each level over its repeats and runs. Dotted: the streams at which the "
+               "lowest to its highest η at the panel's own context. Measured: tok/s summed "
+               "while every stream decodes, the median of each level over its runs, each "
+               "run giving the pass its protocol reports. Dotted: the streams at which the "
                "recurrent state read and written equals the weights (from the geometry).")
     return decode_plots.decode_lines_figure(
         p.panels, p.crossover,
@@ -156,8 +156,8 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
                 f"random values, the real geometry; {release_words(runs, p.runs)}), read "
                 "through data/derived/runs/*.json; "
                 "lines from the model's config.json, each engine's own weights, state and "
-                "KV bytes and data/raw/cards.csv; levels at other contexts (in the η band, not "
-                "drawn) are in the appendix; runs drawn: " + ", ".join(p.runs) + source))
+                "KV bytes and data/raw/cards.csv; levels at other contexts are in the "
+                "appendix; runs drawn: " + runs_words(p.runs) + source))
 
 
 def long_rows(runs: list[Run], card: str) -> list[dict[str, Any]]:
@@ -191,7 +191,7 @@ def long_figure(runs: list[Run], card: str, card_name: str) -> Any:
                  "on the first wave's decode. η: the share of the bandwidth line (plain "
                  "roofline, η = 1) a step reaches; short prompts: the median η of the "
                  "short-prompt levels with every stream decoding at the same streams and "
-                 "format. Each point "
-                 "the median of its level over repeats and runs."),
-        source=("runs " + ", ".join(used) + f" (dummy weights, {release_words(runs, used)}) "
+                 "format. Each point the median of its level over its runs, each run "
+                 "giving the pass its protocol reports."),
+        source=("runs " + runs_words(used) + f" (dummy weights, {release_words(runs, used)}) "
                 "in data/raw/runs, read through data/derived/runs/*.json"))

@@ -184,6 +184,14 @@ def roofline_figure(curves: dict[str, list[rl.Point]], bends: dict[str, float],
 RATIO_TICKS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
+def kind_label(rows: list[dict[str, Any]], kind: str, key: str) -> str:
+    """A verdict kind's tick label: the verdict table's count of that kind, then how many of
+    them have the panel's ratio (``key``) where fewer do ("not comparable (6; 1 drawn)")."""
+    n = sum(1 for r in rows if r["verdict"] == kind)
+    drawn = sum(1 for r in rows if r["verdict"] == kind and r.get(key))
+    return f"{kind} ({n})" if drawn == n else f"{kind} ({n}; {drawn} drawn)"
+
+
 def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) -> Any:
     """Each published figure's ratio to its own card's plain roofline (left) and to the
     prediction of a model calibrated on its own source (right), one row per verdict kind,
@@ -222,9 +230,7 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
         ax.set_xticks(ticks, [f"{t:g}×" for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel(label)
-        ax.set_yticks(range(len(kinds)), [
-            f"{k} ({sum(1 for r in rows if r['verdict'] == k and r.get(key))})"
-            for k in reversed(kinds)])
+        ax.set_yticks(range(len(kinds)), [kind_label(rows, k, key) for k in reversed(kinds)])
         ax.set_ylim(-0.6, len(kinds) - 0.4)
         ax.grid(axis="y", visible=False)
         if not pts:
@@ -236,7 +242,8 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
                  loc="left")
     a2.tick_params(labelleft=True)
     fig.suptitle("Each published figure on its band (grey: no-overlap floor to overlap "
-                 "ceiling), by verdict (count in brackets)", x=0.0, ha="left", fontsize=10)
+                 "ceiling), by verdict (in brackets: the verdict table's count, and how many "
+                 "of them the panel can draw where fewer)", x=0.0, ha="left", fontsize=10)
     fig.tight_layout()
     fs.source_line(fig, source)
     return fig

@@ -95,6 +95,17 @@ NEEDED = ("run", "status", "reported", "streams", "requests", "max_num_seqs", "i
           "timeline_output_tokens", "vllm", "weights_label")
 
 
+OPTIONAL_COLUMNS: dict[str, str] = {
+    "telemetry_mean_power_w": "a run without NVML telemetry measured no power",
+    "tokens_per_joule": "a run without NVML telemetry measured no energy",
+    "all_streams_decoding_tok_s": "a run without a token timeline has no all-streams window",
+    "streams_x_1000_over_mean_tpot_tok_s": "a run without a token timeline has no mean TPOT",
+    "timeline_output_tokens": "a run without a token timeline counted no output tokens",
+}
+"""Columns of :data:`NEEDED` a step table may lack, each with why: they read as not
+measured (NaN). Any other missing column stops the step frame naming it."""
+
+
 def _known(v: Any) -> int | None:
     """A table cell as tokens, None where missing (NaN, NA)."""
     return None if v is None or pd.isna(v) else int(v)
@@ -108,9 +119,16 @@ def step_frame(steps: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
     decode) and the GB each step moves (``weights_gb``, ``state_gb`` read and written,
     ``kv_gb``)."""
     steps = steps.copy()
-    for col in NEEDED:  # a table without timeline columns reads them as not measured
+    for col in OPTIONAL_COLUMNS:  # declared: read as not measured, with its reason
         if col not in steps:
-            steps[col] = None
+            steps[col] = float("nan")
+    missing = [c for c in NEEDED if c not in steps]
+    if missing:  # never filled with None: a renamed column would drop findings unsaid
+        raise ValueError(f"step table: column '{missing[0]}' is missing (the findings read "
+                         f"{', '.join(missing)})")
+    lacking = [c for c in ("run", *ENGINE_COLUMNS) if c not in engines]
+    if lacking:
+        raise ValueError(f"engine rows: column '{lacking[0]}' is missing")
     f = steps.merge(engines, on="run", how="left")
     f = f[(f["status"] == "complete") & f["reported"].astype(bool)].copy()
     seqs = f["max_num_seqs"]

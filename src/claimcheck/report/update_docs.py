@@ -8,6 +8,7 @@ from the same run records, verdicts and tables.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from claimcheck.loaders.cards import load_cards
 from claimcheck.loaders.config import load_protocols
@@ -16,9 +17,31 @@ from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import verdicts_md
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records
+from claimcheck.report.template import Value, write_values
 from claimcheck.report.update import render_update
 from claimcheck.report.update_body import render_body
 from claimcheck.runio.frames import read_rows
+
+FAMILY_KEYS = ("key", "title", "claims")
+
+
+def load_families(path: str) -> list[dict[str, Any]]:
+    """The Update's claim families (config/update_claims.yaml): a list under ``families``,
+    each with a key, a title and a list of registry ids; anything else is refused naming
+    the file and the entry."""
+    import yaml
+    with open(at_root(path)) as fh:
+        data = yaml.safe_load(fh) or {}
+    fams = data.get("families")
+    if not isinstance(fams, list) or not fams:
+        raise ValueError(f"{path}: 'families' must be a non-empty list")
+    for n, f in enumerate(fams, 1):
+        missing = [k for k in FAMILY_KEYS if not isinstance(f, dict) or k not in f]
+        if missing:
+            raise ValueError(f"{path}: family {n}: '{missing[0]}' is missing")
+        if not isinstance(f["claims"], list) or not f["claims"]:
+            raise ValueError(f"{path}: family '{f['key']}': 'claims' must be a non-empty list")
+    return fams
 
 
 def update_section(run_records: list[str] | None, claims_json: str, card: str,
@@ -47,7 +70,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                      appendix_link: str = "update-appendix.md",
                      verdict_figure: str | None = None,
                      cards_csv: str | None = "data/raw/cards.csv",
-                     beforehand_csv: str | None = None) -> tuple[str, str]:
+                     beforehand_csv: str | None = None,
+                     families_yaml: str = "config/update_claims.yaml",
+                     values_csv: str | None = None) -> tuple[str, str]:
     """The Update as an article prints it (the body, figures/update.md) and its appendix
     (every step of every run, each protocol's blocks, every verdict line, the model table,
     the predictions kept before a run (``beforehand_csv``), each run's provenance), from
@@ -60,10 +85,14 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     log: list[str] = []
     before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
     extra: list[str] = []  # what the body leaves to the appendix
+    values: dict[str, Value] = {}
     body = render_body(runs, card, figures or {}, verdicts, model_rows,
                        appendix_link, model_name, geom, verdict_figure, protocols, log=log,
                        before_rows=before, claims=read_json(at_root(claims_json)),
-                       appendix_extra=extra)
+                       appendix_extra=extra, families=load_families(families_yaml),
+                       values_out=values)
+    if values_csv:
+        write_values(values, at_root(values_csv))
     for line in log:  # the render's log: each finding left out, and why
         print(line, file=sys.stderr)
     appendix = ("# Update: appendix\n\nThe tables and lines behind [the Update](update.md): "

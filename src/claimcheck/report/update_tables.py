@@ -21,11 +21,26 @@ def ps_cell(v: float | None, n: float) -> str:
     return "n/a (not measured)" if v is None or v != v else f"{v:,.1f} ({v / n:,.1f})"
 
 
+CAPTION_RUNS = 3
+"""A caption names at most this many runs; the rest are the appendix's."""
+
+
+def runs_words(runs: list[str], most: int = CAPTION_RUNS) -> str:
+    """At most ``most`` run names, then how many more the appendix lists."""
+    if len(runs) <= most:
+        return ", ".join(runs)
+    rest = len(runs) - most
+    return (", ".join(runs[:most]) + f" and {rest} more run{'s' if rest > 1 else ''} "
+            "(the appendix lists each)")
+
+
 def _caption(what: str, rows: list[dict[str, Any]], divisor: str) -> str:
     runs = sorted({r for x in rows for r in str(x.get("runs") or x.get("run", "")).split(", ")
                    if r})
-    return (f"*{what} One row per level: the median of each column over the repeats and "
-            f"runs of that level. {divisor} Runs: {', '.join(runs)} (dummy weights).*")
+    return (f"*{what} One row per level: the median of each column over the runs of that "
+            "level, each run giving the one pass per level its protocol reports (the last or "
+            f"the median pass, not every repeat). {divisor} Runs: {runs_words(runs)} "
+            "(dummy weights).*")
 
 
 POWERS = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}

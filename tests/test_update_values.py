@@ -1,0 +1,112 @@
+"""The Update's named values on hand-made step tables: the corrected sentences' conditions
+(long prompts under or at the short share per format, the power state of the steps at the
+cap, energy at the same streams, the open question read on one-wave long prompts) and the
+claims' five asks from hand-made registry and verdict rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimcheck.report import findings as F
+from claimcheck.report import findings_decode as FD
+from claimcheck.report import update_values as UV
+from claimcheck.report.stepframe import Finding
+from tests.test_findings import frame, step
+
+
+def test_long_prompts_under_the_short_share_only_where_every_level_is():
+    # long-prompt levels against the short prompts' share at the same streams
+    rows = [{"weight_format": "bf16", "streams": 8, "share": 0.70, "short_share": 0.69},
+            {"weight_format": "bf16", "streams": 16, "share": 0.71, "short_share": 0.70},
+            {"weight_format": "fp8", "streams": 8, "share": 0.51, "short_share": 0.53},
+            {"weight_format": "fp8", "streams": 16, "share": 0.50, "short_share": 0.54}]
+    v = {x.name: x for x in UV.long_values(Finding("long prompts", "", {}, "", True, "",
+                                                     rows))}
+    # bf16 one point over at both: not under, largest gap 1 point
+    assert v["long.bf16.under"].value is False and v["long.bf16.gap"].text == "1"
+    # fp8 2 and 4 points under at every level
+    assert v["long.fp8.under"].value is True and v["long.fp8.gap"].text == "4"
+    rows[2]["share"] = 0.53  # one fp8 level at its short share: no longer under everywhere
+    v = {x.name: x for x in UV.long_values(Finding("long prompts", "", {}, "", True, "",
+                                                     rows))}
+    assert v["long.fp8.under"].value is False
+
+
+def test_the_power_state_of_the_steps_at_the_cap():
+    rows = [{"streams": n, "step_ms": ms, "telemetry_max_power_w": w,
+             "telemetry_power_limit_w": 700.0, "telemetry_mean_sm_clock_mhz": c}
+            for n, ms, w, c in [(1, 15.0, 500.0, 1980.0), (64, 21.0, 693.0, 1958.0),
+                                (128, 28.0, 700.5, 1818.0), (256, 45.0, 698.0, 1644.0)]]
+    x = Finding("step growth", "", {"growth": 3.0, "bytes_growth": 2.7}, "", True, "", rows)
+    v = {y.name: y for y in UV.growth_values(x)}
+    # 693 W is 99.0% of 700 (under the 99.5% mark); 698 W is 99.7%: at the cap
+    assert v["growth.capped"].value is True
+    assert v["growth.cap_streams"].text == "128"
+    assert (v["growth.clock_hi"].text, v["growth.clock_ref"].text,
+            v["growth.ref_streams"].text) == ("1,644", "1,958", "64")
+    assert (v["growth.lo_ms"].text, v["growth.hi_ms"].text) == ("15.0", "45.0")
+
+
+def test_energy_compares_both_formats_at_the_same_streams():
+    # bf16 runs to 8 streams at 0.9 tokens per joule, fp8 only to 1; both at 1 stream
+    rows = [step("a", 1, 70, 100, tpj=0.10), step("a", 8, 520, 800, tpj=0.90),
+            step("b", 1, 100, 200, tpj=0.25)]
+    v = {x.name: x for x in UV.energy_values(frame(rows))}
+    assert v["energy.streams"].text == "1"
+    assert (v["energy.fp8"].text, v["energy.bf16"].text) == ("0.25", "0.10")
+    with pytest.raises(ValueError, match="energy: no stream count run on both formats"):
+        UV.energy_values(frame(rows[1:2] + rows[2:]))
+
+
+def test_the_open_question_reads_one_wave_of_the_several_wave_prompt_length():
+    long_ = {"ctx": 8192, "input_len": 7681}
+    rows = [step("a", 8, 460, 660, requests=8, mean=380, **long_),  # one wave: read
+            step("a", 8, 440, 660, requests=16, mean=300, **long_),  # two waves
+            step("a", 8, 470, 700, ctx=4480, input_len=4096),  # other prompt length
+            step("b", 8, 646, 1260, requests=8, mean=550, **long_),
+            step("b", 8, 600, 1260, requests=16, mean=500, **long_)]
+    v = {x.name: x for x in UV.open_question(frame(rows))}
+    assert v["open.prompt"].text == "7,681"
+    assert (v["open.bf16.decode"].text, v["open.bf16.mean"].text) == ("460.0", "380.0")
+    assert v["open.bf16.eta"].text == "70%"  # 460 / 660
+    assert v["open.fp8.eta"].text == "51%"  # 646 / 1260
+
+
+def test_a_claims_five_asks_and_its_verdict_by_name():
+    claim = {"id": "x-764", "system": "TensorFold", "value": 764.0, "card": "rtx5090",
+             "streams": 8, "streams_running": None, "stream_relation": "lanes_of_one_prompt",
+             "per_stream_tok_s": 95.5, "context_tokens": None, "spec_method": "DFlash2",
+             "spec_draft_tokens": 15, "metric": "decode_aggregate"}
+    verdict = {"id": "x-764", "verdict": "needs a drafter", "roofline_tok_s": 606.25,
+               "claim_over_roofline": 1.26, "tau_needed": 1.26,
+               "label_speculation_rows": "given by the publication",
+               "label_speculation_acceptance": "missing"}
+    v = {x.name: x for x in UV.claim_values(claim, verdict)}
+    assert v["x-764.printed"].text == "764" and v["x-764.card"].text == "RTX 5090"
+    assert v["x-764.relation"].text == "lanes of one prompt"
+    assert v["x-764.rows"].text == "16"  # 15 drafted + 1 verified
+    assert v["x-764.has_rows"].value is True
+    assert (v["x-764.rows_label"].text, v["x-764.acceptance"].text) == (
+        "given by the source", "not given")
+    assert v["x-764.has_context"].value is False and v["x-764.context"].text == "not stated"
+    assert v["x-764.needs_drafter"].value is True and v["x-764.tau"].text == "1.26"
+    assert v["x-764.roofline"].text == "606"
+    # no prediction yet: a reason, never a number
+    assert v["x-764.predicted"].value is False
+    assert v["x-764.local"].text == UV.PREDICTION_REASON
+    v = {x.name: x for x in UV.claim_values(claim, verdict, {"x-764": 731.0})}
+    assert v["x-764.predicted"].value is True and v["x-764.local"].text == "731"
+    assert UV.tok(2439.6) == "2,439.6" and UV.tok(1035.0) == "1,035"
+
+
+def test_a_family_claim_missing_from_the_registry_is_refused_by_name():
+    fam = [{"key": "tf", "title": "t", "claims": ["nope"]}]
+    with pytest.raises(ValueError, match="family 'tf': claim 'nope' is not in the registry"):
+        UV.family_values(fam, [], [], "config/update_claims.yaml")
+
+
+def test_card_values_refuse_a_finding_not_computed():
+    f = frame([step("a", 1, 70, 100)])
+    with pytest.raises(ValueError, match="finding 'what FP8 buys' was not computed"):
+        UV.card_values([FD.bandwidth_share(f)], f)
+    assert F.READS.keys() == {fn.__name__ for fn in F.FINDINGS}
