@@ -81,6 +81,8 @@ class EngineRecord:
     mamba_ssm_cache_dtype: str | None = None
     prefix_caching: bool | None = None
     max_num_seqs: int | None = None
+    speculative: dict[str, Any] | None = None
+    """The drafter (method, num_speculative_tokens, acceptance), None without one."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ def provenance_of(obj: dict[str, Any]) -> Provenance:
             name=eng["name"], weight_format=eng["weight_format"],
             quantization=eng.get("quantization"), kv_cache_dtype=eng.get("kv_cache_dtype"),
             mamba_ssm_cache_dtype=eng.get("mamba_ssm_cache_dtype"),
-            prefix_caching=eng.get("prefix_caching"), max_num_seqs=eng.get("max_num_seqs")),
+            prefix_caching=eng.get("prefix_caching"), max_num_seqs=eng.get("max_num_seqs"),
+            speculative=eng.get("speculative")),
         protocol_config=obj["protocol_config"],
         gpu=Gpu(name=gpu.get("name"), power_limit_enforced_w=gpu.get("power_limit_enforced_w"),
                 power_limit_default_w=gpu.get("power_limit_default_w"),

@@ -354,7 +354,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     (:func:`run_version`): only runs of that vLLM release (each engine version is
     calibrated on its own runs). Raises InputError naming the card, engine and format when
     no one-stream decode step exists."""
-    card_pool = [r for r in runs if run_key(r)[0] == card
+    card_pool = [r for r in runs if run_key(r)[0] == card and not r.drafts
                  and (layout is None or run_layout(r) == layout)]
     pool = ([r for r in card_pool if version is None or run_version(r) == version]
             if not explicit else runs)
@@ -442,6 +442,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
 def choose_for(target: Run, runs: list[Run]) -> Choice:
     """:func:`choose` for the target run's own card, engine, weight format, parallel layout
     and vLLM release."""
+    if target.drafts:
+        raise InputError(str(target.path / "provenance.json"),
+                         "its engine drafts (engine_config.speculative): the step model has "
+                         "no verify-rows term yet, and no plain term is taken from a run "
+                         "that drafts")
     card, engine, fmt = run_key(target)
     return choose(runs, card, engine, fmt, layout=run_layout(target),
                   version=run_version(target))

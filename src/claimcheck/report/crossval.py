@@ -77,6 +77,8 @@ def cross_validate(runs: list[Run]) -> list[dict[str, Any]]:
     cache: dict[tuple[Any, ...], m.Calibration] = {}
     rows = []
     for target in runs:
+        if target.drafts:  # no plain model of a drafting step to validate (choose_for)
+            continue
         for r in held_out_rows(target, runs, cache):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             if r.get("measured_e2e_tok_s") is None and ins:

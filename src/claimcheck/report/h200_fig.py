@@ -60,11 +60,11 @@ MAIN = "main"
 
 def card_frame(runs: list[Run], card: str, release: str | None = MAIN
                ) -> tuple[list[Run], pd.DataFrame]:
-    """One card's runs and the findings' step frame of their step tables, of one vLLM
-    release: by default the one with the most steps there
-    (:func:`engine_version.main_version`; the findings and their figures read one release),
-    else ``release``; None keeps every release."""
-    runs = [r for r in runs if r.provenance.card == card]
+    """One card's plain runs (a drafting engine's are read apart: :attr:`Run.drafts`)
+    and the findings' step frame of their step tables, of one vLLM release: by default the
+    one with the most steps there (:func:`engine_version.main_version`; the findings and
+    their figures read one release), else ``release``; None keeps every release."""
+    runs = [r for r in runs if r.provenance.card == card and not r.drafts]
     frame = SF.step_frame(pd.DataFrame([s for r in runs for s in r.rows]),
                           SF.engine_rows(runs))
     if release is None:

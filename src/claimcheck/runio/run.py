@@ -30,6 +30,7 @@ from claimcheck.core.geometry import Geometry
 from claimcheck.core.model import EngineShape
 from claimcheck.core.protocols import Protocol, step_context
 from claimcheck.core.runrecord import Provenance, protocol_from_record
+from claimcheck.core.speculation import speculation_columns
 from claimcheck.core.steprow import (
     load_window,
     record_columns,
@@ -107,6 +108,13 @@ class Run:
     @property
     def dummy(self) -> bool:
         return self.provenance.dummy
+
+    @property
+    def drafts(self) -> bool:
+        """True when the run's engine drafts (speculative decoding): each step verifies
+        k + 1 positions per stream and keeps a variable number of tokens, which the plain
+        step model and the plain-decode findings do not read."""
+        return self.provenance.engine_config.speculative is not None
 
     @property
     def year(self) -> int:
@@ -199,8 +207,10 @@ def load_run(path: str | Path) -> Run:
         cols = (timeline_columns(tr.record, tr.timeline, tr.log_lines,
                                  StepEnergy(tr.energy_j, tr.energy_source), tr.output_len,
                                  seqs) if tr else None)
-        rows.append(step_row(record_columns(st.record, proto, st.bench, st.timeline, lines,
-                                            tel, year), cols))
+        rows.append({**step_row(record_columns(st.record, proto, st.bench, st.timeline,
+                                               lines, tel, year), cols),
+                     **speculation_columns(prov.engine_config.speculative,
+                                           st.raw.get("server_counters"))})
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
                weights_gib=weights_gib,
