@@ -4,6 +4,8 @@
 
 
 rule claim_map:
+    message:
+        "claim_map: every claim, streams against tok/s (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/claim_map.ipynb",
@@ -28,6 +30,8 @@ rule claim_map:
 # Every roofline preset in one notebook execution (one kernel; issue 18 item 5).
 # `papermill notebooks/roofline.ipynb` with one `preset` still draws one.
 rule rooflines:
+    message:
+        "rooflines: every roofline preset's figure (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/roofline.ipynb",
@@ -56,6 +60,8 @@ rule rooflines:
 # The measured notebook's figure and Markdown section for every run, in one process: the
 # function notebooks/measured.ipynb calls for one run (`papermill` on it still works).
 rule measured_figures:
+    message:
+        "measured_figures: every run against its roofline (log {log})"
     input:
         code=PACKAGE_SOURCES,
         records=RUN_RECORDS,
@@ -86,6 +92,8 @@ CARD_FIGURES = {"h200": "figures/h200-decode", "long": "figures/h200-long-prompt
 
 
 rule card_figures:
+    message:
+        "card_figures: the Update's H200 figures (log {log})"
     input:
         code=PACKAGE_SOURCES,
         records=RUN_RECORDS,
@@ -113,6 +121,8 @@ rule card_figures:
 
 
 rule update:
+    message:
+        "update: the Update section and its appendix (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/update.ipynb",
@@ -146,6 +156,8 @@ rule update:
 
 # Each published figure against its card's plain roofline and its source's model.
 rule verdict_figure:
+    message:
+        "verdict_figure: each claim's ratio to its card's roofline and model (log {log})"
     input:
         code=PACKAGE_SOURCES,
         verdicts="data/derived/verdicts.json",
