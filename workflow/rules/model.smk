@@ -9,6 +9,8 @@ MODEL_ENGINES = sorted(
 
 
 rule model_figures:
+    message:
+        "model_figures: the step model against every step, one figure an engine (log {log})"
     input:
         code=PACKAGE_SOURCES,
         model_csv="data/derived/model.csv",
