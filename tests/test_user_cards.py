@@ -1,4 +1,4 @@
-"""Issue 30 item 2: a card of one's own. The README's L40S cards file (read from the README
+"""Issue 30 item 2: a card of one's own. The L40S cards file of docs/own-card.md (read from that page
 itself) gives a roofline on the CLI and a figure under papermill; a bad row of a user cards
 file is refused in one line naming the file, line and column. Real CLI subprocesses.
 
@@ -22,8 +22,7 @@ from claimcheck.loaders.cards import load_cards
 
 from ._cli import QWEN, cli, one_line_error
 
-README = (ROOT / "README.md").read_text()
-SECTION = README[README.index("### A card of one's own"):]
+SECTION = (ROOT / "docs" / "own-card.md").read_text()
 CSV = re.search(r"```csv\n(.*?)```", SECTION, re.S).group(1)
 HEADER = CSV.splitlines()[0]
 
