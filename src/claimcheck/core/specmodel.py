@@ -8,12 +8,17 @@ acceptance forced at 2.5 tokens kept), the step at 64 streams was 46.45 ms again
 for 256 plain streams plus the draft passes: the rows count, but the per-stream state and
 KV are read once per stream, not once per row. So the model is
 
-    step(B, r, k) = plain(B) + B x (r - 1) x t_row + k x (draft_bytes / BW + c)
+    step(B, r, k) = (plain(B) + B x (r - 1) x t_row) x bend(B x r) + k x (draft_bytes / BW + c)
 
 - ``plain(B)``: the calibrated plain step model's decode step at B streams (weights read
   once, per-stream state and KV read by the B streams), from the plain twin engine's runs;
 - ``t_row = (F_body + F_head) / P_eff``: each extra verified row adds its arithmetic at the
   calibrated compute rate (a row reaches the head: every verified position is sampled);
+- ``bend(n)``: the plain model's measured decode-row factor at n = B x r rows over the one at
+  B (:func:`claimcheck.core.model.row_factor`: on the H200 the BF16 plain step from 192 rows
+  costs x1.10-1.15 more than its larger term, measured on plain runs at 96-256 rows; 1
+  outside them, never extrapolated). It carries the seed's "same arithmetic" where it was
+  measured: a verify of B x r rows bends as B x r plain rows do;
 - ``draft_bytes``: what one draft pass reads (:func:`draft_pass_bytes`, from config.json:
   the MTP layers, their fc and norms, and the output head), at the plain bandwidth ``BW``;
 - ``c``: the one free term, a fixed cost per draft pass beyond its bytes (launches,
@@ -28,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from claimcheck.core.model import row_factor
 
 
 class SpecModelError(ValueError):
@@ -76,10 +83,16 @@ class VerifyStep:
     rows_s: float
     draft_bytes_s: float
     draft_overhead_s: float
+    bend: float = 1.0
+
+    @property
+    def target_s(self) -> float:
+        """The verify pass: the plain step and the extra rows, bent at B x r rows."""
+        return (self.plain_s + self.rows_s) * self.bend
 
     @property
     def step_s(self) -> float:
-        return self.plain_s + self.rows_s + self.draft_bytes_s + self.draft_overhead_s
+        return self.target_s + self.draft_bytes_s + self.draft_overhead_s
 
     def tpot_s(self, tokens_kept: float) -> float:
         """Time per output token: the step over the tokens kept per verify."""
@@ -99,15 +112,24 @@ def row_s(flops_per_row: float, flops_s: float) -> float:
 
 
 def verify_step(plain_s: float, streams: int, draft_tokens: int, row_s_: float,
-                pass_bytes_s: float, pass_overhead_s: float) -> VerifyStep:
-    """The step at ``streams`` streams verifying k + 1 rows each (module docstring)."""
+                pass_bytes_s: float, pass_overhead_s: float, bend: float = 1.0
+                ) -> VerifyStep:
+    """The step at ``streams`` streams verifying k + 1 rows each (module docstring);
+    ``bend``: the measured decode-row factor at B x r rows over the one at B (1: none)."""
     if streams < 1 or draft_tokens < 1:
         raise SpecModelError(f"a drafting step needs streams >= 1 and k >= 1, got "
                              f"{streams} streams, k = {draft_tokens}")
     return VerifyStep(streams=streams, verify_rows=draft_tokens + 1, draft_tokens=draft_tokens,
                       plain_s=plain_s, rows_s=streams * draft_tokens * row_s_,
                       draft_bytes_s=draft_tokens * pass_bytes_s,
-                      draft_overhead_s=draft_tokens * pass_overhead_s)
+                      draft_overhead_s=draft_tokens * pass_overhead_s, bend=bend)
+
+
+def bend(points: tuple[tuple[int, float], ...], streams: int, rows: int) -> float:
+    """The decode-row factor (:func:`claimcheck.core.model.row_factor` over ``points``)
+    at ``streams`` x ``rows`` rows over the one at ``streams`` (the plain step at B streams
+    carries its own)."""
+    return row_factor(points, streams * rows) / row_factor(points, streams)
 
 
 def fit_pass_overhead_s(steps: Sequence[tuple[VerifyStep, float]]) -> float:

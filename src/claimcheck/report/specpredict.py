@@ -28,9 +28,11 @@ ASSUMPTIONS = (
     "plain step at B streams is the plain twin's calibrated step model (weights once, state "
     "and KV by the B streams); each of the B x k extra rows adds its FLOP (body and head) at "
     "the calibrated compute rate, on top of the plain step (measured: not hidden under the "
-    "memory term); a draft pass reads the MTP layer, its fc and the output head at the plain "
-    "bandwidth, plus a fixed overhead fitted on drafting steps; the bend of the plain "
-    "192-256-row steps (x1.10-1.15) is not in the model; TPOT = step / tokens kept")
+    "memory term); the verify pass (plain step and extra rows) x the plain decode-row factor "
+    "measured at B x r rows over the one at B (the bend of the plain 192-256-row steps, "
+    "x1.10-1.15; 1 where no plain step measured those rows); a draft pass reads the MTP "
+    "layer, its fc and the output head at the plain bandwidth, plus a fixed overhead fitted "
+    "on drafting steps; TPOT = step / tokens kept")
 
 
 def plain_twin(engines: dict[str, Any], engine: str) -> str:
@@ -47,6 +49,24 @@ def plain_twin(engines: dict[str, Any], engine: str) -> str:
         raise InputError("--engine", f"{engine!r} has no plain twin in config/engines.yaml "
                          "(an engine equal to it without speculative): no plain term")
     return twins[0]
+
+
+def bend_points(runs: list[Run], card: str, twin: str, proto: Any,
+                engines: dict[str, Any]) -> tuple[tuple[tuple[int, float], ...], str]:
+    """The decode-row factors that reach the most rows among the plain engines of the
+    twin's weight format on the card (the twin's own first, then the engine
+    :func:`claimcheck.report.calibrate.row_sources` names for the format): each engine's
+    calibrated ``row_factors`` and their source; ((), why) when none has any."""
+    from claimcheck.report.calibrate import row_sources
+    from claimcheck.report.protocolpredict import predict_protocol
+    fmt = engines[twin].weight_format
+    _, other = row_sources(runs, card, twin, fmt)
+    best: tuple[tuple[tuple[int, float], ...], str] = ((), "no decode-row factors measured")
+    for who in dict.fromkeys([twin] + ([other] if other else [])):
+        cal = predict_protocol(runs, card, who, proto, engines).calibration
+        if cal.row_factors and (not best[0] or cal.row_factors[-1][0] > best[0][-1][0]):
+            best = cal.row_factors, f"engine {who}: {cal.row_factor_source}"
+    return best
 
 
 def _config(engine: Any) -> dict[str, Any]:
@@ -91,6 +111,7 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
         raise InputError("--tokens-kept", f"must be in [1, {k + 1}] for k = {k}, got {kept}")
     plain = predict_protocol(runs, card, twin, proto, engines)
     cal, shape = plain.calibration, plain.shape
+    points, bend_source = bend_points(runs, card, twin, proto, engines)
     t_row = sm.row_s(shape.flops_body_per_token + shape.flops_head_per_token, cal.flops_s)
     pbytes = sm.draft_pass_bytes(_config(e))
     pass_s = pbytes / cal.bandwidth_bytes_s
@@ -99,7 +120,7 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
     bare, fit = [], []
     for ps in plain.report["steps"]:
         v = sm.verify_step(ps["predicted_median_tpot_ms"] / 1e3, ps["streams"], k, t_row,
-                           pass_s, 0.0)
+                           pass_s, 0.0, sm.bend(points, ps["streams"], k + 1))
         bare.append(v)
         m = measured.get((ps["streams"], ps["requests"]))
         if m:
@@ -121,7 +142,8 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
             "index": ps["index"], "streams": v.streams, "requests": ps["requests"],
             "verify_rows_per_stream": v.verify_rows, "rows_per_step": v.streams * v.verify_rows,
             "tokens_kept_per_verify": float(kept), "plain_step_ms": v.plain_s * 1e3,
-            "extra_rows_ms": v.rows_s * 1e3, "draft_bytes_ms": v.draft_bytes_s * 1e3,
+            "extra_rows_ms": v.rows_s * 1e3, "bend": v.bend,
+            "draft_bytes_ms": v.draft_bytes_s * 1e3,
             "draft_overhead_ms": v.draft_overhead_s * 1e3, "predicted_step_ms": v.step_s * 1e3,
             "predicted_median_tpot_ms": tpot,
             "predicted_decode_aggregate_tok_s": v.streams * 1e3 / tpot,
@@ -139,6 +161,7 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
         "acceptance": e.acceptance_words(), "weights": e.weights,
         "draft_pass_gb": pbytes / 1e9, "draft_pass_bytes_ms": pass_s * 1e3,
         "row_ms": t_row * 1e3, "draft_pass_overhead_ms": c * 1e3,
+        "bend_points": [list(p) for p in points], "bend_source": bend_source,
         "fitted_on": fitted_on,
         "fit_note": (f"the draft pass overhead is fitted on the {len(fit)} drafting step(s) "
                      f"of {', '.join(fitted_on)} (least squares); loo = that step predicted "
@@ -159,23 +182,27 @@ def lines(out: dict[str, Any]) -> list[str]:
         return "-" if x is None else format(x, spec)
     head = [
         f"{out['engine']} ({out['weights']} weights; {out['acceptance']}) on {out['card']}: "
-        f"step = plain step at B streams ({out['plain_twin']}'s calibrated model) + B x k "
-        f"extra rows x {out['row_ms']:.4f} ms + k = {out['draft_tokens']} draft passes x "
+        f"step = (plain step at B streams ({out['plain_twin']}'s calibrated model) + B x k "
+        f"extra rows x {out['row_ms']:.4f} ms) x bend at B x r rows + "
+        f"k = {out['draft_tokens']} draft passes x "
         f"({out['draft_pass_bytes_ms']:.3f} ms for {out['draft_pass_gb']:.2f} GB + "
         f"{out['draft_pass_overhead_ms']:.3f} ms fitted); TPOT = step / tokens kept "
         f"({out['tokens_kept_source']})",
         f"  plain bandwidth {c['bandwidth_gb_s']:,.0f} GB/s from {c['bandwidth_source']}",
         f"  plain compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
+        "  bend at B x r rows: " + ", ".join(f"{r} rows x{f:.3f}" for r, f in
+                                            out["bend_points"]) + f" ({out['bend_source']})",
         f"  fitted: {out['fit_note']}",
         f"  assumed: {out['assumptions']}",
-        f"{'streams':>7} {'rows':>4} {'kept':>5} {'plain':>6} {'+rows':>6} {'+draft':>6} "
+        f"{'streams':>7} {'rows':>4} {'kept':>5} {'plain':>6} {'+rows':>6} {'bend':>5} "
+        f"{'+draft':>6} "
         f"{'step ms':>7} {'TPOT ms':>7} {'dec tok/s':>9} {'meas step':>9} {'err':>6} "
         f"{'loo':>6}"]
     for s in out["steps"]:
         head.append(
             f"{s['streams']:>7} {s['verify_rows_per_stream']:>4} "
             f"{s['tokens_kept_per_verify']:>5.2f} {s['plain_step_ms']:>6.2f} "
-            f"{s['extra_rows_ms']:>6.2f} "
+            f"{s['extra_rows_ms']:>6.2f} {s['bend']:>5.3f} "
             f"{s['draft_bytes_ms'] + s['draft_overhead_ms']:>6.2f} "
             f"{s['predicted_step_ms']:>7.2f} {s['predicted_median_tpot_ms']:>7.2f} "
             f"{s['predicted_decode_aggregate_tok_s']:>9,.1f} "
