@@ -118,7 +118,8 @@ def save(fig, base: str | Path, formats: tuple[str, ...] = ARTICLE_FORMATS) -> l
     box = tight_bbox(fig)
     out = []
     for fmt in formats:
-        path = base.with_suffix(f".{fmt}")
+        # not with_suffix: a run name with a dot ("forced2.5-speculation") has a "suffix"
+        path = base.with_name(f"{base.name}.{fmt}")
         meta = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
         fig.savefig(path, metadata=meta, bbox_inches=box)
         out.append(path)
