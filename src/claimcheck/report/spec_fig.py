@@ -1,10 +1,11 @@
-"""The speculation figure (figures/speculation.{png,svg}): for each drafting claim the
-tokens it must keep per stream per step (tau needed) against the rows it verifies per
-stream, from data/derived/verdicts.csv (``verify_rows_per_stream`` to ``verify_rows_high``
-and ``tau_needed`` to ``tau_needed_high`` where the drafter's size is a range; the tokens
-kept its source states, where it states one, as an open marker), with the forced-acceptance
-runs of data/derived/speculation.csv on it (their verify rows and tokens kept, one marker
-per stream count). Deterministic: claims in id order, the project's one style
+"""The speculation figure (figures/speculation.{png,svg}): for each drafting claim (more
+than one row verified per stream) the tokens it must keep per stream per step (tau needed)
+against the rows it verifies per stream, from data/derived/verdicts.csv
+(``verify_rows_per_stream`` to ``verify_rows_high`` and ``tau_needed`` to ``tau_needed_high``
+where the drafter's size is a range; the tokens kept its source states, where it states one,
+as an open marker), with the forced-acceptance runs of data/derived/speculation.csv on it
+(their verify rows and tokens kept: one marker per run and rows, its stream counts in the
+legend). Deterministic: claims in id order, the project's one style
 (:mod:`claimcheck.report.figstyle`)."""
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ def _f(x: Any) -> float | None:
 def speculation_figure(verdicts: pd.DataFrame, spec: pd.DataFrame):
     """The figure from the two tables (file names in the source line)."""
     fig, ax = figstyle.new(7.0, 4.4)
-    d = verdicts[verdicts["verify_rows_per_stream"].map(_f).notna()
-                 & verdicts["tau_needed"].map(_f).notna()].sort_values("claim_id")
+    rows = verdicts["verify_rows_per_stream"].map(_f)
+    d = verdicts[(rows > 1) & verdicts["tau_needed"].map(_f).notna()].sort_values("id")
     cards = sorted(d["card"].astype(str).unique()) if "card" in d else []
     col = figstyle.colours(cards)
     seen: set[str] = set()
@@ -51,21 +52,24 @@ def speculation_figure(verdicts: pd.DataFrame, spec: pd.DataFrame):
                    [_f(x) or 1 for x in d["verify_rows_per_stream"]] + [2])
     ax.plot([1, rows_max], [1, rows_max], color=figstyle.MUTED, lw=0.8, ls=":",
             label="every draft kept (tokens kept = rows)")
-    for i, (b, g) in enumerate(spec.groupby("streams", sort=True)):
-        ax.plot(g["verify_rows_per_stream"], g["tokens_kept_per_verify"],
-                marker=figstyle.MARKERS[(i + 1) % len(figstyle.MARKERS)], ms=7, ls="none",
-                color=figstyle.INK, mfc="none",
-                label=f"H200 run, {b} stream{'s' if b != 1 else ''} (forced)")
+    for (_run, rows), g in spec.groupby(["run", "verify_rows_per_stream"], sort=True):
+        kept = g["tokens_kept_per_verify"].astype(float)
+        streams = ", ".join(str(int(b)) for b in sorted(g["streams"]))
+        # every stream count at the same rows and (forced) tokens kept: one marker, all said
+        ax.plot(g["verify_rows_per_stream"], kept, marker="*", ms=11, ls="none",
+                color=figstyle.INK, label=f"H200 run, {streams} streams: {int(rows)} rows, "
+                f"{kept.min():.2f}-{kept.max():.2f} kept (forced)")
     ax.set_xlabel("rows verified per stream per step (drafted tokens + 1)")
     ax.set_ylabel("tokens kept per stream per step")
     ax.set_title("Tokens each stream must keep, against the rows it verifies")
     ax.legend(fontsize=6.5, loc="upper left", ncols=2)
     runs = ", ".join(sorted(spec["run"].unique())) if len(spec) else "none"
     figstyle.caption_and_source(
-        fig, "Filled: tokens kept per verify each drafting claim needs on its own card at "
-             "its stated verify rows (a line: the range over the drafter's documented "
-             "sizes). Open: measured on the H200 with dummy weights, acceptance forced at "
-             "2.5 tokens kept per verify.",
+        fig, "Filled: the tokens kept per verify each drafting claim needs on its own card "
+             "at its stated verify rows (a line: the range over the drafter's documented "
+             "sizes). Open circle: the tokens kept its source states. Star: the H200 "
+             "drafting run, dummy weights, acceptance forced at 2.5 tokens kept per verify. "
+             "Above the dotted line no drafter can reach.",
         f"data/derived/verdicts.csv (verify_rows_per_stream, tau_needed); "
         f"data/derived/speculation.csv ({runs})")
     return fig
