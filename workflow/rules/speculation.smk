@@ -13,6 +13,7 @@ rule speculation:
         engines="config/engines.yaml",
     output:
         csv="data/derived/speculation.csv",
+        dtypes="data/derived/speculation.dtypes.json",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
         hand_dir="data/raw/predictions/hand",

@@ -13,6 +13,7 @@ with rule_log(snakemake) as log:  # noqa: F821
     runs = [load_run(p) for p in snakemake.params.run_dirs]  # noqa: F821
     hand = Path(snakemake.params.hand_dir)  # noqa: F821
     t = speculation_table(runs, load_engines(), load_protocols(i.protocols), hand)
-    Path(snakemake.output.csv).parent.mkdir(parents=True, exist_ok=True)  # noqa: F821
-    t.to_csv(snakemake.output.csv, index=False)  # noqa: F821
+    from claimcheck.runio.frames import write_table
+
+    write_table(t, snakemake.output.csv)  # noqa: F821  (and its dtypes beside it)
     log.write(f"{len(t)} drafting step(s)\n")

@@ -26,7 +26,8 @@ COLUMNS = (
     "verify_rows_per_stream", "rows_per_step", "tokens_kept_per_verify",
     "measured_median_tpot_ms", "measured_step_ms", "hand_step_ms", "hand_tpot_ms",
     "hand_step_error", "model_step_ms", "model_tpot_ms", "model_step_error",
-    "model_loo_step_ms", "model_loo_step_error", "model_fitted_on",
+    "model_loo_step_ms", "model_loo_step_error", "model_fitted_on", "model_bend",
+    "model_draft_pass_overhead_ms",
     "plain_step_same_streams_ms", "plain_same_streams_source", "plain_step_same_rows_ms",
     "plain_same_rows_source", "step_over_plain_same_streams", "step_over_plain_same_rows")
 
@@ -104,6 +105,8 @@ def speculation_table(runs: list[Run], engines: dict[str, Any], protos: dict[str
                 "model_loo_step_ms": m and m["loo_step_ms"],
                 "model_loo_step_error": m and m["loo_step_ms"] and m["loo_step_ms"] / step - 1,
                 "model_fitted_on": "; ".join(model["fitted_on"]),
+                "model_bend": m and m["bend"],
+                "model_draft_pass_overhead_ms": model["draft_pass_overhead_ms"],
                 "plain_step_same_streams_ms": ps, "plain_same_streams_source": pss,
                 "plain_step_same_rows_ms": pr, "plain_same_rows_source": prs,
                 "step_over_plain_same_streams": ps and step / ps,
