@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from claimcheck.core.frames import to_frame
 from claimcheck.report.layout import run_version
 from claimcheck.report.specpredict import predict_drafting
 from claimcheck.runio.run import Run
@@ -111,4 +112,6 @@ def speculation_table(runs: list[Run], engines: dict[str, Any], protos: dict[str
                 "plain_step_same_rows_ms": pr, "plain_same_rows_source": prs,
                 "step_over_plain_same_streams": ps and step / ps,
                 "step_over_plain_same_rows": pr and step / pr})
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    if not rows:
+        return pd.DataFrame(columns=list(COLUMNS))
+    return to_frame([{c: r[c] for c in COLUMNS} for r in rows])  # typed: string, Int64
