@@ -16,7 +16,8 @@ rule speculation:
         dtypes="data/derived/speculation.dtypes.json",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
-        hand_dir="data/raw/predictions/hand",
+        # the hand predictions' folder, from its files (the kept JSONs)
+        hand_dir=lambda w, input: str(Path(input.hand[0]).parent),
     log:
         "logs/speculation.log",
     conda:
