@@ -204,6 +204,7 @@ def update_figure_links():
     links |= {f"measured-{r}": f"measured-{r}.png" for r in RUNS}
     # the body's figures of the Update card (CARD_FIGURES, rules/figures.smk)
     links |= {k: f"{Path(v).name}.png" for k, v in CARD_FIGURES.items()}
+    links["speculation"] = "speculation.png"  # rule speculation_figure
     return links
 
 
@@ -219,6 +220,7 @@ def notebook_params(wildcards):
                 "verdicts_json": "data/derived/verdicts.json",
                 "model_csv": "data/derived/model.csv",
                 "beforehand_csv": "data/derived/beforehand.csv",
+                "speculation_csv": "data/derived/speculation.csv",
                 "definitions_links": {f"definitions-{r}": f"definitions-{r}.png"
                                       for r in RUNS},
                 "protocols_yaml": "config/protocols.yaml",

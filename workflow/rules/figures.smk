@@ -137,7 +137,8 @@ rule update:
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
         beforehand="data/derived/beforehand.csv",
-        figures=["figures/claim_map.png", "figures/verdicts.png"]
+        speculation="data/derived/speculation.csv",
+        figures=["figures/claim_map.png", "figures/verdicts.png", "figures/speculation.png"]
         + [f"{base}.png" for base in CARD_FIGURES.values()]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
         + expand("figures/measured-{run}.png", run=RUNS)

@@ -78,6 +78,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "runs (claimcheck.report.carry) instead of borrowing one engine's "
                         "calibration; implied by --power-limit and by a weight format with "
                         "no run on any card")
+    s.add_argument("--tokens-kept", type=float, default=None, metavar="TAU",
+                   help="for an engine that drafts: tokens kept per verify (1 to k + 1; "
+                        "default: the engine's forced acceptance length)")
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
@@ -305,6 +308,20 @@ def cmd_predict(a: argparse.Namespace) -> int:
         raise InputError("--runs", f"{root} is not a folder")
     engines = load_engines()  # each engine's exact command checked before any run is read
     runs = load_runs(root)
+    tau = getattr(a, "tokens_kept", None)
+    if a.engine in engines and engines[a.engine].speculative:
+        # an engine that drafts: the verify-rows model (claimcheck.report.specpredict)
+        from claimcheck.report import specpredict
+        for opt, v in (("--verify", a.verify), ("--power-limit", getattr(a, "power_limit", None))):
+            if v is not None:
+                raise InputError(opt, f"{a.engine} drafts; {opt} is for plain engines")
+        out = specpredict.predict_drafting(runs, a.card, a.engine, protos[a.protocol],
+                                           engines, tau)
+        emit(out, a.json, "\n".join(specpredict.lines(out)))
+        return 0
+    if tau is not None:
+        raise InputError("--tokens-kept", f"{a.engine} does not draft (no speculative field "
+                         "in config/engines.yaml)")
     from claimcheck.report import newcard
     power = getattr(a, "power_limit", None)
     if power is not None and not (power > 0 and power < float("inf")):

@@ -23,6 +23,7 @@ from claimcheck.report import findings as F
 from claimcheck.report import template as T
 from claimcheck.report import update_values as UV
 from claimcheck.report.h200_fig import card_frame
+from claimcheck.report.spec_values import spec_values
 from claimcheck.report.update_tables import (
     bytes_table,
     context_table,
@@ -153,7 +154,8 @@ def render_body(runs: list[Run], card: str,
                 appendix_extra: list[str] | None = None,
                 families: list[dict[str, Any]] | None = None,
                 values_out: dict[str, T.Value] | None = None,
-                predictions: dict[str, float] | None = None) -> str:
+                predictions: dict[str, float] | None = None,
+                speculation: list[dict[str, Any]] | None = None) -> str:
     """figures/update.md from the body template (templates/body.md): the lead, one section
     per claim family (``families``, config/update_claims.yaml; each claim from
     templates/claim.md), what this card showed, provenance. Every number is a named value
@@ -161,7 +163,9 @@ def render_body(runs: list[Run], card: str,
     data/derived/update_values.csv); a slot the values cannot fill stops the render naming
     it. ``log`` gets one line per finding left out; the findings' tables go to
     ``appendix_extra``. ``predictions``: claim id -> tok/s this card's model gives on the
-    claim's own card (the optional local prediction; None: each claim says why not)."""
+    claim's own card (the optional local prediction; None: each claim says why not).
+    ``speculation``: data/derived/speculation.csv's rows (what a verify costs on this card,
+    :mod:`claimcheck.report.spec_values`; None: the paragraph is left out)."""
     runs, every = card_frame(runs, card, release=None)
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -176,7 +180,8 @@ def render_body(runs: list[Run], card: str,
                        model_rows, version),
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
-        *UV.card_values(found, frame)])
+        *UV.card_values(found, frame),
+        *spec_values(speculation, figures.get("speculation"))])
     if values_out is not None:
         values_out.update(values)
     by = {x.key: x for x in found if x.holds}

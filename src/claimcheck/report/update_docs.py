@@ -72,11 +72,13 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                      cards_csv: str | None = "data/raw/cards.csv",
                      beforehand_csv: str | None = None,
                      families_yaml: str = "config/update_claims.yaml",
-                     values_csv: str | None = None) -> tuple[str, str]:
+                     values_csv: str | None = None,
+                     speculation_csv: str | None = None) -> tuple[str, str]:
     """The Update as an article prints it (the body, figures/update.md) and its appendix
     (every step of every run, each protocol's blocks, every verdict line, the model table,
     the predictions kept before a run (``beforehand_csv``), each run's provenance), from
-    the same run records, verdicts and tables."""
+    the same run records, verdicts and tables; ``speculation_csv``: the drafting runs'
+    table (what a verify costs; None: not said)."""
     runs, _ = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
     model_rows = read_rows(at_root(model_csv)) if model_csv else []
@@ -90,7 +92,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                        appendix_link, model_name, geom, verdict_figure, protocols, log=log,
                        before_rows=before, claims=read_json(at_root(claims_json)),
                        appendix_extra=extra, families=load_families(families_yaml),
-                       values_out=values)
+                       values_out=values,
+                       speculation=read_rows(at_root(speculation_csv)) if speculation_csv
+                       else None)
     if values_csv:
         write_values(values, at_root(values_csv))
     for line in log:  # the render's log: each finding left out, and why

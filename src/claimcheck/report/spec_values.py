@@ -1,0 +1,75 @@
+"""The Update's named values for what a verify costs on this card (issue 41 item 6), from
+data/derived/speculation.csv (:mod:`claimcheck.report.spec_table`). Pure: rows in, values
+out. The finding holds where a drafting run has a step at one stream and one at its most
+streams, each with the plain steps at the same streams and rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from claimcheck.report.template import Value, flag, num, word
+
+SRC = "speculation.csv"
+MS = "{:.1f}"
+X2 = "{:.2f}"
+PCT1 = "{:.1%}"
+SIGNED = "{:+.1%}"
+NAMES = ("spec.k", "spec.rows", "spec.kept", "spec.streams", "spec.rows_total", "spec.step",
+         "spec.plain_streams", "spec.plain_rows", "spec.over_rows", "spec.over_streams",
+         "spec.one_step", "spec.one_plain", "spec.one_extra", "spec.one_over_streams",
+         "spec.tpot", "spec.model_err", "spec.loo_err", "spec.overhead", "spec.bend",
+         "spec.hand_lo", "spec.hand_hi", "spec.run")
+
+
+def _usable(r: Mapping[str, Any]) -> bool:
+    keys = ("measured_step_ms", "plain_step_same_streams_ms", "plain_step_same_rows_ms")
+    return all(r.get(k) is not None for k in keys)
+
+
+def spec_values(rows: Sequence[Mapping[str, Any]] | None, figure: str | None) -> list[Value]:
+    """The ``spec.*`` values and the ``spec.has`` flag; every name present, unfilled (None)
+    where the finding does not hold. The first drafting run in name order is the one said,
+    at one stream and at its most streams."""
+    rs = [r for r in rows or [] if _usable(r)]
+    run = sorted({str(r["run"]) for r in rs})[0] if rs else None
+    rs = sorted((r for r in rs if r["run"] == run), key=lambda r: int(r["streams"]))
+    holds = len(rs) >= 2 and int(rs[0]["streams"]) == 1
+    out = [flag("spec.has", holds, SRC), word("fig.speculation", figure, "update rule figures"),
+           flag("fig.has_speculation", bool(figure) and holds, "update rule figures")]
+    if not holds:
+        return out + [Value(n, None, "", "", SRC) for n in NAMES]
+    one, top = rs[0], rs[-1]
+    src = f"{SRC}, run {run}"
+    rows_per = int(top["verify_rows_per_stream"])
+    model = [abs(r["model_step_error"]) for r in rs if r.get("model_step_error") is not None]
+    loo = [abs(r["model_loo_step_error"]) for r in rs
+           if r.get("model_loo_step_error") is not None]
+    hand = [r["hand_step_error"] for r in rs if r.get("hand_step_error") is not None]
+    kept = [float(r["tokens_kept_per_verify"]) for r in rs]
+    return out + [
+        num("spec.k", rows_per - 1, "tokens", src, "{:d}"),
+        num("spec.rows", rows_per, "rows", src, "{:d}"),
+        num("spec.kept", round(sum(kept) / len(kept), 1), "tokens", src, "{:.1f}"),
+        num("spec.streams", int(top["streams"]), "streams", src, "{:d}"),
+        num("spec.rows_total", int(top["rows_per_step"]), "rows", src, "{:d}"),
+        num("spec.step", top["measured_step_ms"], "ms", src, MS),
+        num("spec.plain_streams", top["plain_step_same_streams_ms"], "ms",
+            f"{src}: {top['plain_same_streams_source']}", MS),
+        num("spec.plain_rows", top["plain_step_same_rows_ms"], "ms",
+            f"{src}: {top['plain_same_rows_source']}", MS),
+        num("spec.over_rows", top["step_over_plain_same_rows"], "ratio", src, X2),
+        num("spec.over_streams", top["step_over_plain_same_streams"], "ratio", src, X2),
+        num("spec.one_step", one["measured_step_ms"], "ms", src, MS),
+        num("spec.one_plain", one["plain_step_same_streams_ms"], "ms", src, MS),
+        num("spec.one_extra", one["measured_step_ms"] - one["plain_step_same_streams_ms"],
+            "ms", src, MS),
+        num("spec.one_over_streams", one["step_over_plain_same_streams"], "ratio", src, X2),
+        num("spec.tpot", top["measured_median_tpot_ms"], "ms", src, MS),
+        num("spec.model_err", max(model) if model else None, "fraction", src, PCT1),
+        num("spec.loo_err", max(loo) if loo else None, "fraction", src, PCT1),
+        num("spec.overhead", top.get("model_draft_pass_overhead_ms"), "ms", src, "{:.2f}"),
+        num("spec.bend", top.get("model_bend"), "ratio", src, X2),
+        num("spec.hand_lo", min(hand) if hand else None, "fraction", src, SIGNED),
+        num("spec.hand_hi", max(hand) if hand else None, "fraction", src, SIGNED),
+        word("spec.run", run, src)]

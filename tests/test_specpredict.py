@@ -1,0 +1,106 @@
+"""The verify-rows model and the speculation table on the committed drafting run (issue 41
+item 4): the one drafting run is both the fit and the test of the one free term (the draft
+pass overhead), so each step is also predicted with that term fitted on the other three."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from claimcheck.cli import main
+from claimcheck.core.errors import InputError
+from claimcheck.core.paths import ROOT
+from claimcheck.loaders.config import load_engines, load_protocols
+from claimcheck.report import spec_table, specpredict
+
+pytestmark = pytest.mark.data
+
+ENGINE = "bf16-dummy-16k-mtp3-forced2.5"
+RUN = "h200-20261203-bf16-dummy-16k-mtp3-forced2.5-speculation"
+HAND = ROOT / "data/raw/predictions/hand"
+# measured median TPOT (ms) x tokens kept per verify, from the run's step table
+MEASURED = {1: 7.90833 * 2.495737, 8: 8.901955 * 2.490572, 32: 12.515491 * 2.507465,
+            64: 18.585636 * 2.499027}  # 19.74, 22.17, 31.38, 46.45 ms
+
+
+@pytest.fixture(scope="module")
+def out(committed_runs):
+    return specpredict.predict_drafting(list(committed_runs), "h200", ENGINE,
+                                        load_protocols()["speculation"], load_engines())
+
+
+def test_the_plain_twin_is_the_engine_without_its_drafter():
+    assert specpredict.plain_twin(load_engines(), ENGINE) == "bf16-dummy-16k"
+    with pytest.raises(InputError, match="not an engine that drafts"):
+        specpredict.plain_twin(load_engines(), "bf16-dummy-16k")
+
+
+def test_every_step_within_3_percent_fitted_and_4_left_out(out):
+    assert out["fitted_on"] == [RUN]
+    assert "not tested on another drafting run" in out["fit_note"]
+    assert out["draft_pass_gb"] == pytest.approx(3.392, abs=1e-3)
+    for s in out["steps"]:
+        b = s["streams"]
+        assert s["verify_rows_per_stream"] == 4 and s["tokens_kept_per_verify"] == 2.5
+        assert s["measured_step_ms"] == pytest.approx(MEASURED[b], rel=1e-6)
+        assert abs(s["predicted_step_ms"] / MEASURED[b] - 1) < 0.03, b
+        assert abs(s["loo_step_ms"] / MEASURED[b] - 1) < 0.04, b
+        # TPOT = step / 2.5 and decode aggregate = streams x 1000 / TPOT
+        assert s["predicted_median_tpot_ms"] == pytest.approx(s["predicted_step_ms"] / 2.5)
+        assert s["predicted_decode_aggregate_tok_s"] == pytest.approx(
+            b * 1000 / s["predicted_median_tpot_ms"])
+    # the bend of 256 plain rows (x1.149 on the 256-bend run) is what the 64-stream step needs
+    by = {s["streams"]: s for s in out["steps"]}
+    assert by[1]["bend"] == 1.0 and by[8]["bend"] == 1.0
+    assert by[64]["bend"] == pytest.approx(1.149, abs=1e-3)
+    # without it the step would read 11% under: (plain + rows) + draft, no bend
+    flat = by[64]["plain_step_ms"] + by[64]["extra_rows_ms"] + by[64]["draft_bytes_ms"] \
+        + by[64]["draft_overhead_ms"]
+    assert flat / MEASURED[64] - 1 < -0.10
+
+
+def test_tokens_kept_moves_only_the_tpot(committed_runs):
+    engines, proto = load_engines(), load_protocols()["speculation"]
+    a = specpredict.predict_drafting(list(committed_runs), "h200", ENGINE, proto, engines, 4.0)
+    assert [s["predicted_median_tpot_ms"] for s in a["steps"]] == pytest.approx(
+        [s["predicted_step_ms"] / 4.0 for s in a["steps"]])
+    with pytest.raises(InputError, match="--tokens-kept"):
+        specpredict.predict_drafting(list(committed_runs), "h200", ENGINE, proto, engines, 5.0)
+
+
+def test_the_table_sets_hand_model_and_plain_steps_side_by_side(committed_runs):
+    t = spec_table.speculation_table(list(committed_runs), load_engines(), load_protocols(),
+                                     HAND)
+    assert list(t.columns) == list(spec_table.COLUMNS) and len(t) == 4
+    r = t.set_index("streams")
+    hand = json.loads((HAND / f"speculation-{ENGINE}.json").read_text())
+    assert list(r["hand_step_ms"]) == [s["predicted_step_ms"] for s in hand["steps"]]
+    # plain at the same streams: the ladder's median TPOT at 64 streams
+    assert r.loc[64, "plain_step_same_streams_ms"] == pytest.approx(21.652, abs=1e-3)
+    # same rows: 256 plain streams on the bend run; 4 rows between the ladder's 1 and 8
+    assert r.loc[64, "plain_step_same_rows_ms"] == pytest.approx(47.198, abs=1e-3)
+    assert r.loc[1, "plain_step_same_rows_ms"] == pytest.approx(
+        15.106787 + (16.105344 - 15.106787) * 3 / 7)
+    assert "interpolated" in r.loc[1, "plain_same_rows_source"]
+    assert r.loc[64, "step_over_plain_same_rows"] == pytest.approx(46.446 / 47.198, abs=1e-3)
+    assert r.loc[64, "step_over_plain_same_streams"] == pytest.approx(46.446 / 21.652,
+                                                                      abs=1e-3)
+    assert (r["hand_step_error"].round(3).tolist()) == [-0.061, -0.04, -0.002, 0.081]
+
+
+def test_predict_cli_for_a_drafting_engine(capsys):
+    assert main(["predict", "--card", "h200", "--engine", ENGINE, "--protocol",
+                 "speculation", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == ENGINE and len(out["steps"]) == 4
+    assert "acceptance forced at 2.5" in out["acceptance"]
+
+
+@pytest.mark.parametrize("args,opt", [
+    (["--engine", "bf16-dummy-16k", "--tokens-kept", "2"], "--tokens-kept"),
+    (["--engine", ENGINE, "--verify", "1"], "--verify"),
+])
+def test_predict_cli_refuses_what_does_not_apply(capsys, args, opt):
+    rc = main(["predict", "--card", "h200", "--protocol", "speculation", *args])
+    assert rc != 0 and opt in capsys.readouterr().err

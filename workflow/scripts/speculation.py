@@ -1,0 +1,19 @@
+"""Snakemake script: every drafting run's steps beside the hand prediction kept before it,
+the verify-rows model and the plain steps at the same streams and rows (speculation.csv)."""
+from pathlib import Path
+
+from rulelog import rule_log
+
+with rule_log(snakemake) as log:  # noqa: F821
+    from claimcheck.loaders.config import load_engines, load_protocols
+    from claimcheck.report.spec_table import speculation_table
+    from claimcheck.runio.run import load_run
+
+    i = snakemake.input  # noqa: F821
+    runs = [load_run(p) for p in snakemake.params.run_dirs]  # noqa: F821
+    hand = Path(snakemake.params.hand_dir)  # noqa: F821
+    t = speculation_table(runs, load_engines(), load_protocols(i.protocols), hand)
+    from claimcheck.runio.frames import write_table
+
+    write_table(t, snakemake.output.csv)  # noqa: F821  (and its dtypes beside it)
+    log.write(f"{len(t)} drafting step(s)\n")
