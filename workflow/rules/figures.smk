@@ -125,6 +125,7 @@ rule update:
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
         beforehand="data/derived/beforehand.csv",
+        carried="data/derived/carried_3090.csv",
         figures=["figures/claim_map.png", "figures/verdicts.png"]
         + [f"{base}.png" for base in CARD_FIGURES.values()]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)
