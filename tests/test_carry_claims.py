@@ -42,7 +42,7 @@ def test_every_figure_gets_a_prediction_or_a_reason(rows, claims):
     # the 3090's plain figures are predicted, each saying what it carried and assumed
     r = rows["article-ladder-8-tpot"]
     assert r["carried_model_tok_s"] > 0 and r["local_card"] == "h200"
-    assert "carried from the H200's runs by the RTX3090's datasheet" in \
+    assert "carried from the H200's runs by the RTX 3090's datasheet" in \
         r["carried_assumptions"]
     assert "W4A16 eta and compute assumed from BF16" in r["carried_assumptions"]
     # NVFP4 has no H200 run nor a path that multiplies at its precision

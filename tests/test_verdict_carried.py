@@ -131,8 +131,8 @@ def ladder(ratios):
 def test_the_ladder_sentence_values_by_hand():
     rows = ladder([0.960, 0.955, 0.975, 0.937, 0.988, 0.921, 1.018, 0.902, 0.834, 0.733])
     said = [{"id": "article-ladder-1-tpot", "carried_assumptions":
-             "carried from the H200's runs; W4A16 eta and compute assumed from BF16 (no "
-             "W4A16 run on the H200); host overheads assumed"}]
+             "carried from the H200's runs; W4A16 eta and compute assumed from BF16, no "
+             "W4A16 run on the H200; host overheads assumed"}]
     v_ = {x.name: x for x in CW.ladder_values(rows, said)}
     assert v_["carry.has"].value is True and v_["carry.n"].text == "10"
     # 0.902 is -9.8%: in; 0.834 and 0.733 (both at 64 streams) are out
@@ -141,8 +141,9 @@ def test_the_ladder_sentence_values_by_hand():
     assert v_["carry.under"].value is True and v_["carry.power"].text == "390"
     # |errors| sorted: .012 .018 .025 .040 .045 .063 .079 .098 .166 .267: median .054
     assert v_["carry.median"].text == "5.4%"
-    assert v_["carry.assumed"].text == ("W4A16 eta and compute assumed from BF16 (no W4A16 "
-                                        "run on the H200)")
+    assert (v_["carry.short_lo"].text, v_["carry.short_hi"].text) == ("16.6%", "26.7%")
+    assert v_["carry.assumed"].text == ("W4A16 eta and compute assumed from BF16, no W4A16 "
+                                        "run on the H200")
     over = {x.name: x for x in CW.ladder_values(ladder([1.0] * 9 + [1.2]))}
     assert over["carry.under"].value is False and over["carry.misses"].value is True
     assert {x.name: x for x in CW.ladder_values([])}["carry.has"].value is False

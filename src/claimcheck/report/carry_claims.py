@@ -65,17 +65,25 @@ def _spec(base: Any, c: Claim, fmt: str, row: Any, streams: int) -> Any:
                    max_num_seqs=max(streams, 1), vllm_version=None, speculative=None)
 
 
+def _name(card: str) -> str:
+    """"rtx3090" -> "RTX 3090", "h200" -> "H200"."""
+    return card.upper().replace("RTX", "RTX ")
+
+
+LAYERS = {"mlp": "the MLPs", "all": "every layer"}
+
+
 def _words(t: dict[str, Any], fmt: str, card: str) -> list[str]:
     """The carried and assumed terms in short words."""
-    terms, local = t["terms"], t["local_card"]
-    out = [f"carried from the {local.upper()}'s runs by the {card.upper()}'s datasheet"]
+    terms, local = t["terms"], _name(t["local_card"])
+    out = [f"carried from the {local}'s runs by the {_name(card)}'s datasheet"]
     if terms["eta"].status == "assumed":
         out.append(f"{fmt.upper()} eta and compute assumed from "
-                   f"{str(ACTIVATION_PATH.get(fmt)).upper()} (no {fmt.upper()} run on "
-                   f"the {local.upper()})")
+                   f"{str(ACTIVATION_PATH.get(fmt)).upper()}, no {fmt.upper()} run on "
+                   f"the {local}")
     out.append(f"SM clock at {t['power_limit_w']:g} W assumed "
                f"(x{terms['power_clock_ratio'].value:.3f})")
-    out.append(f"host overheads assumed as on the {local.upper()}")
+    out.append(f"host overheads assumed as on the {local}")
     return out
 
 
@@ -129,8 +137,8 @@ def claim_row(c: Claim, runs: list[Run], base: Any, documented: dict[str, tuple[
         shape = replace(shape, weight_bytes=row.bytes)
     words = _words(t, fmt, card)
     if c["int8_layers"] or q == "w4a8":
-        words.append(f"int8 activations on {c['int8_layers'] or 'the GEMMs'} not modelled "
-                     "(the 16-bit path stands in)")
+        words.append(f"int8 activations on {LAYERS.get(c['int8_layers'], 'the GEMMs')} not "
+                     "modelled, the 16-bit path stands in")
     src = " ".join(sorted({s for k, term in t["terms"].items() for s in term.source_runs
                            if k != "power_clock_ratio"}))
     i, o = c["prompt_tokens"], c["output_tokens"]

@@ -34,16 +34,16 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
                   verdicts: Sequence[Mapping[str, Any]] = ()) -> list[Value]:
     """``carry.*``: how many ladder figures land within the tolerance, the median error,
     the stream counts where it misses and by how much (signed, lowest and highest), whether
-    every miss is under, the card and power limit, and what the prediction assumed (from
-    the ladder verdicts' ``carried_assumptions``: the part naming what stands in for the
-    format)."""
+    every miss is under (``short_lo``/``short_hi``: how far under, unsigned), the card and
+    power limit, and what the prediction assumed (from the ladder verdicts'
+    ``carried_assumptions``: the part naming what stands in for the format)."""
     lad = ladder_rows(rows)
     if not lad:
         return [flag("carry.has", False, SOURCE)] + [
             word(f"carry.{k}", "none", SOURCE) for k in
             ("card", "power", "n", "within", "tol", "median", "miss_streams", "miss_lo",
-             "miss_hi", "assumed")] + [flag("carry.under", False, SOURCE),
-                                        flag("carry.misses", False, SOURCE)]
+             "miss_hi", "short_lo", "short_hi", "assumed")] + [
+                flag("carry.under", False, SOURCE), flag("carry.misses", False, SOURCE)]
     ratio = {r["claim_id"]: float(r["predicted_over_published"]) for r in lad}
     miss = {k: x for k, x in ratio.items() if not within(x, LADDER_TOLERANCE)}
     streams = sorted({int(LADDER.match(k).group(1)) for k in miss})  # type: ignore[union-attr]
@@ -68,7 +68,10 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
                  SOURCE),
             num("carry.miss_lo", errs[0] if errs else None, "fraction", SOURCE, "{:+.1%}"),
             num("carry.miss_hi", errs[-1] if errs else None, "fraction", SOURCE, "{:+.1%}"),
-            word("carry.assumed", parts[0] if parts else "every term as the verdicts say",
+            num("carry.short_lo", -errs[-1] if errs else None, "fraction", SOURCE, "{:.1%}"),
+            num("carry.short_hi", -errs[0] if errs else None, "fraction", SOURCE, "{:.1%}"),
+            word("carry.assumed",
+                 parts[0] if parts else "eta and compute measured for the format here",
                  "verdicts.json carried_assumptions")]
 
 
