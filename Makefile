@@ -8,8 +8,8 @@ lint:
 	ruff check src tests workflow/scripts notebooks
 	snakemake --lint
 
-# The tests in-process; the ones marked `pipeline` (Snakemake, papermill, nbval in a
-# subprocess) and `data` (a check of every committed run or step: it grows with the data)
+# The tests in-process; the ones marked `pipeline` (Snakemake, papermill, nbval or the
+# commands of README.md and docs/, tests/test_docs.py, in a subprocess) and `data` (a check of every committed run or step: it grows with the data)
 # run in their own targets. unit + data + pipeline = every test but the integration ones.
 unit:
 	python3 -m pytest -q -m "not integration and not pipeline and not data" tests

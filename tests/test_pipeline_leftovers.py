@@ -36,6 +36,18 @@ def _out(r: subprocess.CompletedProcess) -> str:
     return r.stdout + r.stderr
 
 
+PROFILE_NOTE = ("Using workflow specific profile workflow/profiles/default for setting "
+                "default command line arguments.")
+
+
+def _said(err: str) -> list[str]:
+    """What a run said on stderr, less Snakemake's note that it read the workflow profile
+    (workflow/profiles/default: one line a job), which it prints before anything else."""
+    lines = err.strip().splitlines()
+    assert lines[:1] == [PROFILE_NOTE], lines[:1]
+    return lines[1:]
+
+
 def test_a_removed_runs_outputs_and_companions_are_removed(checkout):
     gone = "h200-20990101-gone-ladder"
     files = [checkout / f"data/derived/metrics/{gone}.csv",
@@ -98,7 +110,7 @@ def test_a_second_render_is_told_another_holds_the_lock(checkout):
         r = smk(checkout, "--cores", "1", "data/derived/registry_check.txt")
         dry = smk(checkout, "-n", "data/derived/registry_check.txt")  # a dry run takes none
     assert r.returncode == 1
-    assert r.stderr.strip().splitlines() == [
+    assert _said(r.stderr) == [
         "claimcheck: error: another snakemake run (pid 4242, started 2026-12-01 12:00:00) is "
         "rendering in this checkout and holds its lock (.snakemake/claimcheck-render.lock); "
         "wait for it to end, then run again"]
@@ -112,8 +124,10 @@ def test_two_renders_at_the_same_instant_one_runs_one_is_told(checkout):
     import os
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("CLAIMCHECK_ROOT", None)
-    argv = ["snakemake", "--cores", "1", "--forcerun", "registry_check",
-            "data/derived/registry_check.txt"]
+    # the target before --forcerun: that option takes any number of values, so a target
+    # after it is read as one more rule to force and Snakemake renders `all` (issue 40)
+    argv = ["snakemake", "--cores", "1", "data/derived/registry_check.txt",
+            "--forcerun", "registry_check"]
     errs = [checkout / f"render-{i}.err" for i in range(2)]
     handles = [open(e, "w") for e in errs]  # noqa: SIM115 - closed below, after both end
     ps = [subprocess.Popen(argv, cwd=checkout, env=env, stdout=subprocess.DEVNULL,
@@ -130,5 +144,7 @@ def test_two_renders_at_the_same_instant_one_runs_one_is_told(checkout):
     codes = sorted(c for c, _ in res)
     assert codes == [0, 1], res
     told = next(err for c, err in res if c == 1)
-    assert len(told.strip().splitlines()) == 1 and "holds its lock" in told
+    assert len(_said(told)) == 1 and "holds its lock" in told
     assert "LockException" not in told and "Traceback" not in told
+    ran = next(err for c, err in res if c == 0)  # one job forced, the one asked for
+    assert "1 of 1 steps (100%) done" in ran and "(Rule: registry_check)" in ran, ran[-2000:]

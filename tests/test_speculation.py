@@ -147,3 +147,12 @@ def test_the_committed_forced_run_keeps_what_it_was_forced_to():
     assert all(abs(v - 2.5) < 0.025 for v in t["tokens_kept_per_verify"])
     assert all(p.endswith(",0") and p.startswith("1,") for p in
                t["spec_acceptance_per_position"])
+
+
+def test_a_figure_of_a_run_whose_name_holds_a_dot_keeps_its_name(tmp_path):
+    from claimcheck.report import figstyle
+    fig = figstyle.notice("a run whose name holds a dot")
+    out = figstyle.save(fig, tmp_path / "definitions-h200-mtp3-forced2.5-speculation")
+    assert [p.name for p in out] == ["definitions-h200-mtp3-forced2.5-speculation.png",
+                                     "definitions-h200-mtp3-forced2.5-speculation.svg"]
+    assert all(p.exists() for p in out)

@@ -19,6 +19,7 @@ log() { echo "envs/slurm/run-slurm-test.sh: $*" >&2; }
 elapsed() { echo $(( $(date +%s) - T0 )); }
 
 # 1. Debian packages (skip only when they cannot be installed)
+log "checking the Debian packages and the CPU vLLM"
 need="slurm-wlm slurmdbd munge mariadb-server"
 if ! dpkg -s $need >/dev/null 2>&1; then
   log "installing $need"
@@ -84,8 +85,17 @@ wait_for() {  # seconds, description, command...
   log "timed out after ${t}s waiting for $what"; return 1
 }
 show_logs() { tail -n 30 "$W"/log/*.log >&2 2>/dev/null || true; }
+watch() {  # pid, its log, what it is: a line every 30 s while it runs, with the log's progress
+  local pid=$1 logf=$2 what=$3 t=$(date +%s) done_
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || return 0; sleep 1; done
+    done_=$(grep -o '[0-9]* of [0-9]* steps ([0-9]*%) done' "$logf" 2>/dev/null | tail -n 1)
+    log "$what: $(( $(date +%s) - t ))s so far, ${done_:-no job done yet} ($logf)"
+  done
+}
 
 # 3. Daemons: munged, mariadbd, slurmdbd, slurmctld, slurmd (all on loopback)
+log "starting a one-node cluster on loopback in $W (munged, mariadbd, slurmdbd, slurmctld, slurmd)"
 mungekey --create --keyfile "$W/munge/munge.key" 2>/dev/null \
   || { head -c 1024 /dev/urandom > "$W/munge/munge.key"; }
 chmod 400 "$W/munge/munge.key"
@@ -126,6 +136,7 @@ wait_for 60 "the node to be idle" bash -c "sinfo -h -N -o %t | grep -q idle" \
 log "cluster up after $(elapsed)s: $(sinfo -h -N -o '%N %c CPUs %m MB %t')"
 
 # 4. A copy of the repository (tracked and new files) with the test's measure matrix
+log "copying the repository to $W/repo with the test's measure matrix"
 git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$W/repo"
 cp envs/cpu/engines.yaml "$W/engines.yaml"
 cat >> "$W/engines.yaml" <<'YAML'
@@ -156,9 +167,13 @@ PY
 cd "$W/repo"
 export PYTHONPATH=$W/repo/src PATH=$venv/bin:$PATH PYTHONUNBUFFERED=1
 t_measure=$(date +%s)
+log "snakemake measure through SLURM: 3 jobs (tiny-dense, tiny-hybrid, tiny-bogus), each a CPU vLLM started and measured"
 timeout 900 snakemake --profile workflow/profiles/slurm measure \
   --slurm-init-seconds-before-status-checks 5 --seconds-between-status-checks 5 \
-  > "$W/snakemake-measure.log" 2>&1
+  > "$W/snakemake-measure.log" 2>&1 &
+smk=$!
+watch $smk "$W/snakemake-measure.log" "snakemake measure (SLURM)"
+wait $smk
 measure_rc=$?
 log "snakemake measure (SLURM) exit $measure_rc after $(( $(date +%s) - t_measure ))s"
 sacct -X -P -n --format=JobID,JobName,State,ExitCode -S now-1hour > "$W/sacct.txt"
@@ -166,7 +181,11 @@ cat "$W/sacct.txt" >&2
 
 # 6. Render locally (no profile) and check everything
 t_all=$(date +%s)
-timeout 600 snakemake --cores 1 all > "$W/snakemake-all.log" 2>&1
+log "snakemake --cores 1 all: rendering the copy with the SLURM runs"
+timeout 600 snakemake --cores 1 all > "$W/snakemake-all.log" 2>&1 &
+smk=$!
+watch $smk "$W/snakemake-all.log" "snakemake --cores 1 all"
+wait $smk
 all_rc=$?
 log "snakemake --cores 1 all exit $all_rc after $(( $(date +%s) - t_all ))s"
 python3 "$REPO/envs/slurm/check.py" "$W" "$measure_rc" "$all_rc"

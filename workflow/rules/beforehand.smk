@@ -15,6 +15,8 @@ BEFOREHAND_RUNS = [
 
 
 rule beforehand:
+    message:
+        "beforehand: each prediction kept before its run, against that run (log {log})"
     input:
         code=PACKAGE_SOURCES,
         index=PREDICTIONS_INDEX,

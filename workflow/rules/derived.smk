@@ -13,6 +13,8 @@ check_presets(config["rooflines"], source="config/config.yaml",
 
 
 rule registry_check:
+    message:
+        "registry_check: the registry's quotes against the seeds, protocols' claim ids (log {log})"
     input:
         code=PACKAGE_SOURCES,
         claims=config["claims"],
@@ -34,6 +36,8 @@ rule registry_check:
 
 
 rule claims_table:
+    message:
+        "claims_table: the claims registry as tidy tables (log {log})"
     input:
         code=PACKAGE_SOURCES,
         checked=REGISTRY_CHECK,
@@ -51,6 +55,8 @@ rule claims_table:
 
 
 rule claims_roofline:
+    message:
+        "claims_roofline: each claim's roofline at its own configuration (log {log})"
     input:
         code=PACKAGE_SOURCES,
         checked=REGISTRY_CHECK,
@@ -78,6 +84,8 @@ rule claims_roofline:
 # from the same reads the calibrated model's predicted / measured table (the log names any
 # run with no usable calibration on its card).
 rule run_products:
+    message:
+        "run_products: every run's record, metrics table and definitions figure, then the model table (log {log})"
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,
@@ -105,6 +113,8 @@ rule run_products:
 
 
 rule runs_table:
+    message:
+        "runs_table: one row per measured step of every run (log {log})"
     input:
         code=PACKAGE_SOURCES,
         records=RUN_RECORDS,
@@ -119,6 +129,8 @@ rule runs_table:
 
 
 rule notebook_params:
+    message:
+        "notebook_params: the parameters of notebook {wildcards.target} (log {log})"
     output:
         "data/derived/params/{target}.yaml",
     params:

@@ -3,6 +3,8 @@
 
 
 rule engine_env:
+    message:
+        "engine_env: the venv of vLLM {wildcards.version} from its lock file (log {log})"
     input:
         lock="envs/vllm-{version}.lock",
     output:
@@ -26,6 +28,8 @@ rule engine_env:
 # against the lock's sha256, in parts that fit one transfer beside the checkout. Writes
 # part000.., SUMS and bundle.json (sizes, calls); install there with envs/offline/device.sh.
 rule offline_bundle:
+    message:
+        "offline_bundle: the offline bundle of vLLM {wildcards.version} (log {log})"
     input:
         lock="envs/vllm-{version}.lock",
         image="envs/offline/image-cuda.txt",

@@ -1,9 +1,13 @@
-# Notebooks executed by papermill with their parameters in a YAML file (-f): each writes
+# Notebooks executed by papermill (through claimcheck.report.nbrun: papermill -k python3
+# without the kernel's start-up warning and shutdown interrupt, issue 40) with their
+# parameters in a YAML file (-f): each writes
 # its figures (PNG + SVG) and keeps the executed notebook under data/derived/notebooks/ as
 # the record of how they were made. Inputs are exactly the files each notebook reads.
 
 
 rule claim_map:
+    message:
+        "claim_map: every claim, streams against tok/s (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/claim_map.ipynb",
@@ -22,12 +26,14 @@ rule claim_map:
     conda:
         PIPELINE_ENV
     shell:
-        "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.report.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # Every roofline preset in one notebook execution (one kernel; issue 18 item 5).
 # `papermill notebooks/roofline.ipynb` with one `preset` still draws one.
 rule rooflines:
+    message:
+        "rooflines: every roofline preset's figure (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/roofline.ipynb",
@@ -50,12 +56,14 @@ rule rooflines:
     conda:
         PIPELINE_ENV
     shell:
-        "papermill -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.report.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # The measured notebook's figure and Markdown section for every run, in one process: the
 # function notebooks/measured.ipynb calls for one run (`papermill` on it still works).
 rule measured_figures:
+    message:
+        "measured_figures: every run against its roofline (log {log})"
     input:
         code=PACKAGE_SOURCES,
         records=RUN_RECORDS,
@@ -86,6 +94,8 @@ CARD_FIGURES = {"h200": "figures/h200-decode", "long": "figures/h200-long-prompt
 
 
 rule card_figures:
+    message:
+        "card_figures: the Update's H200 figures (log {log})"
     input:
         code=PACKAGE_SOURCES,
         records=RUN_RECORDS,
@@ -113,6 +123,8 @@ rule card_figures:
 
 
 rule update:
+    message:
+        "update: the Update section and its appendix (log {log})"
     input:
         code=PACKAGE_SOURCES,
         nb="notebooks/update.ipynb",
@@ -144,11 +156,13 @@ rule update:
         PIPELINE_ENV
     shell:
         # --log-output: the findings left out (and why) reach logs/update.log
-        "papermill --log-output -k python3 {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.report.nbrun --log-output {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # Each published figure against its card's plain roofline and its source's model.
 rule verdict_figure:
+    message:
+        "verdict_figure: each claim's ratio to its card's roofline and model (log {log})"
     input:
         code=PACKAGE_SOURCES,
         verdicts="data/derived/verdicts.json",

@@ -3,12 +3,17 @@
 # figures in one process (issue 18 item 5): one interpreter and one read of model.csv.
 import json
 
+# One model figure per engine the plain step model prices: a drafting engine's runs
+# (engine_config.speculative) are not priced by it (report.calibrate.choose_for).
+_PROVS = [json.loads((RUNS_DIR / r / "provenance.json").read_text()) for r in RUNS]
 MODEL_ENGINES = sorted(
-    {json.loads((RUNS_DIR / r / "provenance.json").read_text())["engine"] for r in RUNS}
+    {p["engine"] for p in _PROVS if not (p.get("engine_config") or {}).get("speculative")}
 )
 
 
 rule model_figures:
+    message:
+        "model_figures: the step model against every step, one figure an engine (log {log})"
     input:
         code=PACKAGE_SOURCES,
         model_csv="data/derived/model.csv",

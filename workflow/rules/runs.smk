@@ -4,6 +4,8 @@
 
 
 rule verdicts_table:
+    message:
+        "verdicts_table: each claim's verdict on its own card (log {log})"
     input:
         code=PACKAGE_SOURCES,
         claims=config["claims"],

@@ -442,11 +442,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
 def choose_for(target: Run, runs: list[Run]) -> Choice:
     """:func:`choose` for the target run's own card, engine, weight format, parallel layout
     and vLLM release."""
-    if target.drafts:
-        raise InputError(str(target.path / "provenance.json"),
-                         "its engine drafts (engine_config.speculative): the step model has "
-                         "no verify-rows term yet, and no plain term is taken from a run "
-                         "that drafts")
+    if target.drafts:  # no plain model of a drafting step; no plain term from one
+        raise InputError(str(target.path), "its engine drafts: the plain model cannot price it")
     card, engine, fmt = run_key(target)
     return choose(runs, card, engine, fmt, layout=run_layout(target),
                   version=run_version(target))

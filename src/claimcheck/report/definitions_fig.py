@@ -156,6 +156,8 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     ax_tl.legend(h1 + h2, l1 + l2, loc="upper left", bbox_to_anchor=(1.09, 1.0))
     ax_tl.set_title(f"{s.label}: token timeline", loc="left")
     weights = run.provenance.raw.get("weights_label") or run.provenance.raw.get("weights") or ""
+    if run.drafts:  # "dummy weights, acceptance forced" (the words in the source line)
+        weights += ", acceptance forced" if "forced" in str(run.acceptance) else ", drafting"
     fig.suptitle(f"{run.name}" + (f" ({weights})" if weights else "")
                  + ": one step's aggregate under each tok/s definition",
                  x=0.02, y=1.02, ha="left", fontsize=11)
@@ -188,6 +190,7 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     fs.source_line(fig, f"data/raw/runs/{run.name}/steps/{s.record['dir']}/bench.json "
                    f"({load_client(kind)}) and server.log; "
                    + (f"{weights}; " if weights else "")
+                   + (f"{run.acceptance}; " if run.acceptance else "")
                    + "claimcheck core/definitions. Engine-log windows to +-1 s.")
     return fig
 

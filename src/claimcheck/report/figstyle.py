@@ -114,13 +114,13 @@ def save(fig, base: str | Path, formats: tuple[str, ...] = ARTICLE_FORMATS) -> l
     """Write ``base``.png (and ``base``.svg when ``formats`` has it) deterministically;
     return the paths, PNG first."""
     base = Path(base)
-    if base.suffix in (".png", ".svg"):  # a base given with its suffix
+    if base.suffix.lstrip(".") in ARTICLE_FORMATS:  # "x.png" names the base "x"
         base = base.with_suffix("")
     base.parent.mkdir(parents=True, exist_ok=True)
     box = tight_bbox(fig)
     out = []
-    for fmt in formats:
-        path = base.with_name(f"{base.name}.{fmt}")  # a run name may hold a dot ("2.5")
+    for fmt in formats:  # appended, not with_suffix: a run name may hold a dot ("2.5")
+        path = base.with_name(f"{base.name}.{fmt}")
         meta = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
         fig.savefig(path, metadata=meta, bbox_inches=box)
         out.append(path)

@@ -73,9 +73,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
         q["roofline_tok_s"] = roof_at.get(q["running"])
     fig = run_plots.measured_figure(
         points, queued=queued, title=f"{run.name}: {run.label}", headline=in_prose(col),
+        drafts=run.drafts,
         claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
-                f"{run.provenance.weights_label}; roofline from {model_config} and "
+                f"{run.provenance.weights_label}"
+                + (f", {run.acceptance}" if run.acceptance else "")
+                + f"; roofline from {model_config} and "
                 "data/raw/cards.csv at η = 1; published figures: the claims registry rows "
                 "this protocol replays, on their own cards"))
     return fig, md

@@ -19,7 +19,8 @@ from claimcheck.report import figstyle as fs
 
 def measured_figure(points: list[dict[str, Any]], title: str, source: str,
                     headline: str, claims: list[dict[str, Any]] | None = None,
-                    queued: list[dict[str, Any]] | None = None) -> Any:
+                    queued: list[dict[str, Any]] | None = None,
+                    drafts: bool = False) -> Any:
     """One run's steps by the metric its protocol answers with, against the roofline.
 
     ``points``: per step ``streams``, ``headline`` (aggregate tok/s by the protocol's
@@ -34,7 +35,8 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     fewest streams' share of the line (η); a level leaving it by more than
     :data:`ETA_HOLDS` has bent and is labelled with its η. Left: aggregate; right: per
     stream; both against streams, or against context per stream (``context``) when every
-    step runs the same streams."""
+    step runs the same streams. ``drafts``: the engine drafts, so a step keeps more than one
+    token per stream and the plain line (one kept) is drawn as that, with no η read off it."""
     fig, (a1, a2) = fs.new(9.6, 3.9, ncols=2)
     by_context = len({r["streams"] for r in points}) == 1 and len(
         {r.get("context") for r in points}) > 1
@@ -53,11 +55,12 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     if roofed:
         a1.plot(b, [r["roofline_tok_s"] for r in s], color=fs.MUTED, lw=1.2, marker="_",
                 ms=14, mew=1.6, ls="-" if "-" in style else "none",
-                label="plain roofline, η = 1 (weights as the engine reported)")
+                label="plain roofline, η = 1 (weights as the engine reported)"
+                + (", one token kept per stream per step" if drafts else ""))
         a2.plot(b, [r["roofline_per_stream_tok_s"] for r in s], color=fs.MUTED, lw=1.2,
                 marker="_", ms=14, mew=1.6, ls="-" if "-" in style else "none",
                 label="plain roofline, η = 1")
-    if roofed and "-" in style and len(s) >= 3 and not by_context:
+    if roofed and "-" in style and len(s) >= 3 and not by_context and not drafts:
         eta0 = s[0]["headline"] / s[0]["roofline_tok_s"]
         a1.plot(b, [eta0 * r["roofline_tok_s"] for r in s], color=fs.PALETTE[0], lw=0.9,
                 ls=(0, (4, 2)), alpha=0.7,

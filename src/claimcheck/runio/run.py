@@ -24,6 +24,7 @@ from claimcheck.core import runchecks, serverlog
 from claimcheck.core.energy import StepEnergy, step_energy
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.engine_shape import engine_shape
+from claimcheck.core.engines import acceptance_words
 from claimcheck.core.errors import InputError
 from claimcheck.core.frames import records, to_frame
 from claimcheck.core.geometry import Geometry
@@ -122,9 +123,19 @@ class Run:
 
     @property
     def label(self) -> str:
-        """Short description: card, engine, weights, engine version."""
+        """Short description: card, engine, weights (and "acceptance forced" where the
+        engine drafts with forced acceptance: :meth:`acceptance` says how), engine
+        version."""
         p = self.provenance
-        return f"{p.card} · {p.engine} · {p.weights_label} · vLLM {p.sw('vllm')}"
+        spec = p.engine_config.speculative
+        forced = "acceptance forced" if spec and spec.get("acceptance") else "drafting"
+        weights = f"{p.weights_label}, {forced}" if spec else p.weights_label
+        return f"{p.card} · {p.engine} · {weights} · vLLM {p.sw('vllm')}"
+
+    @property
+    def acceptance(self) -> str | None:
+        """How the engine drafts and acceptance was set, in words; None without a drafter."""
+        return acceptance_words(self.provenance.engine_config.speculative)
 
     @cached_property
     def rows(self) -> list[dict[str, Any]]:
