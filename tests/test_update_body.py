@@ -129,7 +129,7 @@ def test_one_section_per_family_names_its_claim_with_its_number(body):
     assert "It drafts with MTP" in beta
     assert "Each stream verifies 4 positions per step." in beta  # 3 drafted + 1
     for part in (alpha, beta):  # the optional local prediction: a reason, no number
-        assert part.endswith("On its own card it is not yet predicted: this card's model "
+        assert part.endswith("On its own card it is not predicted: this card's model "
                              "carries no term for the claim's own card and no drafting rows "
                              "yet.")
 

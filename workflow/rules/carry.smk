@@ -22,3 +22,29 @@ rule carried_3090:
         PIPELINE_ENV
     script:
         "../scripts/carried_3090.py"
+
+
+# Issue 42 item 4: every registry figure at its own configuration on its own card, predicted
+# by the carried model from the local card's runs (claimcheck.report.carry_claims); the
+# verdicts read against it first.
+rule carried_claims:
+    input:
+        code=PACKAGE_SOURCES,
+        runs=all_run_files,
+        claims=config["claims"],
+        cards=config["cards"],
+        weights=config["weights"],
+        engines="config/engines.yaml",
+        protocols="config/protocols.yaml",
+    output:
+        "data/derived/carried_claims.csv",
+    params:
+        runs_dir=config["runs_dir"],
+    log:
+        "logs/carried_claims.log",
+    benchmark:
+        "logs/benchmarks/carried_claims.tsv"
+    conda:
+        PIPELINE_ENV
+    script:
+        "../scripts/carried_claims.py"

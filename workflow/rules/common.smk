@@ -228,6 +228,7 @@ def notebook_params(wildcards):
                 "figures_links": update_figure_links(), "out_md": "figures/update.md",
                 "appendix_md": "figures/update-appendix.md",
                 "values_csv": "data/derived/update_values.csv",
+                "carried_csv": "data/derived/carried_3090.csv",
                 "verdict_figure": "verdicts.png"}
     # "rooflines": every preset in one notebook execution, out_base holding {name}
     return {**common, "presets": config["rooflines"], "presets_source": "config/config.yaml",

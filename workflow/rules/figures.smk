@@ -137,6 +137,7 @@ rule update:
         verdicts="data/derived/verdicts.json",
         model_csv="data/derived/model.csv",
         beforehand="data/derived/beforehand.csv",
+        carried="data/derived/carried_3090.csv",
         speculation="data/derived/speculation.csv",
         figures=["figures/claim_map.png", "figures/verdicts.png", "figures/speculation.png"]
         + [f"{base}.png" for base in CARD_FIGURES.values()]

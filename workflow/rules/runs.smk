@@ -15,6 +15,7 @@ rule verdicts_table:
         model=config["model_config"],
         protocols="config/protocols.yaml",
         records=RUN_RECORDS,
+        carried="data/derived/carried_claims.csv",
     output:
         csv="data/derived/verdicts.csv",
         json="data/derived/verdicts.json",

@@ -15,6 +15,7 @@ from typing import Any
 
 from claimcheck.core import labels as lb
 from claimcheck.core import sourcemodel as sm
+from claimcheck.core import verdict_carried as vc
 from claimcheck.core import verdict_drafting as vd
 from claimcheck.core import verdict_evidence as ev
 from claimcheck.core import verdicts as v
@@ -32,7 +33,8 @@ from claimcheck.core.protocols import Protocol
 def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str, Ceiling],
                  weight_rows: dict[str, WeightRow], geom: Geometry, config: Mapping[str, Any],
                  protocols: Mapping[str, Protocol], step_rows: list[dict[str, Any]],
-                 tolerance: float | None = None) -> list[dict[str, Any]]:
+                 tolerance: float | None = None,
+                 carried: Mapping[str, vc.Carried] | None = None) -> list[dict[str, Any]]:
     """One verdict (:mod:`claimcheck.core.verdicts`) and one label audit
     (:mod:`claimcheck.core.labels`) per registry claim, from the loaded registries, the model
     (``geom`` and its ``config``, config.json) and the run records' step rows.
@@ -47,7 +49,12 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     of its own plain roofline). A drafting figure's tokens kept needed are at its verify
     rows per stream (:func:`drafting_of`). The tolerance is at least the spread its source
     shows between its own runs of one workload, the figure itself left out: a figure is
-    never passed by its own distance from its twin."""
+    never passed by its own distance from its twin. With ``carried`` (id -> the carried
+    model at the claim's own configuration, :mod:`claimcheck.core.verdict_carried`) each
+    verdict then reads against it first, the source-calibrated kind kept beside it as
+    ``source_verdict``. The source model's compute is the source's own measured rate where
+    ceilings.csv holds one, else the datasheet's 16-bit rates: int8 layers are never put at
+    a datasheet int8 rate no one measured (:func:`rates_of`)."""
     tol = v.TOLERANCE if tolerance is None else tolerance
     steps = ev.comparable_steps(step_rows)
     conv = model_dtype(config)  # the conv state's dtype, as for a measured step
@@ -114,12 +121,19 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
                 f", 1 stream, {ctx}) / its plain roofline {f.plain_tok_s:,.1f} tok/s")
 
     def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
-        """The compute rates the claim's band spans (one when measured at its power)."""
+        """The compute rates the claim's band spans (one when measured at its power): the
+        source's own measured rate (ceilings.csv) and the 16-bit datasheet rate; a
+        stated int8 path is said, never priced at the datasheet's int8 rate (issue 42:
+        HyperQwen's measured ~63 TFLOP/s at 250 W was taken with its int8 MLPs)."""
         card = cards[c["card"]]
         ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
-        return int8_of(c, sm.compute_range(c["card"], p["roofline_compute_dtype"],
-                                           c["power_limit_w"], list(ceilings.values()),
-                                           ds_tf, ds_src), p["roofline_compute_dtype"])
+        rates = sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
+                                 list(ceilings.values()), ds_tf, ds_src)
+        if c["int8_layers"]:
+            rates = [(tf, f"{src}; int8 activations on {c['int8_layers']} stated, but no "
+                      "int8 rate was measured on this card, so the 16-bit rate stands")
+                     for tf, src in rates]
+        return rates
 
     rows = []
     calls: dict[str, tuple[Any, ...]] = {}
@@ -218,7 +232,16 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
                      "labels_given": ",".join(groups[lb.GIVEN]),
                      "labels_supplied": ",".join(groups[lb.SUPPLIED]),
                      "labels_missing": ",".join(groups[lb.MISSING])})
-    return run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
+    rows = run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
+    if carried is None:
+        return rows
+    out = []
+    for r in rows:
+        call = calls[r["id"]]
+        res = vc.carried_verdict(v.Verdict(r["verdict"], r["reason"], {}), call["claim"],
+                                 carried.get(r["id"]), call["tolerance"])
+        out.append({**r, "verdict": res.kind, "reason": res.reason, **res.numbers})
+    return out
 
 
 def drafting_of(c: Claim, aggregate_tok_s: float, claims: list[Claim],

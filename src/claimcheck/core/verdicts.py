@@ -80,9 +80,13 @@ NOT_REPRODUCED = "not reproduced here"
 AT_SOURCE = "at its source's one-stream model"
 """Inside the band at one stream: one stream has no bend, so the band there is only the
 gap between memory and arithmetic overlapped or not, and the figure meets its model."""
+MATCHES_CARRIED = "matches this card's carried model"
+ABOVE_CARRIED = "above this card's carried model"
+SHORT_CARRIED = "short of this card's carried model"
+"""Read against the carried model first (:mod:`claimcheck.core.verdict_carried`)."""
 KINDS = (SEED_REPRODUCED, SEED_NOT_REPRODUCED, NEEDS_SPECULATION, DEFINITION_INFLATES,
-         ABOVE_SOURCE, BAND, AT_SOURCE, CALIBRATES, SHORT, WITHIN, NOT_COMPARABLE,
-         REPRODUCED, NOT_REPRODUCED)
+         ABOVE_CARRIED, MATCHES_CARRIED, SHORT_CARRIED, ABOVE_SOURCE, BAND, AT_SOURCE,
+         CALIBRATES, SHORT, WITHIN, NOT_COMPARABLE, REPRODUCED, NOT_REPRODUCED)
 
 TOLERANCE = 0.05
 """Default tolerance (see the module docstring for why 5%)."""

@@ -26,6 +26,7 @@ from claimcheck.loaders.registry import load_claims, load_weight_rows
 from claimcheck.report.steptable import metrics_table
 from claimcheck.report.tables import with_rooflines, write_csv
 from claimcheck.report.update_metrics import metric_columns
+from claimcheck.runio.frames import read_rows
 from claimcheck.runio.run import Run, from_record, load_run, to_record
 
 
@@ -183,24 +184,32 @@ def model_table(run_dirs: list[str | Path], out: str | Path,
 def verdict_rows(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                  weights_csv: str | Path, config_json: str | Path,
                  protocols_yaml: str | Path, records: list[str | Path],
-                 tolerance: float | None = None) -> list[dict[str, Any]]:
+                 tolerance: float | None = None,
+                 carried_csv: str | Path | None = None) -> list[dict[str, Any]]:
     """The registries, model config and run records read, then one verdict row per claim
-    (:func:`claimcheck.core.verdict_assembly.verdict_rows`)."""
+    (:func:`claimcheck.core.verdict_assembly.verdict_rows`), read against the carried
+    model first where ``carried_csv`` (data/derived/carried_claims.csv) is given."""
     cards = load_cards(cards_csv)
     _, step_rows = read_run_records(records)
+    carried = None
+    if carried_csv is not None:
+        from claimcheck.report.carry_claims import as_carried
+        carried = {r["claim_id"]: as_carried(r) for r in read_rows(carried_csv)}
     return verdict_assembly.verdict_rows(
         load_claims(claims_csv, cards=set(cards)), cards, load_ceilings(ceilings_csv),
         load_weight_rows(weights_csv), geometry_from_file(config_json),
-        load_config(config_json), load_protocols(protocols_yaml), step_rows, tolerance)
+        load_config(config_json), load_protocols(protocols_yaml), step_rows, tolerance,
+        carried)
 
 
 def verdicts_table(claims_csv: str | Path, cards_csv: str | Path, ceilings_csv: str | Path,
                    weights_csv: str | Path, config_json: str | Path,
                    protocols_yaml: str | Path, records: list[str | Path], out: str | Path,
-                   out_json: str | Path | None = None) -> int:
+                   out_json: str | Path | None = None,
+                   carried_csv: str | Path | None = None) -> int:
     """:func:`verdict_rows` as CSV (and JSON for the notebooks). Returns the row count."""
     rows = verdict_rows(claims_csv, cards_csv, ceilings_csv, weights_csv, config_json,
-                        protocols_yaml, records)
+                        protocols_yaml, records, carried_csv=carried_csv)
     write_csv(rows, out)
     if out_json:
         write_json(rows, out_json)

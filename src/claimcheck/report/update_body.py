@@ -18,6 +18,7 @@ from typing import Any
 
 from claimcheck.core.geometry import Geometry
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.report import carry_words as CW
 from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import template as T
@@ -154,7 +155,8 @@ def render_body(runs: list[Run], card: str,
                 appendix_extra: list[str] | None = None,
                 families: list[dict[str, Any]] | None = None,
                 values_out: dict[str, T.Value] | None = None,
-                predictions: dict[str, float] | None = None,
+                predictions: dict[str, Any] | None = None,
+                carried_rows: list[dict[str, Any]] | None = None,
                 speculation: list[dict[str, Any]] | None = None) -> str:
     """figures/update.md from the body template (templates/body.md): the lead, one section
     per claim family (``families``, config/update_claims.yaml; each claim from
@@ -162,8 +164,12 @@ def render_body(runs: list[Run], card: str,
     (:mod:`claimcheck.report.update_values`, collected in ``values_out`` for
     data/derived/update_values.csv); a slot the values cannot fill stops the render naming
     it. ``log`` gets one line per finding left out; the findings' tables go to
-    ``appendix_extra``. ``predictions``: claim id -> tok/s this card's model gives on the
-    claim's own card (the optional local prediction; None: each claim says why not).
+    ``appendix_extra``. ``predictions``: claim id -> what this card's runs predict on the
+    claim's own card (tok/s, or :func:`claimcheck.report.update_values.prediction_of`'s
+    dict: the carried model's number, what it carried and assumed, or why there is none;
+    None: each claim says why not). ``carried_rows``: data/derived/carried_3090.csv, for
+    the sentence on the carried model's test on the article's RTX 3090 ladder
+    (:mod:`claimcheck.report.carry_words`; None or empty: no sentence).
     ``speculation``: data/derived/speculation.csv's rows (what a verify costs on this card,
     :mod:`claimcheck.report.spec_values`; None: the paragraph is left out)."""
     runs, every = card_frame(runs, card, release=None)
@@ -181,6 +187,7 @@ def render_body(runs: list[Run], card: str,
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
         *UV.card_values(found, frame),
+        *CW.ladder_values(carried_rows or [], verdicts),
         *spec_values(speculation, figures.get("speculation"))])
     if values_out is not None:
         values_out.update(values)

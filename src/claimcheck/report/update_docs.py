@@ -15,11 +15,13 @@ from claimcheck.loaders.config import load_protocols
 from claimcheck.loaders.files import read_json
 from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import verdicts_md
+from claimcheck.report.carry_words import carried_table
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records
 from claimcheck.report.template import Value, write_values
 from claimcheck.report.update import render_update
 from claimcheck.report.update_body import render_body
+from claimcheck.report.update_values import prediction_of
 from claimcheck.runio.frames import read_rows
 
 FAMILY_KEYS = ("key", "title", "claims")
@@ -73,14 +75,25 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                      beforehand_csv: str | None = None,
                      families_yaml: str = "config/update_claims.yaml",
                      values_csv: str | None = None,
+                     carried_csv: str | None = None,
                      speculation_csv: str | None = None) -> tuple[str, str]:
     """The Update as an article prints it (the body, figures/update.md) and its appendix
     (every step of every run, each protocol's blocks, every verdict line, the model table,
     the predictions kept before a run (``beforehand_csv``), each run's provenance), from
-    the same run records, verdicts and tables; ``speculation_csv``: the drafting runs'
-    table (what a verify costs; None: not said)."""
+    the same run records, verdicts and tables. Each claim section's prediction on its own
+    card is the carried model's, read from its verdict row
+    (:func:`claimcheck.report.update_values.prediction_of`); ``carried_csv``
+    (data/derived/carried_3090.csv) gives the body's sentence on the RTX 3090 ladder and
+    the appendix's table of predicted against published.
+    ``speculation_csv``: the drafting runs' table (what a verify costs; None: not said)."""
     runs, _ = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
+    predictions = {str(v["id"]): p for v in verdicts if (p := prediction_of(v)) is not None}
+    carried: list[dict[str, Any]] = []
+    if carried_csv:
+        import csv
+        with open(at_root(carried_csv), newline="") as fh:
+            carried = list(csv.DictReader(fh))
     model_rows = read_rows(at_root(model_csv)) if model_csv else []
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
@@ -92,7 +105,8 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                        appendix_link, model_name, geom, verdict_figure, protocols, log=log,
                        before_rows=before, claims=read_json(at_root(claims_json)),
                        appendix_extra=extra, families=load_families(families_yaml),
-                       values_out=values,
+                       values_out=values, predictions=predictions or None,
+                       carried_rows=carried,
                        speculation=read_rows(at_root(speculation_csv)) if speculation_csv
                        else None)
     if values_csv:
@@ -107,6 +121,8 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                                  model_config, model_name, cards_csv))
     if extra:
         appendix += "\n" + "\n".join(extra)
+    if carried:
+        appendix += "\n" + carried_table(carried)
     if definitions_links:
         appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
     if model_rows:

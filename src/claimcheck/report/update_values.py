@@ -16,6 +16,7 @@ import pandas as pd
 
 from claimcheck.core.frames import number
 from claimcheck.core.metrics import METRICS
+from claimcheck.core.verdicts import ABOVE_CARRIED, MATCHES_CARRIED, SHORT_CARRIED
 from claimcheck.report.stepframe import Finding, decode_levels, fmt_name, levels, main_context
 from claimcheck.report.template import Value, flag, num, word
 
@@ -30,8 +31,21 @@ AT_CAP = 0.995
 """A step whose highest 1-Hz draw reaches this share of the enforced limit ran at the cap."""
 PREDICTION_REASON = ("this card's model carries no term for the claim's own card and no "
                      "drafting rows yet")
-"""Why the local prediction is optional: the carried model and the drafting rows are other
-issues' work; until they land each claim prints this, never a number."""
+"""Why a claim has no local prediction when its verdict row has no carried columns (a
+verdicts table made without data/derived/carried_claims.csv): a reason, never a number."""
+CARRIED_KINDS = (MATCHES_CARRIED, ABOVE_CARRIED, SHORT_CARRIED)
+"""The verdict kinds read against the carried model (core.verdict_carried)."""
+
+
+def prediction_of(v: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The carried model's prediction for a verdict row, for the claim's section:
+    ``tok_s`` (summed over the streams sharing it), ``words`` (what was carried and
+    assumed) and ``reason`` (why there is none); None when the row has no carried columns."""
+    if "carried_model_tok_s" not in v:
+        return None
+    return {"tok_s": number(v.get("carried_model_tok_s")),
+            "words": str(v.get("carried_assumptions") or ""),
+            "reason": str(v.get("carried_reason") or "")}
 
 
 def tok(v: float | None) -> str:
@@ -58,11 +72,12 @@ def _relation(c: Mapping[str, Any]) -> str:
 
 
 def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
-                 predictions: Mapping[str, float] | None = None) -> list[Value]:
+                 predictions: Mapping[str, Any] | None = None) -> list[Value]:
     """One claim's values, named ``<id>.<field>``: the five asks (streams and relation,
     per-stream speed, context, drafting rows and acceptance, definition), its verdict and
-    what this card's runs predict for it (``predictions``: id -> tok/s on its own card;
-    absent: the optional finding's reason, no number)."""
+    what this card's runs predict for it on its own card (``predictions``: id -> tok/s, or
+    :func:`prediction_of`'s dict with what was carried and assumed in ``words`` and, where
+    there is no number, the ``reason``; absent: :data:`PREDICTION_REASON`, no number)."""
     i, src = c["id"], f"claims.json {c['id']}"
     vsrc = f"verdicts.json {c['id']}"
     m = METRICS[c["metric"]]
@@ -72,6 +87,9 @@ def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
     k = number(c.get("spec_draft_tokens"))
     tau = number(v.get("tau_needed"))
     pred = (predictions or {}).get(i)
+    p = pred if isinstance(pred, Mapping) else {"tok_s": pred, "words": "", "reason": ""}
+    local = p.get("tok_s")
+    agg = number(v.get("aggregate_tok_s")) or float(c["value"])
     out = [word(f"{i}.id", i, src), word(f"{i}.system", c["system"], src),
            num(f"{i}.value", c["value"], "tok/s", src, "{:,.1f}"),
            word(f"{i}.printed", tok(c["value"]), src),
@@ -105,10 +123,15 @@ def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
                X2),
            num(f"{i}.tau", tau, "tokens per stream per step", vsrc, X2) if tau
            else word(f"{i}.tau", "none", vsrc),
-           flag(f"{i}.predicted", pred is not None, "update predictions"),
-           num(f"{i}.local", pred, "tok/s", "update predictions") if pred is not None
-           else word(f"{i}.local", PREDICTION_REASON,
-                     "optional finding 'local prediction'")]
+           flag(f"{i}.predicted", local is not None, "update predictions"),
+           num(f"{i}.local", local, "tok/s", "update predictions") if local is not None
+           else word(f"{i}.local", p.get("reason") or PREDICTION_REASON,
+                     "verdicts.json carried_reason" if p.get("reason")
+                     else "optional finding 'local prediction'"),
+           flag(f"{i}.has_local_words", bool(p.get("words")), vsrc),
+           word(f"{i}.local_words", p.get("words") or "none", vsrc + " carried_assumptions"),
+           num(f"{i}.local_ratio", agg / local if local else None, "claim over carried model",
+               vsrc, X2)]
     return out
 
 
@@ -121,6 +144,8 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
     by_v = {v["id"]: v for v in verdicts}
     out: list[Value] = []
     kinds: list[str] = []
+    carried = sum(1 for fam in families for i in fam["claims"]
+                  if i in by_v and by_v[i]["verdict"] in CARRIED_KINDS)
     for fam in families:
         for i in fam["claims"]:
             if i not in by_c or i not in by_v:
@@ -131,8 +156,10 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
     out += [num("lead.claims", len(kinds), "claims", source, "{:,}"),
             num("lead.drafter", kinds.count(DRAFTER), "claims", source, "{:,}"),
             num("lead.reproduced", kinds.count(REPRODUCED), "claims", source, "{:,}"),
-            num("lead.other", len(kinds) - kinds.count(DRAFTER) - kinds.count(REPRODUCED),
-                "claims", source, "{:,}")]
+            num("lead.other", len(kinds) - kinds.count(DRAFTER) - kinds.count(REPRODUCED)
+                - carried, "claims", source, "{:,}"),
+            num("lead.carried", carried, "claims", source, "{:,}"),
+            flag("lead.has_carried", carried > 0, source)]
     return out
 
 

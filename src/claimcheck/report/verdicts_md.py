@@ -30,8 +30,12 @@ def kinds_in_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def ratio_text(r: Mapping[str, Any]) -> str:
     """The ratio printed beside a verdict's kind: to the seed's reproduction for a
-    reproduction verdict, to the source's ceiling where there is a source model, else to
-    the plain roofline ("0.84 of its ceiling")."""
+    reproduction verdict, to the carried model for a verdict read against it, to the
+    source's ceiling where there is a source model, else to the plain roofline ("0.84 of
+    its ceiling")."""
+    if str(r.get("verdict", "")).endswith("carried model") and \
+            number(r.get("claim_over_carried_model")):
+        return f"{float(r['claim_over_carried_model']):.2f} of the carried model"
     if str(r.get("verdict", "")).endswith("by a seed's run") and \
             number(r.get("claim_over_reproduction")):
         return f"{float(r['claim_over_reproduction']):.2f} of the reproduction's nearest end"

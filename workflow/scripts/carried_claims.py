@@ -1,0 +1,23 @@
+"""Snakemake script: every registry figure predicted by the carried model on its own card."""
+from rulelog import rule_log
+
+with rule_log(snakemake) as log:  # noqa: F821
+    from pathlib import Path
+
+    from claimcheck.loaders.cards import load_cards
+    from claimcheck.loaders.config import load_engines, load_protocols
+    from claimcheck.loaders.registry import load_claims, load_weight_rows
+    from claimcheck.report.carry_claims import COLUMNS, carried_claim_rows
+    from claimcheck.runio.frames import write_table
+    from claimcheck.runio.run import load_runs
+
+    inp = snakemake.input  # noqa: F821
+    claims = load_claims(inp.claims, cards=set(load_cards(inp.cards)))
+    rows = carried_claim_rows(load_runs(Path(snakemake.params.runs_dir)),  # noqa: F821
+                              claims, load_engines(Path(inp.engines))["w4a16-hyperqwen"],
+                              load_weight_rows(inp.weights),
+                              load_protocols(Path(inp.protocols)))
+    write_table([{k: r.get(k) for k in COLUMNS} for r in rows],
+                snakemake.output[0])  # noqa: F821
+    n = sum(r.get("carried_model_tok_s") is not None for r in rows)
+    log.write(f"{len(rows)} figures, {n} with a carried prediction\n")
