@@ -440,8 +440,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
 
 
 def choose_for(target: Run, runs: list[Run]) -> Choice:
-    """:func:`choose` for the target run's own card, engine, weight format, parallel layout
-    and vLLM release."""
+    """:func:`choose` for the target run's card, engine, format, parallel layout, release."""
     if target.drafts:
         raise InputError(str(target.path / "provenance.json"), "its engine drafts: no plain "
                          "term from it (its model: claimcheck.report.specpredict)")

@@ -48,7 +48,8 @@ def engine_words(run: Run) -> str:
     article = "an" if kv[:1] in "AEFHILMNORSX" else "a"  # as spoken: an FP8, a BF16
     return (f"{fmt} weights{how} with {article} {kv} KV cache and {state} recurrent state, "
             f"{ec.max_num_seqs} slots"
-            + (", prefix caching on" if ec.prefix_caching else ""))
+            + (", prefix caching on" if ec.prefix_caching else "")
+            + (f", {run.acceptance}" if run.drafts else ""))
 
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -65,12 +66,15 @@ def _joined(xs: Iterable[str]) -> str:
 def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
                   figures: dict[str, str], verdict_figure: str | None, appendix: str,
                   verdicts: list[dict[str, Any]], model_rows: list[dict[str, Any]],
-                  version: Any) -> list[T.Value]:
+                  version: Any, plain: int | None = None) -> list[T.Value]:
     """The body's values outside the claims and findings: the title, the stack, the
     engines with their commits and flags, the figures, the release comparison, the model's
-    counts and the provenance."""
+    counts and the provenance. ``runs``: every run of the card, drafting ones included
+    (the provenance counts them); ``plain``: how many of them do not draft (the lead)."""
     from claimcheck.report import verdicts_md
     p = [r.provenance for r in runs]
+    plain = len(runs) if plain is None else plain
+    drafting = len(runs) - plain
     prov = "run provenance.json"
     days = sorted(x.started_utc[:10] for x in p)
     engines: dict[str, list[str]] = {}
@@ -92,6 +96,9 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
            T.num("layers", geometry.num_layers if geometry else None, "layers",
                  "model config.json", "{:,}"),
            T.num("runs", len(runs), "runs", prov, "{:,}"),
+           T.num("plain_runs", plain, "runs", prov, "{:,}"),
+           T.word("drafting_runs", "one more run" if drafting == 1 else f"{drafting:,} more runs",
+                  prov),
            T.word("first_day", days[0], prov), T.word("last_day", days[-1], prov),
            T.word("vllm", _joined(str(x.sw("vllm")) for x in p), prov),
            T.word("commits", commits or "no commit recorded", prov),
@@ -172,6 +179,7 @@ def render_body(runs: list[Run], card: str,
     (:mod:`claimcheck.report.carry_words`; None or empty: no sentence).
     ``speculation``: data/derived/speculation.csv's rows (what a verify costs on this card,
     :mod:`claimcheck.report.spec_values`; None: the paragraph is left out)."""
+    on_card = [r for r in runs if r.provenance.card == card]
     runs, every = card_frame(runs, card, release=None)
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -182,8 +190,8 @@ def render_body(runs: list[Run], card: str,
     if log is not None:
         log += F.report([*found, version])
     values = T.table([
-        *header_values(runs, geometry, model, figures, verdict_figure, appendix, verdicts,
-                       model_rows, version),
+        *header_values(on_card, geometry, model, figures, verdict_figure, appendix, verdicts,
+                       model_rows, version, plain=len(runs)),
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
         *UV.card_values(found, frame),
