@@ -77,7 +77,7 @@ def add_cards_file(p: argparse.ArgumentParser) -> None:
     """The ``--cards-file`` option of a command that names a card."""
     p.add_argument("--cards-file", metavar="CSV",
                    help="a cards file of your own merged over data/raw/cards.csv (its "
-                   "columns: README 'Measuring on your card'); it adds cards, never "
+                   "columns: docs/own-card.md); it adds cards, never "
                    "replaces the registry's")
 
 
