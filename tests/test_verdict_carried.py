@@ -116,6 +116,19 @@ def test_the_lead_counts_the_carried_verdicts_apart():
     vals = {x.name: x for x in UV.family_values(fam, claims, verdicts, "f.yaml")}
     assert (vals["lead.carried"].value, vals["lead.drafter"].value,
             vals["lead.other"].value) == (1, 1, 0)
+    assert (vals["lead.predicted"].value, vals["lead.has_predicted"].value) == (0, False)
+
+
+def test_the_lead_counts_the_claims_with_a_carried_number():
+    """Two claims, one with the carried model's number and one with only its reason: the
+    lead says one claim has a number on its own card."""
+    fam = [{"key": "f", "title": "t", "claims": ["x", "y"]}]
+    claims = [CLAIM, {**CLAIM, "id": "y"}]
+    verdicts = [VERDICT, {**VERDICT, "id": "y"}]
+    preds = {"x": {"tok_s": 773.9, "words": ASSUMED, "reason": ""},
+             "y": {"tok_s": None, "words": "", "reason": "no NVFP4 run on the local card"}}
+    vals = {x.name: x for x in UV.family_values(fam, claims, verdicts, "f.yaml", preds)}
+    assert (vals["lead.predicted"].value, vals["lead.has_predicted"].value) == (1, True)
 
 
 def ladder(ratios):

@@ -144,6 +144,7 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
     by_v = {v["id"]: v for v in verdicts}
     out: list[Value] = []
     kinds: list[str] = []
+    predicted = 0
     carried = sum(1 for fam in families for i in fam["claims"]
                   if i in by_v and by_v[i]["verdict"] in CARRIED_KINDS)
     for fam in families:
@@ -151,7 +152,9 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
             if i not in by_c or i not in by_v:
                 raise ValueError(f"{source}: family '{fam['key']}': claim '{i}' is not "
                                  + ("in the registry" if i not in by_c else "in verdicts.json"))
-            out += claim_values(by_c[i], by_v[i], predictions)
+            vals = claim_values(by_c[i], by_v[i], predictions)
+            predicted += sum(1 for x in vals if x.name == f"{i}.predicted" and x.value)
+            out += vals
             kinds.append(str(by_v[i]["verdict"]))
     out += [num("lead.claims", len(kinds), "claims", source, "{:,}"),
             num("lead.drafter", kinds.count(DRAFTER), "claims", source, "{:,}"),
@@ -159,7 +162,9 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
             num("lead.other", len(kinds) - kinds.count(DRAFTER) - kinds.count(REPRODUCED)
                 - carried, "claims", source, "{:,}"),
             num("lead.carried", carried, "claims", source, "{:,}"),
-            flag("lead.has_carried", carried > 0, source)]
+            flag("lead.has_carried", carried > 0, source),
+            num("lead.predicted", predicted, "claims", "update predictions", "{:,}"),
+            flag("lead.has_predicted", predicted > 0, "update predictions")]
     return out
 
 
