@@ -10,6 +10,7 @@ from typing import Any
 
 from claimcheck.core.engines import Engine, engines_from_data
 from claimcheck.core.errors import InputError
+from claimcheck.core import paths
 from claimcheck.core.paths import CONFIG
 from claimcheck.core.protocols import Protocol, protocols_from_data, scaled_protocol
 from claimcheck.loaders.yamlcfg import load_validated
@@ -35,10 +36,20 @@ def get_protocol(name: str, path: str | Path | None = None,
                            name, src, profile)
 
 
+def load_vllm_env(path: str | Path | None = None) -> dict[str, str]:
+    """The ``VLLM_*`` variables a multi-GPU engine may run with, each with its reason
+    (default the checkout's config/vllm_env.yaml, validated;
+    :func:`claimcheck.core.vllmenv.unknown_refusal`). Read from :data:`paths.CONFIG`, not
+    beside an engines file given elsewhere: the allow-list is the checkout's."""
+    p = Path(path) if path else paths.CONFIG / "vllm_env.yaml"
+    return dict(load_validated(p, "vllm_env")["allowed"])
+
+
 def load_engines(path: str | Path | None = None) -> dict[str, Engine]:
-    """Every engine of ``path`` (default config/engines.yaml), validated and checked."""
+    """Every engine of ``path`` (default config/engines.yaml), validated and checked with
+    the ``VLLM_*`` variables config/vllm_env.yaml allows (:func:`load_vllm_env`)."""
     p = Path(path) if path else CONFIG / "engines.yaml"
-    return engines_from_data(load_validated(p, "engines"), str(p))
+    return engines_from_data(load_validated(p, "engines"), str(p), load_vllm_env())
 
 
 def get_engine(name: str, path: str | Path | None = None) -> Engine:

@@ -29,6 +29,7 @@ from typing import Any
 from claimcheck.core.engines import MULTICAST_OFF, multicast_refusal
 from claimcheck.core.errors import InputError
 from claimcheck.core.vllmargv import serve_args
+from claimcheck.loaders.config import load_vllm_env
 from claimcheck.loaders.files import read_json
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
@@ -187,10 +188,12 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     gets, and refused (:class:`InputError`, nothing started, no log made) when it could use
     NVLink multicast (:func:`claimcheck.core.engines.multicast_refusal`)."""
     marker = secrets.token_hex(16)
+    before = {**os.environ, **(env or {})}
     env = {**(env or {}), **MULTICAST_OFF}  # NVLink multicast off in every engine we start
     full_env = {**os.environ, **env, LAUNCH_ENV: marker}
     args = serve_args(argv)
-    why = multicast_refusal(args, full_env) if args is not None else None
+    why = (multicast_refusal(args, full_env, before=before, allowed=load_vllm_env())
+           if args is not None else None)
     if why:
         raise InputError("the vllm serve command", f"refusing to start: {why}",
                          key=f"engines.{engine}" if engine else None)
