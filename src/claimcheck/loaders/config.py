@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import paths
 from claimcheck.core.engines import Engine, engines_from_data
 from claimcheck.core.errors import InputError
-from claimcheck.core import paths
 from claimcheck.core.paths import CONFIG
 from claimcheck.core.protocols import Protocol, protocols_from_data, scaled_protocol
 from claimcheck.loaders.yamlcfg import load_validated
