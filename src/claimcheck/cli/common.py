@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
+from claimcheck.core.errors import InputError
 from claimcheck.core.names import name_words
 
 
@@ -21,14 +21,17 @@ def fmt(v: float | None, spec: str = ",.1f") -> str:
     return "null" if v is None else format(v, spec)
 
 
-def name_arg(what: str) -> Callable[[str], str]:
-    """An argparse ``type`` for a ``--card``/``--engine``/``--protocol`` value: a name
-    (:func:`claimcheck.core.names.name_refusal`) or one line naming the option and what is
-    wrong (``argument --card: card name 'H200' holds a capital letter; ...``)."""
-    def parse(value: str) -> str:
-        why = name_words(value, what)
-        if why:
-            raise argparse.ArgumentTypeError(why)
-        return value
-    parse.__name__ = f"{what} name"
-    return parse
+NAME_OPTIONS = ("card", "engine", "protocol")
+"""The options that take a card, engine or protocol name (``--protocol`` may repeat)."""
+
+
+def check_name_options(a: argparse.Namespace) -> None:
+    """Refuse a ``--card``/``--engine``/``--protocol`` value that is not a name
+    (:func:`claimcheck.core.names.name_refusal`) in one line naming the option, before the
+    command reads anything (``--card auto`` and ``--card cpu`` are names)."""
+    for dest in NAME_OPTIONS:
+        given = getattr(a, dest, None)
+        for value in given if isinstance(given, list) else [] if given is None else [given]:
+            why = name_words(str(value), dest)
+            if why:
+                raise InputError(f"--{dest}", why)

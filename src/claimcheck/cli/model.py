@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from claimcheck.cli.common import emit, fmt, name_arg
+from claimcheck.cli.common import emit, fmt
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import context_words, relation_words
 from claimcheck.loaders.cards import get_card
@@ -60,12 +60,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("predict", help="predict every step of a protocol for an engine on a "
                        "card from its committed runs (calibrated step model)")
-    s.add_argument("--card", required=True, type=name_arg("card"),
-                   help="card name (data/raw/cards.csv)")
-    s.add_argument("--engine", required=True, type=name_arg("engine"),
-                   help="engine name with committed runs")
-    s.add_argument("--protocol", required=True, type=name_arg("protocol"),
-                   help="protocol name in the protocols file")
+    s.add_argument("--card", required=True, help="card name (data/raw/cards.csv)")
+    s.add_argument("--engine", required=True, help="engine name with committed runs")
+    s.add_argument("--protocol", required=True, help="protocol name in the protocols file")
     s.add_argument("--protocols-file", default=None,
                    help="protocols YAML (default config/protocols.yaml)")
     s.add_argument("--runs", default=None, help="runs folder (default data/raw/runs)")

@@ -8,7 +8,7 @@ import argparse
 import math
 from typing import Any
 
-from claimcheck.cli.common import emit, name_arg
+from claimcheck.cli.common import emit
 from claimcheck.core import roofline as rl
 from claimcheck.core.cards import TENSOR_COLUMN
 from claimcheck.core.errors import InputError
@@ -38,8 +38,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "shared experts are always read. Bounds: 0 < eta <= 1, sizes and rates finite "
         "and > 0, tau <= rows, weights plus one stream must fit the card.")
     r.add_argument("--config", required=True, help="the model's config.json")
-    r.add_argument("--card", required=True, type=name_arg("card"),
-                   help="card registry name (data/raw/cards.csv)")
+    r.add_argument("--card", required=True, help="card registry name (data/raw/cards.csv)")
     w = r.add_mutually_exclusive_group(required=True)
     w.add_argument("--weights-gb", type=float,
                    help="measured weight bytes in GB (1e9); a MoE's: all experts")

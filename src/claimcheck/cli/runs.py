@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from claimcheck.cli.common import name_arg
 from claimcheck.core.cards import detect_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
@@ -33,8 +32,7 @@ from claimcheck.measure.tokenizer import synthetic_vocab_size
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """The ``serve``, ``wait``, ``stop`` and ``measure`` commands and their options."""
     s = sub.add_parser("serve", help="start vllm serve for an engine config (detached)")
-    s.add_argument("--engine", required=True, type=name_arg("engine"),
-                   help="engine config name (config/engines.yaml)")
+    s.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
     s.add_argument("--engines-file", default=None,
                    help="engine configs to read instead of config/engines.yaml")
     s.add_argument("--state", default=".claimcheck/server", help="server state directory")
@@ -52,13 +50,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="server state directory written by serve")
 
     m = sub.add_parser("measure", help="replay protocols on this machine's GPU")
-    m.add_argument("--card", required=True, type=name_arg("card"),
+    m.add_argument("--card", required=True,
                    help="card registry name (rtx3090, h200, ...), auto (NVML's GPU name "
                         "mapped through cards.csv nvml_name), or cpu for a CPU engine; a "
                         "named card is checked against the GPU NVML sees")
-    m.add_argument("--engine", required=True, type=name_arg("engine"),
-                   help="engine config name (config/engines.yaml)")
-    m.add_argument("--protocol", action="append", required=True, type=name_arg("protocol"),
+    m.add_argument("--engine", required=True, help="engine config name (config/engines.yaml)")
+    m.add_argument("--protocol", action="append", required=True,
                    help="protocol name (config/protocols.yaml); repeat for several")
     m.add_argument("--profile", default=None, help="scale protocols (e.g. ci)")
     m.add_argument("--repeats", type=int, default=None,
