@@ -242,3 +242,11 @@ def test_an_allow_list_entry_without_a_reason_is_refused_naming_the_file(tmp_pat
 def test_the_committed_engines_pass_in_a_clean_environment():
     for e in load_engines().values():
         assert engine_refusal(e, base_env={}, allowed=load_vllm_env()) is None, e.name
+
+
+def test_a_checkout_without_the_allow_list_allows_no_vllm_variable(tmp_path, monkeypatch):
+    from claimcheck.core import paths
+    monkeypatch.setattr(paths, "CONFIG", tmp_path)
+    assert load_vllm_env() == {}
+    with pytest.raises(InputError, match="no such file"):
+        load_vllm_env(tmp_path / "vllm_env.yaml")

@@ -38,10 +38,16 @@ def get_protocol(name: str, path: str | Path | None = None,
 
 def load_vllm_env(path: str | Path | None = None) -> dict[str, str]:
     """The ``VLLM_*`` variables a multi-GPU engine may run with, each with its reason
-    (default the checkout's config/vllm_env.yaml, validated;
-    :func:`claimcheck.core.vllmenv.unknown_refusal`). Read from :data:`paths.CONFIG`, not
-    beside an engines file given elsewhere: the allow-list is the checkout's."""
-    p = Path(path) if path else paths.CONFIG / "vllm_env.yaml"
+    (validated; :func:`claimcheck.core.vllmenv.unknown_refusal`). Default: the checkout's
+    config/vllm_env.yaml (:data:`paths.CONFIG`, not beside an engines file given elsewhere),
+    and none allowed where that file is absent (a checkout made without it allows nothing:
+    the strict side); a ``path`` given must exist."""
+    if path is None:
+        p = paths.CONFIG / "vllm_env.yaml"
+        if not p.exists():
+            return {}
+    else:
+        p = Path(path)
     return dict(load_validated(p, "vllm_env")["allowed"])
 
 
