@@ -18,6 +18,14 @@ CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense
                 "link_bw_gb_s")
 CARD_REQUIRED = ("card", "name", "memory_gib", "memory_bw_gb_s", "default_power_w",
                  "source_memory", "source_bandwidth", "source_tensor", "source_power")
+CARD_MAX = {"memory_gib": (1e4, "GiB"), "memory_bw_gb_s": (1e5, "GB/s"),
+            "bf16_dense_tflops": (1e6, "TFLOP/s"), "fp16_dense_tflops": (1e6, "TFLOP/s"),
+            "fp8_dense_tflops": (1e6, "TFLOP/s"), "int8_dense_tops": (1e6, "TOP/s"),
+            "fp4_dense_tflops": (1e6, "TFLOP/s"), "default_power_w": (1e4, "W"),
+            "link_bw_gb_s": (1e5, "GB/s")}
+"""The most a cards file may say of one card, far beyond any GPU (the B200 of the registry:
+180 GiB, 8,000 GB/s, 9,000 dense FP4 TFLOP/s, 1,000 W): a value above it is a typo or a unit
+slip (1e300 GiB, bandwidth in B/s), refused naming its cell before any sum overflows."""
 TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
                  "fp8": "fp8_dense_tflops", "int8": "int8_dense_tops",
                  "fp4": "fp4_dense_tflops"}
@@ -113,6 +121,10 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
             val = (row.get(key) or "").strip()
             if val:
                 nums[key] = parse_number(val, p, line=line, key=key)
+                most, unit = CARD_MAX[key]
+                if nums[key] > most:
+                    raise InputError(p, f"{val} {unit} is beyond any card (at most {most:,.0f} "
+                                     f"{unit}): a typo or another unit?", line=line, key=key)
         if user and not any(c in nums for c in TENSOR_COLUMN.values()):
             raise InputError(p, "no dense tensor rate: give bf16_dense_tflops (or "
                              f"another of {', '.join(TENSOR_COLUMN.values())})", line=line,
