@@ -185,8 +185,11 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     """Start ``argv`` in a new process session, stdout and stderr to ``log_path``.
 
     A ``vllm serve`` argv is first read as vLLM reads it, with the environment the server
-    gets, and refused (:class:`InputError`, nothing started, no log made) when it could use
-    NVLink multicast (:func:`claimcheck.core.engines.multicast_refusal`)."""
+    gets (this process's, ``env``, then :data:`MULTICAST_OFF`, which the server's record
+    keeps) and the one before the guard's settings, and refused (:class:`InputError`,
+    nothing started, no log made) when it could use NVLink multicast
+    (:func:`claimcheck.core.engines.multicast_refusal`, the ``VLLM_*`` variables
+    config/vllm_env.yaml allows)."""
     marker = secrets.token_hex(16)
     before = {**os.environ, **(env or {})}
     env = {**(env or {}), **MULTICAST_OFF}  # NVLink multicast off in every engine we start
