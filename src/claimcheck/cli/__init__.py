@@ -17,6 +17,7 @@ from typing import Any
 
 from claimcheck.cli import claims, model, physics, runs
 from claimcheck.cli.claims import cmd_claims
+from claimcheck.cli.common import check_name_options
 from claimcheck.cli.model import cmd_metrics, cmd_model, cmd_predict
 from claimcheck.cli.physics import _non_finite, cmd_geometry, cmd_roofline
 from claimcheck.cli.runs import cmd_measure, cmd_serve, cmd_stop, cmd_wait, measure_card
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     sys.stdout = _NamedStdout(real_stdout)  # type: ignore[assignment]
     try:
+        check_name_options(a)  # a name that would name a folder, before anything is read
         physics.use_cards_file(a)  # validated, then seen by every load_cards of the run
         rc = a.func(a)
         sys.stdout.flush()

@@ -3,8 +3,12 @@ cell ("null" for a value that is not there, as the JSON says)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
+
+from claimcheck.core.errors import InputError
+from claimcheck.core.names import name_words
 
 
 def emit(obj: Any, as_json: bool, table: str) -> None:
@@ -15,3 +19,19 @@ def emit(obj: Any, as_json: bool, table: str) -> None:
 def fmt(v: float | None, spec: str = ",.1f") -> str:
     """``v`` through the format ``spec``; "null" for None."""
     return "null" if v is None else format(v, spec)
+
+
+NAME_OPTIONS = ("card", "engine", "protocol")
+"""The options that take a card, engine or protocol name (``--protocol`` may repeat)."""
+
+
+def check_name_options(a: argparse.Namespace) -> None:
+    """Refuse a ``--card``/``--engine``/``--protocol`` value that is not a name
+    (:func:`claimcheck.core.names.name_refusal`) in one line naming the option, before the
+    command reads anything (``--card auto`` and ``--card cpu`` are names)."""
+    for dest in NAME_OPTIONS:
+        given = getattr(a, dest, None)
+        for value in given if isinstance(given, list) else [] if given is None else [given]:
+            why = name_words(str(value), dest)
+            if why:
+                raise InputError(f"--{dest}", why)

@@ -6,16 +6,26 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from claimcheck.core.errors import InputError
 from claimcheck.core.io import Rows, parse_number
+from claimcheck.core.names import NAME_RULE, name_words, near_name
 
 CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
                 "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w",
                 "link_bw_gb_s")
 CARD_REQUIRED = ("card", "name", "memory_gib", "memory_bw_gb_s", "default_power_w",
                  "source_memory", "source_bandwidth", "source_tensor", "source_power")
+CARD_MAX = {"memory_gib": (1e4, "GiB"), "memory_bw_gb_s": (1e5, "GB/s"),
+            "bf16_dense_tflops": (1e6, "TFLOP/s"), "fp16_dense_tflops": (1e6, "TFLOP/s"),
+            "fp8_dense_tflops": (1e6, "TFLOP/s"), "int8_dense_tops": (1e6, "TOP/s"),
+            "fp4_dense_tflops": (1e6, "TFLOP/s"), "default_power_w": (1e4, "W"),
+            "link_bw_gb_s": (1e5, "GB/s")}
+"""The most a cards file may say of one card, far beyond any GPU (the B200 of the registry:
+180 GiB, 8,000 GB/s, 9,000 dense FP4 TFLOP/s, 1,000 W): a value above it is a typo or a unit
+slip (1e300 GiB, bandwidth in B/s), refused naming its cell before any sum overflows."""
 TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
                  "fp8": "fp8_dense_tflops", "int8": "int8_dense_tops",
                  "fp4": "fp4_dense_tflops"}
@@ -85,10 +95,13 @@ def check_row_lengths(text: str, source: str) -> None:
                              line=reader.line_num, key=header[len(row)])
 
 
-def parse_cards(header: list[str], rows: Rows, source: str, user: bool) -> dict[str, Card]:
+def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
+                taken: Iterable[str] = ()) -> dict[str, Card]:
     """The cards of a cards file's rows (``header``, (line, row) pairs, read from
-    ``source``): numbers finite and > 0, the required columns filled, ids unique. A user
-    file (``user``) may hold no unknown column and needs a dense tensor rate."""
+    ``source``): numbers finite and > 0, the required columns filled, ids unique, each
+    ``card`` a name (:func:`claimcheck.core.names.name_refusal`). A user file (``user``)
+    may hold no unknown column and needs a dense tensor rate; a card of it that differs
+    from one of ``taken`` (the registry's names) only by case or spaces is refused so."""
     p = source
     cards: dict[str, Card] = {}
     if user:
@@ -102,11 +115,16 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool) -> dict[
         for key in CARD_REQUIRED:
             if not (row.get(key) or "").strip():
                 raise InputError(p, "empty", line=line, key=key)
+        _check_name(row["card"], taken, p, line)
         nums: dict[str, float] = {}
         for key in CARD_NUMERIC:
             val = (row.get(key) or "").strip()
             if val:
                 nums[key] = parse_number(val, p, line=line, key=key)
+                most, unit = CARD_MAX[key]
+                if nums[key] > most:
+                    raise InputError(p, f"{val} {unit} is beyond any card (at most {most:,.0f} "
+                                     f"{unit}): a typo or another unit?", line=line, key=key)
         if user and not any(c in nums for c in TENSOR_COLUMN.values()):
             raise InputError(p, "no dense tensor rate: give bf16_dense_tflops (or "
                              f"another of {', '.join(TENSOR_COLUMN.values())})", line=line,
@@ -128,6 +146,20 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool) -> dict[
             raise InputError(p, "a link bandwidth needs its source", line=line,
                              key="source_link")
     return cards
+
+
+def _check_name(name: str, taken: Iterable[str], source: str, line: int) -> None:
+    """A ``card`` cell that is not a name refused (its file, line and column); one that
+    differs from a registry name only by case or spaces said so."""
+    why = name_words(name, "card")
+    if why is None:
+        return
+    near = near_name(name, taken)
+    if near is not None:
+        why = (f"card name {name!r} differs from the registry's {near!r} only by case or "
+               "spaces: a user cards file adds cards, it never changes the registry's; "
+               f"give yours another name ({NAME_RULE})")
+    raise InputError(source, why, line=line, key="card")
 
 
 def merge_user_cards(cards: dict[str, Card], user: dict[str, Card], user_rows: Rows,

@@ -15,6 +15,12 @@ from typing import Any
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import ROOT
 from claimcheck.core.vllmargv import UnreadableArgv, read_serve_args
+from claimcheck.core.vllmenv import (  # MULTICAST_OFF is read here from its home
+    MULTICAST_OFF,
+    env_sizes,
+    inherited_refusal,
+    unknown_refusal,
+)
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,6 @@ class Engine:
         """The config.json served, when it is local (dummy weights)."""
         return root / self.model / "config.json" if self.dummy else None
 
-
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                 "NVSHMEM_DISABLE_NVLS": "1"}
-"""Set in every engine's environment: NVLink multicast off in NCCL, torch's symmetric memory
-and NVSHMEM. The GPU hosts this project measures on forbid multicast (a program using it can
-put the host's shared GPUs out of service)."""
 
 FUSION_OFF = '{"pass_config":{"fuse_allreduce_rms":false}}'
 """What ``--compilation-config`` must carry on a TP > 1 engine: vLLM 0.26 turns on FlashInfer's
@@ -221,7 +221,9 @@ def env_refusal(engine_env: Mapping[str, str]) -> str | None:
     return None
 
 
-def multicast_refusal(args: Sequence[str], env: Mapping[str, str]) -> str | None:
+def multicast_refusal(args: Sequence[str], env: Mapping[str, str], *,
+                      before: Mapping[str, str] | None = None,
+                      allowed: Mapping[str, str] | None = None) -> str | None:
     """Why the ``vllm serve`` arguments ``args`` (those after ``serve``) run with ``env``
     (the server's whole environment) could use NVLink multicast, or None (pure).
 
@@ -229,9 +231,13 @@ def multicast_refusal(args: Sequence[str], env: Mapping[str, str]) -> str | None
     occurrence wins, ``=`` and short forms); a guarded option that cannot be read for
     certain is refused. Any engine: no ``mnnvl`` in an argument or in a variable of
     :data:`ENGINE_ENV_PREFIXES`.
-    An engine over more than one GPU (any parallel size above 1): the compilation config
-    vLLM keeps has ``pass_config.fuse_allreduce_rms`` false, and ``env`` holds
-    :data:`MULTICAST_OFF`."""
+    An engine over more than one GPU (any parallel size above 1, ``VLLM_DP_SIZE`` in
+    ``env`` included): the compilation config vLLM keeps has
+    ``pass_config.fuse_allreduce_rms`` false, ``env`` holds :data:`MULTICAST_OFF`, ``before``
+    (the environment before the guard's settings, when given) asks for none of them
+    otherwise (:func:`claimcheck.core.vllmenv.inherited_refusal`), and every ``VLLM_*``
+    variable of ``env`` is one the guard knows or ``allowed`` names
+    (:func:`claimcheck.core.vllmenv.unknown_refusal`; None allows none)."""
     for a in args:
         if "mnnvl" in str(a).lower():
             return f"{a!r} names the mnnvl all-reduce backend, which uses NVLink multicast"
@@ -243,7 +249,10 @@ def multicast_refusal(args: Sequence[str], env: Mapping[str, str]) -> str | None
         view = read_serve_args(args)
     except UnreadableArgv as e:
         return f"the vllm serve command cannot be read for certain: {e}"
-    multi = view.multi_gpu()
+    env_multi, why = env_sizes(env)
+    if why:
+        return why
+    multi = view.multi_gpu() + env_multi
     if not multi:
         return None
     spans = ", ".join(repr(w) for w in multi)
@@ -263,20 +272,25 @@ def multicast_refusal(args: Sequence[str], env: Mapping[str, str]) -> str | None
         if env.get(k) != v:
             return (f"{spans} runs the engine on more than one GPU, which needs {k}={v} in "
                     f"the server's environment (it has {env.get(k)!r})")
-    return None
+    return ((inherited_refusal(spans, before) if before is not None else None)
+            or unknown_refusal(spans, env, allowed or {}))
 
 
-def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None) -> str | None:
+def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None,
+                   allowed: Mapping[str, str] | None = None) -> str | None:
     """Why an engine may not be served, measured or predicted, or None: its own ``env``
     (:func:`env_refusal`), then the exact ``vllm serve`` command it makes and the
-    environment a server gets (:func:`multicast_refusal`), then a tensor-parallel size in
-    that command other than its ``tensor_parallel_size`` (its runs would record another
-    layout than they ran)."""
+    environment a server gets from ``base_env`` (default this process's) and its ``env``
+    (:func:`multicast_refusal`, ``allowed`` the ``VLLM_*`` variables allowed on a multi-GPU
+    engine), then a tensor-parallel size in that command other than its
+    ``tensor_parallel_size`` (its runs would record another layout than they ran)."""
     why = env_refusal(e.env) or speculative_refusal(e.speculative, e.extra_args)
     if why:
         return why
     args = server_argv(e, vllm=["vllm"], host="127.0.0.1", port=8000, tokenizer_dir=None)[2:]
-    why = multicast_refusal(args, server_env(e.env, base_env))
+    base = os.environ if base_env is None else base_env
+    why = multicast_refusal(args, server_env(e.env, base), before={**base, **e.env},
+                            allowed=allowed)
     if why:
         return why
     view = read_serve_args(args)
@@ -290,17 +304,19 @@ def engine_refusal(e: Engine, base_env: Mapping[str, str] | None = None) -> str 
     return None
 
 
-def check_engine(e: Engine, source: str) -> Engine:
+def check_engine(e: Engine, source: str, allowed: Mapping[str, str] | None = None) -> Engine:
     """``e``, or :class:`InputError` naming ``source`` and the engine with
-    :func:`engine_refusal`'s reason. The one check ``serve``, ``measure``, ``predict`` and
-    :func:`claimcheck.loaders.config.load_engines` apply."""
-    why = engine_refusal(e)
+    :func:`engine_refusal`'s reason (``allowed``: the ``VLLM_*`` variables
+    ``config/vllm_env.yaml`` allows on a multi-GPU engine). The one check ``serve``,
+    ``measure``, ``predict`` and :func:`claimcheck.loaders.config.load_engines` apply."""
+    why = engine_refusal(e, allowed=allowed)
     if why:
         raise InputError(source, why, key=f"engines.{e.name}")
     return e
 
 
-def engines_from_data(data: dict[str, Any], source: str) -> dict[str, Engine]:
+def engines_from_data(data: dict[str, Any], source: str,
+                      allowed: Mapping[str, str] | None = None) -> dict[str, Engine]:
     """Every engine of a validated engines.yaml (``data``, read from ``source``); an engine
     that could use NVLink multicast or whose command sets another layout
     (:func:`check_engine`) is refused naming it."""
@@ -308,5 +324,5 @@ def engines_from_data(data: dict[str, Any], source: str) -> dict[str, Engine]:
     for name, d in data["engines"].items():
         d = dict(d)
         d["extra_args"] = tuple(d.get("extra_args", ()))
-        out[name] = check_engine(Engine(name=name, **d), source)
+        out[name] = check_engine(Engine(name=name, **d), source, allowed)
     return out

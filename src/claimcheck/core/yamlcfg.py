@@ -10,6 +10,7 @@ import jsonschema
 import yaml
 
 from claimcheck.core.errors import InputError
+from claimcheck.core.names import NAME_PATTERN, name_words
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -80,8 +81,14 @@ def parse_validated(text: str, source: str, schema: dict[str, Any]) -> dict[str,
     if errors:
         e = errors[0]
         path_list = list(e.absolute_path)
+        message = e.message
+        if e.validator_value == NAME_PATTERN and isinstance(e.instance, str):
+            # a key that is not a name (an engine's, a protocol's): its own line, the words
+            what = str(path_list[-1]).removesuffix("s") if path_list else "the"
+            path_list.append(e.instance)
+            message = name_words(e.instance, what) or message
         key = ".".join(str(k) for k in path_list) or "(top level)"
-        raise InputError(source, e.message, line=_line_of(node, path_list), key=key)
+        raise InputError(source, message, line=_line_of(node, path_list), key=key)
     return data
 
 

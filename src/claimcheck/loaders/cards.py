@@ -66,8 +66,8 @@ def load_cards(path: str | Path | None = None,
     text = read_text(up)
     check_row_lengths(text, str(up))
     header, rows = csv_lines(text, str(up), CARD_REQUIRED)
-    return merge_user_cards(cards, parse_cards(header, rows, str(up), user=True), rows,
-                            str(p), str(up))
+    user = parse_cards(header, rows, str(up), user=True, taken=cards)
+    return merge_user_cards(cards, user, rows, str(p), str(up))
 
 
 def get_card(name: str, path: str | Path | None = None,

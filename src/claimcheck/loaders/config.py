@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core import paths
 from claimcheck.core.engines import Engine, engines_from_data
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG
@@ -35,10 +36,26 @@ def get_protocol(name: str, path: str | Path | None = None,
                            name, src, profile)
 
 
+def load_vllm_env(path: str | Path | None = None) -> dict[str, str]:
+    """The ``VLLM_*`` variables a multi-GPU engine may run with, each with its reason
+    (validated; :func:`claimcheck.core.vllmenv.unknown_refusal`). Default: the checkout's
+    config/vllm_env.yaml (:data:`paths.CONFIG`, not beside an engines file given elsewhere),
+    and none allowed where that file is absent (a checkout made without it allows nothing:
+    the strict side); a ``path`` given must exist."""
+    if path is None:
+        p = paths.CONFIG / "vllm_env.yaml"
+        if not p.exists():
+            return {}
+    else:
+        p = Path(path)
+    return dict(load_validated(p, "vllm_env")["allowed"])
+
+
 def load_engines(path: str | Path | None = None) -> dict[str, Engine]:
-    """Every engine of ``path`` (default config/engines.yaml), validated and checked."""
+    """Every engine of ``path`` (default config/engines.yaml), validated and checked with
+    the ``VLLM_*`` variables config/vllm_env.yaml allows (:func:`load_vllm_env`)."""
     p = Path(path) if path else CONFIG / "engines.yaml"
-    return engines_from_data(load_validated(p, "engines"), str(p))
+    return engines_from_data(load_validated(p, "engines"), str(p), load_vllm_env())
 
 
 def get_engine(name: str, path: str | Path | None = None) -> Engine:

@@ -29,6 +29,7 @@ from typing import Any
 from claimcheck.core.engines import MULTICAST_OFF, multicast_refusal
 from claimcheck.core.errors import InputError
 from claimcheck.core.vllmargv import serve_args
+from claimcheck.loaders.config import load_vllm_env
 from claimcheck.loaders.files import read_json
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
@@ -184,13 +185,18 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     """Start ``argv`` in a new process session, stdout and stderr to ``log_path``.
 
     A ``vllm serve`` argv is first read as vLLM reads it, with the environment the server
-    gets, and refused (:class:`InputError`, nothing started, no log made) when it could use
-    NVLink multicast (:func:`claimcheck.core.engines.multicast_refusal`)."""
+    gets (this process's, ``env``, then :data:`MULTICAST_OFF`, which the server's record
+    keeps) and the one before the guard's settings, and refused (:class:`InputError`,
+    nothing started, no log made) when it could use NVLink multicast
+    (:func:`claimcheck.core.engines.multicast_refusal`, the ``VLLM_*`` variables
+    config/vllm_env.yaml allows)."""
     marker = secrets.token_hex(16)
+    before = {**os.environ, **(env or {})}
     env = {**(env or {}), **MULTICAST_OFF}  # NVLink multicast off in every engine we start
     full_env = {**os.environ, **env, LAUNCH_ENV: marker}
     args = serve_args(argv)
-    why = multicast_refusal(args, full_env) if args is not None else None
+    why = (multicast_refusal(args, full_env, before=before, allowed=load_vllm_env())
+           if args is not None else None)
     if why:
         raise InputError("the vllm serve command", f"refusing to start: {why}",
                          key=f"engines.{engine}" if engine else None)

@@ -24,27 +24,32 @@ from claimcheck.core.inputs import ENGINE_MEMORY_SHARE, fit_reason, memory_wall
 from claimcheck.core.model import Calibration, EngineShape
 from claimcheck.loaders.cards import get_card
 from claimcheck.report.calibrate import run_key
+from claimcheck.report.layout import layout_words, parallel_layout, run_layout
 from claimcheck.report.protocolpredict import ProtocolPrediction, plan_step, predict_protocol
 from claimcheck.runio.run import Run
 
 
-def source_card(runs: list[Run], card: str, engine: str,
-                weight_format: Any) -> tuple[str, str]:
+def source_card(runs: list[Run], card: str, engine: str, weight_format: Any,
+                layout: tuple[tuple[str, int], ...] = ()) -> tuple[str, str]:
     """(card, engine) to borrow from: ``engine`` on the card with the most of its runs,
-    else an engine of ``weight_format`` likewise (ties: the card name). Refused when no run
-    of either exists."""
+    else an engine of ``weight_format`` likewise (ties: the card name), only among runs of
+    the engine's parallel ``layout`` (:func:`claimcheck.report.layout.parallel_layout`: a
+    step over two GPUs is not priced from one GPU's, as for a twin on a measured card).
+    Refused when no run of either exists."""
     def best(pick: Any) -> tuple[str, str] | None:
         count: dict[tuple[str, str], int] = {}
         for r in runs:
             c, e, f = run_key(r)
-            if c != card and pick(e, f):
+            if c != card and run_layout(r) == layout and pick(e, f):
                 count[(str(c), str(e))] = count.get((str(c), str(e)), 0) + 1
         return min(count, key=lambda k: (-count[k], k)) if count else None
     hit = best(lambda e, f: e == engine) or best(lambda e, f: f == weight_format)
     if hit is None:
         raise InputError("--engine", f"no committed run of engine {engine!r} nor of weight "
-                         f"format {weight_format!r} on any card: nothing to borrow for "
-                         f"{card}")
+                         f"format {weight_format!r} on any card: nothing to borrow for {card}"
+                         + (f" (only runs of its parallel layout, {layout_words(layout)}, "
+                            "are borrowed: a step over several GPUs is not priced from one "
+                            "GPU's)" if layout else ""))
     return hit
 
 
@@ -103,20 +108,31 @@ def borrowed_calibration(cal: Calibration, src: Card, new: Card, dtype: str
     return new_cal, assumed
 
 
-def fits(shape: EngineShape, new: Card, context: float) -> int | None:
+def fits(shape: EngineShape, new: Card, context: float, gpus: int = 1) -> int | None:
     """The memory wall of the engine's shape on the new card at ``context`` tokens per
-    stream (the one check: :func:`claimcheck.core.inputs.memory_wall`); None: no wall.
-    Weights that cannot fit are refused naming --card."""
+    stream (the one check: :func:`claimcheck.core.inputs.memory_wall`), the weights and each
+    stream's state and KV split over the ``gpus`` that hold one copy of the model (tensor x
+    pipeline parallel); None: no wall. Weights that cannot fit are refused naming --card."""
+    split = {} if gpus == 1 else {  # the memory check reads no link: any positive values
+        "cards": gpus, "allreduce_bytes_per_row": 1.0, "link_bytes_s": 1.0}
     try:
         m = rl.Roofline(weight_bytes=shape.weight_bytes, bandwidth_bytes_s=new.bandwidth_bytes_s,
                         flops_per_row=1.0, peak_flops_s=1.0, state_bytes=shape.state_bytes,
                         kv_bytes_per_token=shape.kv_bytes_per_token, context_tokens=context,
-                        memory_bytes=new.memory_gib * 2**30)
+                        memory_bytes=new.memory_gib * 2**30, **split)
         wall = memory_wall(m, new, memory_share=ENGINE_MEMORY_SHARE)
     except rl.RooflineInputError as e:
-        raise InputError("--card", f"the engine's weights do not fit {new.card}: "
-                         f"{fit_reason(e, new)}") from None
+        raise InputError("--card", f"the engine's weights do not fit {new.card}"
+                         + (f" over {gpus} GPUs" if gpus > 1 else "")
+                         + f": {fit_reason(e, new)}") from None
     return wall.streams if wall else None
+
+
+def model_gpus(layout: tuple[tuple[str, int], ...]) -> int:
+    """The GPUs one copy of the model is split over: tensor x pipeline parallel (a data
+    parallel replica holds a whole copy)."""
+    sizes = dict(layout)
+    return int(sizes.get("tensor_parallel_size", 1)) * int(sizes.get("pipeline_parallel_size", 1))
 
 
 def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
@@ -128,8 +144,11 @@ def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
     its source), ``calibrate`` (the measure command and its GPU minutes) and each step's
     ``past_memory_wall``."""
     new = get_card(card)
-    fmt = engines[engine].weight_format if engines and engine in engines else None
-    src_card, src_engine = source_card(runs, card, engine, fmt)
+    spec = engines[engine] if engines and engine in engines else None
+    fmt = spec.weight_format if spec is not None else None
+    layout = parallel_layout(spec.__dict__) if spec is not None else ()
+    gpus = model_gpus(layout)
+    src_card, src_engine = source_card(runs, card, engine, fmt, layout)
     pred = predict_protocol(runs, src_card, src_engine, proto, engines)
     shape, cal, choice, base = pred.shape, pred.calibration, pred.choice, pred.report
     dtype = base["engine_shape"]["compute_dtype"]
@@ -144,12 +163,12 @@ def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
         if row["fits"]:
             out.update(plan_step(shape, new_cal, row["streams"], row["requests"],
                                  row["input_len"], row["output_len"]))
-            wall = fits(shape, new, row["input_len"] + row["output_len"])
+            wall = fits(shape, new, row["input_len"] + row["output_len"], gpus)
             if wall is not None and row["streams"] > wall:
                 out["note"] = (out["note"] + "; " if out["note"] else "") + (
                     f"past the memory wall on {card} ({wall} streams fit)")
         steps.append(out)
-    fits(shape, new, 0)  # the weights and one stream at least
+    fits(shape, new, 0, gpus)  # the weights and one stream at least
     calib_protos = sorted({p.run.provenance.raw.get("protocol") or "" for p in
                            (choice.bandwidth, choice.overhead, choice.compute,
                             *choice.rows, *choice.admission, *choice.kv) if p is not None} - {""})

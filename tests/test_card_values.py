@@ -1,0 +1,113 @@
+"""Card values that no card has (issue 39): a user cards file's absurd number (1e300 GiB,
+1e300 GB/s, a negative, inf, nan) is refused in one line naming the file, line and column
+before any work (1e300 GiB gave a traceback, 1e300 GB/s a refusal naming config.json); and a
+tensor-parallel engine on a new card has its weights split over its GPUs when the fit is
+checked, borrowing only from runs of its own parallel layout."""
+
+import csv
+import io
+import math
+
+import pytest
+
+from claimcheck.core.cards import CARD_MAX, Card
+from claimcheck.core.errors import InputError
+from claimcheck.core.model import EngineShape
+from claimcheck.core.paths import RAW
+from claimcheck.core.units import GIB
+from claimcheck.loaders.cards import load_cards
+from claimcheck.report.newcard import fits
+from tests._cli import QWEN, cli, one_line_error
+
+
+def cards_file(tmp_path, column, value, name="mine"):
+    """A user cards file of one card: the registry's H200 row as ``name`` with ``column``
+    set to ``value``."""
+    rows = list(csv.reader(io.StringIO((RAW / "cards.csv").read_text())))
+    row = next(r for r in rows[1:] if r[0] == "h200")
+    row = [name, *row[1:]]
+    row[rows[0].index(column)] = value
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([rows[0], row])
+    p = tmp_path / "mine.csv"
+    p.write_text(buf.getvalue())
+    return p
+
+
+def roofline(p):
+    return cli("roofline", "--cards-file", p, "--card", "mine", "--config", QWEN,
+               "--weights-format", "bf16")
+
+
+@pytest.mark.parametrize(("column", "most", "unit"), [
+    ("memory_gib", "10,000", "GiB"), ("memory_bw_gb_s", "100,000", "GB/s"),
+    ("bf16_dense_tflops", "1,000,000", "TFLOP/s"), ("default_power_w", "10,000", "W"),
+    ("link_bw_gb_s", "100,000", "GB/s")])
+def test_a_value_beyond_any_card_is_refused_naming_its_cell(tmp_path, column, most, unit):
+    p = cards_file(tmp_path, column, "1e300")
+    assert one_line_error(roofline(p)) == (
+        f"claimcheck: error: {p}:2: {column}: 1e300 {unit} is beyond any card (at most "
+        f"{most} {unit}): a typo or another unit?")
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("-24", "must be > 0, got -24"), ("0", "must be > 0, got 0"),
+    ("inf", "must be a finite number, got 'inf'"), ("nan", "must be a finite number, got 'nan'"),
+    ("lots", "not a number: 'lots'")])
+def test_a_value_no_card_can_have_is_refused_naming_its_cell(tmp_path, value, why):
+    p = cards_file(tmp_path, "memory_gib", value)
+    assert one_line_error(roofline(p)) == f"claimcheck: error: {p}:2: memory_gib: {why}"
+
+
+def test_predict_refuses_it_too_before_reading_a_run(tmp_path):
+    p = cards_file(tmp_path, "memory_bw_gb_s", "1e300")
+    r = cli("predict", "--cards-file", p, "--card", "mine", "--engine", "bf16-dummy-16k",
+            "--protocol", "decode-rows", "--runs", tmp_path / "no-runs")
+    assert one_line_error(r) == (
+        f"claimcheck: error: {p}:2: memory_bw_gb_s: 1e300 GB/s is beyond any card (at most "
+        "100,000 GB/s): a typo or another unit?")
+
+
+def test_every_registry_card_is_within_the_bounds():
+    for card in load_cards().values():
+        assert card.memory_gib <= CARD_MAX["memory_gib"][0]
+        assert card.memory_bw_gb_s <= CARD_MAX["memory_bw_gb_s"][0]
+        assert all(v <= 1e6 for v in card.tensor_tflops.values())
+
+
+# --- a tensor-parallel engine's fit on a new card --------------------------------------------
+
+W = 47.85 * GIB  # the BF16 27B's weights, as predict reports them
+S = 0.18 * GIB  # one stream's state
+SMALL = Card(card="small", name="small", memory_gib=44.7, memory_bw_gb_s=864,
+             tensor_tflops={"bf16": 362}, default_power_w=350, sources={})
+SHAPE = EngineShape(weight_bytes=W, state_bytes=S, kv_bytes_per_token=0.0,
+                    flops_body_per_token=5.4e10, flops_head_per_token=0.0,
+                    max_num_batched_tokens=8192, max_num_seqs=64)
+
+
+def test_the_weights_of_one_gpu_do_not_fit_the_small_card():
+    with pytest.raises(InputError) as e:
+        fits(SHAPE, SMALL, 0)
+    assert str(e.value) == (
+        "--card: the engine's weights do not fit small: 47.85 GiB of weights plus one "
+        "stream's state and KV (0.18 GiB) do not fit in the card's 44.7 GiB (small: cards.csv "
+        "memory_gib)")
+
+
+def test_split_over_two_gpus_they_fit_and_the_wall_counts_half_of_each():
+    # by hand: each GPU keeps 0.9 x 44.7 = 40.23 GiB, less half the weights (23.925 GiB):
+    # 16.305 GiB; a stream holds half its 0.18 GiB state on each: 16.305 / 0.09 = 181.2
+    want = math.floor((0.9 * 44.7 * GIB - W / 2) / (S / 2))
+    assert fits(SHAPE, SMALL, 0, gpus=2) == want == 181
+
+
+def test_a_tp2_engine_on_a_new_card_borrows_only_from_its_own_layout(tmp_path):
+    p = cards_file(tmp_path, "memory_gib", "141", name="h200-twin")
+    r = cli("predict", "--cards-file", p, "--card", "h200-twin", "--engine",
+            "bf16-dummy-16k-tp2", "--protocol", "decode-rows")
+    assert one_line_error(r) == (
+        "claimcheck: error: --engine: no committed run of engine 'bf16-dummy-16k-tp2' nor of "
+        "weight format 'bf16' on any card: nothing to borrow for h200-twin (only runs of its "
+        "parallel layout, tensor_parallel_size 2, are borrowed: a step over several GPUs is "
+        "not priced from one GPU's)")
