@@ -1,6 +1,6 @@
 """Issue 30 item 2: a card of one's own. The L40S cards file of docs/own-card.md (read from
-that page itself) gives a roofline on the CLI and a figure under papermill; a bad row of a user cards
-file is refused in one line naming the file, line and column. Real CLI subprocesses.
+that page itself) gives a roofline on the CLI and a figure under papermill; a bad row of a
+user cards file is refused in one line naming the file, line and column. Real CLI subprocesses.
 
 By hand for the L40S at W4A16 (25.62 B weights x 0.515625 byte = 13.21 GB = 12.30 GiB),
 640 tokens of BF16 KV (64 KiB/token), FP32 recurrent state (144 MiB) and the conv state at

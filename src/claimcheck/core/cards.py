@@ -80,7 +80,7 @@ CARD_COLUMNS_DOC = {
     "source_tensor": "where the *_dense_tflops / int8_dense_tops rates come from",
     "source_power": "where default_power_w comes from",
 }
-"""The required columns and what each holds (README "Measuring on your card")."""
+"""The required columns and what each holds (docs/own-card.md)."""
 
 
 def check_row_lengths(text: str, source: str) -> None:

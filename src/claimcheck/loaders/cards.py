@@ -81,8 +81,8 @@ def get_card(name: str, path: str | Path | None = None,
         up = _user_path(user_path)
         where = str(path or RAW / "cards.csv") + (f" + {up}" if up else "")
         raise InputError(where, f"unknown card {name!r}; known: {', '.join(sorted(cards))}"
-                         + ("" if up else " (a card of your own: --cards-file, README "
-                            "'Measuring on your card')"), key="card") from None
+                         + ("" if up else " (a card of your own: --cards-file, docs/own-card.md)"),
+                         key="card") from None
 
 
 def load_ceilings(path: str | Path | None = None,
