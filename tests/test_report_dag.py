@@ -10,11 +10,11 @@ from claimcheck.core.paths import CONFIG, ROOT
 from tests.fabricate import LADDER, copy_run, linked_checkout
 
 
-def dry_run(tmp_path, text, *targets):
+def dry_run(tmp_path, text, *targets, extra=()):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(text)
-    return subprocess.run(["snakemake", "-n", *targets, "--configfile", str(cfg)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(["snakemake", "-n", *targets, "--configfile", str(cfg), *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def config_text(**replace):
@@ -30,7 +30,9 @@ def test_run_record_reads_the_whole_run_directory(tmp_path):
     run = copy_run(tmp_path, LADDER, "h200-test-dag-copy")
     copy_run(tmp_path, LADDER)  # the H200 preset's weights_run, read when the config loads
     text = config_text(**{"runs_dir: data/raw/runs": f"runs_dir: {tmp_path / 'runs'}"})
-    r = dry_run(tmp_path, text, "data/derived/runs/h200-test-dag-copy.json")
+    # a rule's message: line stands in for its input list; job_lists=True brings it back
+    r = dry_run(tmp_path, text, "data/derived/runs/h200-test-dag-copy.json",
+                extra=("--config", "job_lists=True"))
     assert r.returncode == 0, r.stderr[-2000:]
     files = [p for p in run.rglob("*") if p.is_file()]
     assert len(files) == 1 + 1 + 3 + 5 * 3  # provenance, steps, 3 logs/telemetry, 5 steps

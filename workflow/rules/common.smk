@@ -129,6 +129,12 @@ for _run in RUNS:
 PIPELINE_ENV = "../../envs/pipeline.yaml"
 
 
+def say(text):
+    """A rule's message, or none with `--config job_lists=True` (then Snakemake prints the
+    job's input and output lists in its place)."""
+    return "" if config.get("job_lists") else text
+
+
 def _one_of(names):
     """A wildcard pattern matching exactly these names (nothing when there are none), so
     that an unknown target gets Snakemake's own "No rule to produce"."""

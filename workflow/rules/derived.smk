@@ -85,7 +85,9 @@ rule claims_roofline:
 # run with no usable calibration on its card).
 rule run_products:
     message:
-        "run_products: every run's record, metrics table and definitions figure, then the model table (log {log})"
+        say(
+            "run_products: every run's record, metrics table and definitions figure, then the model table (log {log})"
+        )
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,
