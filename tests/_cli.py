@@ -99,3 +99,16 @@ def qwen_copy(tmp: Path, edit=None) -> Path:
         edit(cfg)
         p.write_text(json.dumps(cfg, indent=1))
     return p
+
+
+def make_stand_in(tmp_path):
+    """A ``vllm`` stand-in in ``tmp_path/bin`` that leaves a mark when anything runs it (no
+    server ever starts): its ``path`` (that folder first on PATH), ``exe`` and ``mark``."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    mark = tmp_path / "vllm-ran"
+    exe = bindir / "vllm"
+    exe.write_text(f"#!/bin/sh\ntouch {mark}\nsleep 30\n")
+    exe.chmod(0o755)
+    return {"path": f"{bindir}{os.pathsep}{os.environ['PATH']}", "exe": str(exe),
+            "mark": mark}

@@ -18,7 +18,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.loaders import config as config_loaders
 from claimcheck.loaders.config import load_engines
 from claimcheck.measure import server as srv
-from tests._cli import cli, one_line_error
+from tests._cli import cli, make_stand_in, one_line_error
 
 ON = '{"pass_config":{"fuse_allreduce_rms":true}}'
 NEEDS = ("runs the engine on more than one GPU, which needs pass_config.fuse_allreduce_rms "
@@ -114,14 +114,7 @@ def engines_file(tmp_path, tp, extra, name="e"):
 @pytest.fixture
 def stand_in(tmp_path):
     """A ``vllm`` first on PATH that leaves a mark when anything runs it."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    mark = tmp_path / "vllm-ran"
-    exe = bindir / "vllm"
-    exe.write_text(f"#!/bin/sh\ntouch {mark}\nsleep 30\n")
-    exe.chmod(0o755)
-    return {"path": f"{bindir}{os.pathsep}{os.environ['PATH']}", "exe": str(exe),
-            "mark": mark}
+    return make_stand_in(tmp_path)
 
 
 @pytest.mark.parametrize(("tp", "extra", "why"), [c[1:] for c in CASES], ids=IDS)

@@ -9,7 +9,6 @@ No server is started: the commands run with a stand-in ``vllm`` first on PATH th
 leave a mark if anything ran it, and each test asserts there is no mark."""
 
 import json
-import os
 import sys
 import time
 
@@ -20,7 +19,7 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG
 from claimcheck.loaders.config import load_engines, load_vllm_env
 from claimcheck.measure import server as srv
-from tests._cli import cli, one_line_error
+from tests._cli import cli, make_stand_in, one_line_error
 
 TP2 = ["m", "--tensor-parallel-size", "2", "--compilation-config", FUSION_OFF]
 MULTI = "'--tensor-parallel-size 2' runs the engine on more than one GPU, which needs "
@@ -53,14 +52,9 @@ def engines_file(tmp_path, tp, extra, env=None):
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
     """A ``vllm`` first on PATH that leaves a mark when anything runs it."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    mark = tmp_path / "vllm-ran"
-    exe = bindir / "vllm"
-    exe.write_text(f"#!/bin/sh\ntouch {mark}\nsleep 30\n")
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    return {"exe": str(exe), "mark": mark}
+    s = make_stand_in(tmp_path)
+    monkeypatch.setenv("PATH", s["path"])
+    return s
 
 
 # --- the standalone FlashInfer all-reduce and its workspace backend -------------------------
