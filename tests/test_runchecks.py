@@ -166,3 +166,16 @@ def test_weights_bounds():
     with pytest.raises(InputError, match=r"^s: Model loading took: 24.01 GiB of weights "
                        r"exceed card rtx3090's 24 GiB of memory$"):
         runchecks.check_weights(24.01, card=c, source="s")
+
+
+def test_a_request_with_more_gaps_than_its_tokens_allow_is_refused():
+    """Issue 39: 4 output tokens give at most 3 inter-token gaps; a fifth gap (a gap added
+    to the file) is refused naming the request, fewer (chunks of several tokens, as the
+    committed 128-stream steps have) pass."""
+    ok = {"duration": 2.0, "completed": 2, "failed": 0, "total_output_tokens": 8,
+          "output_lens": [4, 4], "ttfts": [0.1, 0.1], "itls": [[0.01, 0.01, 0.01], [0.02]]}
+    runchecks.check_bench(ok, requests=2, output_len=4, step_ok=True, source="b")
+    bad = {**ok, "itls": [[0.01, 0.01, 0.01], [0.01, 0.01, 0.01, 0.01]]}
+    with pytest.raises(InputError, match=r"^b: itls: request 1 has 4 inter-token gaps but 4 "
+                       r"output tokens \(output_lens\), which give at most 3$"):
+        runchecks.check_bench(bad, requests=2, output_len=4, step_ok=True, source="b")

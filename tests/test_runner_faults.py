@@ -161,3 +161,33 @@ def test_unknown_names_and_no_traceback(env):
         r = subprocess.run(args, capture_output=True, text=True, env=e)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
     assert not (tmp / "runs").exists()  # refused before anything started
+
+
+def test_a_result_left_empty_mid_run_ends_the_run_failed_in_one_line(env):
+    """Issue 39: a disk that fills during step 2 leaves a 0-byte bench.json. The run ends
+    as failed with the file named, one line, no traceback; step 1 is kept."""
+    tmp, e = env
+    r = measure(tmp, e, "ladder", mode="bench_truncated")
+    assert "Traceback" not in r.stderr, r.stderr
+    run = next(p for p in (tmp / "runs").iterdir() if p.is_dir())
+    p = provenance(run)
+    assert p["status"] == "failed", p["status"]
+    assert p["failure"].startswith("step 2 repeat 1: ") and "bench.json: not a JSON bench " \
+        "result (0 bytes" in p["failure"], p["failure"]
+    assert [s["status"] for s in p["steps"]] == ["complete"]  # step 1 kept
+    assert bench(run / "steps" / p["steps"][0]["dir"])["completed"] == p["steps"][0]["completed"]
+    assert "the steps before it are kept" in r.stderr
+
+
+def test_a_card_name_holding_a_path_never_leaves_the_runs_folder(tmp_path):
+    """Issue 39: the run directory is made inside --runs-dir or not at all (a second wall
+    behind the name check at the CLI)."""
+    from claimcheck.core.errors import InputError
+    from claimcheck.measure.runner import new_run_dir
+    runs = tmp_path / "a" / "runs"
+    with pytest.raises(InputError, match=r"would not be a folder of --runs-dir"):
+        new_run_dir(runs, "../../escape", "e", "p")
+    with pytest.raises(InputError, match=r"would not be a folder of --runs-dir"):
+        new_run_dir(runs, str(tmp_path / "abs"), "e", "p")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "runs"]
+    assert new_run_dir(runs, "h200", "e", "p").parent == runs

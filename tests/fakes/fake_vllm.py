@@ -14,7 +14,8 @@ the full count on chunk K, the chunks after it carry text and no new tokens),
 complete, then the rest of the text arrives without usage), ``prompt_tokens:N`` (usage
 reports N prompt tokens; otherwise the prompt's words, what the synthetic tokenizer
 counts), ``hang`` (the request is read and never answered); ``bench_short:K`` makes
-``bench serve`` record K output tokens for every request. ``serve`` prints vLLM-shaped log
+``bench serve`` record K output tokens for every request; ``bench_truncated`` leaves a
+0-byte result file from the second step on (a disk that filled). ``serve`` prints vLLM-shaped log
 lines; ``bench serve`` sends real HTTP requests and writes a --save-result JSON of the same
 shape as vLLM's (a subset of its keys).
 """
@@ -199,6 +200,11 @@ def bench(argv: list[str]) -> int:
         "itls": [[0.05 / n_out] * (r[2] - 1) if r[2] else [] for r in res],
         "start_times": [r[0] for r in res], "errors": [r[3] for r in res],
     }
+    if mode == "bench_truncated" and not Path(a.result_dir).name.startswith("00-"):
+        # a full disk: the result file made and nothing written into it (steps after the first)
+        Path(a.result_dir, a.result_filename).write_bytes(b"")
+        print("OSError: [Errno 28] No space left on device", file=sys.stderr, flush=True)
+        return 1
     Path(a.result_dir, a.result_filename).write_text(json.dumps(result))
     print(f"Successful requests: {len(ok)}", flush=True)
     return 0

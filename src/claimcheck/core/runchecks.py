@@ -85,6 +85,22 @@ def check_step_record(rec: StepRecord, *, source: str, key: str) -> None:
                          f"{rec.requests} were sent", key=f"{key}.completed")
 
 
+def check_gap_counts(bench: Mapping[str, Any], *, source: str) -> None:
+    """Each request's inter-token gaps against its output tokens: n tokens give at most
+    n - 1 gaps (fewer where a chunk carries several tokens: a drafter's accepted tokens, or
+    a stream that fell behind under load, as the committed 128-stream steps show)."""
+    lens = bench.get("output_lens") or []
+    for i, gaps in enumerate(bench.get("itls") or []):
+        if i >= len(lens) or lens[i] is None or gaps is None:
+            continue
+        want = max(int(lens[i]) - 1, 0)
+        have = len(gaps)
+        if have > want:
+            raise InputError(source, f"request {i} has {have} inter-token gaps but "
+                             f"{lens[i]} output tokens (output_lens), which give at most "
+                             f"{want}", key="itls")
+
+
 def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | None,
                 step_ok: bool, source: str) -> None:
     """One step's result (``vllm bench serve --save-result --save-detailed`` shape).
@@ -123,6 +139,7 @@ def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | No
         if t is not None and t < 0:
             raise InputError(source, f"request {i} has a time to first token of {t:g} s; "
                              "it must be >= 0 s", key="ttfts")
+    check_gap_counts(bench, source=source)
     for i, gaps in enumerate(bench.get("itls") or []):
         if _all_at_least_zero(gaps or []):
             continue

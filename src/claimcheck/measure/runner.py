@@ -76,6 +76,9 @@ def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
     day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
     base = f"{card}-{day}-{engine}-{protocol}"
     runs.mkdir(parents=True, exist_ok=True)
+    if (runs / base).resolve().parent != runs.resolve():  # a second wall after core.names
+        raise InputError(str(runs), f"the run directory {base!r} would not be a folder of "
+                         "--runs-dir: a card, engine or protocol name holds a path")
     for n in range(1, 1000):
         d = runs / (base if n == 1 else f"{base}-{n}")
         try:
@@ -84,6 +87,13 @@ def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
         except FileExistsError:
             continue
     raise RuntimeError(f"too many runs named {base} in {runs}")
+
+
+def _one_line(e: BaseException) -> str:
+    """An error in one line: an OSError as its file and reason, anything else as it says."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"cannot write {e.filename or 'a file'}: {e.strerror}"
+    return " ".join(str(e).split())
 
 
 def tokenizer_for(engine: Engine, root: Path = ROOT) -> str | None:
@@ -166,8 +176,14 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                                    if engine_python(vllm) != sys.executable else "software")
         with sampler:
             for i, step, rep in plan:
-                rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
-                                tokenizer or engine.model, step_timeout_s, gpus, worker)
+                try:
+                    rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
+                                    tokenizer or engine.model, step_timeout_s, gpus, worker)
+                except (OSError, InputError) as e:  # a write that failed (disk full, ...)
+                    status, reason = "failed", f"step {i + 1} repeat {rep}: {_one_line(e)}"
+                    print(f"claimcheck: {protocol.name}: {reason}; the steps before it are "
+                          "kept", file=sys.stderr, flush=True)
+                    break
                 print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} "
                       f"repeat {rep}/{protocol.repeats}: {rec.get('completed')} of "
                       f"{step.requests} requests done, {rec['status']}, "
@@ -202,7 +218,10 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
     except InputError as e:
         print(f"claimcheck: error: the run record does not match its schema: {e}",
               file=sys.stderr)
-        status = "failed"
+        status = "failed"  # and the record says so (it said what the loop ended with)
+        base.update({"status": status, "failure": f"the run record does not match its "
+                     f"schema: {_one_line(e)}"})
+        _write_json(run_dir / "provenance.json", base)
     if stopped is not None:
         raise stopped  # everything measured is written; no further protocol
     return run_dir, status

@@ -62,7 +62,12 @@ def load_bench(path: str | Path) -> dict[str, Any]:
         return bench_data(p)
     if not p.exists() and p.name == BENCH:
         return bench_data(p.parent)
-    return json.loads(read_bytes(p))
+    raw = read_bytes(p)
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise InputError(str(p), f"not a JSON bench result ({len(raw)} bytes: {e}); the "
+                         "client may have stopped while writing it (a full disk?)") from None
 
 
 def bench_bytes(step_dir: str | Path) -> bytes:
