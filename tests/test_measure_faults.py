@@ -157,7 +157,8 @@ def test_a_server_that_never_answers_fails_the_step(env):
     assert p["failure"].startswith("client timed out after 3.0 s")
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130),
+                                           (signal.SIGHUP, 129)])
 def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
     tmp, e = env
     args = [sys.executable, "-m", "claimcheck.cli", "measure", "--card", "h200", "--engine",

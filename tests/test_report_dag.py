@@ -29,6 +29,8 @@ def config_text(**replace):
 def test_run_record_reads_the_whole_run_directory(tmp_path):
     run = copy_run(tmp_path, LADDER, "h200-test-dag-copy")
     copy_run(tmp_path, LADDER)  # the H200 preset's weights_run, read when the config loads
+    manifest = tmp_path / "runs" / "bench-sha256.txt"  # issue 39: an input of the rule
+    manifest.write_text("")
     text = config_text(**{"runs_dir: data/raw/runs": f"runs_dir: {tmp_path / 'runs'}"})
     # a rule's message: line stands in for its input list; job_lists=True brings it back
     r = dry_run(tmp_path, text, "data/derived/runs/h200-test-dag-copy.json",
@@ -36,7 +38,7 @@ def test_run_record_reads_the_whole_run_directory(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     files = [p for p in run.rglob("*") if p.is_file()]
     assert len(files) == 1 + 1 + 3 + 5 * 3  # provenance, steps, 3 logs/telemetry, 5 steps
-    for f in files:  # telemetry.csv, server.log, server-start.log, every step file
+    for f in [*files, manifest]:  # telemetry, logs, every step file, the bench manifest
         assert str(f) in r.stdout, f
 
 

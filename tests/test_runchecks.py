@@ -179,3 +179,19 @@ def test_a_request_with_more_gaps_than_its_tokens_allow_is_refused():
     with pytest.raises(InputError, match=r"^b: itls: request 1 has 4 inter-token gaps but 4 "
                        r"output tokens \(output_lens\), which give at most 3$"):
         runchecks.check_bench(bad, requests=2, output_len=4, step_ok=True, source="b")
+
+
+def test_a_compact_step_without_the_runs_folders_manifest_is_refused(tmp_path):
+    """Issue 39: with bench-sha256.txt gone, a compact bench file (the runner writes one
+    only beside its manifest line) is refused naming the manifest, not read unchecked."""
+    import shutil
+
+    from claimcheck.core.paths import RAW
+    from claimcheck.runio.run import load_run
+    name = "h200-20261129-bf16-dummy-ladder"
+    shutil.copytree(RAW / "runs" / name, tmp_path / "runs" / name)
+    with pytest.raises(InputError, match=r"bench\.cols: kept compact, but .*runs/bench-sha256"
+                       r"\.txt is missing: nothing records the bytes it should give back$"):
+        load_run(tmp_path / "runs" / name)
+    shutil.copy(RAW / "runs" / "bench-sha256.txt", tmp_path / "runs")
+    assert load_run(tmp_path / "runs" / name).path.name == name

@@ -110,3 +110,20 @@ def test_notebook_draws_the_readme_preset(cards, tmp_path):
     out = (tmp_path / "out.ipynb").read_text()
     assert ("memory wall: 153 streams of 186.8 MiB in 27.93 GiB (l40s's 44.7 GiB x 0.9 "
             "(the engine's gpu_memory_utilization") in out
+
+
+def test_a_new_cards_calibration_is_priced_from_the_projects_protocols(cards, tmp_path):
+    """Issue 39: the calibration a new card needs is the project's protocols, so a
+    protocols file of one's own (holding the predicted protocol alone) prices it the same,
+    not at 0.0 GPU-minutes."""
+    protos = yaml.safe_load((ROOT / "config" / "protocols.yaml").read_text())
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"protocols": {
+        "hyperqwen-batch": protos["protocols"]["hyperqwen-batch"]}}))
+    base = ["predict", "--cards-file", cards, "--card", "l40s", "--engine",
+            "fp8-hyperqwen-dummy-16k", "--protocol", "hyperqwen-batch", "--json"]
+    with_file, without = cli(*base, "--protocols-file", mine), cli(*base)
+    assert with_file.returncode == 0 and without.returncode == 0, with_file.stderr
+    a, b = (json.loads(r.stdout)["calibrate"] for r in (with_file, without))
+    assert b["gpu_minutes"] > 1 and a["gpu_minutes"] == b["gpu_minutes"]
+    assert a["protocols"] == b["protocols"]

@@ -179,8 +179,12 @@ def run_files(run):
 
 
 def all_run_files(wildcards=None):
-    """Every file of every run directory (the model and verdict tables read them all)."""
-    return sorted({f for run in RUNS for f in run_files(run)})
+    """Every file of every run directory (the model and verdict tables read them all), and
+    the runs folder's bench manifest, which every reader checks the bench files against: a
+    line changed or removed remakes what reads them."""
+    manifest = RUNS_DIR / "bench-sha256.txt"
+    return sorted({f for run in RUNS for f in run_files(run)}
+                  | ({str(manifest)} if manifest.is_file() else set()))
 
 
 def preset_inputs(wildcards=None):

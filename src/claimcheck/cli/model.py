@@ -338,8 +338,10 @@ def cmd_predict(a: argparse.Namespace) -> int:
         from claimcheck.report.carry import predict_carried
         carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power)
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
-        pred = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol], protos,
-                                       engines, getattr(a, "cards_file", None))
+        # the calibration steps are the project's protocols whatever --protocols-file says
+        pred = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol],
+                                       load_protocols(), engines,
+                                       getattr(a, "cards_file", None))
     out = dict(pred.report) if carried is None else carried
     if a.verify is not None and carried is not None:
         raise InputError("--verify", "plans a run of a card with runs or a borrowed "

@@ -56,9 +56,10 @@ class Interrupted(BaseException):  # noqa: N818 - what happened, like KeyboardIn
 
 
 def raise_on_signals() -> None:
-    """From now on the first SIGTERM or SIGINT raises :class:`Interrupted` in the main
-    thread; later ones are ignored, so that writing the run and stopping the server (which
-    take seconds) are not cut short."""
+    """From now on the first SIGTERM, SIGINT or SIGHUP (a closed terminal) raises
+    :class:`Interrupted` in the main thread, which stops the step's client and the server;
+    later ones are ignored, so that writing the run and stopping the server (which take
+    seconds) are not cut short."""
     seen: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
@@ -66,7 +67,7 @@ def raise_on_signals() -> None:
             seen.append(signum)
             raise Interrupted(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
 
 

@@ -62,6 +62,9 @@ def read_step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
         return RunStep(rec, raw, sj, None, None,
                        skip=f"{rec.dir}: no bench.json (step {rec.status})")
     entry = None
+    if manifest is None and bpath.name != runfiles.BENCH:  # kept compact: always recorded
+        raise InputError(str(bpath), f"kept compact, but {p.parent / runfiles.BENCH_MANIFEST} "
+                         "is missing: nothing records the bytes it should give back")
     if manifest is not None:
         entry = manifest.get(runfiles.manifest_rel(d))
         if entry is None and bpath.name != runfiles.BENCH:
