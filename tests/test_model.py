@@ -116,6 +116,7 @@ def test_model_cli_needs_a_one_stream_step(capsys, tmp_path):
     run = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"
     alone = tmp_path / run.name  # no run beside it has a 1-stream step
     shutil.copytree(run, alone)
+    shutil.copy(RUNS / "bench-sha256.txt", tmp_path)  # its compact steps' manifest
     assert main(["model", str(alone)]) == 2
     assert "no usable calibration: no one-stream decode step" in capsys.readouterr().err
     assert main(["model", str(alone), "--calibrate-from", str(LADDER)]) == 0

@@ -17,7 +17,7 @@ from claimcheck.core.runrecord import StepRecord
 from claimcheck.loaders.cards import load_cards
 from claimcheck.runio.run import load_run
 from tests._cli import cli, one_line_error
-from tests.fabricate import LADDER, copy_run, edit_json, edit_step
+from tests.fabricate import LADDER, copy_run, edit_json, edit_step, plain_copy
 
 CARDS = load_cards()
 
@@ -96,8 +96,7 @@ def test_impossible_run_data_is_refused(tmp_path, edit, where, words):
 
 
 def test_a_copied_run_directory_is_refused(tmp_path):
-    dst = tmp_path / "runs" / "my-copy"
-    shutil.copytree(RUNS / LADDER, dst)
+    dst = plain_copy(RUNS / LADDER, tmp_path / "runs" / "my-copy")  # no manifest needed
     refused(dst, f"{dst / 'provenance.json'}: run_dir: names directory '{LADDER}' but this is "
             "'my-copy': a copied run directory is not a new run")
 
@@ -184,7 +183,6 @@ def test_a_request_with_more_gaps_than_its_tokens_allow_is_refused():
 def test_a_compact_step_without_the_runs_folders_manifest_is_refused(tmp_path):
     """Issue 39: with bench-sha256.txt gone, a compact bench file (the runner writes one
     only beside its manifest line) is refused naming the manifest, not read unchecked."""
-    import shutil
 
     from claimcheck.core.paths import RAW
     from claimcheck.runio.run import load_run
