@@ -15,6 +15,7 @@ from typing import Any
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.loaders.files import read_csv_lines
+from claimcheck.loaders.gitfiles import committed_bytes
 from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
 from claimcheck.report.beforehand_words import render, summary_line
 from claimcheck.runio.run import Run, load_run
@@ -25,7 +26,9 @@ COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 def read_index(path: str | Path) -> list[dict[str, str]]:
     """``data/raw/predictions/index.csv``, checked: its columns, a file that exists beside
-    it, a commit of 7-40 hex digits, no file twice; errors name the file, line and column."""
+    it, a commit of 7-40 hex digits, no file twice, and each file's bytes those its commit
+    holds (where git can read that commit: a clone without it, or a copy without git,
+    leaves this one check out); errors name the file, line and column."""
     path = Path(path)
     _, rows = read_csv_lines(path, INDEX_COLUMNS)
     seen: set[str] = set()
@@ -42,6 +45,11 @@ def read_index(path: str | Path) -> list[dict[str, str]]:
                              f"{r['written_at_commit']!r}", line=line, key="written_at_commit")
         if r["file"] in seen:
             raise InputError(str(path), f"{r['file']} listed twice", line=line, key="file")
+        kept = committed_bytes(path.parent / r["file"], r["written_at_commit"])
+        if kept is not None and kept != (path.parent / r["file"]).read_bytes():
+            raise InputError(str(path), f"{r['file']} differs from the bytes commit "
+                             f"{r['written_at_commit']} holds: a kept prediction is not "
+                             "edited after it is written", line=line, key="file")
         seen.add(r["file"])
         out.append({**r, "line": line})
     return out
