@@ -193,3 +193,16 @@ def test_a_compact_step_without_the_runs_folders_manifest_is_refused(tmp_path):
         load_run(tmp_path / "runs" / name)
     shutil.copy(RAW / "runs" / "bench-sha256.txt", tmp_path / "runs")
     assert load_run(tmp_path / "runs" / name).path.name == name
+
+
+def test_a_plain_bench_file_the_manifest_does_not_list_is_refused(tmp_path):
+    """Issue 39: beside a manifest, a plain bench.json it does not list (here a run under a
+    name the manifest never saw) is refused, not read unchecked; listed, it is read."""
+    import shutil
+    run = copy_run(tmp_path, LADDER, "h200-20261129-unlisted")
+    shutil.copy(RUNS / "bench-sha256.txt", tmp_path / "runs")
+    refused(run, f"{run / 'steps' / '00-c1-r1' / 'bench.json'}: not listed in "
+            f"{tmp_path / 'runs' / 'bench-sha256.txt'}: nothing records the bytes it should "
+            "give back")
+    same = copy_run(tmp_path, LADDER)  # its own name: every plain file listed and checked
+    assert cli("metrics", same).returncode == 0

@@ -67,7 +67,7 @@ def read_step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
                          "is missing: nothing records the bytes it should give back")
     if manifest is not None:
         entry = manifest.get(runfiles.manifest_rel(d))
-        if entry is None and bpath.name != runfiles.BENCH:
+        if entry is None:  # plain or compact: a runs folder with a manifest lists them all
             raise InputError(str(bpath), f"not listed in {p.parent / runfiles.BENCH_MANIFEST}"
                              ": nothing records the bytes it should give back")
     bench = runfiles.bench_data(d, entry, str(p.parent / runfiles.BENCH_MANIFEST))
