@@ -110,3 +110,16 @@ def test_card_values_refuse_a_finding_not_computed():
     with pytest.raises(ValueError, match="finding 'what FP8 buys' was not computed"):
         UV.card_values([FD.bandwidth_share(f)], f)
     assert F.READS.keys() == {fn.__name__ for fn in F.FINDINGS}
+
+
+def test_tau_is_said_at_the_verify_rows_it_was_counted_at():
+    """The seed's Cinference arithmetic: 4.3 tokens at a 16-position verify, so the claim
+    section says the rows beside the number (1.91 is the one-row ratio)."""
+    from claimcheck.report.update_values import tau_rows_words
+    v = {"verify_rows_per_stream": 16, "verify_rows_source": "verify rows assumed by the "
+         "registry"}
+    assert tau_rows_words(v) == ("at 16 verify rows per stream (verify rows assumed by the "
+                                 "registry)")
+    assert tau_rows_words({"verify_rows_per_stream": 1}) == (
+        "at one verify row per stream (the plain roofline's ratio)")
+    assert tau_rows_words({}).startswith("at one verify row")

@@ -71,6 +71,17 @@ def _relation(c: Mapping[str, Any]) -> str:
     return rel if int(c["streams"]) != 1 else "stream"
 
 
+def tau_rows_words(v: Mapping[str, Any]) -> str:
+    """The verify rows a verdict's tokens-kept-needed was counted at, in words: "at 16 verify
+    rows per stream (verify rows assumed by the registry)"; one row: "at one verify row per
+    stream (the plain roofline's ratio)"."""
+    rows = number(v.get("verify_rows_per_stream"))
+    if not rows or rows <= 1:
+        return "at one verify row per stream (the plain roofline's ratio)"
+    why = str(v.get("verify_rows_source") or "").strip()
+    return f"at {rows:,.0f} verify rows per stream" + (f" ({why})" if why else "")
+
+
 def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
                  predictions: Mapping[str, Any] | None = None) -> list[Value]:
     """One claim's values, named ``<id>.<field>``: the five asks (streams and relation,
@@ -123,6 +134,7 @@ def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
                X2),
            num(f"{i}.tau", tau, "tokens per stream per step", vsrc, X2) if tau
            else word(f"{i}.tau", "none", vsrc),
+           word(f"{i}.tau_rows", tau_rows_words(v), vsrc),
            flag(f"{i}.predicted", local is not None, "update predictions"),
            num(f"{i}.local", local, "tok/s", "update predictions") if local is not None
            else word(f"{i}.local", p.get("reason") or PREDICTION_REASON,
