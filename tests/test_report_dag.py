@@ -116,3 +116,19 @@ def test_outputs_of_deleted_runs_are_found(tmp_path):
     (tmp_path / "figures/claim_map.png").write_text("x")  # not a per-run output
     stale = stale_run_outputs(patterns, [keep], tmp_path)
     assert sorted(stale) == sorted(tmp_path / p.format(run=gone) for p in patterns)
+
+
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
+def test_every_derived_file_a_reader_opens_is_a_target_of_all(tmp_path):
+    """Issue 39: a deleted data/derived/runs/<run>.json or a table's .dtypes.json is remade
+    by `snakemake all` (they were intermediate only, so an up-to-date Update hid them)."""
+    r = dry_run(tmp_path, config_text(), "all", extra=("--forceall", "--config",
+                                                       "job_lists=True"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    block = r.stdout[r.stdout.index("rule all:"):]
+    inputs = block.split("\n")[1]
+    for f in ("data/derived/runs/h200-20261129-bf16-dummy-ladder.json",
+              "data/derived/metrics/h200-20261129-bf16-dummy-ladder.dtypes.json",
+              "data/derived/runs.dtypes.json", "data/derived/verdicts.dtypes.json",
+              "data/derived/model.dtypes.json"):
+        assert f in inputs, f

@@ -38,6 +38,7 @@ rule carried_claims:
         protocols="config/protocols.yaml",
     output:
         "data/derived/carried_claims.csv",
+        dtypes="data/derived/carried_claims.dtypes.json",
     params:
         runs_dir=config["runs_dir"],
     log:

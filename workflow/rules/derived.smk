@@ -46,6 +46,7 @@ rule claims_table:
     output:
         csv="data/derived/claims.csv",
         json="data/derived/claims.json",
+        dtypes="data/derived/claims.dtypes.json",
     log:
         "logs/claims_table.log",
     conda:
@@ -67,6 +68,7 @@ rule claims_roofline:
         model=config["model_config"],
     output:
         "data/derived/claims_roofline.csv",
+        dtypes="data/derived/claims_roofline.dtypes.json",
     params:
         etas=config["claim_roofline_etas"],
     log:
@@ -97,8 +99,10 @@ rule run_products:
     output:
         records=RUN_RECORDS,
         metrics=expand("data/derived/metrics/{run}.csv", run=RUNS),
+        metrics_dtypes=expand("data/derived/metrics/{run}.dtypes.json", run=RUNS),
         png=expand("figures/definitions-{run}.png", run=RUNS),
         model="data/derived/model.csv",
+        model_dtypes="data/derived/model.dtypes.json",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
         record_out=lambda wc: "data/derived/runs/{run}.json",
@@ -122,6 +126,7 @@ rule runs_table:
         records=RUN_RECORDS,
     output:
         "data/derived/runs.csv",
+        dtypes="data/derived/runs.dtypes.json",
     log:
         "logs/runs_table.log",
     conda:

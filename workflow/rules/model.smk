@@ -44,6 +44,7 @@ rule crossval:
         protocols="config/protocols.yaml",
     output:
         csv="data/derived/crossval.csv",
+        dtypes="data/derived/crossval.dtypes.json",
     params:
         run_dirs=[f"{config['runs_dir']}/{r}" for r in RUNS],
     log:

@@ -19,6 +19,7 @@ rule verdicts_table:
     output:
         csv="data/derived/verdicts.csv",
         json="data/derived/verdicts.json",
+        dtypes="data/derived/verdicts.dtypes.json",
     log:
         "logs/verdicts_table.log",
     benchmark:
