@@ -63,7 +63,7 @@ def test_verdict_figure_is_deterministic_and_labelled(tmp_path):
     fig = plots.verdict_figure(pts, kinds, "hand-made")
     left, right = fig.axes[:2]
     assert "plain roofline" in left.get_xlabel() and "ratio" in left.get_xlabel()
-    assert "source-calibrated" in right.get_xlabel()
+    assert "carried from this card, else its source's" in right.get_xlabel()
     # one point per claim and ratio: three on each side
     assert sum(len(c.get_offsets()) for c in left.collections) == 3
     assert sum(len(c.get_offsets()) for c in right.collections) == 3
@@ -162,3 +162,23 @@ def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones(
     assert "median 0.76× the model; furthest `b` (900 tok/s summed over 64 streams" in text
     assert "1 where the model is memory-bound" in text and "`c` (100 tok/s" in text
     assert "`d`" not in text and "`e`" not in text and "`f`" not in text
+
+
+def test_the_verdict_figure_draws_a_carried_verdict_at_its_carried_ratio(tmp_path):
+    """A verdict read against this card's carried model sits at claim / carried model on the
+    right panel (1.5 here), not at its source model's ratio (0.5), which it was not read
+    against; a source-read verdict keeps its source ratio."""
+    import json
+
+    from claimcheck.core import verdicts as v
+    from claimcheck.report import figures
+    rows = [{"verdict": v.ABOVE_CARRIED, "claim_over_roofline": 0.8,
+             "claim_over_carried_model": 1.5, "claim_over_source": 0.5},
+            {"verdict": "within the physics", "claim_over_roofline": 0.7,
+             "claim_over_source": 0.9}]
+    path = tmp_path / "verdicts.json"
+    path.write_text(json.dumps(rows))
+    fig = figures.verdict_figure(str(path))
+    right = fig.axes[1]
+    xs = sorted(round(float(o[0]), 6) for c in right.collections for o in c.get_offsets())
+    assert xs == [0.9, 1.5]

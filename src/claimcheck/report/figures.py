@@ -242,18 +242,29 @@ def verdict_figure(verdicts_json: str) -> Any:
         a, b = _ratio(a), _ratio(b)
         return a / b if a and b else None
 
+    from claimcheck.core.verdicts import ABOVE_CARRIED, MATCHES_CARRIED, SHORT_CARRIED
+    carried = (MATCHES_CARRIED, ABOVE_CARRIED, SHORT_CARRIED)
+
+    def model_ratio(r: dict[str, Any]) -> tuple[float | None, float | None]:
+        """The ratio to the model the verdict was read against, and its band's floor: the
+        carried model (a point, no band) for its kinds, else the source's model."""
+        if r["verdict"] in carried:
+            return _ratio(r.get("claim_over_carried_model")), None
+        return (_ratio(r.get("claim_over_source")),
+                over(r.get("source_floor_tok_s"), r.get("source_model_tok_s")))
+
     pts = [{"verdict": r["verdict"],
             "claim_over_roofline": _ratio(r.get("claim_over_roofline")),
-            "claim_over_source": _ratio(r.get("claim_over_source")),
+            "claim_over_source": model_ratio(r)[0],
             "floor_over_roofline": over(r.get("roofline_floor_tok_s"), r.get("roofline_tok_s")),
-            "floor_over_source": over(r.get("source_floor_tok_s"),
-                                      r.get("source_model_tok_s"))} for r in rows]
+            "floor_over_source": model_ratio(r)[1]} for r in rows]
     return plots.verdict_figure(pts, verdicts_md.kinds_in_order(rows), source=(
         f"{verdicts_json} (one verdict per registry claim; claims from data/raw/claims.csv, "
         "shared/seeds/000-002); plain roofline at each claim's own card, weights, streams "
-        "and context; source models calibrated on each source's own published figures; "
-        "grey bar: the band from the no-overlap floor (memory + compute) to the overlap "
-        "ceiling (max of the two)"))
+        "and context; right: the carried model (this card's runs carried to the claim's card "
+        "by its datasheet) for its three kinds, else the source's model calibrated on its "
+        "own published figures; grey bar: the band from the no-overlap floor (memory + "
+        "compute) to the overlap ceiling (max of the two)"))
 
 
 def _ratio(x: Any) -> float | None:

@@ -207,8 +207,8 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
     for ax, key, fkey, label in (
             (a1, "claim_over_roofline", "floor_over_roofline", "claim ÷ plain roofline "
              "ceiling of its card (η = 1; ratio, log scale)"),
-            (a2, "claim_over_source", "floor_over_source", "claim ÷ its source-calibrated "
-             "model's ceiling (ratio, log scale)")):
+            (a2, "claim_over_source", "floor_over_source", "claim ÷ the model it was read "
+             "against: carried from this card, else its source's (ratio, log scale)")):
         pts = [(r[key], kinds.index(r["verdict"]), r.get(fkey)) for r in rows
                if r.get(key) and r["verdict"] in kinds]
         rng = np.random.default_rng(0)  # fixed jitter: the same rows give the same figure
@@ -238,8 +238,7 @@ def verdict_figure(rows: list[dict[str, Any]], kinds: list[str], source: str) ->
                         xycoords="axes fraction", ha="left", va="center", fontsize=8,
                         color=fs.MUTED, bbox={"facecolor": "white", "edgecolor": "none"})
     a1.set_title("Against the card's plain roofline", loc="left")
-    a2.set_title("Against its own source's model" + ("" if have_source else " (none yet)"),
-                 loc="left")
+    a2.set_title("Against its model" + ("" if have_source else " (none yet)"), loc="left")
     a2.tick_params(labelleft=True)
     fig.suptitle("Each published figure on its band (grey: no-overlap floor to overlap "
                  "ceiling), by verdict (in brackets: the verdict table's count, and how many "
