@@ -14,7 +14,8 @@ QWEN = ROOT / "data" / "raw" / "models" / "qwen3.8-27b" / "config.json"
 # The seed articles are not in the repository: they come with the project's shared folder,
 # beside the checkout (../shared/seeds), or wherever CLAIMCHECK_SEEDS points.
 SEEDS_ABSENT = ("seed articles not found: put the project's shared/seeds folder beside the "
-                "checkout (../shared/seeds) or set CLAIMCHECK_SEEDS to it (docs/checking-a-claim.md)")
+                "checkout (../shared/seeds) or set CLAIMCHECK_SEEDS to it "
+                "(docs/checking-a-claim.md)")
 needs_seeds = pytest.mark.skipif(seeds_dir() is None, reason=SEEDS_ABSENT)
 
 
