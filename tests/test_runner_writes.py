@@ -205,3 +205,31 @@ def test_measure_killed_outright_mid_step_takes_its_load_client_with_it(tmp_path
         if state.is_file():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
+
+
+def test_a_manifest_line_that_cannot_be_written_keeps_the_step_plain(tmp_path, monkeypatch):
+    """The runner's compaction records the manifest line first: a full disk there leaves
+    the plain bench.json as the client wrote it, the manifest as it was, no .tmp, and an
+    error naming the manifest (which the runner puts in provenance.json's failure)."""
+    from claimcheck.runio import runfiles
+    step = tmp_path / "runs" / "r" / "steps" / "00-c1-r1"
+    step.mkdir(parents=True)
+    raw = json.dumps({"itls": [[0.5, 0.25]], "output_lens": [3]}).encode()
+    (step / "bench.json").write_bytes(raw)
+    mf = tmp_path / "runs" / runfiles.BENCH_MANIFEST
+    mf.write_text("# before\n")
+    real = Path.write_bytes
+
+    def write_bytes(self, data):
+        if self.name == mf.name + ".tmp":
+            real(self, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, ENOSPC)
+        return real(self, data)
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    with pytest.raises(OSError) as e:
+        runfiles.compact_bench(step, mf)
+    assert (e.value.filename, e.value.strerror) == (str(mf), ENOSPC)
+    assert runner._one_line(e.value) == f"cannot write {mf}: {ENOSPC}"
+    assert (step / "bench.json").read_bytes() == raw and not (step / "bench.cols").exists()
+    assert mf.read_text() == "# before\n" and sorted(p.name for p in mf.parent.iterdir()) == [
+        runfiles.BENCH_MANIFEST, "r"]
