@@ -233,3 +233,29 @@ def test_a_manifest_line_that_cannot_be_written_keeps_the_step_plain(tmp_path, m
     assert (step / "bench.json").read_bytes() == raw and not (step / "bench.cols").exists()
     assert mf.read_text() == "# before\n" and sorted(p.name for p in mf.parent.iterdir()) == [
         runfiles.BENCH_MANIFEST, "r"]
+
+
+def test_a_record_that_cannot_be_written_at_the_end_keeps_the_last_one(served, monkeypatch,
+                                                                      capsys):
+    """Permission or space gone for the end record itself: one line, the run reported
+    failed, provenance.json as the last step left it (status running, both steps)."""
+    tmp, server, engine, env = served
+    real = Path.write_text
+    writes = []
+
+    def write_text(self, data, *a, **kw):
+        if self.name == "provenance.json.tmp":
+            writes.append(data)
+            if '"ended_utc"' in data:  # the end record
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real(self, data, *a, **kw)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    run_dir, status = run(tmp, server, engine, env, monkeypatch)
+    assert status == "failed"
+    p = provenance(run_dir)
+    assert p["status"] == "running" and [s["status"] for s in p["steps"]] == ["complete"] * 2
+    assert not (run_dir / "provenance.json.tmp").exists()
+    err = capsys.readouterr().err
+    assert (f"claimcheck: ladder: the run's end is not recorded: cannot write "
+            f"{run_dir / 'provenance.json.tmp'}: {os.strerror(errno.EACCES)}; provenance.json "
+            "keeps the steps recorded before it (status running)\n") in err

@@ -243,7 +243,15 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                       "interval_s": sampler.interval_s},
         "server_alive_at_end": server.alive() and server.healthy(),
     })
-    _write_json(run_dir / "provenance.json", base)  # written first: nothing measured is lost
+    try:
+        _write_json(run_dir / "provenance.json", base)  # first: nothing measured is lost
+    except OSError as e:  # not even the record fits: the last one written stays
+        print(f"claimcheck: {protocol.name}: the run's end is not recorded: {_one_line(e)}; "
+              "provenance.json keeps the steps recorded before it (status running)",
+              file=sys.stderr, flush=True)
+        if stopped is not None:
+            raise stopped from None
+        return run_dir, "failed"
     try:  # the record's schema (claimcheck/schemas/provenance.schema.json), checked on write
         validate_provenance(json.loads((run_dir / "provenance.json").read_text()),
                             str(run_dir / "provenance.json"))
