@@ -49,3 +49,28 @@ def test_a_prediction_edited_after_its_commit_is_refused(kept):
 def test_outside_a_repository_the_check_is_left_out(tmp_path):
     (tmp_path / "p.json").write_text("{}")
     assert committed_bytes(tmp_path / "p.json", "abc1234") is None
+
+
+def test_what_git_says_of_a_file_at_a_commit_full_and_shallow(kept, tmp_path):
+    """loaders.gitfiles.at_commit tells a file the commit does not hold, and a commit a full
+    history does not have, from a commit a shallow clone (CI) cannot see: only the last is
+    left unchecked."""
+    from claimcheck.loaders.gitfiles import AtCommit, at_commit
+    d, first = kept
+    assert at_commit(d / "p.json", first) == AtCommit(True, True, b'{"steps": [1.0]}\n')
+    late = at_commit(d / "index.csv", first)  # written after the commit it names
+    assert (late.checked, late.commit_found, late.data) == (True, True, None)
+    gone = at_commit(d / "p.json", "abcdef1")  # full history: no such commit
+    assert (gone.checked, gone.commit_found) == (True, False)
+    repo = d.parent
+    (d / "q.json").write_text("{}\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "second")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+    cut = at_commit(shallow / "preds" / "p.json", first)
+    assert (cut.checked, cut.why) == (False, f"a shallow clone without commit {first}")
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    (outside / "p.json").write_text("{}")
+    assert at_commit(outside / "p.json", first).why == "not in a git repository"

@@ -136,3 +136,22 @@ def test_compaction_records_its_line_and_never_writes_over_another(tmp_path):
         runfiles.compact_bench(step, mf)
     assert mf.read_bytes() == before
     assert (step / "bench.json").read_bytes() == other and not out.exists()  # left as it was
+
+
+def test_a_plain_bench_json_without_the_runs_folders_manifest_is_refused(tmp_path, capsys):
+    """Issue 39: with bench-sha256.txt gone a plain bench.json was read unchecked (a gap
+    raised by 100 s read as measured); now every reader refuses it, naming the file and the
+    missing manifest."""
+    from tests.fabricate import copy_run, edit_json
+    run = copy_run(tmp_path, LADDER)
+    edit_json(run / "steps" / STEP / runfiles.BENCH,
+              lambda d: d["itls"][3].__setitem__(5, d["itls"][3][5] + 100.0))
+    mf = run.parent / runfiles.BENCH_MANIFEST
+    mf.unlink()
+    want = (f"{run / 'steps' / '00-c1-r1' / 'bench.json'}: written plain, but {mf} is "
+            "missing: nothing records the bytes it should give back")
+    with pytest.raises(InputError) as e:
+        load_run(run)
+    assert str(e.value) == want
+    assert main(["metrics", str(run)]) == 2
+    assert capsys.readouterr().err == f"claimcheck: error: {want}\n"

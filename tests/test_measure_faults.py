@@ -182,6 +182,8 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
             p.kill()
     assert p.returncode == code, err
     assert took < 20, took
+    from tests.test_runner_writes import clients_of
+    assert clients_of(tmp / "runs") == []  # the step's load client went with it
     name = signal.Signals(sig).name
     assert (f"claimcheck: interrupted by {name}; what was measured is kept, the server is "
             "stopped") in err

@@ -19,7 +19,7 @@ from claimcheck.report.update import render_update
 from claimcheck.runio.records import validate_provenance, validate_steps
 from claimcheck.runio.run import load_run
 from tests._cli import call_main
-from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step
+from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step, seal
 
 
 def run_record(run, tmp_path):
@@ -128,6 +128,7 @@ def test_truncated_json_names_the_file(tmp_path, name):
     run = copy_run(tmp_path, LADDER)
     text = (run / name).read_text()
     (run / name).write_text(text[: len(text) // 2])
+    seal(run)  # the manifest lists the cut file: what is refused is the JSON
     refused(run_record(run, tmp_path), name, "not valid JSON")
 
 

@@ -132,3 +132,14 @@ def test_every_derived_file_a_reader_opens_is_a_target_of_all(tmp_path):
               "data/derived/runs.dtypes.json", "data/derived/verdicts.dtypes.json",
               "data/derived/model.dtypes.json"):
         assert f in inputs, f
+
+
+@pytest.mark.pipeline  # runs snakemake/papermill/nbval: make pipeline
+def test_the_kept_predictions_rule_reads_the_bench_manifest(tmp_path):
+    """Issue 39: rule beforehand reads runs, so the runs folder's bench-sha256.txt is one
+    of its inputs (as it is of every rule that reads runs): a line changed remakes it."""
+    r = dry_run(tmp_path, config_text(), "data/derived/beforehand.csv", "--forcerun",
+                "beforehand", extra=("--config", "job_lists=True"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    job = r.stdout[r.stdout.index("rule beforehand:"):]
+    assert "data/raw/runs/bench-sha256.txt" in job.split("output:")[0], job[:3000]

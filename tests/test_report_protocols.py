@@ -16,7 +16,7 @@ from claimcheck.core.paths import CONFIG, RAW, ROOT
 from claimcheck.loaders.config import load_protocols
 from claimcheck.report import update_docs
 from claimcheck.report.derive import claims_table, run_record
-from tests.fabricate import LADDER, copy_run, edit_json
+from tests.fabricate import LADDER, copy_run, edit_json, seal
 
 NAME = "made-up-sweep"
 MADE_UP = {
@@ -90,6 +90,7 @@ def fabricate(tmp_path, protocols_yaml):
                  protocol_config=json.loads(json.dumps(dataclasses.asdict(proto))))
     edit_json(run / "provenance.json", rewrite)
     (run / "steps.json").write_text(json.dumps(records))
+    seal(run)  # its made-up results listed in the manifest, as the runner lists them
     return run
 
 

@@ -16,12 +16,13 @@ BEFOREHAND_RUNS = [
 
 rule beforehand:
     message:
-        "beforehand: each prediction kept before its run, against that run (log {log})"
+        say("beforehand: each prediction kept before its run, against that run (log {log})")
     input:
         code=PACKAGE_SOURCES,
         index=PREDICTIONS_INDEX,
         predictions=PREDICTION_FILES,
         runs=sorted({f for r in BEFOREHAND_RUNS for f in run_files(r)}),
+        manifest=manifest_input() if BEFOREHAND_RUNS else [],
     output:
         csv="data/derived/beforehand.csv",
         dtypes="data/derived/beforehand.dtypes.json",

@@ -178,13 +178,18 @@ def run_files(run):
     return sorted(files)
 
 
+def manifest_input():
+    """The runs folder's bench manifest, which every reader checks the bench files against
+    (none there: nothing, and every reader refuses a bench file): an input of each rule
+    that reads runs, so a line changed or removed remakes what reads them."""
+    manifest = RUNS_DIR / "bench-sha256.txt"
+    return [str(manifest)] if manifest.is_file() else []
+
+
 def all_run_files(wildcards=None):
     """Every file of every run directory (the model and verdict tables read them all), and
-    the runs folder's bench manifest, which every reader checks the bench files against: a
-    line changed or removed remakes what reads them."""
-    manifest = RUNS_DIR / "bench-sha256.txt"
-    return sorted({f for run in RUNS for f in run_files(run)}
-                  | ({str(manifest)} if manifest.is_file() else set()))
+    the runs folder's bench manifest (:func:`manifest_input`)."""
+    return sorted({f for run in RUNS for f in run_files(run)} | set(manifest_input()))
 
 
 def preset_inputs(wildcards=None):

@@ -21,6 +21,7 @@ from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.runner import (
     Interrupted,
+    check_run_dir,
     raise_on_signals,
     run_protocol,
     start_engine,
@@ -259,6 +260,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     for proto in protos:  # every protocol must fit the engine before anything starts
         check_fit(proto, engine.max_model_len, engine.max_num_seqs, engine.name,
                   str(a.engines_file or "config/engines.yaml"), synthetic_vocab_size(engine))
+        check_run_dir(Path(a.runs_dir), a.card, engine.name, proto.name)  # inside --runs-dir
     if a.port == 0:
         a.port = free_port()
     server: srv.Server | None = None

@@ -4,22 +4,48 @@ kept prediction against the commit its index names)."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class AtCommit:
+    """What git says of a file at a commit. ``checked`` False: git cannot say (no git, not
+    a repository, or a shallow clone that lacks the commit), ``why`` says which. Otherwise
+    ``commit_found`` (a full history without the commit says False) and ``data``, the
+    file's bytes there (None: the commit does not hold the file)."""
+
+    checked: bool
+    commit_found: bool = False
+    data: bytes | None = None
+    why: str | None = None
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=30)
+
+
+def at_commit(path: str | Path, commit: str) -> AtCommit:
+    """``path`` at ``commit`` in the repository that holds it (:class:`AtCommit`)."""
+    p = Path(path).resolve()
+    try:
+        top = _git(p.parent, "rev-parse", "--show-toplevel")
+        if top.returncode != 0:
+            return AtCommit(False, why="not in a git repository")
+        rel = p.relative_to(Path(top.stdout.decode().strip()).resolve()).as_posix()
+        if _git(p.parent, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+            shallow = _git(p.parent, "rev-parse", "--is-shallow-repository")
+            if shallow.stdout.decode().strip() != "false":
+                return AtCommit(False, why=f"a shallow clone without commit {commit}")
+            return AtCommit(True, commit_found=False)
+        r = _git(p.parent, "show", f"{commit}:{rel}")
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        return AtCommit(False, why=f"git could not be run ({type(e).__name__})")
+    return AtCommit(True, commit_found=True, data=r.stdout if r.returncode == 0 else None)
 
 
 def committed_bytes(path: str | Path, commit: str) -> bytes | None:
     """``path``'s bytes at ``commit`` in the repository that holds it; None where that cannot
-    be read (no git, not a repository, a shallow clone without the commit, or a file the
-    commit does not have)."""
-    p = Path(path).resolve()
-    try:
-        top = subprocess.run(["git", "-C", str(p.parent), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30)
-        if top.returncode != 0:
-            return None
-        rel = p.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-        r = subprocess.run(["git", "-C", str(p.parent), "show", f"{commit}:{rel}"],
-                           capture_output=True, timeout=30)
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
-    return r.stdout if r.returncode == 0 else None
+    be read (no git, not a repository, a commit not there, or a file the commit does not
+    have)."""
+    return at_commit(path, commit).data

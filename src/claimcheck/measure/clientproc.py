@@ -8,12 +8,16 @@ recorded command of each step stays the exact ``vllm bench serve`` argv it is eq
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
 import select
+import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 TIMEOUT_RULE = ("300 s + waves x (input_len / 10 + output_len / 1) s, waves = "
@@ -30,12 +34,38 @@ def default_timeout_s(requests: int, streams: int, input_len: int, output_len: i
     return 300.0 + waves * (input_len / 10 + output_len / 1)
 
 
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when the thread that started it dies."""
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies, however it
+    dies (SIGKILL included, which no handler sees): Linux's ``prctl(PR_SET_PDEATHSIG)``,
+    kept across the exec. A parent already gone by then kills the child at once. None
+    where there is no prctl (not Linux): the signal handlers
+    (:func:`claimcheck.measure.runner.raise_on_signals`) still stop the client on SIGTERM,
+    SIGINT and SIGHUP."""
+    if not sys.platform.startswith("linux"):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:  # in the child, between fork and exec
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or (
+                os.getppid() != parent):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return preexec
+
+
 def run_subprocess(argv: list[str], log: Path, timeout_s: float | None) -> int | None:
-    """Run ``argv`` with its output in ``log``; None when it outlives ``timeout_s``."""
+    """Run ``argv`` with its output in ``log``; None when it outlives ``timeout_s``. The
+    client never outlives this process (:func:`die_with_parent`); an exception here (the
+    signal handlers' :class:`~claimcheck.measure.runner.Interrupted`) kills it first."""
     with open(log, "ab") as f:
         try:
             return subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout_s).returncode
+                                  stdin=subprocess.DEVNULL, timeout=timeout_s,
+                                  preexec_fn=die_with_parent()).returncode
         except subprocess.TimeoutExpired:
             return None
 
@@ -58,7 +88,8 @@ class BenchWorker:
         with open(log, "ab") as f:
             self.proc = subprocess.Popen(
                 [self.python, "-m", "claimcheck.measure.benchworker"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=f, text=True, env=env)
+                stdout=subprocess.PIPE, stderr=f, text=True, env=env,
+                preexec_fn=die_with_parent())
         line = self._read_line(self.start_timeout_s)
         if not line or not json.loads(line).get("ready"):
             self.close()

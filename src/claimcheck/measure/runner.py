@@ -71,15 +71,27 @@ def raise_on_signals() -> None:
         signal.signal(sig, handler)
 
 
-def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
-                today: dt.date | None = None) -> Path:
-    """Create a fresh run directory; an existing one is never reused."""
+def check_run_dir(runs: Path, card: str, engine: str, protocol: str,
+                  today: dt.date | None = None) -> str:
+    """The run directory's name (``card-YYYYMMDD-engine-protocol``) once it is sure to be a
+    folder of ``runs`` itself; InputError naming --runs-dir otherwise (a name holding
+    ``/``, ``..`` or an absolute path). ``measure`` calls it for every protocol before
+    anything starts, and :func:`new_run_dir` again: a second wall behind the names'
+    check at the CLI (core.names)."""
     day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
     base = f"{card}-{day}-{engine}-{protocol}"
+    if Path(base).name != base or (runs / base).resolve().parent != runs.resolve():
+        raise InputError("--runs-dir", f"the run directory {base!r} would not be a folder "
+                         f"of {runs}: a card, engine or protocol name holds a path")
+    return base
+
+
+def new_run_dir(runs: Path, card: str, engine: str, protocol: str,
+                today: dt.date | None = None) -> Path:
+    """Create a fresh run directory inside ``runs`` (:func:`check_run_dir`); an existing
+    one is never reused."""
+    base = check_run_dir(runs, card, engine, protocol, today)
     runs.mkdir(parents=True, exist_ok=True)
-    if (runs / base).resolve().parent != runs.resolve():  # a second wall after core.names
-        raise InputError(str(runs), f"the run directory {base!r} would not be a folder of "
-                         "--runs-dir: a card, engine or protocol name holds a path")
     for n in range(1, 1000):
         d = runs / (base if n == 1 else f"{base}-{n}")
         try:
@@ -97,6 +109,12 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
 
+def _named(e: OSError, path: Path) -> OSError:
+    """``e`` naming ``path`` where it names no file (a write(2) that fails, as on a full
+    disk, says only its errno)."""
+    return e if e.filename else OSError(e.errno, e.strerror, str(path))
+
+
 def tokenizer_for(engine: Engine, root: Path = ROOT) -> str | None:
     """The --tokenizer to pass: a synthetic one for dummy weights, else the checkpoint's."""
     if engine.tokenizer != "synthetic":
@@ -110,10 +128,20 @@ def _rel(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` whole or not at all: a write that fails (a full disk) leaves the file
+    as it was, no partial ``.tmp`` beside it, and an OSError naming ``path``."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _named(e, path) from None
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    _write_text(path, json.dumps(obj, indent=1, default=str))
 
 
 def _seed(protocol: Protocol) -> int:
@@ -177,23 +205,23 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                                    if engine_python(vllm) != sys.executable else "software")
         with sampler:
             for i, step, rep in plan:
-                try:
+                try:  # a write that fails (disk full, permission) fails the run here
                     rec = _run_step(protocol, step, i, rep, run_dir, server, vllm, engine,
                                     tokenizer or engine.model, step_timeout_s, gpus, worker)
-                except (OSError, InputError) as e:  # a write that failed (disk full, ...)
+                    print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} "
+                          f"repeat {rep}/{protocol.repeats}: {rec.get('completed')} of "
+                          f"{step.requests} requests done, {rec['status']}, "
+                          f"{rec['end_unix_s'] - rec['start_unix_s']:.0f} s (run "
+                          f"{time.time() - started:.0f} s)", file=sys.stderr, flush=True)
+                    steps.append(rec)
+                    _write_json(run_dir / "steps.json", steps)
+                    # what a hard kill (SIGKILL) would leave: the steps so far, "running"
+                    _write_json(run_dir / "provenance.json", {**base, "steps": steps})
+                except (OSError, InputError) as e:
                     status, reason = "failed", f"step {i + 1} repeat {rep}: {_one_line(e)}"
                     print(f"claimcheck: {protocol.name}: {reason}; the steps before it are "
                           "kept", file=sys.stderr, flush=True)
                     break
-                print(f"claimcheck: {protocol.name} step {i + 1}/{len(protocol.steps)} "
-                      f"repeat {rep}/{protocol.repeats}: {rec.get('completed')} of "
-                      f"{step.requests} requests done, {rec['status']}, "
-                      f"{rec['end_unix_s'] - rec['start_unix_s']:.0f} s (run "
-                      f"{time.time() - started:.0f} s)", file=sys.stderr, flush=True)
-                steps.append(rec)
-                _write_json(run_dir / "steps.json", steps)
-                # what a hard kill (SIGKILL) would leave: the steps so far, still "running"
-                _write_json(run_dir / "provenance.json", {**base, "steps": steps})
                 if rec["status"] != "complete":
                     status, reason = "failed", rec["reason"]
                     break
@@ -201,8 +229,12 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         stopped = e
         status, reason = "interrupted", interrupted_reason(e, steps, len(plan))
     ended = time.time()
-    server_log = server.read_log(log_start)
-    (run_dir / "server.log").write_text(server_log)
+    try:
+        _write_text(run_dir / "server.log", server.read_log(log_start))
+    except OSError as e:  # the record below may still fit (a few kB)
+        status = "failed" if status == "complete" else status
+        reason = "; ".join(r for r in (reason, f"server.log: {_one_line(e)}") if r)
+        print(f"claimcheck: {protocol.name}: {_one_line(e)}", file=sys.stderr, flush=True)
     base.update({
         "status": status, "failure": reason, "steps": steps,
         "ended_utc": dt.datetime.fromtimestamp(ended, dt.UTC).isoformat(),
@@ -211,7 +243,15 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                       "interval_s": sampler.interval_s},
         "server_alive_at_end": server.alive() and server.healthy(),
     })
-    _write_json(run_dir / "provenance.json", base)  # written first: nothing measured is lost
+    try:
+        _write_json(run_dir / "provenance.json", base)  # first: nothing measured is lost
+    except OSError as e:  # not even the record fits: the last one written stays
+        print(f"claimcheck: {protocol.name}: the run's end is not recorded: {_one_line(e)}; "
+              "provenance.json keeps the steps recorded before it (status running)",
+              file=sys.stderr, flush=True)
+        if stopped is not None:
+            raise stopped from None
+        return run_dir, "failed"
     try:  # the record's schema (claimcheck/schemas/provenance.schema.json), checked on write
         validate_provenance(json.loads((run_dir / "provenance.json").read_text()),
                             str(run_dir / "provenance.json"))

@@ -131,9 +131,20 @@ def write_manifest(path: str | Path, entries: dict[str, ManifestEntry]) -> None:
     """The whole manifest, its lines in the order of ``entries``, written atomically."""
     p = Path(path)
     text = MANIFEST_HEAD + "".join(e.line(r) + "\n" for r, e in entries.items())
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
+    _replace(p, text.encode("utf-8"))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` as ``path`` whole or not at all: a write that fails (a full disk)
+    leaves ``path`` as it was, no partial ``.tmp`` beside it, and an OSError naming
+    ``path`` (write(2) names no file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise (e if e.filename else OSError(e.errno, e.strerror, str(path))) from None
 
 
 def record_manifest(path: str | Path, rel: str, entry: ManifestEntry) -> None:
@@ -204,9 +215,7 @@ def _write(d: Path, name: str, packed: bytes, raw: bytes) -> Path:
     out = d / name
     if _decode(name, packed) != raw:  # pragma: no cover - both encoders check already
         raise OSError(f"{out}: does not decode to the original bytes")
-    tmp = out.with_name(name + ".tmp")
-    tmp.write_bytes(packed)
-    os.replace(tmp, out)
+    _replace(out, packed)
     return out
 
 

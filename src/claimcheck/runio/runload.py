@@ -45,9 +45,9 @@ def read_step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
     """One step read and checked (:func:`claimcheck.core.runchecks.check_bench`): every
     reader of a run (the pipeline, ``metrics``, ``model``, ``predict``, ``measure
     --verify``) gets the same refusals. A complete step without its result is refused; a
-    failed one is kept with ``skip`` saying why. With the runs folder's ``manifest``, the
-    bytes the step's file gives back must be those it records (a compact file it does not
-    list is refused: nothing says what it should hold)."""
+    failed one is kept with ``skip`` saying why. The bytes the step's file gives back must
+    be those the runs folder's ``manifest`` records; a file (plain or compact) it does not
+    list, or no manifest at all (None), is refused: nothing says what it should hold."""
     d = p / "steps" / rec.dir
     sj_path = d / "step.json"
     sj = read_json(sj_path) if sj_path.is_file() else None
@@ -62,8 +62,9 @@ def read_step(p: Path, rec: StepRecord, raw: dict[str, Any], proto: Protocol,
         return RunStep(rec, raw, sj, None, None,
                        skip=f"{rec.dir}: no bench.json (step {rec.status})")
     entry = None
-    if manifest is None and bpath.name != runfiles.BENCH:  # kept compact: always recorded
-        raise InputError(str(bpath), f"kept compact, but {p.parent / runfiles.BENCH_MANIFEST} "
+    if manifest is None:  # the runner records every result there before it is kept
+        how = "kept compact" if bpath.name != runfiles.BENCH else "written plain"
+        raise InputError(str(bpath), f"{how}, but {p.parent / runfiles.BENCH_MANIFEST} "
                          "is missing: nothing records the bytes it should give back")
     if manifest is not None:
         entry = manifest.get(runfiles.manifest_rel(d))
@@ -136,7 +137,7 @@ def read_text_or_empty(path: Path) -> str:
 
 def read_steps(p: Path, prov: Provenance, proto: Protocol) -> tuple[RunStep, ...]:
     """Every step of a run directory (:func:`read_step`), checked against the runs folder's
-    manifest where it has one."""
+    manifest (a step with a bench file and no manifest beside the run is refused)."""
     if prov.steps and not (p / "steps").is_dir():
         raise InputError(str(p / "steps"), "missing: provenance.json lists "
                          f"{len(prov.steps)} steps")
