@@ -74,3 +74,16 @@ def test_what_git_says_of_a_file_at_a_commit_full_and_shallow(kept, tmp_path):
     outside.mkdir()
     (outside / "p.json").write_text("{}")
     assert at_commit(outside / "p.json", first).why == "not in a git repository"
+
+
+def test_an_index_naming_a_commit_without_the_file_is_refused(kept):
+    """A commit the history has but that does not hold the prediction (it was committed
+    later than the index says) is refused naming the line."""
+    d, commit = kept
+    git(d.parent, "commit", "-q", "--allow-empty", "-m", "later")
+    (d / "q.json").write_text("{}")
+    (d / "index.csv").write_text(HEADER + f"p.json,ladder,e,h200,{commit},m\n"
+                                 + f"q.json,ladder,e,h200,{commit},m\n")
+    with pytest.raises(InputError, match=rf"index\.csv:3: written_at_commit: q\.json: "
+                       rf"commit {commit} does not hold it"):
+        read_index(d / "index.csv")

@@ -15,7 +15,7 @@ from typing import Any
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.loaders.files import read_csv_lines
-from claimcheck.loaders.gitfiles import committed_bytes
+from claimcheck.loaders.gitfiles import at_commit
 from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
 from claimcheck.report.beforehand_words import render, summary_line
 from claimcheck.runio.run import Run, load_run
@@ -45,8 +45,12 @@ def read_index(path: str | Path) -> list[dict[str, str]]:
                              f"{r['written_at_commit']!r}", line=line, key="written_at_commit")
         if r["file"] in seen:
             raise InputError(str(path), f"{r['file']} listed twice", line=line, key="file")
-        kept = committed_bytes(path.parent / r["file"], r["written_at_commit"])
-        if kept is not None and kept != (path.parent / r["file"]).read_bytes():
+        at = at_commit(path.parent / r["file"], r["written_at_commit"])
+        if at.checked and (not at.commit_found or at.data is None):
+            raise InputError(str(path), f"{r['file']}: commit {r['written_at_commit']} does "
+                             "not hold it: a kept prediction is committed before its run",
+                             line=line, key="written_at_commit")
+        if at.data is not None and at.data != (path.parent / r["file"]).read_bytes():
             raise InputError(str(path), f"{r['file']} differs from the bytes commit "
                              f"{r['written_at_commit']} holds: a kept prediction is not "
                              "edited after it is written", line=line, key="file")
