@@ -21,7 +21,9 @@ from typing import Any
 from claimcheck.core import model as m
 from claimcheck.core.accuracy import within, within_both
 from claimcheck.core.errors import InputError
+from claimcheck.core.protocols import Terms
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.calibrate import choose_for, run_key
 from claimcheck.report.modeltable import predict_run, table_rows
 from claimcheck.report.termsources import TERMS, borrowed_terms, term_sources
@@ -37,8 +39,8 @@ COLUMNS = ("run", "card", "engine", "weight_format", "protocol", "step", "repeat
 
 
 def held_out_rows(target: Run, runs: list[Run],
-                  cache: dict[tuple[Any, ...], m.Calibration] | None = None
-                  ) -> list[dict[str, Any]]:
+                  cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                  terms: Terms | None = None) -> list[dict[str, Any]]:
     """``target``'s steps predicted with ``target`` left out of ``runs`` (every term chosen
     among the others); with no calibration left, its steps with no prediction and why."""
     others = [r for r in runs if r is not target and r.name != target.name]
@@ -47,7 +49,7 @@ def held_out_rows(target: Run, runs: list[Run],
             "weight_format": run_key(target)[2],
             "protocol": (prov.get("protocol_config") or {}).get("name")}
     try:
-        choice = choose_for(target, others)
+        choice = choose_for(target, others, terms)
         out = predict_run(target, choice, cache)
     except InputError as e:
         return [{**base, "step": s.record["step"], "repeat": s.record["repeat"],
@@ -75,11 +77,12 @@ def cross_validate(runs: list[Run]) -> list[dict[str, Any]]:
     columns :data:`COLUMNS`."""
     inside = {(r["run"], r["step"], r["repeat"]): r for r in table_rows(runs, [])}
     cache: dict[tuple[Any, ...], m.Calibration] = {}
+    terms = load_model_terms()  # config/protocols.yaml, read once here
     rows = []
     for target in runs:
         if target.drafts:  # no plain model of a drafting step to validate (choose_for)
             continue
-        for r in held_out_rows(target, runs, cache):
+        for r in held_out_rows(target, runs, cache, terms):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             if r.get("measured_e2e_tok_s") is None and ins:
                 r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]

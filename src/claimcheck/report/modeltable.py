@@ -14,6 +14,7 @@ from claimcheck.core import model as m
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.calibrate import Choice, choose, choose_for, run_key
 from claimcheck.report.calibration import calibration, predicted_step
 from claimcheck.report.steptable import measured_values
@@ -118,9 +119,10 @@ def table_rows(runs: list[Run], unmodelled: list[str] | None = None
     import sys
     rows = []
     cache: dict[tuple[Any, ...], m.Calibration] = {}
+    terms = load_model_terms()  # config/protocols.yaml, read once here
     for target in runs:
         try:
-            choice = choose_for(target, runs)
+            choice = choose_for(target, runs, terms)
             out = predict_run(target, choice, cache)
         except InputError as e:
             why = f"{target.name} not modelled: {e}"
