@@ -110,3 +110,24 @@ def test_notebook_draws_the_readme_preset(cards, tmp_path):
     out = (tmp_path / "out.ipynb").read_text()
     assert ("memory wall: 153 streams of 186.8 MiB in 27.93 GiB (l40s's 44.7 GiB x 0.9 "
             "(the engine's gpu_memory_utilization") in out
+
+
+def test_the_cards_file_is_passed_by_name_never_through_the_environment(cards, monkeypatch,
+                                                                       capsys):
+    # issue 40 item 4: --cards-file reaches each card read of its command as an argument;
+    # no module writes the process environment, and none reads a cards file from it
+    import inspect
+
+    from claimcheck.cli import main
+    from claimcheck.loaders import cards as loader
+
+    assert "os.environ" not in inspect.getsource(loader)
+    before = dict(os.environ)
+    assert main(["roofline", "--cards-file", str(cards), "--card", "l40s", "--config",
+                 str(QWEN), "--weights-format", "w4a16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert dict(os.environ) == before
+    loader.use_user_cards(cards)  # the pipeline's check of its user_cards: nothing set
+    assert dict(os.environ) == before and "l40s" not in load_cards()
+    monkeypatch.setenv("CLAIMCHECK_CARDS_FILE", str(cards))  # the old variable: not read
+    assert "l40s" not in load_cards()

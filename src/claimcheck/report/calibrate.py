@@ -48,7 +48,7 @@ from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Terms
-from claimcheck.loaders.cards import get_card
+from claimcheck.core.runchecks import NO_CARD
 from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout, run_version
@@ -334,12 +334,9 @@ def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
 
 
 def _has_datasheet(card: str) -> bool:
-    """Whether the card registry knows ``card`` (a CPU engine's runs name none)."""
-    try:
-        get_card(card)
-    except InputError:
-        return False
-    return True
+    """Whether ``card`` has datasheet rates: every card a run names (checked against the
+    cards it was read with, :func:`claimcheck.runio.run.load_run`) but a CPU engine's."""
+    return card != NO_CARD
 
 
 def choose(runs: list[Run], card: str, engine: str, weight_format: Any,

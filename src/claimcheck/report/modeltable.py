@@ -22,11 +22,13 @@ from claimcheck.runio.run import Run
 
 
 def predict_run(target: Run, choice: Choice,
-                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> dict[str, Any]:
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                user_cards: str | None = None) -> dict[str, Any]:
     """Predicted and measured end to end and decode aggregate for every step of ``target``,
-    with the calibration ``choice`` (steps it used are marked ``calibration_step``)."""
+    with the calibration ``choice`` (steps it used are marked ``calibration_step``;
+    ``user_cards``: a cards file merged over the registry for a datasheet fallback)."""
     shape, info = target.engine
-    cal = calibration(choice, info["compute_dtype"], cache)
+    cal = calibration(choice, info["compute_dtype"], cache, user_cards)
     used = choice.steps()
     rows = []
     for s in target.traces:
@@ -110,8 +112,8 @@ def miss_term(row: dict[str, Any], tolerance: float = TOLERANCE) -> str | None:
             f"{row['measured_median_ttft_s']:.2f} s")
 
 
-def table_rows(runs: list[Run], unmodelled: list[str] | None = None
-               ) -> list[dict[str, Any]]:
+def table_rows(runs: list[Run], unmodelled: list[str] | None = None,
+               user_cards: str | None = None) -> list[dict[str, Any]]:
     """model.csv's rows: predicted / measured for every step of every run, each run
     calibrated by :func:`choose_for` among ``runs``, with the run, step and reason of each
     calibration input and the term a miss of more than 5% points at. A run that cannot be
@@ -123,7 +125,7 @@ def table_rows(runs: list[Run], unmodelled: list[str] | None = None
     for target in runs:
         try:
             choice = choose_for(target, runs, terms)
-            out = predict_run(target, choice, cache)
+            out = predict_run(target, choice, cache, user_cards)
         except InputError as e:
             why = f"{target.name} not modelled: {e}"
             print(f"claimcheck: model: {why}", file=sys.stderr)
