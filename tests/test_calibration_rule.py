@@ -147,6 +147,25 @@ def test_decode_row_sources_are_the_flagged_one_wave_steps_within_the_slots():
     assert calibrate.row_sources(runs, "h200", "fp8-hyperqwen-dummy", "fp8") == ((), None)
 
 
+def test_the_protocols_that_calibrate_a_term_are_passed_in_not_cached():
+    # issue 40 item 4: which protocols' steps calibrate a term is an input (terms), read
+    # from config/protocols.yaml at the edge when not given; no module-level cache
+    import inspect
+
+    from claimcheck.core.protocols import model_terms
+    from claimcheck.loaders.config import load_model_terms, load_protocols
+
+    assert "lru_cache" not in inspect.getsource(calibrate)
+    terms = load_model_terms()
+    assert terms == model_terms(load_protocols()) and calibrate.ROW_TERM in terms
+    runs = _runs(BEND, SINGLE)
+    given = calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16", terms)
+    assert given == calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16")
+    assert given[1] == "bf16-dummy-256"
+    # the same runs with no protocol naming the term: no source, whatever the file says
+    assert calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16", {}) == ((), None)
+
+
 def test_decode_row_factors_are_measured_over_modelled_tpot_and_mark_their_steps():
     runs = _runs(ROWS, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream", FP8)
     target = runs[2]

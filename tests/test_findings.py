@@ -171,3 +171,30 @@ def test_step_frame_refuses_a_missing_column_by_name():
     assert f["tokens_per_joule"].isna().all()
     with pytest.raises(ValueError, match="engine rows: column 'kv_bytes_per_token'"):
         SF.step_frame(pd.DataFrame(ROWS), ENGINES.drop(columns=["kv_bytes_per_token"]))
+
+
+def test_a_renamed_column_stops_the_finding_naming_the_column():
+    # issue 40 item 3: a column renamed after the step frame is built must not read as
+    # "too few steps"; the finding and the column it lost are named in one line
+    f = frame(ROWS).rename(columns={"e2e_aggregate_tok_s": "e2e_tok_s"})
+    with pytest.raises(F.FindingError) as e:
+        F.all_findings(f)
+    assert str(e.value) == ("finding 'second wave': column 'e2e_aggregate_tok_s' is missing "
+                            "from the step frame")
+    # renamed in the step table itself: the step frame refuses it, never fills it in
+    rows = [{("e2e_tok_s" if k == "e2e_aggregate_tok_s" else k): v for k, v in r.items()}
+            for r in ROWS]
+    with pytest.raises(ValueError, match=r"step table: column 'e2e_aggregate_tok_s' is "
+                                         "missing"):
+        frame(rows)
+
+
+def test_too_few_steps_is_a_stated_omission_not_an_error():
+    # no long-prompt step sent in several waves (no run of that protocol): every column is
+    # there, so the finding runs, says why it cannot hold, and the log names it
+    x = F.run_finding(F.long_prompts, frame(ROWS))
+    assert not x.holds and x.why == "no multi-wave long-prompt step with decode"
+    assert F.report([x]) == [f"finding 'long prompts' not printed: {x.condition} does not "
+                             "hold (no multi-wave long-prompt step with decode)"]
+    found = F.all_findings(frame(ROWS))  # the others still run
+    assert [x.key for x in found if x.key == "long prompts" and not x.holds] == ["long prompts"]

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from claimcheck.core.paths import CONFIG, RUNS
-from claimcheck.loaders.cards import get_card, use_user_cards
+from claimcheck.loaders.cards import get_card
 from claimcheck.loaders.config import load_engines, load_protocols
 from claimcheck.report import calibrate, newcard, protocolpredict
 
@@ -30,9 +30,7 @@ def twin(tmp_path):
     p = tmp_path / "cards.csv"
     p.write_text(text[0] + "\n" + h200.replace("h200,", "h200-twin,", 1)
                  .replace(",NVIDIA H200,", ",NVIDIA H200 (twin),") + "\n")
-    use_user_cards(p)
-    yield p
-    use_user_cards(None)
+    return p  # passed by name (predict_new_card's cards_file): no process-wide setting
 
 
 def test_held_out_engine_predicted_from_another(runs, twin):

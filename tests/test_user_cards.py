@@ -127,3 +127,24 @@ def test_a_new_cards_calibration_is_priced_from_the_projects_protocols(cards, tm
     a, b = (json.loads(r.stdout)["calibrate"] for r in (with_file, without))
     assert b["gpu_minutes"] > 1 and a["gpu_minutes"] == b["gpu_minutes"]
     assert a["protocols"] == b["protocols"]
+
+
+def test_the_cards_file_is_passed_by_name_never_through_the_environment(cards, monkeypatch,
+                                                                       capsys):
+    # issue 40 item 4: --cards-file reaches each card read of its command as an argument;
+    # no module writes the process environment, and none reads a cards file from it
+    import inspect
+
+    from claimcheck.cli import main
+    from claimcheck.loaders import cards as loader
+
+    assert "os.environ" not in inspect.getsource(loader)
+    before = dict(os.environ)
+    assert main(["roofline", "--cards-file", str(cards), "--card", "l40s", "--config",
+                 str(QWEN), "--weights-format", "w4a16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert dict(os.environ) == before
+    loader.use_user_cards(cards)  # the pipeline's check of its user_cards: nothing set
+    assert dict(os.environ) == before and "l40s" not in load_cards()
+    monkeypatch.setenv("CLAIMCHECK_CARDS_FILE", str(cards))  # the old variable: not read
+    assert "l40s" not in load_cards()

@@ -10,5 +10,6 @@ with rule_log(snakemake) as log:  # noqa: F821
     for path in card_figures(list(i.records), p.card, i.model, i.cards, i.ceilings,
                              p.model_name, o.decode_png.removesuffix(".png"),
                              o.long_png.removesuffix(".png"),
-                             o.context_png.removesuffix(".png")):
+                             o.context_png.removesuffix(".png"),
+                             snakemake.config.get("user_cards") or None):  # noqa: F821
         log.write(path + "\n")

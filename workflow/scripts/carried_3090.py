@@ -5,6 +5,7 @@ with rule_log(snakemake) as log:  # noqa: F821
     import csv
     from pathlib import Path
 
+    from claimcheck.loaders.cards import load_cards
     from claimcheck.loaders.config import load_engines, load_protocols
     from claimcheck.report.carry_table import COLUMNS, carried_rows
     from claimcheck.runio.run import load_runs
@@ -12,7 +13,9 @@ with rule_log(snakemake) as log:  # noqa: F821
     inp = snakemake.input  # noqa: F821
     with open(inp.claims, newline="") as f:
         claims = list(csv.DictReader(f))
-    rows = carried_rows(load_runs(Path(snakemake.params.runs_dir)), claims,  # noqa: F821
+    user_cards = snakemake.config.get("user_cards") or None  # noqa: F821
+    rows = carried_rows(load_runs(Path(snakemake.params.runs_dir),  # noqa: F821
+                                  load_cards(user_path=user_cards)), claims,
                         load_engines(Path(inp.engines))["w4a16-hyperqwen"],
                         load_protocols(Path(inp.protocols)))
     with open(snakemake.output[0], "w", newline="") as f:  # noqa: F821

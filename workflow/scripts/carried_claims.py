@@ -13,7 +13,9 @@ with rule_log(snakemake) as log:  # noqa: F821
 
     inp = snakemake.input  # noqa: F821
     claims = load_claims(inp.claims, cards=set(load_cards(inp.cards)))
-    rows = carried_claim_rows(load_runs(Path(snakemake.params.runs_dir)),  # noqa: F821
+    user_cards = snakemake.config.get("user_cards") or None  # noqa: F821
+    rows = carried_claim_rows(load_runs(Path(snakemake.params.runs_dir),  # noqa: F821
+                                        load_cards(user_path=user_cards)),
                               claims, load_engines(Path(inp.engines))["w4a16-hyperqwen"],
                               load_weight_rows(inp.weights),
                               load_protocols(Path(inp.protocols)))

@@ -8,6 +8,7 @@ with rule_log(snakemake) as log:  # noqa: F821
     t0 = time.perf_counter()
     from claimcheck.report.crossval import write
 
-    for line in write(snakemake.params.run_dirs, snakemake.output.csv):  # noqa: F821
+    user_cards = snakemake.config.get("user_cards") or None  # noqa: F821
+    for line in write(snakemake.params.run_dirs, snakemake.output.csv, user_cards):  # noqa: F821
         log.write(line + "\n")
     log.write(f"{time.perf_counter() - t0:.1f} s\n")

@@ -6,6 +6,7 @@ with rule_log(snakemake) as log:  # noqa: F821
     from claimcheck.report.batch import measured_figures
 
     i, p = snakemake.input, snakemake.params  # noqa: F821
+    user_cards = snakemake.config.get("user_cards") or None  # noqa: F821
     for line in measured_figures(p.runs, p.record_in, i.claims, i.model, p.out_base,
-                                 p.out_md):
+                                 p.out_md, user_cards):
         log.write(line + "\n")

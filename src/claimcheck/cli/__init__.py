@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = _NamedStdout(real_stdout)  # type: ignore[assignment]
     try:
         check_name_options(a)  # a name that would name a folder, before anything is read
-        physics.use_cards_file(a)  # validated, then seen by every load_cards of the run
+        physics.use_cards_file(a)  # validated; each card read of the command is given it
         rc = a.func(a)
         sys.stdout.flush()
         return rc

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.cli.common import emit, fmt
+from claimcheck.cli.physics import cards_file
 from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import context_words, relation_words
-from claimcheck.loaders.cards import get_card
+from claimcheck.loaders.cards import get_card, load_cards
 
 
 def term_lines(c: dict[str, Any]) -> list[str]:
@@ -295,7 +296,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if a.verify is not None and a.verify < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
     try:
-        card = get_card(a.card)
+        card = get_card(a.card, user_path=cards_file(a))
     except InputError as e:
         raise InputError("--card", e.reason) from None
     pfile = Path(a.protocols_file) if a.protocols_file else CONFIG / "protocols.yaml"
@@ -307,7 +308,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if not root.is_dir():
         raise InputError("--runs", f"{root} is not a folder")
     engines = load_engines()  # each engine's exact command checked before any run is read
-    runs = load_runs(root)
+    runs = load_runs(root, load_cards(user_path=cards_file(a)))
     tau = getattr(a, "tokens_kept", None)
     if a.engine in engines and engines[a.engine].speculative:
         # an engine that drafts: the verify-rows model (claimcheck.report.specpredict)
@@ -316,7 +317,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
             if v is not None:
                 raise InputError(opt, f"{a.engine} drafts; {opt} is for plain engines")
         out = specpredict.predict_drafting(runs, a.card, a.engine, protos[a.protocol],
-                                           engines, tau)
+                                           engines, tau, cards_file(a))
         emit(out, a.json, "\n".join(specpredict.lines(out)))
         return 0
     if tau is not None:
@@ -331,17 +332,18 @@ def cmd_predict(a: argparse.Namespace) -> int:
         if power is not None:
             raise InputError("--power-limit", f"{a.card} has committed runs, measured at its "
                              "own limit; --power-limit carries terms to a card with none")
-        pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines)
+        pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines,
+                                cards_file(a))
     elif getattr(a, "carry", False) or power is not None or (
             a.engine in engines and not newcard.has_format(runs, engines, a.engine)):
         # every term carried from the local card, each said measured/carried/assumed
         from claimcheck.report.carry import predict_carried
-        carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power)
+        carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power,
+                                  user_cards=cards_file(a))
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
         # the calibration steps are the project's protocols whatever --protocols-file says
         pred = newcard.predict_new_card(runs, a.card, a.engine, protos[a.protocol],
-                                       load_protocols(), engines,
-                                       getattr(a, "cards_file", None))
+                                       load_protocols(), engines, cards_file(a))
     out = dict(pred.report) if carried is None else carried
     if a.verify is not None and carried is not None:
         raise InputError("--verify", "plans a run of a card with runs or a borrowed "

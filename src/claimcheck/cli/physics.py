@@ -81,17 +81,19 @@ def add_cards_file(p: argparse.ArgumentParser) -> None:
                    "replaces the registry's")
 
 
-def use_cards_file(a: argparse.Namespace) -> None:
-    """Validate ``--cards-file`` row by row (one line naming file, line and column) and
-    name it in ``$CLAIMCHECK_CARDS_FILE``, so that every registry read of this command
-    (and of the processes it starts) merges it."""
-    from claimcheck.loaders.cards import load_cards, use_user_cards
+def cards_file(a: argparse.Namespace) -> str | None:
+    """The command's ``--cards-file`` (None: none, or a command without the option): each
+    card read of the command is given it by name."""
+    return getattr(a, "cards_file", None) or None
 
-    path = getattr(a, "cards_file", None)
-    if not path:
-        return
-    load_cards(user_path=path)
-    use_user_cards(path)
+
+def use_cards_file(a: argparse.Namespace) -> None:
+    """Validate ``--cards-file`` row by row (one line naming file, line and column) before
+    anything else is read; nothing is set for later reads (:func:`cards_file`)."""
+    from claimcheck.loaders.cards import load_cards
+
+    if cards_file(a):
+        load_cards(user_path=cards_file(a))
 
 
 def check_dtypes(a: argparse.Namespace, g: Any) -> None:
@@ -171,7 +173,7 @@ def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
 
     g = geometry_from_file(a.config)
     conv = model_dtype(load_config(a.config))  # S with the conv state, as every road
-    card = get_card(a.card)
+    card = get_card(a.card, user_path=cards_file(a))
     if a.weights_gb is not None:
         weights = Weights(size=a.weights_gb, unit="GB", source="--weights-gb")
     elif a.weights_gib is not None:
@@ -243,7 +245,7 @@ def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
     from claimcheck.core.inputs import fit_reason, past_wall_reason
     from claimcheck.core.inputs import memory_wall as wall_of
 
-    card = get_card(a.card)
+    card = get_card(a.card, user_path=cards_file(a))
     try:
         wall = wall_of(m, card, free_bytes=None if a.free_gib is None else a.free_gib * GIB,
                        free_source="--free-gib", memory_share=a.gpu_memory_utilization)
@@ -278,7 +280,7 @@ def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
 def cmd_roofline(a: argparse.Namespace) -> int:
     check_roofline_args(a)
     if a.tflops is None:
-        card = get_card(a.card)
+        card = get_card(a.card, user_path=cards_file(a))
         if a.compute_dtype not in card.tensor_tflops:
             raise InputError("--compute-dtype", f"card {card.card} has no dense "
                              f"{a.compute_dtype} rate in cards.csv; give --tflops or one of "

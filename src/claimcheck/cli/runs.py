@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from claimcheck.cli.physics import cards_file
 from claimcheck.core.cards import detect_card
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import RUNS
@@ -161,15 +162,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def measure_card(requested: str, facts: dict[str, Any], tp: int = 1) -> str:
+def measure_card(requested: str, facts: dict[str, Any], tp: int = 1,
+                 user_cards: str | None = None) -> str:
     """The card a measure run records: ``cpu`` as given; ``auto`` from NVML's names of the
-    GPUs used; a named card checked against them when NVML answers. Refuses a GPU count
-    below the engine's tensor-parallel size."""
+    GPUs used; a named card checked against them when NVML answers (the registry and the
+    ``user_cards`` file merged over it). Refuses a GPU count below the engine's
+    tensor-parallel size."""
     if requested == "cpu":
         return "cpu"
-    cards = load_cards()
+    cards = load_cards(user_path=user_cards)
     if requested != "auto":
-        get_card(requested)
+        get_card(requested, user_path=user_cards)
     if not facts.get("available"):
         if requested == "auto":
             raise InputError("--card", preflight.gpu_refusal("auto", facts) or "")
@@ -198,11 +201,11 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
     where = Path(a.calibration_runs or a.runs_dir)
     if not where.is_dir():
         raise InputError("--calibration-runs", f"{where}: no such folder")
-    runs = load_runs(where)
+    runs = load_runs(where, load_cards(user_path=cards_file(a)))
     engines = load_engines(a.engines_file)
     cut, records = [], {}
     for p in protos:
-        c, rec = vf.plan(runs, a.card, a.engine, p, a.verify, engines)
+        c, rec = vf.plan(runs, a.card, a.engine, p, a.verify, engines, cards_file(a))
         cut.append(c)
         records[p.name] = rec
         print(f"claimcheck: verify {p.name}: measuring step(s) {rec['sampled_steps']} of "
@@ -211,12 +214,13 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
     return cut, records
 
 
-def print_verify(run_dir: Path) -> None:
-    """The verify run's measured steps against their predictions, on stderr."""
+def print_verify(run_dir: Path, user_cards: str | None = None) -> None:
+    """The verify run's measured steps against their predictions, on stderr (its card read
+    from the registry and the ``user_cards`` file merged over it)."""
     from claimcheck.report import verify as vf
     from claimcheck.runio.run import load_run
     try:
-        lines = vf.render(vf.compare(load_run(run_dir)))
+        lines = vf.render(vf.compare(load_run(run_dir, load_cards(user_path=user_cards))))
     except (InputError, ValueError, KeyError) as e:
         lines = [f"verify: no comparison for {run_dir.name}: {e}"]
     for line in lines:
@@ -247,7 +251,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
                          "directories")
     gpus = parse_gpus(a.gpus)
     facts = telemetry.gpu_facts(gpus) if a.card != "cpu" else {}
-    a.card = measure_card(a.card, facts, engine.tensor_parallel_size)
+    a.card = measure_card(a.card, facts, engine.tensor_parallel_size, cards_file(a))
     protos = [get_protocol(p, a.protocols_file, a.profile) for p in a.protocol]
     check_cited_claims(protos, a.protocols_file)
     if a.repeats is not None:
@@ -305,7 +309,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
                                            verify=verify.get(proto.name))
             print(f"claimcheck: {proto.name}: {status}: {run_dir}", file=sys.stderr)
             if proto.name in verify:
-                print_verify(run_dir)
+                print_verify(run_dir, cards_file(a))
             if status != "complete":
                 exit_code = 4
                 if own and server.alive() and not server.healthy():

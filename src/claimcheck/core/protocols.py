@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -254,3 +255,16 @@ def check_source_claims(protos: dict[str, Protocol], claim_ids: set[str], src: s
         if missing:
             raise InputError(src, f"unknown claim ids {missing}",
                              key=f"protocols.{p.name}.source_claims")
+
+
+Terms = Mapping[str, frozenset[str]]
+"""``model_term`` -> the names of the protocols that say it (:func:`model_terms`)."""
+
+
+def model_terms(protocols: Mapping[str, Protocol]) -> dict[str, frozenset[str]]:
+    """Each ``model_term`` the protocols name -> the names of the protocols naming it."""
+    out: dict[str, set[str]] = {}
+    for name, p in protocols.items():
+        if p.model_term:
+            out.setdefault(p.model_term, set()).add(name)
+    return {t: frozenset(ns) for t, ns in out.items()}

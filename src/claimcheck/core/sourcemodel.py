@@ -197,6 +197,23 @@ class SourceModel:
     "unspecified"): a model calibrated on a decode figure is a decode-only model."""
 
 
+def calibrated_model(hi: Mapping[str, Any], lo: Mapping[str, Any], eta: float,
+                     streams: float, cset: Sequence[Figure], calibration: str,
+                     is_calibration: bool, compute_range: str) -> SourceModel:
+    """The source model at ``eta`` set on ``cset``: its ceiling from ``hi`` and its floor
+    (:func:`band`) from ``lo``, the claim's roofline dicts at the top and bottom of its
+    compute range (:func:`claimcheck.core.claim_roofline.claim_roofline`)."""
+    _, floor = band(streams, lo["roofline_memory_ms"] / 1e3, lo["roofline_compute_ms"] / 1e3)
+    return SourceModel(
+        tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
+        bend_streams=hi["roofline_bend_streams"],
+        memory_wall_streams=hi.get("roofline_memory_wall_streams"),
+        calibrated_on=tuple(f.id for f in cset), calibration=calibration,
+        is_calibration=is_calibration, floor_tok_s=floor, ceiling_low_tok_s=lo["roofline_tok_s"],
+        binding_term_low=lo["roofline_bound"], compute_range=compute_range,
+        calibration_phase=cset[0].phase)
+
+
 def e2e_over_decode(e2e_tok_s: float, decode_tok_s: float) -> float:
     """End to end / decode for one run (both aggregate tok/s): the factor that carries a
     decode-only model over to an end-to-end figure. Refused outside (0, 1.05]: end to end

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from claimcheck.core import labels as lb
@@ -28,6 +28,33 @@ from claimcheck.core.geometry import Geometry
 from claimcheck.core.inputs import WeightRow, compute_ceiling
 from claimcheck.core.metrics import METRICS
 from claimcheck.core.protocols import Protocol
+
+
+@dataclass(frozen=True)
+class VerdictCall:
+    """One claim's inputs to :func:`claimcheck.core.verdicts.verdict`, each by name (no
+    positional tuple: reordering the rule's parameters cannot swap two of them)."""
+
+    claim: Mapping[str, Any]
+    ceiling: v.Ceiling
+    source: sm.SourceModel | None
+    inflation: float | None
+    inflation_source: str
+    reproduction: v.Reproduction | None
+    tolerance: float
+    seed_reproduction: v.SeedReproduction | None
+    e2e_ratio: float | None
+    e2e_ratio_source: str
+    drafting: vd.Drafting | None
+
+    def judge(self, run_drafter: str = "") -> v.Verdict:
+        """The verdict on these inputs; ``run_drafter``: a sibling figure needing a drafter."""
+        return v.verdict(self.claim, self.ceiling, self.source, inflation=self.inflation,
+                         inflation_source=self.inflation_source,
+                         reproduction=self.reproduction, tolerance=self.tolerance,
+                         seed_reproduction=self.seed_reproduction, e2e_ratio=self.e2e_ratio,
+                         e2e_ratio_source=self.e2e_ratio_source, run_drafter=run_drafter,
+                         drafting=self.drafting)
 
 
 def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str, Ceiling],
@@ -136,7 +163,7 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         return rates
 
     rows = []
-    calls: dict[str, tuple[Any, ...]] = {}
+    calls: dict[str, VerdictCall] = {}
     for c in claims:
         before, after = bound_words(c.row.get("bound") or "", c["quote"], c["value"])
         t = {**c.tidy(), "bound_before": before, "bound_after": after}
@@ -165,19 +192,10 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
                    f"eta {eta:.3f}, the median over {len(cset)} one-stream figures of its "
                    "source (" + "; ".join(f"{e:.3f} = {one_eta(f)}" for e, f in
                                          zip(etas, cset, strict=True)) + ")")
-            hi, lo = roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0])
-            _, floor = sm.band(c.streams_sharing, lo["roofline_memory_ms"] / 1e3,
-                               lo["roofline_compute_ms"] / 1e3)
-            source = sm.SourceModel(
-                tok_s=hi["roofline_tok_s"], eta=eta, binding_term=hi["roofline_bound"],
-                bend_streams=hi["roofline_bend_streams"],
-                memory_wall_streams=hi.get("roofline_memory_wall_streams"),
-                calibrated_on=tuple(f.id for f in cset),
-                calibration=f"{how}; {compute}{tol_words}",
-                is_calibration=own, floor_tok_s=floor,
-                ceiling_low_tok_s=lo["roofline_tok_s"], binding_term_low=lo["roofline_bound"],
-                compute_range=compute if len(rates) > 1 else "",
-                calibration_phase=cal.phase)
+            source = sm.calibrated_model(
+                roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0]), eta, c.streams_sharing,
+                cset, f"{how}; {compute}{tol_words}", own,
+                compute if len(rates) > 1 else "")
         elif p["roofline_tok_s"]:
             source = sm.SourceModel(
                 tok_s=None, bend_streams=p.get("roofline_bend_streams"),
@@ -201,13 +219,13 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         protos = protos_of.get(c["id"], [])
         replays, repro = ev.protocol_replays(c, protos, steps, col)
         e2e_r, e2e_src = ev.e2e_ratio(c, claims, steps)
-        calls[c["id"]] = {
-            "claim": t, "ceiling": ceil, "source": source, "inflation": infl,
-            "inflation_source": infl_src, "reproduction": repro, "tolerance": c_tol,
-            "seed_reproduction": seed_rep, "e2e_ratio": e2e_r, "e2e_ratio_source": e2e_src,
-            "drafting": drafting_of(c, t["aggregate_tok_s"], claims, plain, documented,
-                                    lambda a, b: key[a["id"]] == key[b["id"]])}
-        res = v.verdict(**calls[c["id"]])
+        calls[c["id"]] = VerdictCall(
+            claim=t, ceiling=ceil, source=source, inflation=infl, inflation_source=infl_src,
+            reproduction=repro, tolerance=c_tol, seed_reproduction=seed_rep, e2e_ratio=e2e_r,
+            e2e_ratio_source=e2e_src,
+            drafting=drafting_of(c, t["aggregate_tok_s"], claims, plain, documented,
+                                 lambda a, b: key[a["id"]] == key[b["id"]]))
+        res = calls[c["id"]].judge()
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
@@ -238,8 +256,8 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     out = []
     for r in rows:
         call = calls[r["id"]]
-        res = vc.carried_verdict(v.Verdict(r["verdict"], r["reason"], {}), call["claim"],
-                                 carried.get(r["id"]), call["tolerance"])
+        res = vc.carried_verdict(v.Verdict(r["verdict"], r["reason"], {}), call.claim,
+                                 carried.get(r["id"]), call.tolerance)
         out.append({**r, "verdict": res.kind, "reason": res.reason, **res.numbers})
     return out
 
@@ -304,7 +322,7 @@ def needs_drafter_runs(verdicts: Mapping[str, v.Verdict], run_of: Mapping[str, s
     return out
 
 
-def run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, dict[str, Any]],
+def run_as_a_whole(rows: list[dict[str, Any]], calls: Mapping[str, VerdictCall],
                     run_of: dict[str, str]) -> list[dict[str, Any]]:
     """A run is judged as a whole (issue 28 item 7): where any figure of a run needs a
     drafter (:func:`needs_drafter_runs`), every sibling is judged
@@ -315,7 +333,7 @@ def run_as_a_whole(rows: list[dict[str, Any]], calls: dict[str, dict[str, Any]],
     for r in rows:
         sib = speculative.get(run_of[r["id"]], "")
         if sib and not sib.startswith(f"{r['id']} "):
-            res = v.verdict(**calls[r["id"]], run_drafter=sib)
+            res = calls[r["id"]].judge(run_drafter=sib)
             r = {**r, "verdict": res.kind, "reason": res.reason, **res.numbers,
                  "run_needs_drafter": sib}
         out.append(r)

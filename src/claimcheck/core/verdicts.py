@@ -247,13 +247,14 @@ def _which_end(src: SourceModel, side: str) -> str:
 
 
 def verdict(claim: Mapping[str, Any], ceiling: Ceiling, source: SourceModel | None = None,
-            inflation: float | None = None, inflation_source: str = "",
+            *, inflation: float | None = None, inflation_source: str = "",
             reproduction: Reproduction | None = None,
             tolerance: float = TOLERANCE,
             seed_reproduction: SeedReproduction | None = None,
             e2e_ratio: float | None = None, e2e_ratio_source: str = "",
-            run_drafter: str = "", *, drafting: Drafting | None = None) -> Verdict:
-    """The verdict for one claim.
+            run_drafter: str = "", drafting: Drafting | None = None) -> Verdict:
+    """The verdict for one claim; every input after ``source`` by name only (reordering
+    them cannot swap two arguments).
 
     ``claim`` holds the tidy registry row (``metric``, ``aggregate_tok_s``,
     ``per_stream_tok_s``, ``streams``, ``streams_running``, ``spec_method``,

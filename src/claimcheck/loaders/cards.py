@@ -1,10 +1,11 @@
 """The card registry and the measured ceilings read: ``data/raw/cards.csv`` (with a user
-cards file merged over it) and ``data/raw/ceilings.csv``, parsed by
-:mod:`claimcheck.core.cards`; errors name the file, line and column."""
+cards file merged over it where one is named) and ``data/raw/ceilings.csv``, parsed by
+:mod:`claimcheck.core.cards`; errors name the file, line and column. The user cards file is
+always an argument (``--cards-file``, ``user_cards`` in config/config.yaml): nothing here
+reads or writes the process environment."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from claimcheck.core.cards import (
@@ -22,24 +23,16 @@ from claimcheck.core.io import csv_lines
 from claimcheck.core.paths import RAW
 from claimcheck.loaders.files import read_csv_lines, read_text
 
-USER_CARDS_ENV = "CLAIMCHECK_CARDS_FILE"
-"""Environment variable naming a user cards file, merged over the registry by
-:func:`load_cards` wherever no file is named (set by ``--cards-file``, and by the pipeline
-from ``user_cards`` in config/config.yaml, so that every rule script and notebook sees it)."""
-
 
 def use_user_cards(path: str | Path | None) -> None:
-    """Name the user cards file (None or empty: none) for every later :func:`load_cards`
-    of this process and of the processes it starts (``$CLAIMCHECK_CARDS_FILE``)."""
+    """Check the pipeline's user cards file (None or empty: none) row by row; it names
+    nothing for later reads (each reader is given it, :func:`load_cards`' ``user_path``).
+    Kept while workflow/rules/common.smk calls it."""
     if path:
-        os.environ[USER_CARDS_ENV] = str(path)
-    else:
-        os.environ.pop(USER_CARDS_ENV, None)
+        load_cards(user_path=path)
 
 
 def _user_path(user_path: str | Path | None) -> Path | None:
-    if user_path is None:
-        user_path = os.environ.get(USER_CARDS_ENV) or None
     return Path(user_path) if user_path else None
 
 
@@ -49,7 +42,7 @@ def load_cards(path: str | Path | None = None,
     errors name the file, line and column.
 
     Numbers must be finite and > 0; UTF-8 with or without a byte-order mark. The user
-    file (``user_path``, else the file named by ``$CLAIMCHECK_CARDS_FILE``) has the
+    file (``user_path``; None or empty: none) has the
     registry's columns (:data:`~claimcheck.core.cards.CARD_REQUIRED` required, at least one
     dense tensor rate, no unknown column); it adds cards and never replaces one of the
     registry's (a card of that name is refused: give yours another name). Each card keeps
@@ -61,8 +54,8 @@ def load_cards(path: str | Path | None = None,
     if up is None:
         return cards
     if not up.is_file():
-        raise InputError(str(up), "no such file (the user cards file: --cards-file, "
-                         f"user_cards in config/config.yaml or ${USER_CARDS_ENV})")
+        raise InputError(str(up), "no such file (the user cards file: --cards-file or "
+                         "user_cards in config/config.yaml)")
     text = read_text(up)
     check_row_lengths(text, str(up))
     header, rows = csv_lines(text, str(up), CARD_REQUIRED)

@@ -12,7 +12,7 @@ from claimcheck.core import paths
 from claimcheck.core.engines import Engine, engines_from_data
 from claimcheck.core.errors import InputError
 from claimcheck.core.paths import CONFIG
-from claimcheck.core.protocols import Protocol, protocols_from_data, scaled_protocol
+from claimcheck.core.protocols import Protocol, model_terms, protocols_from_data, scaled_protocol
 from claimcheck.loaders.yamlcfg import load_validated
 
 
@@ -20,6 +20,13 @@ def load_protocols(path: str | Path | None = None) -> dict[str, Protocol]:
     """Read and validate protocols.yaml (default config/protocols.yaml)."""
     p = Path(path) if path else CONFIG / "protocols.yaml"
     return protocols_from_data(load_validated(p, "protocols"), str(p))
+
+
+def load_model_terms(path: str | Path | None = None) -> dict[str, frozenset[str]]:
+    """:func:`claimcheck.core.protocols.model_terms` of protocols.yaml (default
+    config/protocols.yaml) as it is now, read at each call: a committed run's snapshot may
+    predate ``model_term``, so the current file decides which steps calibrate a term."""
+    return model_terms(load_protocols(path))
 
 
 def load_profiles(path: str | Path | None = None) -> dict[str, dict[str, Any]]:

@@ -23,19 +23,22 @@ from claimcheck.runio.run import load_run
 
 def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv: str | Path,
                  config_json: str | Path, record_out: str, metrics_out: str,
-                 definitions_out: str, model_out: str) -> Iterator[str]:
+                 definitions_out: str, model_out: str, user_cards: str | None = None
+                 ) -> Iterator[str]:
     """For each run directory, read once: its run-record JSON (``record_out``), its metrics
     CSV (``metrics_out``) and its definitions figure (``definitions_out``, no extension:
     PNG and SVG); then, from the same reads, the model table of all runs (``model_out``,
     :func:`claimcheck.report.derive.model_table`). Yields one line per run (name, steps,
-    metric rows) as each is written, then the model's row count and any run it left out."""
+    metric rows) as each is written, then the model's row count and any run it left out.
+    ``user_cards``: a cards file merged over ``cards_csv`` (each run's card is checked
+    against both)."""
     from claimcheck.report.modeltable import table_rows
 
     geom = geometry_from_file(config_json)
-    cards, ceilings = load_cards(cards_csv), load_ceilings(ceilings_csv)
+    cards, ceilings = load_cards(cards_csv, user_cards), load_ceilings(ceilings_csv)
     loaded = []
     for d in run_dirs:
-        run = load_run(d)
+        run = load_run(d, cards)
         name = Path(d).name
         steps = write_run_record(run, geom, cards, ceilings, record_out.format(run=name))
         rows = write_metrics_csv(run, metrics_out.format(run=name))
@@ -43,19 +46,21 @@ def run_products(run_dirs: list[str | Path], cards_csv: str | Path, ceilings_csv
         loaded.append(run)
         yield f"{name}: {steps} steps, {rows} metric rows"
     unmodelled: list[str] = []
-    rows = table_rows(loaded, unmodelled)
+    rows = table_rows(loaded, unmodelled, user_cards)
     write_csv(rows, model_out)
     yield f"{model_out}: {len(rows)} rows"
     yield from unmodelled
 
 
 def measured_figures(runs: list[str], record_in: str, claims_json: str, model_config: str,
-                     out_base: str, out_md: str) -> Iterator[str]:
+                     out_base: str, out_md: str, user_cards: str | None = None
+                     ) -> Iterator[str]:
     """The measured notebook's figure (PNG + SVG at ``out_base``) and Markdown section
     (``out_md``) for each run named, from its run record (``record_in``). Yields one line
     per run as each is written."""
     for name in runs:
-        fig, md = run_figures.measured_run(record_in.format(run=name), claims_json, model_config)
+        fig, md = run_figures.measured_run(record_in.format(run=name), claims_json, model_config,
+                                           user_cards)
         figures.write_md(md, out_md.format(run=name))
         figures.save(fig, out_base.format(run=name), per_run=True)
         yield f"{name}: {out_base.format(run=name)}.png"

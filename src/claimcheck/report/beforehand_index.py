@@ -8,10 +8,11 @@ read and checked, every prediction it lists loaded, and ``data/derived/beforehan
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from claimcheck.core.cards import Card
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.loaders.files import read_csv_lines
@@ -98,11 +99,12 @@ def load_listed(path: str | Path) -> dict[str, Any]:
 
 
 def compare(prediction_path: str | Path, run_dir: str | Path,
-            tolerance: float = TOLERANCE) -> dict[str, Any]:
+            tolerance: float = TOLERANCE, cards: Mapping[str, Card] | None = None
+            ) -> dict[str, Any]:
     """``claimcheck model RUN_DIR --before PREDICTION``: the prediction file (checked before
     the run is read) against the run, as rows, their summary and text lines."""
     pred = load_listed(prediction_path)
-    run = load_run(run_dir)
+    run = load_run(run_dir, cards)
     extra = {k: pred[k] for k in ("written_at_commit", "what_model") if k in pred}
     rows = [{**r, **extra} for r in against(pred, run, tolerance)]
     return {"prediction": str(prediction_path), "run": run.name, "rows": rows,
@@ -110,7 +112,8 @@ def compare(prediction_path: str | Path, run_dir: str | Path,
 
 
 def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
-          tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
+          tolerance: float = TOLERANCE, cards: Mapping[str, Card] | None = None
+          ) -> list[dict[str, Any]]:
     """``data/derived/beforehand.csv``'s rows: every indexed prediction against each of
     ``run_dirs`` of its card, engine and protocol (a run's provenance is read first, its
     steps only when it matches), or listed :data:`NOT_MEASURED` when none is."""
@@ -123,7 +126,7 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
         prov = read_provenance(rd).raw
         k = (prov.get("card"), prov.get("engine"), prov.get("protocol"))
         if k in keys:
-            matching.setdefault(k, []).append(load_run(rd))
+            matching.setdefault(k, []).append(load_run(rd, cards))
     rows = []
     for p in preds:
         extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}
@@ -134,11 +137,13 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
     return rows
 
 
-def write_table(index_csv: str | Path, run_dirs: Sequence[str | Path], out_csv: str | Path
-                ) -> list[str]:
-    """Write :func:`table` to ``out_csv`` (with its dtypes); one log line per prediction."""
+def write_table(index_csv: str | Path, run_dirs: Sequence[str | Path], out_csv: str | Path,
+                user_cards: str | None = None) -> list[str]:
+    """Write :func:`table` to ``out_csv`` (with its dtypes); one log line per prediction.
+    Each run's card is read from the registry and ``user_cards`` merged over it."""
+    from claimcheck.loaders.cards import load_cards
     from claimcheck.report.tables import write_csv
 
-    rows = table(index_csv, run_dirs)
+    rows = table(index_csv, run_dirs, cards=load_cards(user_path=user_cards))
     write_csv(rows, out_csv)
     return [summary_line(s) for s in summaries(rows)]

@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from claimcheck.core import definitions as d
 from claimcheck.core import model as m
 from claimcheck.core.errors import InputError
-from claimcheck.loaders.cards import get_card
+from claimcheck.core.protocols import Terms
+from claimcheck.core.runchecks import NO_CARD
+from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout, run_version
 from claimcheck.runio.run import Run, StepTrace
@@ -199,32 +200,24 @@ KV_TERM = "kv_read"
 decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_decode`)."""
 
 
-@lru_cache(maxsize=4)
-def term_protocols(term: str) -> frozenset[str]:
-    """Names of the protocols in config/protocols.yaml that say ``model_term: TERM`` (a
-    committed run's snapshot may predate the field, so the current file decides)."""
-    from claimcheck.loaders.config import load_protocols
-    return frozenset(n for n, p in load_protocols().items() if p.model_term == term)
-
-
-def _one_wave(r: Run, s: StepTrace, term: str) -> bool:
+def _one_wave(r: Run, s: StepTrace, terms: Terms, term: str) -> bool:
     """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
     ``term``'s source."""
     tl = s.timeline
     name = (r.provenance.raw.get("protocol_config") or {}).get("name")
-    return (name in term_protocols(term) and 2 <= tl.streams == len(tl.requests)
+    return (name in terms.get(term, frozenset()) and 2 <= tl.streams == len(tl.requests)
             and tl.streams <= r.engine[0].max_num_seqs)
 
 
-def _is_row_source(r: Run, s: StepTrace) -> bool:
+def _is_row_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
-    return (_one_wave(r, s, ROW_TERM) and decode_intervals(s) > 0
+    return (_one_wave(r, s, terms, ROW_TERM) and decode_intervals(s) > 0
             and not s.held_prefill)
 
 
-def _is_kv_source(r: Run, s: StepTrace) -> bool:
+def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
-    return (_one_wave(r, s, KV_TERM) and decode_intervals(s) > 0
+    return (_one_wave(r, s, terms, KV_TERM) and decode_intervals(s) > 0
             and not s.held_prefill
             and bool(d.all_decoding_spans(s.timeline)))
 
@@ -253,13 +246,17 @@ def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
     return tuple(Pick(r, s, why) for r, s in lined)
 
 
-def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
+def kv_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
+               ) -> tuple[Pick, ...]:
     """The KV-read term's source steps: one-wave steps of the engine's own runs on the card
     (the rate is its KV dtype's attention kernel at its context; no other engine's); where
     one run measured the same streams at three or more contexts, only those steps (the
-    lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests."""
+    lines of :func:`claimcheck.report.calibration.kv_lines`), so the others are tests.
+    ``terms``: model term -> its protocols (None: config/protocols.yaml read now,
+    :func:`~claimcheck.loaders.config.load_model_terms`), as for every source below."""
+    terms = load_model_terms() if terms is None else terms
     pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
-             if _is_kv_source(r, s)]
+             if _is_kv_source(r, s, terms)]
     lined = _lined(pairs)
     if lined:  # a run that measured the same streams at 3+ contexts: its lines alone
         pairs = lined
@@ -269,8 +266,8 @@ def kv_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
-def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
-                ) -> tuple[Pick, ...]:
+def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
+                terms: Terms) -> tuple[Pick, ...]:
     """The KV-read term of another engine for one with none of its own: the KV lines
     (:func:`_lined`) of the first engine (earliest run) of the same weight format and KV
     dtype on the card, said as borrowed; () when the engine has no run to tell its KV
@@ -286,7 +283,7 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
                       key=lambda e: min(_earliest(r, r.traces[0]) for r in cands
                                         if run_key(r)[1] == e and r.traces)):
         lined = _lined([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
-                        if _is_kv_source(r, s)])
+                        if _is_kv_source(r, s, terms)])
         if lined:
             why = (f"KV read: borrowed from engine {who} ({len(lined)} one-wave steps at "
                    f"three or more contexts per stream count of one run; same weight format "
@@ -296,14 +293,15 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any
     return ()
 
 
-def admission_sources(runs: list[Run], card: str, engine: str
+def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
                       ) -> tuple[Pick, ...]:
     """The admission term's source steps: one-wave steps of the engine's own runs on the
     card, else of every run on the card (the interval is the load client's, on its host)."""
+    terms = load_model_terms() if terms is None else terms
     on_card = [r for r in runs if run_key(r)[0] == card]
     for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
                         (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.traces if _one_wave(r, s, ADMISSION_TERM)]
+        pairs = [(r, s) for r in pool for s in r.traces if _one_wave(r, s, terms, ADMISSION_TERM)]
         if pairs:
             why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
                    "interval between a wave's sends")
@@ -312,17 +310,18 @@ def admission_sources(runs: list[Run], card: str, engine: str
     return ()
 
 
-def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any
-                ) -> tuple[tuple[Pick, ...], str | None]:
+def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
+                terms: Terms | None = None) -> tuple[tuple[Pick, ...], str | None]:
     """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
     those of the first engine of its weight format there that has them; and that engine."""
+    terms = load_model_terms() if terms is None else terms
     on_card = [r for r in runs if run_key(r)[0] == card]
     for who in ([engine] + sorted({run_key(r)[1] for r in on_card
                                    if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
                                   key=lambda e: min(_earliest(r, r.traces[0]) for r in on_card
                                                     if run_key(r)[1] == e and r.traces))):
         pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
-                 if _is_row_source(r, s)]
+                 if _is_row_source(r, s, terms)]
         if pairs:
             rows = sorted({p[1].timeline.streams for p in pairs})
             why = (f"decode rows: {len(pairs)} one-wave decode step(s) at {len(rows)} row "
@@ -335,25 +334,23 @@ def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any
 
 
 def _has_datasheet(card: str) -> bool:
-    """Whether the card registry knows ``card`` (a CPU engine's runs name none)."""
-    try:
-        get_card(card)
-    except InputError:
-        return False
-    return True
+    """Whether ``card`` has datasheet rates: every card a run names (checked against the
+    cards it was read with, :func:`claimcheck.runio.run.load_run`) but a CPU engine's."""
+    return card != NO_CARD
 
 
 def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True,
            layout: tuple[tuple[str, int], ...] | None = None,
-           version: str | None = None) -> Choice:
+           version: str | None = None, terms: Terms | None = None) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
     from``), so any engine and format among them counts. ``layout``
     (:func:`parallel_layout`): only runs of that parallel layout are borrowed; ``version``
     (:func:`run_version`): only runs of that vLLM release (each engine version is
-    calibrated on its own runs). Raises InputError naming the card, engine and format when
-    no one-stream decode step exists."""
+    calibrated on its own runs); ``terms`` as for :func:`kv_sources`. Raises InputError
+    naming the card, engine and format when no one-stream decode step exists."""
+    terms = load_model_terms() if terms is None else terms
     card_pool = [r for r in runs if run_key(r)[0] == card and not r.drafts
                  and (layout is None or run_layout(r) == layout)]
     pool = ([r for r in card_pool if version is None or run_version(r) == version]
@@ -418,32 +415,32 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     from_lines = False
     kv_base = None
     if with_rows and not explicit:
-        rows, who = row_sources(pool, card, engine, weight_format)
-        kv = kv_sources(pool, card, engine)
+        rows, who = row_sources(pool, card, engine, weight_format, terms)
+        kv = kv_sources(pool, card, engine, terms)
         if who != engine and line_rows(kv, card, engine):  # its own lines before another's
             rows, who, from_lines = line_rows(kv, card, engine), engine, True
         if not rows and version is not None:  # its weight format's of another release
-            rows, who = row_sources(card_pool, card, engine, weight_format)
+            rows, who = row_sources(card_pool, card, engine, weight_format, terms)
         if not kv:
-            kv = borrowed_kv(card_pool, card, engine, weight_format)
+            kv = borrowed_kv(card_pool, card, engine, weight_format, terms)
             if kv:
                 kv_base = choose(card_pool, card, str(run_key(kv[0].run)[1]), weight_format,
-                                 layout=layout, version=run_version(kv[0].run))
+                                 layout=layout, version=run_version(kv[0].run), terms=terms)
         if rows and who != engine:
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
-                               layout=layout, version=run_version(rows[0].run))
-        admission = admission_sources(card_pool, card, engine)  # the load client's: any version
+                               layout=layout, version=run_version(rows[0].run), terms=terms)
+        admission = admission_sources(card_pool, card, engine, terms)  # any version
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
                   rows_from_lines=from_lines)
 
 
-def choose_for(target: Run, runs: list[Run]) -> Choice:
+def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:
     """:func:`choose` for the target run's card, engine, format, parallel layout, release."""
     if target.drafts:
         raise InputError(str(target.path / "provenance.json"), "its engine drafts: no plain "
                          "term from it (its model: claimcheck.report.specpredict)")
     card, engine, fmt = run_key(target)
     return choose(runs, card, engine, fmt, layout=run_layout(target),
-                  version=run_version(target))
+                  version=run_version(target), terms=terms)

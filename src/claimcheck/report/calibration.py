@@ -33,16 +33,18 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
 
 
 def calibration(choice: Choice, compute_dtype: str,
-                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> m.Calibration:
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                user_cards: str | None = None) -> m.Calibration:
     """:func:`base_calibration` with the decode-row factors of ``choice.rows``: at each
     measured row count, the median over its source steps of measured median TPOT / the
     model's (simulated with the rows' own engine shape and calibration, no factors).
     ``cache``: calibrations already worked out over the same loaded runs (one table's
-    runs share a few), keyed by the steps chosen."""
+    runs share a few), keyed by the steps chosen. ``user_cards``: a cards file merged over
+    the registry for the datasheet fallback (:func:`base_calibration`)."""
     key = _choice_key(choice, compute_dtype)
     if cache is not None and key in cache:
         return cache[key]
-    cal = base_calibration(choice, compute_dtype)
+    cal = base_calibration(choice, compute_dtype, user_cards)
     if choice.admission:
         gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
                 for p in choice.admission]
@@ -57,7 +59,8 @@ def calibration(choice: Choice, compute_dtype: str,
         src_cal = cal
         if choice.rows_base is not None:
             _, info = choice.rows[0].run.engine
-            src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"]),
+            src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"],
+                                               user_cards),
                               admission_interval_s=cal.admission_interval_s)
         by_rows: dict[int, list[float]] = {}
         for p in choice.rows:
@@ -75,7 +78,7 @@ def calibration(choice: Choice, compute_dtype: str,
         cal = replace(cal, row_factors=pts, row_factor_source=src)
     if choice.kv_base is not None:  # another engine's KV steps: its own calibration's terms
         _, info = choice.kv[0].run.engine
-        src = calibration(choice.kv_base, info["compute_dtype"], cache)
+        src = calibration(choice.kv_base, info["compute_dtype"], cache, user_cards)
         said = f"borrowed from engine {choice.kv_base.engine}: "
         cal = replace(cal, kv_bandwidth_bytes_s=src.kv_bandwidth_bytes_s,
                       kv_source=said + src.kv_source,
@@ -227,7 +230,8 @@ def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration
     return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
 
 
-def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
+def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None = None
+                     ) -> m.Calibration:
     """BW_eff from the bandwidth step (its median TPOT at its mean context, bytes of its own
     engine), the overhead from the overhead step (median TTFT less the model's prefill of its
     prompt) and P_eff from the compute step (prompt x F_body / (median TTFT less the
@@ -261,7 +265,7 @@ def base_calibration(choice: Choice, compute_dtype: str) -> m.Calibration:
                  f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token over median TTFT "
                  f"{t:.3f} s less the {ov * 1e3:.1f} ms per-request overhead")
     else:
-        card = get_card(choice.card)
+        card = get_card(choice.card, user_path=user_cards)
         flops = card.tflops(compute_dtype) * 1e12
         c_src = (f"fallback: {card.name} datasheet dense {compute_dtype} "
                  f"{card.tflops(compute_dtype):g} TFLOP/s ({choice.compute_missing})")

@@ -121,12 +121,13 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None
     return shape_e, eta_e, want, "carried" if own else "assumed"
 
 
-def _cal(runs: list[Run], local: str, engine: str) -> tuple[m.Calibration, Any, Run]:
+def _cal(runs: list[Run], local: str, engine: str, user_cards: str | None = None
+         ) -> tuple[m.Calibration, Any, Run]:
     base = min(_engines_on(runs, local)[engine], key=lambda r: r.name)
     _, info = base.engine
     ch = choose(runs, local, engine, run_key(base)[2], layout=run_layout(base),
                 version=run_version(base))
-    return calibration(ch, info["compute_dtype"]), ch, base
+    return calibration(ch, info["compute_dtype"], user_cards=user_cards), ch, base
 
 
 def telemetry_at_cap(runs: list[Run], card: str) -> dict[str, Any]:
@@ -175,15 +176,16 @@ def _one_stream_points(ch: Any, cal: m.Calibration) -> tuple[float, float]:
 
 
 def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | None,
-                  version: str | None = None) -> dict[str, Any]:
+                  version: str | None = None, user_cards: str | None = None
+                  ) -> dict[str, Any]:
     """Every term of ``spec`` (an engine) on ``card`` carried from the local card's runs:
     ``terms`` (name -> Term), the carried calibration and engine shape, and the engines
     and runs they came from."""
     local = local_card(runs, card)
-    src, new = get_card(local), get_card(card)
+    src, new = get_card(local, user_path=user_cards), get_card(card, user_path=user_cards)
     shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version)
-    s_cal, s_ch, s_run = _cal(runs, local, shape_e)
-    e_cal, e_ch, e_run = _cal(runs, local, eta_e)
+    s_cal, s_ch, s_run = _cal(runs, local, shape_e, user_cards)
+    e_cal, e_ch, e_run = _cal(runs, local, eta_e, user_cards)
     fmt = str(spec.weight_format)
     _, e_info = e_run.engine
     dtype_src = e_info["compute_dtype"]
@@ -283,14 +285,16 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,
                     engines: dict[str, Any], power_limit_w: float | None = None,
-                    version: str | None = None) -> dict[str, Any]:
+                    version: str | None = None, user_cards: str | None = None
+                    ) -> dict[str, Any]:
     """Every step of ``proto`` for ``engine`` on ``card`` from the carried terms: the
-    report ``claimcheck predict --json`` prints (``carried``: every term as a record)."""
+    report ``claimcheck predict --json`` prints (``carried``: every term as a record);
+    ``user_cards``: a cards file merged over the registry."""
     if engine not in engines:
         raise InputError("--engine", f"{engine!r} is not in config/engines.yaml")
     spec = engines[engine]
-    c = carried_terms(runs, card, spec, power_limit_w, version)
-    shape, cal, new = c["shape"], c["calibration"], get_card(card)
+    c = carried_terms(runs, card, spec, power_limit_w, version, user_cards)
+    shape, cal, new = c["shape"], c["calibration"], get_card(card, user_path=user_cards)
     eng = {"max_model_len": spec.max_model_len, "max_num_seqs": shape.max_num_seqs}
     steps = []
     for i, st in enumerate(proto.steps):

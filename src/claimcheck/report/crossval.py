@@ -21,7 +21,9 @@ from typing import Any
 from claimcheck.core import model as m
 from claimcheck.core.accuracy import within, within_both
 from claimcheck.core.errors import InputError
+from claimcheck.core.protocols import Terms
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.calibrate import choose_for, run_key
 from claimcheck.report.modeltable import predict_run, table_rows
 from claimcheck.report.termsources import TERMS, borrowed_terms, term_sources
@@ -37,7 +39,8 @@ COLUMNS = ("run", "card", "engine", "weight_format", "protocol", "step", "repeat
 
 
 def held_out_rows(target: Run, runs: list[Run],
-                  cache: dict[tuple[Any, ...], m.Calibration] | None = None
+                  cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                  terms: Terms | None = None, user_cards: str | None = None
                   ) -> list[dict[str, Any]]:
     """``target``'s steps predicted with ``target`` left out of ``runs`` (every term chosen
     among the others); with no calibration left, its steps with no prediction and why."""
@@ -47,8 +50,8 @@ def held_out_rows(target: Run, runs: list[Run],
             "weight_format": run_key(target)[2],
             "protocol": (prov.get("protocol_config") or {}).get("name")}
     try:
-        choice = choose_for(target, others)
-        out = predict_run(target, choice, cache)
+        choice = choose_for(target, others, terms)
+        out = predict_run(target, choice, cache, user_cards)
     except InputError as e:
         return [{**base, "step": s.record["step"], "repeat": s.record["repeat"],
                  "streams": s.timeline.streams, "requests": len(s.timeline.requests),
@@ -69,17 +72,18 @@ def held_out_rows(target: Run, runs: list[Run],
     return rows
 
 
-def cross_validate(runs: list[Run]) -> list[dict[str, Any]]:
+def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[str, Any]]:
     """Every step of every run, cross-validated (:func:`held_out_rows`), with its in-sample
     errors and ``calibration_step`` from the model table's calibration over all ``runs``;
-    columns :data:`COLUMNS`."""
-    inside = {(r["run"], r["step"], r["repeat"]): r for r in table_rows(runs, [])}
+    columns :data:`COLUMNS`; ``user_cards``: a cards file merged over the registry."""
+    inside = {(r["run"], r["step"], r["repeat"]): r for r in table_rows(runs, [], user_cards)}
     cache: dict[tuple[Any, ...], m.Calibration] = {}
+    terms = load_model_terms()  # config/protocols.yaml, read once here
     rows = []
     for target in runs:
         if target.drafts:  # no plain model of a drafting step to validate (choose_for)
             continue
-        for r in held_out_rows(target, runs, cache):
+        for r in held_out_rows(target, runs, cache, terms, user_cards):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             if r.get("measured_e2e_tok_s") is None and ins:
                 r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]
@@ -152,14 +156,17 @@ def update_sentence(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) ->
             f"within {tolerance:.0%} on both end to end and decode ({parts}).")
 
 
-def write(run_dirs: list[str], out_csv: str) -> list[str]:
+def write(run_dirs: list[str], out_csv: str, user_cards: str | None = None) -> list[str]:
     """crossval.csv from the run directories, read once; returns the log lines: the row
     count, the pooled and per-engine counts (in sample, then cross-validated) and the
-    Update's sentence (:func:`update_sentence`)."""
+    Update's sentence (:func:`update_sentence`). Each run's card is read from the registry
+    and ``user_cards`` merged over it."""
+    from claimcheck.loaders.cards import load_cards
     from claimcheck.report.tables import write_csv
     from claimcheck.runio.run import load_run
 
-    rows = cross_validate([load_run(d) for d in run_dirs])
+    cards = load_cards(user_path=user_cards)
+    rows = cross_validate([load_run(d, cards) for d in run_dirs], user_cards)
     write_csv(rows, out_csv)
     lines = [f"{out_csv}: {len(rows)} rows"]
     for e, v in {"all": summary(rows), **by_engine(rows)}.items():

@@ -164,12 +164,13 @@ def write_metrics_csv(run: Run, out: str | Path) -> int:
     return len(rows)
 
 
-def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None
-               ) -> list[dict[str, Any]]:
+def model_rows(run_dirs: list[str | Path], unmodelled: list[str] | None = None,
+               user_cards: str | None = None) -> list[dict[str, Any]]:
     """Predicted / measured end to end and decode aggregate for every step of every run,
     each calibrated by the stated rule (:func:`claimcheck.report.modeltable.table_rows`)."""
     from claimcheck.report.modeltable import table_rows
-    return table_rows([load_run(p) for p in run_dirs], unmodelled)
+    cards = load_cards(user_path=user_cards)
+    return table_rows([load_run(p, cards) for p in run_dirs], unmodelled, user_cards)
 
 
 def model_table(run_dirs: list[str | Path], out: str | Path,

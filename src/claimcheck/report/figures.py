@@ -212,14 +212,15 @@ def context_words(tokens: int) -> str:
 
 def card_figures(run_records: list[str] | None, card: str, model_config: str,
                  cards_csv: str, ceilings_csv: str, model_name: str, decode_base: str,
-                 long_base: str, context_base: str) -> list[str]:
+                 long_base: str, context_base: str, user_cards_csv: str | None = None
+                 ) -> list[str]:
     """The three figures of one card's runs that the Update's body links (PNG + SVG each):
     decode against each format's bandwidth line (``decode_base``, no extension), what
     long prompts cost (``long_base``) and decode against context (``context_base``); the
-    paths written."""
+    paths written. ``user_cards_csv``: a cards file merged over ``cards_csv``."""
     from claimcheck.report import context_fig, h200_fig
     runs, _ = read_run_records(records(run_records))
-    cards = load_cards(at_root(cards_csv))
+    cards = load_cards(at_root(cards_csv), at_root(user_cards_csv) if user_cards_csv else None)
     geom = geometry_from_file(at_root(model_config))
     decode = h200_fig.decode_figure(runs, card, geom, cards,
                                     load_ceilings(at_root(ceilings_csv), cards), model_name)

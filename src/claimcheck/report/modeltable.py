@@ -14,6 +14,7 @@ from claimcheck.core import model as m
 from claimcheck.core.accuracy import error, within, within_both
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
+from claimcheck.loaders.config import load_model_terms
 from claimcheck.report.calibrate import Choice, choose, choose_for, run_key
 from claimcheck.report.calibration import calibration, predicted_step
 from claimcheck.report.steptable import measured_values
@@ -21,11 +22,13 @@ from claimcheck.runio.run import Run
 
 
 def predict_run(target: Run, choice: Choice,
-                cache: dict[tuple[Any, ...], m.Calibration] | None = None) -> dict[str, Any]:
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                user_cards: str | None = None) -> dict[str, Any]:
     """Predicted and measured end to end and decode aggregate for every step of ``target``,
-    with the calibration ``choice`` (steps it used are marked ``calibration_step``)."""
+    with the calibration ``choice`` (steps it used are marked ``calibration_step``;
+    ``user_cards``: a cards file merged over the registry for a datasheet fallback)."""
     shape, info = target.engine
-    cal = calibration(choice, info["compute_dtype"], cache)
+    cal = calibration(choice, info["compute_dtype"], cache, user_cards)
     used = choice.steps()
     rows = []
     for s in target.traces:
@@ -109,8 +112,8 @@ def miss_term(row: dict[str, Any], tolerance: float = TOLERANCE) -> str | None:
             f"{row['measured_median_ttft_s']:.2f} s")
 
 
-def table_rows(runs: list[Run], unmodelled: list[str] | None = None
-               ) -> list[dict[str, Any]]:
+def table_rows(runs: list[Run], unmodelled: list[str] | None = None,
+               user_cards: str | None = None) -> list[dict[str, Any]]:
     """model.csv's rows: predicted / measured for every step of every run, each run
     calibrated by :func:`choose_for` among ``runs``, with the run, step and reason of each
     calibration input and the term a miss of more than 5% points at. A run that cannot be
@@ -118,10 +121,11 @@ def table_rows(runs: list[Run], unmodelled: list[str] | None = None
     import sys
     rows = []
     cache: dict[tuple[Any, ...], m.Calibration] = {}
+    terms = load_model_terms()  # config/protocols.yaml, read once here
     for target in runs:
         try:
-            choice = choose_for(target, runs)
-            out = predict_run(target, choice, cache)
+            choice = choose_for(target, runs, terms)
+            out = predict_run(target, choice, cache, user_cards)
         except InputError as e:
             why = f"{target.name} not modelled: {e}"
             print(f"claimcheck: model: {why}", file=sys.stderr)

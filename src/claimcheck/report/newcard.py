@@ -143,16 +143,16 @@ def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
     its calibration the new card's, its report with ``borrowed`` (every assumed value and
     its source), ``calibrate`` (the measure command and its GPU minutes) and each step's
     ``past_memory_wall``."""
-    new = get_card(card)
+    new = get_card(card, user_path=cards_file)
     spec = engines[engine] if engines and engine in engines else None
     fmt = spec.weight_format if spec is not None else None
     layout = parallel_layout(spec.__dict__) if spec is not None else ()
     gpus = model_gpus(layout)
     src_card, src_engine = source_card(runs, card, engine, fmt, layout)
-    pred = predict_protocol(runs, src_card, src_engine, proto, engines)
+    pred = predict_protocol(runs, src_card, src_engine, proto, engines, cards_file)
     shape, cal, choice, base = pred.shape, pred.calibration, pred.choice, pred.report
     dtype = base["engine_shape"]["compute_dtype"]
-    src = get_card(src_card)
+    src = get_card(src_card, user_path=cards_file)
     new_cal, assumed = borrowed_calibration(cal, src, new, dtype)
     steps = []
     for row in base["steps"]:

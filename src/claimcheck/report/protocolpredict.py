@@ -164,14 +164,16 @@ class ProtocolPrediction:
 
 
 def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
-                     engines: dict[str, Any] | None = None) -> ProtocolPrediction:
+                     engines: dict[str, Any] | None = None,
+                     user_cards: str | None = None) -> ProtocolPrediction:
     """Every step of protocol ``proto`` predicted for ``engine`` on ``card`` from the
     committed ``runs`` (calibration by :func:`choose`, engine shape from the engine's first
     run); a step measured already (same streams, requests, lengths and kind in a run of the
     engine on the card) carries its measured end to end and decode aggregate (median over
     the matching steps) and the errors. An engine of ``engines`` (config/engines.yaml) with
     no run on the card takes the shape of its twin's first run (:func:`_twin`) with its own
-    slots and context length, said in ``engine_run``."""
+    slots and context length, said in ``engine_run``. ``user_cards``: a cards file merged
+    over the registry (:func:`claimcheck.loaders.cards.load_cards`)."""
     try:
         own = _engine_runs(runs, card, engine)
         base = own[0]
@@ -198,7 +200,7 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
                          f"{spec.vllm_version}, which has no run of it on {card}") + ")")
     choice = choose(runs, card, engine, fmt, layout=run_layout(base),
                     version=run_version(base))
-    cal = calibration(choice, info["compute_dtype"])
+    cal = calibration(choice, info["compute_dtype"], user_cards=user_cards)
     used = choice.steps()
     measured: dict[tuple[Any, ...], list[tuple[Run, StepTrace]]] = {}
     for r in own:

@@ -27,10 +27,18 @@ from claimcheck.report.update_metrics import (
 from claimcheck.runio.run import load_run
 
 
-def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[Any, str]:
+def _cards(user_cards_csv: str | None) -> Any:
+    """The registry with ``user_cards_csv`` merged over it (None or empty: the registry)."""
+    from claimcheck.loaders.cards import load_cards
+    return load_cards(user_path=at_root(user_cards_csv) if user_cards_csv else None)
+
+
+def measured_run(run_record: str, claims_json: str, model_config: str,
+                 user_cards_csv: str | None = None) -> tuple[Any, str]:
     """One run against the roofline at its own configuration, headlined by the metric its
     protocol answers with (:func:`claimcheck.report.update_metrics.headline_metric`), with every
-    published figure the protocol replays; and its Markdown section."""
+    published figure the protocol replays; and its Markdown section. A figure that reads the
+    run's own files checks its card against the registry and ``user_cards_csv``."""
     (run,), steps = read_run_records([at_root(run_record)])
     claims = read_claims_json(at_root(claims_json))
     md = render_run_md(run, claims)
@@ -42,11 +50,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str) -> tuple[
                                f"{run.provenance.failure}"), md
     done = [s for s in steps if s["reported"] and s["status"] == "complete"]
     if not kept and done and all(row_is_held_prefill(s) for s in done):
-        return wave_run_figure(run, done, claims), md  # no throughput answer: its TTFTs
+        # no throughput answer: its TTFTs
+        return wave_run_figure(run, done, claims, user_cards_csv), md
     if run.protocol.gate:
         return gate_run_figure(run, steps, model_config, claims), md
     if "lanes_stats" in run.protocol.metrics and kept:
-        return lanes_run_figure(run, kept[-1], claims), md
+        return lanes_run_figure(run, kept[-1], claims, user_cards_csv), md
     metric = headline_metric(run.protocol)
     col = REPORT_METRICS[metric]
     e2e_key = "e2e_aggregate_tok_s"  # the record's end-to-end aggregate
@@ -97,11 +106,12 @@ def replayed_points(run: Any, claims: list[dict[str, Any]], metric: str
 
 
 def wave_run_figure(run: Any, done: list[dict[str, Any]],
-                    claims: list[dict[str, Any]] | None = None) -> Any:
+                    claims: list[dict[str, Any]] | None = None,
+                    user_cards_csv: str | None = None) -> Any:
     """What a run whose every reported step asks at most two tokens per request measures:
     each request's time to first token (ms) against its place in the wave (1 = sent first,
     by send time), one series per step and repeat (bench.json timelines)."""
-    data = load_run(at_root(run.path))
+    data = load_run(at_root(run.path), _cards(user_cards_csv))
     keep = {(s["step"], s["repeat"]) for s in done}
     series = []
     for sd in data.traces:
@@ -150,12 +160,13 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
 
 
 def lanes_run_figure(run: Any, step: dict[str, Any],
-                     claims: list[dict[str, Any]] | None = None) -> Any:
+                     claims: list[dict[str, Any]] | None = None,
+                     user_cards_csv: str | None = None) -> Any:
     """The lanes timeline of a run whose protocol measures ``lanes_stats``: the reported
     step's lanes from its token timeline (bench.json) and its rebuilt stats line, the plain
     roofline at its streams and context and the published figures the protocol replays.
     The load came from the protocol's own client (its ``kind``), named in the source."""
-    data = load_run(at_root(run.path))
+    data = load_run(at_root(run.path), _cards(user_cards_csv))
     sd = next(s for s in data.traces if (s.record["step"], s.record["repeat"])
               == (step["step"], step["repeat"]))
     tl = sd.timeline

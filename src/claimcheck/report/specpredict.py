@@ -52,7 +52,8 @@ def plain_twin(engines: dict[str, Any], engine: str) -> str:
 
 
 def bend_points(runs: list[Run], card: str, twin: str, proto: Any,
-                engines: dict[str, Any]) -> tuple[tuple[tuple[int, float], ...], str]:
+                engines: dict[str, Any], user_cards: str | None = None
+                ) -> tuple[tuple[tuple[int, float], ...], str]:
     """The decode-row factors that reach the most rows among the plain engines of the
     twin's weight format on the card (the twin's own first, then the engine
     :func:`claimcheck.report.calibrate.row_sources` names for the format): each engine's
@@ -63,7 +64,7 @@ def bend_points(runs: list[Run], card: str, twin: str, proto: Any,
     _, other = row_sources(runs, card, twin, fmt)
     best: tuple[tuple[tuple[int, float], ...], str] = ((), "no decode-row factors measured")
     for who in dict.fromkeys([twin] + ([other] if other else [])):
-        cal = predict_protocol(runs, card, who, proto, engines).calibration
+        cal = predict_protocol(runs, card, who, proto, engines, user_cards).calibration
         if cal.row_factors and (not best[0] or cal.row_factors[-1][0] > best[0][-1][0]):
             best = cal.row_factors, f"engine {who}: {cal.row_factor_source}"
     return best
@@ -92,8 +93,8 @@ def drafting_steps(runs: list[Run], card: str, engine: str, version: Any = None
 
 
 def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
-                     engines: dict[str, Any], tokens_kept: float | None = None
-                     ) -> dict[str, Any]:
+                     engines: dict[str, Any], tokens_kept: float | None = None,
+                     user_cards: str | None = None) -> dict[str, Any]:
     """Every step of ``proto`` predicted for the drafting ``engine``: per step the verify
     rows, tokens kept (the forced length, else ``tokens_kept``), the step's parts, TPOT and
     decode aggregate (streams / TPOT), and, where the step was measured, the measured step
@@ -109,9 +110,9 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
                          "give the tokens kept per verify (1 to k + 1)")
     if not 1 <= float(kept) <= k + 1:
         raise InputError("--tokens-kept", f"must be in [1, {k + 1}] for k = {k}, got {kept}")
-    plain = predict_protocol(runs, card, twin, proto, engines)
+    plain = predict_protocol(runs, card, twin, proto, engines, user_cards)
     cal, shape = plain.calibration, plain.shape
-    points, bend_source = bend_points(runs, card, twin, proto, engines)
+    points, bend_source = bend_points(runs, card, twin, proto, engines, user_cards)
     t_row = sm.row_s(shape.flops_body_per_token + shape.flops_head_per_token, cal.flops_s)
     pbytes = sm.draft_pass_bytes(_config(e))
     pass_s = pbytes / cal.bandwidth_bytes_s

@@ -27,11 +27,12 @@ PREDICTED_KEYS = ("predicted_e2e_tok_s", "predicted_decode_tok_s",
 
 
 def plan(runs: list[Run], card: str, engine: str, proto: Any, n: int,
-         engines: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+         engines: dict[str, Any] | None = None, user_cards: str | None = None
+         ) -> tuple[Any, dict[str, Any]]:
     """(the protocol cut to its ``n`` sampled steps, one repeat each; the verify record:
     the sampled indices, every step's prediction and the calibration used). Raises
     InputError when nothing is left to measure."""
-    prediction = predict_protocol(runs, card, engine, proto, engines)
+    prediction = predict_protocol(runs, card, engine, proto, engines, user_cards)
     vp = verify_plan(prediction, n, [proto])
     pred = prediction.report
     picked = vp["sampled_steps"]

@@ -12,6 +12,7 @@ JSON the pipeline writes once per run with the table's rows (:func:`to_record`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +22,7 @@ import pandas as pd
 
 from claimcheck.core import definitions as d
 from claimcheck.core import runchecks, serverlog
+from claimcheck.core.cards import Card
 from claimcheck.core.energy import StepEnergy, step_energy
 from claimcheck.core.engine_inputs import EngineInputs
 from claimcheck.core.engine_shape import engine_shape
@@ -186,10 +188,12 @@ def _trace(st: RunStep, tl: Timeline, proto: Protocol, lines: list[serverlog.Sta
                      output_len=step_context(proto, st.record.step)["output_len"])
 
 
-def load_run(path: str | Path) -> Run:
+def load_run(path: str | Path, cards: Mapping[str, Card] | None = None) -> Run:
     """Read one run directory once (provenance.json and steps.json validated, each step's
     step.json and bench result, server.log, server-start.log and telemetry.csv, the model
-    config) into its run. Every error names the file."""
+    config) into its run; its card checked against ``cards`` (None: the registry alone; a
+    user cards file merged is the caller's, :func:`claimcheck.loaders.cards.load_cards`).
+    Every error names the file."""
     p = Path(path)
     prov = read_provenance(p)
     read_steps_json(p)
@@ -200,8 +204,8 @@ def load_run(path: str | Path) -> Run:
     start_text = read_text_or_empty(start)
     steps = read_steps(p, prov, proto)
     weights_gib = serverlog.weights_gib(start_text)
-    runchecks.check_run(prov, dir_name=p.name, cards=load_cards(), telemetry_rows=tel,
-                        weights_gib=weights_gib,
+    runchecks.check_run(prov, dir_name=p.name, cards=load_cards() if cards is None else cards,
+                        telemetry_rows=tel, weights_gib=weights_gib,
                         provenance_source=str(p / "provenance.json"),
                         telemetry_source=str(p / "telemetry.csv"), start_log_source=str(start))
     ei, geom = run_engine_inputs(prov, start_text, str(p / "provenance.json"))
@@ -243,10 +247,11 @@ def find_runs(root: str | Path) -> list[Path]:
     return runs
 
 
-def load_runs(root: str | Path) -> list[Run]:
+def load_runs(root: str | Path, cards: Mapping[str, Card] | None = None) -> list[Run]:
     """Every run under ``root`` (:func:`find_runs`), by name: the runs a calibration is
-    chosen among."""
-    return [load_run(p) for p in find_runs(root)]
+    chosen among; each checked against ``cards`` (:func:`load_run`)."""
+    cards = load_cards() if cards is None else cards
+    return [load_run(p, cards) for p in find_runs(root)]
 
 
 def to_record(run: Run) -> dict[str, Any]:
