@@ -29,6 +29,10 @@ def qwen_config_path() -> Path:
 # (32 runs, about 7 s a reading on the 2-core machine). They are shared by every test of the
 # session: read them, never change them (copy a run with tests.fabricate.copy_run to edit it).
 
+# Kept as a session-wide replacement (issue 40 item 4, left): an interface instead would mean
+# a run source passed through every CLI command and report function that reads run folders,
+# or a module-level hook in runio.run, itself hidden state; this test-only cache changes no
+# result (each run is checked unchanged at the session's end) and saves minutes per session.
 @pytest.fixture(scope="session", autouse=True)
 def committed_runs_read_once():
     """A committed run directory is read once per session: from the first read on,
