@@ -92,6 +92,41 @@ def drafting_steps(runs: list[Run], card: str, engine: str, version: Any = None
     return out
 
 
+def _borrowed_overhead(runs: list[Run], card: str, engine: str, twin: str, proto: Any,
+                       engines: dict[str, Any], t_row: float, pass_s: float,
+                       points: Any, plain: Any) -> tuple[float, list[str], str]:
+    """The draft pass overhead fitted on the drafting steps of the other engines of the
+    same plain twin (so the same model and draft pass) on the card, each step at its own
+    engine's k: (c in s, the runs fitted on, which engines and k); InputError naming
+    ``--engine`` when no such engine has a drafting step."""
+    fit, names, who = [], set(), []
+    by_shape = {(ps["streams"], ps["requests"]): ps for ps in plain.report["steps"]}
+    for other in sorted(n for n, x in engines.items() if x.speculative and n != engine):
+        try:
+            if plain_twin(engines, other) != twin:
+                continue
+        except InputError:
+            continue
+        k = engines[other].draft_tokens
+        got = 0
+        for r, row in drafting_steps(runs, card, other):
+            ps = by_shape.get((int(row["streams"]), int(row["requests"])))
+            if ps is None:
+                continue
+            v = sm.verify_step(ps["predicted_median_tpot_ms"] / 1e3, ps["streams"], k, t_row,
+                               pass_s, 0.0, sm.bend(points, ps["streams"], k + 1))
+            fit.append((v, row["median_tpot_ms"] / 1e3 * row["tokens_kept_per_verify"]))
+            names.add(r.name)
+            got += 1
+        if got:
+            who.append(f"engine {other}, k = {k}")
+    if not fit:
+        raise InputError("--engine", f"{engine}: no drafting step on {card} of it or of "
+                         f"another engine drafting for {twin} to fit the draft pass "
+                         "overhead on (the model's one free term)")
+    return sm.fit_pass_overhead_s(fit), sorted(names), "; ".join(who)
+
+
 def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
                      engines: dict[str, Any], tokens_kept: float | None = None,
                      user_cards: str | None = None) -> dict[str, Any]:
@@ -126,12 +161,14 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
         m = measured.get((ps["streams"], ps["requests"]))
         if m:
             fit.append((v, m[1]["median_tpot_ms"] / 1e3 * m[1]["tokens_kept_per_verify"]))
-    if not fit:
-        raise InputError("--engine", f"{engine}: no drafting step on {card} to fit the draft "
-                         "pass overhead on (the model's one free term)")
-    c = sm.fit_pass_overhead_s(fit)
+    borrowed = ""
+    if fit:
+        c = sm.fit_pass_overhead_s(fit)
+        fitted_on = sorted({measured[k_][0].name for k_ in measured})
+    else:
+        c, fitted_on, borrowed = _borrowed_overhead(runs, card, engine, twin, proto, engines,
+                                                    t_row, pass_s, points, plain)
     loo = dict(zip([id(v) for v, _ in fit], sm.leave_one_out(fit), strict=True))
-    fitted_on = sorted({measured[k_][0].name for k_ in measured})
     steps = []
     for ps, v0 in zip(plain.report["steps"], bare, strict=True):
         v = dataclasses.replace(v0, draft_overhead_s=k * c)
@@ -164,11 +201,16 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
         "row_ms": t_row * 1e3, "draft_pass_overhead_ms": c * 1e3,
         "bend_points": [list(p) for p in points], "bend_source": bend_source,
         "fitted_on": fitted_on,
-        "fit_note": (f"the draft pass overhead is fitted on the {len(fit)} drafting step(s) "
-                     f"of {', '.join(fitted_on)} (least squares); loo = that step predicted "
-                     "with the overhead fitted on the others. " + (
-                         "With one drafting run the fitted term is not tested on another "
-                         "drafting run." if len(fitted_on) == 1 else "")),
+        "draft_overhead_borrowed_from": borrowed or None,
+        "fit_note": borrowed and (
+            f"the draft pass overhead is borrowed: fitted on the drafting steps of "
+            f"{', '.join(fitted_on)} ({borrowed}, the same plain twin and card), as "
+            f"{engine} has no drafting run of its own on {card}") or (
+            f"the draft pass overhead is fitted on the {len(fit)} drafting step(s) "
+            f"of {', '.join(fitted_on)} (least squares); loo = that step predicted "
+            "with the overhead fitted on the others. " + (
+                "With one drafting run the fitted term is not tested on another "
+                "drafting run." if len(fitted_on) == 1 else "")),
         "plain_calibration": {k_: pcal[k_] for k_ in ("bandwidth_gb_s", "tflops",
                                                      "bandwidth_source", "compute_source")},
         "plain_term_sources": plain.report.get("term_sources"),
