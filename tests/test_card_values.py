@@ -111,3 +111,17 @@ def test_a_tp2_engine_on_a_new_card_borrows_only_from_its_own_layout(tmp_path):
         "weight format 'bf16' on any card: nothing to borrow for h200-twin (only runs of its "
         "parallel layout, tensor_parallel_size 2, are borrowed: a step over several GPUs is "
         "not priced from one GPU's)")
+
+
+def test_an_architecture_no_card_has_is_refused_naming_its_cell(tmp_path):
+    """``arch`` names one of the architectures kernels are matched against; another word is
+    refused before any work, and the registry's H200 row read as a user card keeps its."""
+    with pytest.raises(InputError) as e:
+        load_cards(user_path=str(cards_file(tmp_path, "arch", "volta")))
+    assert e.value.line == 2 and e.value.key == "arch"
+    assert "architecture 'volta' is not one of ampere, ada, hopper, blackwell" in str(e.value)
+    assert load_cards(user_path=str(cards_file(tmp_path, "arch", "hopper")))["mine"].arch \
+        == "hopper"
+    assert {c: k.arch for c, k in load_cards().items()} == {
+        "rtx3090": "ampere", "rtx4090": "ada", "rtx5090": "blackwell", "h100": "hopper",
+        "h200": "hopper", "b200": "blackwell"}

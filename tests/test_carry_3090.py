@@ -45,9 +45,14 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     terms = predicted["carried"]["terms"]
     assert {"eta", "compute_share", "power_clock_ratio", "request_overhead_s",
             "admission_interval_s"} <= set(terms)
-    # no W4A16 run here: eta and compute stand in from the 16-bit path, said assumed
+    # the W4A16 runs on the H200 are Marlin on Hopper, off the kernel's architectures: eta
+    # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
-    assert "no w4a16 run on h200" in terms["eta"]["rule"]
+    assert ("the w4a16 runs on h200 are not carried, as its kernel, marlin, was built for "
+            "ampere and ada, and this card is hopper") in terms["eta"]["rule"]
+    assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]
+    # nor the per-request overhead: that run's one-stream prompts hold Marlin's prefill
+    assert "w4a16" not in terms["request_overhead_s"]["source_runs"][0]
     # the bend from those terms, assumed as they are; the article's ladder puts it between
     # 16 and 32 streams (its step 1.03x the memory-only step at 16, 1.18x at 32)
     assert terms["bend_streams"]["status"] == "assumed"
@@ -173,21 +178,36 @@ def _relabel(run, engine, fmt, extra):
         run.name.replace("fp8-hyperqwen-", f"{engine}-")), provenance=prov)
 
 
-def test_a_w4a16_run_plugs_in_marlin_first(runs):
-    # stand-ins for W4A16 runs on the H200: the FP8 vLLM 0.33.0 engine's runs relabelled,
-    # once as a Marlin engine and once as a Machete one (the 3090's path is Marlin)
+def test_a_w4a16_run_plugs_in_marlin_first_where_marlin_is_native(runs):
+    # stand-ins for W4A16 runs: the FP8 vLLM 0.33.0 engine's runs relabelled, once as a
+    # Marlin engine and once as a Machete one (the 3090's path is Marlin)
     src = [r for r in runs if run_key(r)[1] == "fp8-hyperqwen-dummy-16k-vllm033"]
-    stand = runs + [_relabel(r, "w4a16-machete", "w4a16", []) for r in src] + [
+    stand = [r for r in runs if run_key(r)[2] != "w4a16"] + [
+        _relabel(r, "w4a16-machete", "w4a16", []) for r in src] + [
         _relabel(r, "w4a16-marlin", "w4a16", ["--linear-backend", "marlin"]) for r in src]
     spec = load_engines()["w4a16-hyperqwen"]
+    # a local card of Marlin's own architecture: the Marlin run gives shape, eta and compute
+    shape_e, eta_e, _, status = carry.pick_engines(stand, "h200", spec, "0.33.0", "ampere")
+    assert (shape_e, eta_e, status) == ("w4a16-marlin", "w4a16-marlin", "carried")
+    # the H200 is Hopper: the Marlin run gives the shape (its weights as the run measured
+    # them, not weights.csv's 16 GB), and the BF16 path stands in for eta and compute
     t = carry.carried_terms(stand, "rtx3090", spec, 390, "0.33.0")
-    assert (t["shape_engine"], t["eta_engine"]) == ("w4a16-marlin", "w4a16-marlin")
-    assert t["terms"]["eta"].status == t["terms"]["compute_share"].status == "carried"
-    # its weights as the run measured them, not weights.csv's 16 GB
+    assert t["shape_engine"] == "w4a16-marlin"
+    assert run_key(next(r for r in runs if run_key(r)[1] == t["eta_engine"]))[2] == "bf16"
+    assert t["terms"]["eta"].status == t["terms"]["compute_share"].status == "assumed"
     shape, _ = src[0].engine
     assert t["shape"].weight_bytes == shape.weight_bytes
     assert all(s.startswith("h200-") for s in t["terms"]["eta"].source_runs)
-    assert "w4a16-marlin" in t["terms"]["eta"].source_runs[0]
+
+
+@pytest.mark.parametrize("fmt, arch, foreign", [
+    ("w4a16", "hopper", True), ("w4a16", "ampere", False), ("w4a16", "ada", False),
+    ("w4a16", None, False), ("bf16", "hopper", False), ("fp8", "ampere", False)])
+def test_a_kernel_off_its_architectures_is_foreign(fmt, arch, foreign):
+    why = carry.foreign_kernel(fmt, arch)
+    assert (why is not None) == foreign
+    if foreign:
+        assert why == f"its kernel, marlin, was built for ampere and ada, and this card is {arch}"
 
 
 def test_carry_flag_moves_a_measured_format_by_the_datasheet():

@@ -104,3 +104,20 @@ def test_predict_cli_for_a_drafting_engine(capsys):
 def test_predict_cli_refuses_what_does_not_apply(capsys, args, opt):
     rc = main(["predict", "--card", "h200", "--protocol", "speculation", *args])
     assert rc != 0 and opt in capsys.readouterr().err
+
+
+def test_an_engine_with_no_drafting_run_borrows_the_overhead_and_says_so(committed_runs, out):
+    """A drafting engine with no run of its own (k = 1 here, before its run) takes the draft
+    pass overhead fitted on the other engines drafting for the same plain twin, each step at
+    its own k: with the k = 3 run the only one, c is that run's c, and the note says whose."""
+    runs = [r for r in committed_runs if "mtp1" not in r.name]
+    k1 = specpredict.predict_drafting(runs, "h200", "bf16-dummy-16k-mtp1-forced2",
+                                      load_protocols()["speculation"], load_engines())
+    assert k1["draft_pass_overhead_ms"] == pytest.approx(out["draft_pass_overhead_ms"])
+    assert k1["fitted_on"] == [RUN]
+    assert k1["draft_overhead_borrowed_from"] == f"engine {ENGINE}, k = 3"
+    assert "borrowed" in k1["fit_note"] and ENGINE in k1["fit_note"]
+    # one pass a step (k = 1): its overhead is c, not 3 c
+    assert all(s["draft_overhead_ms"] == pytest.approx(out["draft_pass_overhead_ms"])
+               for s in k1["steps"])
+    assert all(s["verify_rows_per_stream"] == 2 for s in k1["steps"])

@@ -26,6 +26,9 @@ CARD_MAX = {"memory_gib": (1e4, "GiB"), "memory_bw_gb_s": (1e5, "GB/s"),
 """The most a cards file may say of one card, far beyond any GPU (the B200 of the registry:
 180 GiB, 8,000 GB/s, 9,000 dense FP4 TFLOP/s, 1,000 W): a value above it is a typo or a unit
 slip (1e300 GiB, bandwidth in B/s), refused naming its cell before any sum overflows."""
+ARCHES = ("ampere", "ada", "hopper", "blackwell")
+"""The GPU architectures an ``arch`` cell may name (a kernel's native architectures are
+matched against it: :data:`claimcheck.report.carry.KERNEL_ARCH`)."""
 TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
                  "fp8": "fp8_dense_tflops", "int8": "int8_dense_tops",
                  "fp4": "fp4_dense_tflops"}
@@ -48,6 +51,8 @@ class Card:
     nvml_name: str | None = None
     link: str | None = None
     link_bw_gb_s: float | None = None
+    arch: str | None = None
+    """The GPU architecture (one of :data:`ARCHES`), where the cards file gives one."""
     registry: str = field(default="", compare=False)
     """The cards file this card came from (the registry or a user cards file)."""
 
@@ -105,7 +110,7 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
     p = source
     cards: dict[str, Card] = {}
     if user:
-        known = set(CARD_NUMERIC) | set(CARD_REQUIRED) | {"nvml_name", "link"}
+        known = set(CARD_NUMERIC) | set(CARD_REQUIRED) | {"nvml_name", "link", "arch"}
         extra = [c for c in header if c not in known and not c.startswith("source_")]
         if extra:
             raise InputError(p, f"unknown column(s) {extra}; known: "
@@ -129,6 +134,10 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
             raise InputError(p, "no dense tensor rate: give bf16_dense_tflops (or "
                              f"another of {', '.join(TENSOR_COLUMN.values())})", line=line,
                              key="bf16_dense_tflops")
+        arch = (row.get("arch") or "").strip() or None
+        if arch is not None and arch not in ARCHES:
+            raise InputError(p, f"architecture {arch!r} is not one of {', '.join(ARCHES)}",
+                             line=line, key="arch")
         if row["card"] in cards:
             raise InputError(p, f"duplicate card {row['card']!r}", line=line,
                              key="card")
@@ -140,7 +149,7 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
             sources={k: row[k] for k in row if k.startswith("source_")},
             nvml_name=(row.get("nvml_name") or "").strip() or None,
             link=(row.get("link") or "").strip() or None,
-            link_bw_gb_s=nums.get("link_bw_gb_s"), registry=p)
+            link_bw_gb_s=nums.get("link_bw_gb_s"), arch=arch, registry=p)
         if cards[row["card"]].link_bw_gb_s is not None and not (row.get("source_link")
                                                               or "").strip():
             raise InputError(p, "a link bandwidth needs its source", line=line,

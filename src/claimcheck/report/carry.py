@@ -57,6 +57,14 @@ KERNEL_PATH = {"w4a16": "marlin"}
 Marlin for W4A16 (the path on Ampere and Ada; Machete, Hopper's default, runs on Hopper
 only). A local engine naming it (``--linear-backend marlin`` in its config, or its name) is
 preferred among the format's engines."""
+KERNEL_ARCH = {"marlin": ("ampere", "ada"), "machete": ("hopper",)}
+"""The architectures a kernel was built for (vLLM's csrc/quantization/machete/Readme.md:
+"Machete is a spiritual successor to the Marlin kernel but optimized for Hopper"; Marlin
+runs on Hopper without its TMA and WGMMA). A format's memory efficiency measured with a
+kernel off these architectures is that kernel's on a foreign chip, not the format's, and is
+not carried (measured here: Marlin on the H200 read its weights at 0.375 of the datasheet
+where BF16 reads at 0.70; on the article's RTX 3090 the same kernel reaches 74% of its
+bandwidth line)."""
 
 
 def local_card(runs: list[Run], card: str) -> str:
@@ -90,10 +98,23 @@ def _newest(versions: set[str | None]) -> str | None:
     return vs[-1] if vs else None
 
 
-def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None
-                 ) -> tuple[str, str, str | None, str]:
+def foreign_kernel(fmt: Any, arch: str | None) -> str | None:
+    """Why a run of ``fmt`` on a card of ``arch`` does not stand for the format's kernel
+    (:data:`KERNEL_ARCH`); None when it does, or when the format or the architecture has no
+    kernel or architecture on record."""
+    kernel = KERNEL_PATH.get(str(fmt))
+    native = KERNEL_ARCH.get(kernel or "")
+    if not native or arch is None or arch in native:
+        return None
+    return (f"its kernel, {kernel}, was built for {' and '.join(native)}, and this card is "
+            f"{arch}")
+
+
+def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
+                 local_arch: str | None = None) -> tuple[str, str, str | None, str]:
     """(shape engine, eta engine, vLLM release, eta status) on the local card by the
-    module's rules."""
+    module's rules. A run of the target's format on a card of ``local_arch`` off its
+    kernel's architectures (:func:`foreign_kernel`) gives the shape, not eta and compute."""
     by = _engines_on(runs, local)
     have = {run_version(rs[0]) for rs in by.values()}
     want = next((v for v in (spec.vllm_version, version) if v in have), None) or _newest(have)
@@ -110,7 +131,7 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None
         return run_key(by[e][0])[2] != fmt
     shape_e = min(by, key=lambda e: (other_fmt(e), -agree(e), off_path(e),
                                      run_version(by[e][0]) != want, e))
-    own = [e for e in by if not other_fmt(e)]
+    own = [] if foreign_kernel(fmt, local_arch) else [e for e in by if not other_fmt(e)]
     path = ACTIVATION_PATH.get(str(fmt))
     stand = own or [e for e in by if run_key(by[e][0])[2] == path]
     if not stand:
@@ -183,7 +204,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     and runs they came from."""
     local = local_card(runs, card)
     src, new = get_card(local, user_path=user_cards), get_card(card, user_path=user_cards)
-    shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version)
+    shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version, src.arch)
     s_cal, s_ch, s_run = _cal(runs, local, shape_e, user_cards)
     e_cal, e_ch, e_run = _cal(runs, local, eta_e, user_cards)
     fmt = str(spec.weight_format)
@@ -207,9 +228,17 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                 f"{fit_eta:.3f} and {fit_t0 * 1e3:.2f} ms per step (not used)"
     except cc.CarryError as e:
         split = f"; no per-step time split off ({e.reason})"
+    foreign = foreign_kernel(fmt, src.arch)
+    own_runs = [r for r in _engines_on(runs, local).values() for r in r
+                if run_key(r)[2] == fmt]
     why = ("measured for this format" if eta_status == "carried" else
-           f"no {fmt} run on {local}: the {run_key(e_run)[2]} path ({eta_e}) stands in, "
-           f"as {fmt} multiplies at 16 bits")
+           (f"the {fmt} runs on {local} are not carried, as {foreign}: "
+            f"{', '.join(sorted(r.name for r in own_runs))}; " if foreign and own_runs else
+            f"no {fmt} run on {local}: ") +
+           f"the {run_key(e_run)[2]} path ({eta_e}) stands in, as {fmt} multiplies at 16 "
+           "bits")
+    # the per-request overhead of a foreign kernel's run holds that kernel's prefill
+    o_cal, o_ch, o_e = (e_cal, e_ch, eta_e) if foreign and own_runs else (s_cal, s_ch, shape_e)
     comp = cc.share(e_cal.flops_s, src.tflops(dtype_src) * 1e12, "compute")
     t = {
         "eta": cc.Term("eta", eta, "share of datasheet bandwidth", eta_status, (bw_run,),
@@ -233,9 +262,11 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                 "bandwidth terms do not move with the limit" if tel.get("sm_mhz_capped")
                 else f"no sample of {local} at its cap")),
         "request_overhead_s": cc.Term(
-            "request_overhead_s", s_cal.request_overhead_s, "s", "assumed",
-            (s_ch.overhead.run.name,), f"host-side seconds as measured on {local} "
-            f"({shape_e}), unchanged"),
+            "request_overhead_s", o_cal.request_overhead_s, "s", "assumed",
+            (o_ch.overhead.run.name,), f"host-side seconds as measured on {local} "
+            f"({o_e}), unchanged" + (
+                f"; not {shape_e}'s, whose kernel is off its architecture (its one-stream "
+                "prompts' time holds that kernel's prefill)" if o_e != shape_e else "")),
         "admission_interval_s": cc.Term(
             "admission_interval_s", s_cal.admission_interval_s, "s", "assumed",
             tuple(sorted({p.run.name for p in s_ch.admission})),
@@ -259,13 +290,13 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
     flops = cc.carried_rate(comp, new.tflops(dtype_new) * 1e12, ratio)
     cal = m.Calibration(
-        bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=s_cal.request_overhead_s,
+        bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=o_cal.request_overhead_s,
         admission_interval_s=s_cal.admission_interval_s, kv_bandwidth_bytes_s=kv_bw,
         bandwidth_source=f"{new.name} datasheet {new.memory_bw_gb_s:g} GB/s x eta "
         f"{eta:.3f} ({eta_status}, {bw_run})",
         compute_source=f"{new.name} dense {dtype_new} {new.tflops(dtype_new):g} TFLOP/s x "
         f"share {comp:.3f} ({eta_status}) x clock ratio {ratio:.4f} at {limit:g} W",
-        overhead_source=f"assumed: as measured on {local} ({s_cal.overhead_source})",
+        overhead_source=f"assumed: as measured on {local} ({o_cal.overhead_source})",
         admission_source=s_cal.admission_source, kv_source="" if kv_bw is None else
         t["kv_read_share"].rule)
     ctx = 640.0
