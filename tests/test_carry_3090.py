@@ -48,8 +48,8 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # the W4A16 runs on the H200 are Marlin on Hopper, off the kernel's architectures: eta
     # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
-    assert ("the w4a16 runs on h200 are not carried, as its kernel, marlin, was built for "
-            "ampere and ada, and this card is hopper") in terms["eta"]["rule"]
+    assert ("the w4a16 runs on h200 are not carried, as their kernel, Marlin, was built for "
+            "Ampere and Ada, and the NVIDIA H200 is Hopper") in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]
     # nor the per-request overhead: that run's one-stream prompts hold Marlin's prefill
     assert "w4a16" not in terms["request_overhead_s"]["source_runs"][0]
@@ -204,10 +204,11 @@ def test_a_w4a16_run_plugs_in_marlin_first_where_marlin_is_native(runs):
     ("w4a16", "hopper", True), ("w4a16", "ampere", False), ("w4a16", "ada", False),
     ("w4a16", None, False), ("bf16", "hopper", False), ("fp8", "ampere", False)])
 def test_a_kernel_off_its_architectures_is_foreign(fmt, arch, foreign):
-    why = carry.foreign_kernel(fmt, arch)
+    why = carry.foreign_kernel(fmt, arch, "card X")
     assert (why is not None) == foreign
     if foreign:
-        assert why == f"its kernel, marlin, was built for ampere and ada, and this card is {arch}"
+        assert why == ("their kernel, Marlin, was built for Ampere and Ada, and the card X is "
+                       f"{arch.capitalize()}")
 
 
 def test_carry_flag_moves_a_measured_format_by_the_datasheet():

@@ -8,6 +8,8 @@ import json
 import statistics
 from pathlib import Path
 
+import pytest
+
 from claimcheck.core import model as m
 from claimcheck.report import calibrate, calibration, modeltable
 from claimcheck.runio.run import load_run
@@ -63,7 +65,15 @@ def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step(committed_r
                 if d not in drafting)
     assert len(rows) == steps
     for r in rows:
-        assert r["bandwidth_gb_s"] < H200_GB_S and r["tflops"] < H200_BF16_TFLOPS
+        assert r["bandwidth_gb_s"] < H200_GB_S
+        # compute measured below the datasheet; the datasheet only where no one-stream
+        # long-prompt step of the format exists (the W4A16 runs), and said so
+        if r["compute_step"]:
+            assert r["tflops"] < H200_BF16_TFLOPS
+        else:
+            assert r["tflops"] == pytest.approx(H200_BF16_TFLOPS, rel=1e-3), r["run"]
+            assert r["compute_source"].startswith("fallback: NVIDIA H200 datasheet dense")
+            assert "no one-stream step with prompts of 2,048+ tokens" in r["compute_why"]
         # a miss of more than 5% always names its term; a hit never does
         missed = abs(r["e2e_error"]) > 0.05 or abs(r["decode_error"] or 0) > 0.05
         assert (r["miss_term"] is not None) == missed

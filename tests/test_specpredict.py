@@ -72,8 +72,13 @@ def test_tokens_kept_moves_only_the_tpot(committed_runs):
 def test_the_table_sets_hand_model_and_plain_steps_side_by_side(committed_runs):
     t = spec_table.speculation_table(list(committed_runs), load_engines(), load_protocols(),
                                      HAND)
-    assert list(t.columns) == list(spec_table.COLUMNS) and len(t) == 4
-    r = t.set_index("streams")
+    assert list(t.columns) == list(spec_table.COLUMNS) and len(t) == 8  # 4 steps x 2 runs
+    k1 = t[t["engine"] == "bf16-dummy-16k-mtp1-forced2"].set_index("streams")
+    # k = 1, every draft accepted: the step is 2 x the median TPOT; the hand rule (plain
+    # step at 2B streams + 1.0 ms) was 3-7% under it at every step
+    assert k1["measured_step_ms"].round(2).tolist() == [17.49, 19.0, 23.43, 30.95]
+    assert (k1["hand_step_error"].round(3).tolist()) == [-0.071, -0.058, -0.033, -0.053]
+    r = t[t["engine"] == ENGINE].set_index("streams")
     hand = json.loads((HAND / f"speculation-{ENGINE}.json").read_text())
     assert list(r["hand_step_ms"]) == [s["predicted_step_ms"] for s in hand["steps"]]
     # plain at the same streams: the ladder's median TPOT at 64 streams

@@ -98,7 +98,7 @@ def _newest(versions: set[str | None]) -> str | None:
     return vs[-1] if vs else None
 
 
-def foreign_kernel(fmt: Any, arch: str | None) -> str | None:
+def foreign_kernel(fmt: Any, arch: str | None, card: str) -> str | None:
     """Why a run of ``fmt`` on a card of ``arch`` does not stand for the format's kernel
     (:data:`KERNEL_ARCH`); None when it does, or when the format or the architecture has no
     kernel or architecture on record."""
@@ -106,8 +106,9 @@ def foreign_kernel(fmt: Any, arch: str | None) -> str | None:
     native = KERNEL_ARCH.get(kernel or "")
     if not native or arch is None or arch in native:
         return None
-    return (f"its kernel, {kernel}, was built for {' and '.join(native)}, and this card is "
-            f"{arch}")
+    return (f"their kernel, {kernel.capitalize()}, was built for "
+            f"{' and '.join(a.capitalize() for a in native)}, and the {card} is "
+            f"{arch.capitalize()}")
 
 
 def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
@@ -131,7 +132,7 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
         return run_key(by[e][0])[2] != fmt
     shape_e = min(by, key=lambda e: (other_fmt(e), -agree(e), off_path(e),
                                      run_version(by[e][0]) != want, e))
-    own = [] if foreign_kernel(fmt, local_arch) else [e for e in by if not other_fmt(e)]
+    own = [] if foreign_kernel(fmt, local_arch, local) else [e for e in by if not other_fmt(e)]
     path = ACTIVATION_PATH.get(str(fmt))
     stand = own or [e for e in by if run_key(by[e][0])[2] == path]
     if not stand:
@@ -228,7 +229,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                 f"{fit_eta:.3f} and {fit_t0 * 1e3:.2f} ms per step (not used)"
     except cc.CarryError as e:
         split = f"; no per-step time split off ({e.reason})"
-    foreign = foreign_kernel(fmt, src.arch)
+    foreign = foreign_kernel(fmt, src.arch, src.name)
     own_runs = [r for r in _engines_on(runs, local).values() for r in r
                 if run_key(r)[2] == fmt]
     why = ("measured for this format" if eta_status == "carried" else
@@ -311,7 +312,9 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     return {"local_card": local, "shape_engine": shape_e, "eta_engine": eta_e,
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
-            "power_limit_w": limit, "compute_dtype": dtype_new, "card": new}
+            "power_limit_w": limit, "compute_dtype": dtype_new, "card": new,
+            "eta_not_carried": (foreign, sorted(r.name for r in own_runs))
+            if foreign and own_runs else None}
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

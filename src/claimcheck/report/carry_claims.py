@@ -78,9 +78,15 @@ def _words(t: dict[str, Any], fmt: str, card: str) -> list[str]:
     terms, local = t["terms"], _name(t["local_card"])
     out = [f"carried from the {local}'s runs by the {_name(card)}'s datasheet"]
     if terms["eta"].status == "assumed":
-        out.append(f"{fmt.upper()} eta and compute assumed from "
-                   f"{str(ACTIVATION_PATH.get(fmt)).upper()}, no {fmt.upper()} run on "
-                   f"the {local}")
+        stand = str(ACTIVATION_PATH.get(fmt)).upper()
+        if t.get("eta_not_carried"):
+            why, names = t["eta_not_carried"]
+            out.append(f"{fmt.upper()} eta and compute assumed from {stand}: the "
+                       f"{local}'s {len(names)} {fmt.upper()} run(s) are not carried, as "
+                       f"{why}")
+        else:
+            out.append(f"{fmt.upper()} eta and compute assumed from {stand}, no "
+                       f"{fmt.upper()} run on the {local}")
     out.append(f"SM clock at {t['power_limit_w']:g} W assumed "
                f"(x{terms['power_clock_ratio'].value:.3f})")
     out.append(f"host overheads assumed as on the {local}")

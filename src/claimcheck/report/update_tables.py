@@ -73,9 +73,14 @@ def share_words(x: Any, buys: bool) -> str:
     where the what-it-buys finding holds too, that this is why it buys less than its
     bytes."""
     top = {fm: g["share"].max() for fm, g in pd.DataFrame(x.rows).groupby("weight_format")}
-    lo, hi = sorted(top, key=top.get)[0], sorted(top, key=top.get)[-1]
-    return (f"{SF.fmt_name(lo)} holds a lower share of its line than {SF.fmt_name(hi)} at "
-            "every level" + (", which is why it buys less than its bytes." if buys else "."))
+    order = [SF.fmt_name(fm) for fm in sorted(top, key=top.get, reverse=True)]
+    if len(order) == 2:
+        return (f"{order[1]} holds a lower share of its line than {order[0]} at every level"
+                + (", which is why it buys less than its bytes." if buys else "."))
+    return (f"At every level {order[0]} holds the highest share of its line, then "
+            f"{SF.and_list(order[1:])}, in that order" + (
+                "; the lower share is why the smaller formats buy less than their bytes."
+                if buys else "."))
 
 
 def context_table(x: Any) -> str:
