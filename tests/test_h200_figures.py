@@ -98,10 +98,10 @@ def test_decode_figure_title_caption_and_same_bytes(committed, tmp_path):
                                           "Qwen3.8-27B")
     fig = make()
     title = fig._suptitle.get_text()
-    assert len(title) < 80 and "dummy weights" in title and "BF16 and FP8" in title
+    assert len(title) < 80 and "dummy weights" in title and "BF16, FP8 and W4A16" in title
     words = " ".join(texts(fig))
     assert "η: the share of that line a step reaches" in words
-    assert "state read and written\n= weights at 167 (BF16), 173 (FP8)" in words
+    assert "state read and written\n= weights at 99 (W4A16), 167 (BF16), 173 (FP8)" in words
     labels = fig.axes[0].get_legend_handles_labels()[1]
     # the first panel (640 tokens): BF16 71% down to 65% at 256 streams, its own band
     assert "BF16: η 65%–71% of its line (dashed edges)" in labels

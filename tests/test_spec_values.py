@@ -42,3 +42,32 @@ def test_no_drafting_run_leaves_every_name_unfilled():
         v = {x.name: x for x in spec_values(rows, "speculation.png")}
         assert v["spec.has"].value is False and v["fig.has_speculation"].value is False
         assert all(v[n].value is None for n in NAMES)
+
+
+def test_a_second_run_tests_the_first_runs_fit_and_says_how_the_overheads_differ():
+    """Two drafting runs: each step's error with the overhead fitted on the other run
+    alone, the second run's step at its most streams against plain steps of as many rows,
+    and whether the runs' own per-pass overheads differ by more than half (0.2 vs 1.2 ms)."""
+    r1 = [row(64, 46.0, 20.0, 46.0), row(1, 20.0, 15.0, 15.5)]
+    r1[0]["model_other_step_error"], r1[1]["model_other_step_error"] = 0.08, 0.13
+    r2 = [dict(row(64, 31.0, 20.0, 28.0), run="r2", verify_rows_per_stream=2,
+               rows_per_step=128, tokens_kept_per_verify=2.0, model_other_step_error=-0.06,
+               model_draft_pass_overhead_ms=1.2),
+          dict(row(1, 17.5, 15.0, 15.2), run="r2", verify_rows_per_stream=2, rows_per_step=2,
+               tokens_kept_per_verify=2.0, model_other_step_error=-0.03,
+               model_draft_pass_overhead_ms=1.2)]
+    v = {x.name: x for x in spec_values(r1 + r2, "speculation.png")}
+    assert v["spec.has_other"].value is True and v["spec.overhead_differs"].value is True
+    assert (v["spec.other_lo"].text, v["spec.other_hi"].text) == ("+8.0%", "+13.0%")
+    assert (v["spec2.other_lo"].text, v["spec2.other_hi"].text) == ("-6.0%", "-3.0%")
+    assert v["spec2.k"].text == "1" and v["spec2.rows"].text == "2"
+    assert v["spec2.rows_total"].text == "128" and v["spec2.over_rows"].text == "1.11"  # 31/28
+    assert v["spec2.kept"].text == "2.0" and v["spec2.overhead"].text == "1.20"
+    # the same overhead per pass in both runs: no sentence that they differ
+    for r in r2:
+        r["model_draft_pass_overhead_ms"] = 0.25
+    v = {x.name: x for x in spec_values(r1 + r2, "speculation.png")}
+    assert v["spec.overhead_differs"].value is False
+    # one run only: no second-run names filled
+    v = {x.name: x for x in spec_values(r1, "speculation.png")}
+    assert v["spec.has_other"].value is False and v["spec2.k"].value is None

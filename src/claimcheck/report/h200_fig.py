@@ -139,6 +139,10 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
     and its η band, one panel per context, the state crossover marked."""
     p = decode_panels(runs, card, geom, cards, ceilings)
     c = cards[card]
+    order = {"bf16": 0, "fp8": 1}
+    fms = sorted({fp.fmt for ps in p.panels.values() for fp in ps},
+                 key=lambda f: (order.get(f, 2), f))
+    formats = SF.and_list([SF.fmt_name(f) for f in fms]) if fms else "no format"
     caption = (f"Bandwidth line (plain roofline, η = 1): the tok/s the {c.name}'s "
                f"{c.memory_bw_gb_s:,.0f} GB/s datasheet bandwidth allows if each step moves "
                "the weights once, each stream's recurrent state twice (read and written) "
@@ -150,7 +154,7 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
                "recurrent state read and written equals the weights (from the geometry).")
     return decode_plots.decode_lines_figure(
         p.panels, p.crossover,
-        title=f"{model_name} decode on one {c.name}: BF16 and FP8 (dummy weights)",
+        title=f"{model_name} decode on one {c.name}: {formats} (dummy weights)",
         caption=caption,
         source=(f"{len(p.runs)} runs in data/raw/runs on the {c.name} (dummy weights: "
                 f"random values, the real geometry; {release_words(runs, p.runs)}), read "

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from claimcheck.core.errors import InputError
 from claimcheck.core.frames import to_frame
 from claimcheck.report.layout import run_version
 from claimcheck.report.specpredict import predict_drafting
@@ -28,7 +29,8 @@ COLUMNS = (
     "measured_median_tpot_ms", "measured_step_ms", "hand_step_ms", "hand_tpot_ms",
     "hand_step_error", "model_step_ms", "model_tpot_ms", "model_step_error",
     "model_loo_step_ms", "model_loo_step_error", "model_fitted_on", "model_bend",
-    "model_draft_pass_overhead_ms",
+    "model_draft_pass_overhead_ms", "model_other_step_ms", "model_other_step_error",
+    "model_other_fitted_on",
     "plain_step_same_streams_ms", "plain_same_streams_source", "plain_step_same_rows_ms",
     "plain_same_rows_source", "step_over_plain_same_streams", "step_over_plain_same_rows")
 
@@ -68,6 +70,19 @@ def hand_prediction(hand_dir: Path, engine: str) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
+def _without(runs: list[Run], run: Run, card: str, engine: str, proto: Any,
+             engines: dict[str, Any]) -> dict[str, Any] | None:
+    """The drafting model of ``engine`` with ``run`` left out (its draft pass overhead then
+    fitted on the engine's other drafting runs, else borrowed from the other engines
+    drafting for its plain twin): a test of the fitted term on a run it never saw; None
+    when no other drafting run is left to fit it on."""
+    try:
+        return predict_drafting([r for r in runs if r.name != run.name], card, engine,
+                                proto, engines)
+    except InputError:
+        return None
+
+
 def speculation_table(runs: list[Run], engines: dict[str, Any], protos: dict[str, Any],
                       hand_dir: Path, card: str = "h200") -> pd.DataFrame:
     """One row per step of every drafting run on ``card`` (columns :data:`COLUMNS`)."""
@@ -82,6 +97,8 @@ def speculation_table(runs: list[Run], engines: dict[str, Any], protos: dict[str
         points = plain_points(runs, list(hand["inputs"]["plain_runs"]))
         model = predict_drafting(runs, card, engine, protos[run.protocol.name], engines)
         msteps = {int(s["streams"]): s for s in model["steps"]}
+        other = _without(runs, run, card, engine, protos[run.protocol.name], engines)
+        osteps = {int(s["streams"]): s for s in (other or {}).get("steps", [])}
         for row in run.table.to_dict("records"):
             if row.get("status") != "complete":
                 continue
@@ -108,6 +125,9 @@ def speculation_table(runs: list[Run], engines: dict[str, Any], protos: dict[str
                 "model_fitted_on": "; ".join(model["fitted_on"]),
                 "model_bend": m and m["bend"],
                 "model_draft_pass_overhead_ms": model["draft_pass_overhead_ms"],
+                "model_other_step_ms": (o := osteps.get(b)) and o["predicted_step_ms"],
+                "model_other_step_error": o and o["predicted_step_ms"] / step - 1,
+                "model_other_fitted_on": other and "; ".join(other["fitted_on"]),
                 "plain_step_same_streams_ms": ps, "plain_same_streams_source": pss,
                 "plain_step_same_rows_ms": pr, "plain_same_rows_source": prs,
                 "step_over_plain_same_streams": ps and step / ps,

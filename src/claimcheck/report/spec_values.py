@@ -19,7 +19,15 @@ NAMES = ("spec.k", "spec.rows", "spec.kept", "spec.streams", "spec.rows_total", 
          "spec.plain_streams", "spec.plain_rows", "spec.over_rows", "spec.over_streams",
          "spec.one_step", "spec.one_plain", "spec.one_extra", "spec.one_over_streams",
          "spec.tpot", "spec.model_err", "spec.loo_err", "spec.overhead", "spec.bend",
-         "spec.hand_lo", "spec.hand_hi", "spec.run")
+         "spec.hand_lo", "spec.hand_hi", "spec.run", "spec.other_lo", "spec.other_hi")
+NAMES2 = ("spec2.k", "spec2.rows", "spec2.kept", "spec2.streams", "spec2.rows_total",
+          "spec2.step", "spec2.plain_rows", "spec2.over_rows", "spec2.overhead",
+          "spec2.other_lo", "spec2.other_hi", "spec2.run")
+
+
+def _span(rs: Sequence[Mapping[str, Any]], key: str) -> tuple[Any, Any]:
+    xs = [r[key] for r in rs if r.get(key) is not None]
+    return (min(xs), max(xs)) if xs else (None, None)
 
 
 def _usable(r: Mapping[str, Any]) -> bool:
@@ -31,14 +39,18 @@ def spec_values(rows: Sequence[Mapping[str, Any]] | None, figure: str | None) ->
     """The ``spec.*`` values and the ``spec.has`` flag; every name present, unfilled (None)
     where the finding does not hold. The first drafting run in name order is the one said,
     at one stream and at its most streams."""
-    rs = [r for r in rows or [] if _usable(r)]
-    run = sorted({str(r["run"]) for r in rs})[0] if rs else None
-    rs = sorted((r for r in rs if r["run"] == run), key=lambda r: int(r["streams"]))
+    usable = [r for r in rows or [] if _usable(r)]
+    names = sorted({str(r["run"]) for r in usable})
+    run = names[0] if names else None
+    rs = sorted((r for r in usable if r["run"] == run), key=lambda r: int(r["streams"]))
     holds = len(rs) >= 2 and int(rs[0]["streams"]) == 1
     out = [flag("spec.has", holds, SRC), word("fig.speculation", figure, "update rule figures"),
            flag("fig.has_speculation", bool(figure) and holds, "update rule figures")]
     if not holds:
-        return out + [Value(n, None, "", "", SRC) for n in NAMES]
+        return out + [flag("spec.has_other", False, SRC),
+                      flag("spec.overhead_differs", False, SRC)] + [
+            Value(n, None, "", "", SRC) for n in NAMES + NAMES2]
+    out += _second(usable, names[1] if len(names) > 1 else None, rs)
     one, top = rs[0], rs[-1]
     src = f"{SRC}, run {run}"
     rows_per = int(top["verify_rows_per_stream"])
@@ -72,4 +84,40 @@ def spec_values(rows: Sequence[Mapping[str, Any]] | None, figure: str | None) ->
         num("spec.bend", top.get("model_bend"), "ratio", src, X2),
         num("spec.hand_lo", min(hand) if hand else None, "fraction", src, SIGNED),
         num("spec.hand_hi", max(hand) if hand else None, "fraction", src, SIGNED),
-        word("spec.run", run, src)]
+        word("spec.run", run, src),
+        num("spec.other_lo", _span(rs, "model_other_step_error")[0], "fraction", src, SIGNED),
+        num("spec.other_hi", _span(rs, "model_other_step_error")[1], "fraction", src, SIGNED)]
+
+
+def _second(usable: Sequence[Mapping[str, Any]], run: str | None,
+            first: Sequence[Mapping[str, Any]]) -> list[Value]:
+    """The ``spec2.*`` values of the second drafting run in name order (its k, rows, step at
+    its most streams against plain steps of as many rows, the model fitted on the first
+    run alone against its steps), and whether the two runs' own per-pass overheads differ
+    by more than half (``spec.overhead_differs``); unfilled when there is no second run."""
+    rs = sorted((r for r in usable if r["run"] == run), key=lambda r: int(r["streams"]))
+    other = [r for r in rs if r.get("model_other_step_error") is not None]
+    if not run or not rs or not other:
+        return [flag("spec.has_other", False, SRC), flag("spec.overhead_differs", False, SRC)
+                ] + [Value(n, None, "", "", SRC) for n in NAMES2]
+    top, src = rs[-1], f"{SRC}, run {run}"
+    a, b = first[-1].get("model_draft_pass_overhead_ms"), top.get("model_draft_pass_overhead_ms")
+    lo, hi = _span(rs, "model_other_step_error")
+    kept = [float(r["tokens_kept_per_verify"]) for r in rs]
+    rows_per = int(top["verify_rows_per_stream"])
+    return [
+        flag("spec.has_other", True, src),
+        flag("spec.overhead_differs", bool(a and b and abs(b / a - 1) > 0.5), src),
+        num("spec2.k", rows_per - 1, "tokens", src, "{:d}"),
+        num("spec2.rows", rows_per, "rows", src, "{:d}"),
+        num("spec2.kept", round(sum(kept) / len(kept), 1), "tokens", src, "{:.1f}"),
+        num("spec2.streams", int(top["streams"]), "streams", src, "{:d}"),
+        num("spec2.rows_total", int(top["rows_per_step"]), "rows", src, "{:d}"),
+        num("spec2.step", top["measured_step_ms"], "ms", src, MS),
+        num("spec2.plain_rows", top["plain_step_same_rows_ms"], "ms",
+            f"{src}: {top['plain_same_rows_source']}", MS),
+        num("spec2.over_rows", top["step_over_plain_same_rows"], "ratio", src, X2),
+        num("spec2.overhead", b, "ms", src, "{:.2f}"),
+        num("spec2.other_lo", lo, "fraction", src, SIGNED),
+        num("spec2.other_hi", hi, "fraction", src, SIGNED),
+        word("spec2.run", run, src)]
