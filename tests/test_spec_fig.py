@@ -34,3 +34,18 @@ def test_drafting_claims_only_and_the_runs_streams_in_the_legend():
     assert (1.0, 0.5) not in pts
     assert ax.get_xlabel() and ax.get_ylabel() and "Source:" in " ".join(
         t.get_text() for t in fig.texts)
+
+
+def test_the_caption_says_each_runs_forced_acceptance_from_the_table():
+    two = pd.concat([SPEC, pd.DataFrame({"run": ["s"] * 2, "streams": [1, 64],
+                                         "verify_rows_per_stream": [2, 2],
+                                         "tokens_kept_per_verify": [2.0, 2.0]})])
+    words = " ".join(t.get_text() for t in speculation_figure(VERDICTS, two).texts)
+    assert ("Stars: the H200 drafting runs (dummy weights), acceptance forced at 4 rows, "
+            "2.5 tokens kept; 2 rows, 2 tokens kept per verify.") in " ".join(words.split())
+    labels = [t.get_text() for t in speculation_figure(VERDICTS, two).axes[0]
+              .get_legend().get_texts()]
+    assert "H200 run, 1, 64 streams: 2 rows, 2.00 kept (forced)" in labels
+    one = " ".join(t.get_text() for t in speculation_figure(VERDICTS, SPEC).texts)
+    assert "Star: the H200 drafting run (dummy weights), acceptance forced at 4 rows, 2.5 " \
+        "tokens kept per verify." in " ".join(one.split())

@@ -56,20 +56,29 @@ def speculation_figure(verdicts: pd.DataFrame, spec: pd.DataFrame):
         kept = g["tokens_kept_per_verify"].astype(float)
         streams = ", ".join(str(int(b)) for b in sorted(g["streams"]))
         # every stream count at the same rows and (forced) tokens kept: one marker, all said
+        said = (f"{kept.min():.2f}" if round(kept.min(), 2) == round(kept.max(), 2) else
+                f"{kept.min():.2f}-{kept.max():.2f}")
         ax.plot(g["verify_rows_per_stream"], kept, marker="*", ms=11, ls="none",
                 color=figstyle.INK, label=f"H200 run, {streams} streams: {int(rows)} rows, "
-                f"{kept.min():.2f}-{kept.max():.2f} kept (forced)")
+                f"{said} kept (forced)")
     ax.set_xlabel("rows verified per stream per step (drafted tokens + 1)")
     ax.set_ylabel("tokens kept per stream per step")
     ax.set_title("Tokens each stream must keep, against the rows it verifies")
     ax.legend(fontsize=6.5, loc="upper left", ncols=2)
     runs = ", ".join(sorted(spec["run"].unique())) if len(spec) else "none"
+    forced = [f"{int(r)} rows, {float(k):g} tokens kept" for r, k in sorted(
+        {(int(a), round(float(b), 1)) for a, b in
+         zip(spec["verify_rows_per_stream"], spec["tokens_kept_per_verify"], strict=True)},
+        reverse=True)] if len(spec) else []
+    stars = ("Stars: the H200 drafting runs (dummy weights), acceptance forced at "
+             + "; ".join(forced) + " per verify. " if len(forced) > 1 else
+             f"Star: the H200 drafting run (dummy weights), acceptance forced at "
+             f"{forced[0]} per verify. " if forced else "")
     figstyle.caption_and_source(
         fig, "Filled: the tokens kept per verify each drafting claim needs on its own card "
              "at its stated verify rows (a line: the range over the drafter's documented "
-             "sizes). Open circle: the tokens kept its source states. Star: the H200 "
-             "drafting run, dummy weights, acceptance forced at 2.5 tokens kept per verify. "
-             "Above the dotted line no drafter can reach.",
+             "sizes). Open circle: the tokens kept its source states. " + stars
+             + "Above the dotted line no drafter can reach.",
         f"data/derived/verdicts.csv (verify_rows_per_stream, tau_needed); "
         f"data/derived/speculation.csv ({runs})")
     return fig

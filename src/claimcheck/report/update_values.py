@@ -240,6 +240,63 @@ def share_values(f: pd.DataFrame) -> list[Value]:
     return out
 
 
+LOW = ("share.low.name", "share.low.eta", "share.low.top", "share.low.one_ms",
+       "share.low.top_ms", "share.low.vs", "share.low.vs_one_ms", "share.low.vs_top_ms",
+       "share.low.kernel", "share.low.kernel_arch")
+
+
+def low_values(f: pd.DataFrame) -> list[Value]:
+    """With three or more weight formats at their main context: the one of lowest median η,
+    its step (streams x 1000 / tok/s summed while every stream decodes) at one stream and
+    at its most streams, against the format of the next larger weights at the same streams;
+    ``share.low.has`` where its weights are smaller and its step at the most streams longer
+    (it moves fewer bytes, yet steps slower); ``share.low.foreign`` where the format's
+    kernel (:data:`claimcheck.report.carry.KERNEL_PATH`) was built for other architectures
+    than the card's (the carried model then takes none of its runs)."""
+    from claimcheck.loaders.cards import get_card
+    from claimcheck.report.carry import KERNEL_ARCH, KERNEL_PATH, foreign_kernel
+    src = "runs.csv, steps where every stream decodes"
+    d = main_context(decode_levels(f))
+    med = d.groupby("weight_format")["share"].median()
+    none = [flag("share.low.has", False, src), flag("share.low.foreign", False, src)] + [
+        Value(n, None, "", "", src) for n in LOW]
+    if len(med) < 3:
+        return none
+    low = str(med.idxmin())
+    wb = d.groupby("weight_format")["weight_bytes"].median()
+    bigger = wb[wb > wb[low]]
+    if bigger.empty:
+        return none
+    vs = str(bigger.idxmin())
+    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (low, vs))
+    both = a.index.intersection(b.index)
+    if 1 not in both:
+        return none
+    n = max(both)
+
+    def step(g: pd.DataFrame, k: float) -> float:
+        return float(k * 1000 / g.loc[k, "decode"])
+    holds = step(a, n) > step(b, n)
+    kernel = KERNEL_PATH.get(low)
+    card = get_card(str(f["card"].iloc[0]))
+    foreign = foreign_kernel(low, card.arch, card.name) is not None
+    return [flag("share.low.has", holds, src),
+            flag("share.low.foreign", holds and foreign, "data/raw/cards.csv arch, "
+                 "report.carry.KERNEL_ARCH"),
+            word("share.low.kernel", (kernel or "its kernel").capitalize(), src),
+            word("share.low.kernel_arch", " and ".join(
+                a.capitalize() for a in KERNEL_ARCH.get(kernel or "", ())) or None,
+                 "report.carry.KERNEL_ARCH"),
+            word("share.low.name", fmt_name(low), src),
+            num("share.low.eta", med[low], "fraction", src, PCT),
+            num("share.low.top", n, "streams", src, "{:,.0f}"),
+            num("share.low.one_ms", step(a, 1), "ms", src, "{:.1f}"),
+            num("share.low.top_ms", step(a, n), "ms", src, "{:.1f}"),
+            word("share.low.vs", fmt_name(vs), src),
+            num("share.low.vs_one_ms", step(b, 1), "ms", src, "{:.1f}"),
+            num("share.low.vs_top_ms", step(b, n), "ms", src, "{:.1f}")]
+
+
 def context_values(x: Finding) -> list[Value]:
     """η at the shortest and longest context at the most streams of the context ladder, and
     the step time one more token of context costs per stream there (κ over the KV rate)."""
@@ -322,7 +379,7 @@ def card_values(found: Sequence[Finding], f: pd.DataFrame) -> list[Value]:
     fp8 = by["what FP8 buys"]
     wave = by["second wave"]
     free = f[~f["ignore_eos"].astype(bool) & ~f["held_prefill"]]
-    out = [*open_question(f), *long_values(by["long prompts"]), *share_values(f),
+    out = [*open_question(f), *long_values(by["long prompts"]), *share_values(f), *low_values(f),
            *context_values(by["context"]), *context_ns(f, by["context"]),
            *growth_values(by["step growth"]), *energy_values(f),
            flag("fp8.holds", fp8.holds, "finding 'what FP8 buys'"),
