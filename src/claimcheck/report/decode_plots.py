@@ -36,6 +36,8 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
     top = max((v for ps in panels.values() for p in ps for _, v in p.line), default=1.0)
     bottom = min((v for ps in panels.values() for p in ps for _, v, _ in p.points),
                  default=1.0)
+    # room above the lines for the legend's three rows per format (log scale)
+    headroom = 1.5 if len(colour) < 3 else 10.0
     for ax, ctx in zip(axes, ctxs, strict=False):
         hi = max(n for p in panels[ctx] for n, _ in p.line)
         for p in panels[ctx]:
@@ -64,7 +66,7 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
                         color=fs.INK)
         pow2_axis(ax, 1, hi)
         ax.set_yscale("log")
-        ax.set_ylim(bottom / 1.6, top * 1.5)
+        ax.set_ylim(bottom / 1.6, top * headroom)
         ax.set_xlabel("concurrent streams, all decoding (log scale)")
         ax.set_title(f"{ctx:,} tokens of context per stream", loc="left")
     axes[0].set_ylabel("decode, tok/s summed over the streams (log scale)")
