@@ -123,3 +123,35 @@ def test_tau_is_said_at_the_verify_rows_it_was_counted_at():
     assert tau_rows_words({"verify_rows_per_stream": 1}) == (
         "at one verify row per stream (the plain roofline's ratio)")
     assert tau_rows_words({}).startswith("at one verify row")
+
+
+def _fmt_rows(fm, wb, share, decode):
+    return [{"run": f"r-{fm}", "card": "h200", "weight_format": fm, "weight_bytes": wb,
+             "context_tokens_per_stream": 640.0, "streams": float(n), "decode": d,
+             "share": share} for n, d in decode.items()]
+
+
+def test_the_lowest_format_against_the_next_larger_weights_by_hand():
+    """Three formats: the lowest median share (W4A16 here, 16 GB) set against the format of
+    the next larger weights (FP8, 27 GB) at one stream and the most streams both ran; the
+    sentence holds where the smaller format's step is longer there, and its kernel's
+    architectures (Marlin: Ampere and Ada) are not the H200's (Hopper)."""
+    import pandas as pd
+    f = pd.DataFrame(_fmt_rows("bf16", 50e9, 0.70, {1: 66.0, 64: 2900.0})
+                     + _fmt_rows("fp8", 27e9, 0.53, {1: 100.0, 64: 4000.0})
+                     + _fmt_rows("w4a16", 16e9, 0.37, {1: 125.0, 64: 3200.0}))
+    v = {x.name: x for x in UV.low_values(f)}
+    assert v["share.low.has"].value is True and v["share.low.foreign"].value is True
+    assert v["share.low.name"].text == "W4A16" and v["share.low.vs"].text == "FP8"
+    assert v["share.low.eta"].text == "37%" and v["share.low.top"].text == "64"
+    assert v["share.low.one_ms"].text == "8.0" and v["share.low.vs_one_ms"].text == "10.0"
+    assert v["share.low.top_ms"].text == "20.0"      # 64 x 1000 / 3,200
+    assert v["share.low.vs_top_ms"].text == "16.0"   # 64 x 1000 / 4,000
+    assert v["share.low.kernel"].text == "Marlin"
+    assert v["share.low.kernel_arch"].text == "Ampere and Ada"
+    # faster than FP8 at 64 streams too: no sentence
+    f.loc[(f.weight_format == "w4a16") & (f.streams == 64), "decode"] = 4500.0
+    assert {x.name: x for x in UV.low_values(f)}["share.low.has"].value is False
+    # two formats only: nothing to set apart
+    v = {x.name: x for x in UV.low_values(f[f.weight_format != "w4a16"])}
+    assert v["share.low.has"].value is False and v["share.low.name"].value is None
