@@ -150,6 +150,20 @@ def wait_until(cond, limit_s: float = 20) -> bool:
     return False
 
 
+def killed_outright_takes(parent, find, wait_s=20):
+    """Wait for the one client ``find()`` names, SIGKILL ``parent`` and assert the client
+    dies too; the parent is killed on the way out whatever happens."""
+    try:
+        assert wait_until(find, wait_s), "the client never started"
+        (client,) = find()
+        parent.kill()
+        parent.wait(timeout=10)
+        assert wait_until(lambda: not alive(client), 10), f"client {client} outlived it"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 def test_a_client_dies_with_a_parent_killed_outright(tmp_path):
     """SIGKILL reaches no handler: the client gets its own SIGKILL from the kernel
@@ -159,15 +173,7 @@ def test_a_client_dies_with_a_parent_killed_outright(tmp_path):
     src = str(Path(runner.__file__).resolve().parents[2])
     parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "client.log")],
                               env={**os.environ, "PYTHONPATH": src})
-    try:
-        assert wait_until(lambda: children(parent.pid)), "the client never started"
-        (client,) = children(parent.pid)
-        parent.kill()
-        parent.wait(timeout=10)
-        assert wait_until(lambda: not alive(client), 10), f"client {client} outlived it"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
+    killed_outright_takes(parent, lambda: children(parent.pid))
 
 
 def clients_of(runs: Path) -> list[int]:
@@ -193,14 +199,8 @@ def test_measure_killed_outright_mid_step_takes_its_load_client_with_it(tmp_path
     p = subprocess.Popen(args, env={**e, "FAKE_VLLM_MODE": "hang"}, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
-        assert wait_until(lambda: clients_of(tmp / "runs"), 60), "no client started"
-        (client,) = clients_of(tmp / "runs")
-        p.kill()
-        p.wait(timeout=10)
-        assert wait_until(lambda: not alive(client), 10), f"client {client} outlived measure"
+        killed_outright_takes(p, lambda: clients_of(tmp / "runs"), 60)
     finally:
-        if p.poll() is None:
-            p.kill()
         state = tmp / "state" / "server.json"  # a detached server stays (SIGKILL: no stop)
         if state.is_file():
             with contextlib.suppress(ProcessLookupError):

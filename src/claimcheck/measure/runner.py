@@ -40,7 +40,12 @@ from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.loadclient import synthetic_prompt
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
 from claimcheck.runio.records import validate_provenance, validate_steps
-from claimcheck.runio.runfiles import BENCH_MANIFEST, compact_bench, load_bench
+from claimcheck.runio.runfiles import (
+    BENCH_MANIFEST,
+    compact_bench,
+    load_bench,
+    replace_atomically,
+)
 
 
 class Interrupted(BaseException):  # noqa: N818 - what happened, like KeyboardInterrupt
@@ -109,12 +114,6 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
 
-def _named(e: OSError, path: Path) -> OSError:
-    """``e`` naming ``path`` where it names no file (a write(2) that fails, as on a full
-    disk, says only its errno)."""
-    return e if e.filename else OSError(e.errno, e.strerror, str(path))
-
-
 def tokenizer_for(engine: Engine, root: Path = ROOT) -> str | None:
     """The --tokenizer to pass: a synthetic one for dummy weights, else the checkpoint's."""
     if engine.tokenizer != "synthetic":
@@ -129,15 +128,9 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` whole or not at all: a write that fails (a full disk) leaves the file
-    as it was, no partial ``.tmp`` beside it, and an OSError naming ``path``."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise _named(e, path) from None
+    """Write ``text`` whole or not at all (:func:`~claimcheck.runio.runfiles.replace_atomically`:
+    a failed write leaves the file as it was and an OSError naming ``path``)."""
+    replace_atomically(path, text)
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -98,15 +98,16 @@ def _newest(versions: set[str | None]) -> str | None:
     return vs[-1] if vs else None
 
 
-def foreign_kernel(fmt: Any, arch: str | None, card: str) -> str | None:
+def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
+                   ) -> str | None:
     """Why a run of ``fmt`` on a card of ``arch`` does not stand for the format's kernel
-    (:data:`KERNEL_ARCH`); None when it does, or when the format or the architecture has no
-    kernel or architecture on record."""
+    (:data:`KERNEL_ARCH`), its words starting ``whose kernel``; None when it does, or when
+    the format or the architecture has no kernel or architecture on record."""
     kernel = KERNEL_PATH.get(str(fmt))
     native = KERNEL_ARCH.get(kernel or "")
     if not native or arch is None or arch in native:
         return None
-    return (f"their kernel, {kernel.capitalize()}, was built for "
+    return (f"{whose} kernel, {kernel.capitalize()}, was built for "
             f"{' and '.join(a.capitalize() for a in native)}, and the {card} is "
             f"{arch.capitalize()}")
 
@@ -230,11 +231,10 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     except cc.CarryError as e:
         split = f"; no per-step time split off ({e.reason})"
     foreign = foreign_kernel(fmt, src.arch, src.name)
-    own_runs = [r for r in _engines_on(runs, local).values() for r in r
-                if run_key(r)[2] == fmt]
+    own_runs = sorted(r.name for r in runs if run_key(r)[0] == local and run_key(r)[2] == fmt)
     why = ("measured for this format" if eta_status == "carried" else
            (f"the {fmt} runs on {local} are not carried, as {foreign}: "
-            f"{', '.join(sorted(r.name for r in own_runs))}; " if foreign and own_runs else
+            f"{', '.join(own_runs)}; " if foreign and own_runs else
             f"no {fmt} run on {local}: ") +
            f"the {run_key(e_run)[2]} path ({eta_e}) stands in, as {fmt} multiplies at 16 "
            "bits")
@@ -313,8 +313,8 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
             "power_limit_w": limit, "compute_dtype": dtype_new, "card": new,
-            "eta_not_carried": (foreign, sorted(r.name for r in own_runs))
-            if foreign and own_runs else None}
+            "eta_not_carried": (foreign_kernel(fmt, src.arch, src.name, "its" if len(
+                own_runs) == 1 else "their"), own_runs) if foreign and own_runs else None}
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

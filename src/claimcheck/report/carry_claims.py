@@ -83,9 +83,7 @@ def _words(t: dict[str, Any], fmt: str, card: str) -> list[str]:
             why, names = t["eta_not_carried"]
             runs_w = "run is" if len(names) == 1 else "runs are"
             out.append(f"{fmt.upper()} eta and compute assumed from {stand}: the "
-                       f"{local}'s {len(names)} {fmt.upper()} {runs_w} not carried, as "
-                       + why.replace("their kernel", "its kernel" if len(names) == 1
-                                     else "their kernel"))
+                       f"{local}'s {len(names)} {fmt.upper()} {runs_w} not carried, as {why}")
         else:
             out.append(f"{fmt.upper()} eta and compute assumed from {stand}, no "
                        f"{fmt.upper()} run on the {local}")

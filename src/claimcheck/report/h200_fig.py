@@ -139,9 +139,7 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
     and its η band, one panel per context, the state crossover marked."""
     p = decode_panels(runs, card, geom, cards, ceilings)
     c = cards[card]
-    order = {"bf16": 0, "fp8": 1}
-    fms = sorted({fp.fmt for ps in p.panels.values() for fp in ps},
-                 key=lambda f: (order.get(f, 2), f))
+    fms = sorted({fp.fmt for ps in p.panels.values() for fp in ps})
     formats = SF.and_list([SF.fmt_name(f) for f in fms]) if fms else "no format"
     caption = (f"Bandwidth line (plain roofline, η = 1): the tok/s the {c.name}'s "
                f"{c.memory_bw_gb_s:,.0f} GB/s datasheet bandwidth allows if each step moves "

@@ -30,6 +30,32 @@ def _span(rs: Sequence[Mapping[str, Any]], key: str) -> tuple[Any, Any]:
     return (min(xs), max(xs)) if xs else (None, None)
 
 
+def _run_values(prefix: str, run: str, rs: Sequence[Mapping[str, Any]], src: str
+                ) -> list[Value]:
+    """The values both drafting runs say, named ``prefix.*``: k, rows verified, tokens kept,
+    the step at its most streams against a plain step of as many rows, its fitted draft
+    pass overhead, the model fitted on the other run alone against its steps, the run."""
+    top = rs[-1]
+    rows_per = int(top["verify_rows_per_stream"])
+    kept = [float(r["tokens_kept_per_verify"]) for r in rs]
+    lo, hi = _span(rs, "model_other_step_error")
+    return [
+        num(f"{prefix}.k", rows_per - 1, "tokens", src, "{:d}"),
+        num(f"{prefix}.rows", rows_per, "rows", src, "{:d}"),
+        num(f"{prefix}.kept", round(sum(kept) / len(kept), 1), "tokens", src, "{:.1f}"),
+        num(f"{prefix}.streams", int(top["streams"]), "streams", src, "{:d}"),
+        num(f"{prefix}.rows_total", int(top["rows_per_step"]), "rows", src, "{:d}"),
+        num(f"{prefix}.step", top["measured_step_ms"], "ms", src, MS),
+        num(f"{prefix}.plain_rows", top["plain_step_same_rows_ms"], "ms",
+            f"{src}: {top['plain_same_rows_source']}", MS),
+        num(f"{prefix}.over_rows", top["step_over_plain_same_rows"], "ratio", src, X2),
+        num(f"{prefix}.overhead", top.get("model_draft_pass_overhead_ms"), "ms", src,
+            "{:.2f}"),
+        num(f"{prefix}.other_lo", lo, "fraction", src, SIGNED),
+        num(f"{prefix}.other_hi", hi, "fraction", src, SIGNED),
+        word(f"{prefix}.run", run, src)]
+
+
 def _usable(r: Mapping[str, Any]) -> bool:
     keys = ("measured_step_ms", "plain_step_same_streams_ms", "plain_step_same_rows_ms")
     return all(r.get(k) is not None for k in keys)
@@ -53,24 +79,13 @@ def spec_values(rows: Sequence[Mapping[str, Any]] | None, figure: str | None) ->
     out += _second(usable, names[1] if len(names) > 1 else None, rs)
     one, top = rs[0], rs[-1]
     src = f"{SRC}, run {run}"
-    rows_per = int(top["verify_rows_per_stream"])
     model = [abs(r["model_step_error"]) for r in rs if r.get("model_step_error") is not None]
     loo = [abs(r["model_loo_step_error"]) for r in rs
            if r.get("model_loo_step_error") is not None]
     hand = [r["hand_step_error"] for r in rs if r.get("hand_step_error") is not None]
-    kept = [float(r["tokens_kept_per_verify"]) for r in rs]
-    return out + [
-        num("spec.k", rows_per - 1, "tokens", src, "{:d}"),
-        num("spec.rows", rows_per, "rows", src, "{:d}"),
-        num("spec.kept", round(sum(kept) / len(kept), 1), "tokens", src, "{:.1f}"),
-        num("spec.streams", int(top["streams"]), "streams", src, "{:d}"),
-        num("spec.rows_total", int(top["rows_per_step"]), "rows", src, "{:d}"),
-        num("spec.step", top["measured_step_ms"], "ms", src, MS),
+    return out + _run_values("spec", str(run), rs, src) + [
         num("spec.plain_streams", top["plain_step_same_streams_ms"], "ms",
             f"{src}: {top['plain_same_streams_source']}", MS),
-        num("spec.plain_rows", top["plain_step_same_rows_ms"], "ms",
-            f"{src}: {top['plain_same_rows_source']}", MS),
-        num("spec.over_rows", top["step_over_plain_same_rows"], "ratio", src, X2),
         num("spec.over_streams", top["step_over_plain_same_streams"], "ratio", src, X2),
         num("spec.one_step", one["measured_step_ms"], "ms", src, MS),
         num("spec.one_plain", one["plain_step_same_streams_ms"], "ms", src, MS),
@@ -80,13 +95,9 @@ def spec_values(rows: Sequence[Mapping[str, Any]] | None, figure: str | None) ->
         num("spec.tpot", top["measured_median_tpot_ms"], "ms", src, MS),
         num("spec.model_err", max(model) if model else None, "fraction", src, PCT1),
         num("spec.loo_err", max(loo) if loo else None, "fraction", src, PCT1),
-        num("spec.overhead", top.get("model_draft_pass_overhead_ms"), "ms", src, "{:.2f}"),
         num("spec.bend", top.get("model_bend"), "ratio", src, X2),
         num("spec.hand_lo", min(hand) if hand else None, "fraction", src, SIGNED),
-        num("spec.hand_hi", max(hand) if hand else None, "fraction", src, SIGNED),
-        word("spec.run", run, src),
-        num("spec.other_lo", _span(rs, "model_other_step_error")[0], "fraction", src, SIGNED),
-        num("spec.other_hi", _span(rs, "model_other_step_error")[1], "fraction", src, SIGNED)]
+        num("spec.hand_hi", max(hand) if hand else None, "fraction", src, SIGNED)]
 
 
 def _second(usable: Sequence[Mapping[str, Any]], run: str | None,
@@ -100,24 +111,9 @@ def _second(usable: Sequence[Mapping[str, Any]], run: str | None,
     if not run or not rs or not other:
         return [flag("spec.has_other", False, SRC), flag("spec.overhead_differs", False, SRC)
                 ] + [Value(n, None, "", "", SRC) for n in NAMES2]
-    top, src = rs[-1], f"{SRC}, run {run}"
-    a, b = first[-1].get("model_draft_pass_overhead_ms"), top.get("model_draft_pass_overhead_ms")
-    lo, hi = _span(rs, "model_other_step_error")
-    kept = [float(r["tokens_kept_per_verify"]) for r in rs]
-    rows_per = int(top["verify_rows_per_stream"])
-    return [
-        flag("spec.has_other", True, src),
-        flag("spec.overhead_differs", bool(a and b and abs(b / a - 1) > 0.5), src),
-        num("spec2.k", rows_per - 1, "tokens", src, "{:d}"),
-        num("spec2.rows", rows_per, "rows", src, "{:d}"),
-        num("spec2.kept", round(sum(kept) / len(kept), 1), "tokens", src, "{:.1f}"),
-        num("spec2.streams", int(top["streams"]), "streams", src, "{:d}"),
-        num("spec2.rows_total", int(top["rows_per_step"]), "rows", src, "{:d}"),
-        num("spec2.step", top["measured_step_ms"], "ms", src, MS),
-        num("spec2.plain_rows", top["plain_step_same_rows_ms"], "ms",
-            f"{src}: {top['plain_same_rows_source']}", MS),
-        num("spec2.over_rows", top["step_over_plain_same_rows"], "ratio", src, X2),
-        num("spec2.overhead", b, "ms", src, "{:.2f}"),
-        num("spec2.other_lo", lo, "fraction", src, SIGNED),
-        num("spec2.other_hi", hi, "fraction", src, SIGNED),
-        word("spec2.run", run, src)]
+    src = f"{SRC}, run {run}"
+    a, b = (first[-1].get("model_draft_pass_overhead_ms"),
+            rs[-1].get("model_draft_pass_overhead_ms"))
+    return [flag("spec.has_other", True, src),
+            flag("spec.overhead_differs", bool(a and b and abs(b / a - 1) > 0.5), src),
+            *_run_values("spec2", run, rs, src)]

@@ -92,6 +92,19 @@ def drafting_steps(runs: list[Run], card: str, engine: str, version: Any = None
     return out
 
 
+def _verify(ps: dict[str, Any], k: int, t_row: float, pass_s: float, points: Any
+            ) -> sm.VerifyStep:
+    """The verify step at a plain step ``ps`` of the protocol's prediction (its streams and
+    plain TPOT) drafting ``k`` tokens, with no draft pass overhead yet."""
+    return sm.verify_step(ps["predicted_median_tpot_ms"] / 1e3, ps["streams"], k, t_row,
+                          pass_s, 0.0, sm.bend(points, ps["streams"], k + 1))
+
+
+def _measured_step_s(row: dict[str, Any]) -> float:
+    """A drafting step's measured step time (s): median TPOT x tokens kept per verify."""
+    return float(row["median_tpot_ms"]) / 1e3 * float(row["tokens_kept_per_verify"])
+
+
 def _borrowed_overhead(runs: list[Run], card: str, engine: str, twin: str, proto: Any,
                        engines: dict[str, Any], t_row: float, pass_s: float,
                        points: Any, plain: Any) -> tuple[float, list[str], str]:
@@ -108,16 +121,11 @@ def _borrowed_overhead(runs: list[Run], card: str, engine: str, twin: str, proto
         except InputError:
             continue
         k = engines[other].draft_tokens
-        got = 0
-        for r, row in drafting_steps(runs, card, other):
-            ps = by_shape.get((int(row["streams"]), int(row["requests"])))
-            if ps is None:
-                continue
-            v = sm.verify_step(ps["predicted_median_tpot_ms"] / 1e3, ps["streams"], k, t_row,
-                               pass_s, 0.0, sm.bend(points, ps["streams"], k + 1))
-            fit.append((v, row["median_tpot_ms"] / 1e3 * row["tokens_kept_per_verify"]))
-            names.add(r.name)
-            got += 1
+        got = [(r, by_shape[key], row) for r, row in drafting_steps(runs, card, other)
+               if (key := (int(row["streams"]), int(row["requests"]))) in by_shape]
+        fit += [(_verify(ps, k, t_row, pass_s, points), _measured_step_s(row))
+                for _, ps, row in got]
+        names |= {r.name for r, _, _ in got}
         if got:
             who.append(f"engine {other}, k = {k}")
     if not fit:
@@ -155,12 +163,11 @@ def predict_drafting(runs: list[Run], card: str, engine: str, proto: Any,
                 drafting_steps(runs, card, engine)}
     bare, fit = [], []
     for ps in plain.report["steps"]:
-        v = sm.verify_step(ps["predicted_median_tpot_ms"] / 1e3, ps["streams"], k, t_row,
-                           pass_s, 0.0, sm.bend(points, ps["streams"], k + 1))
+        v = _verify(ps, k, t_row, pass_s, points)
         bare.append(v)
         m = measured.get((ps["streams"], ps["requests"]))
         if m:
-            fit.append((v, m[1]["median_tpot_ms"] / 1e3 * m[1]["tokens_kept_per_verify"]))
+            fit.append((v, _measured_step_s(m[1])))
     borrowed = ""
     if fit:
         c = sm.fit_pass_overhead_s(fit)

@@ -253,7 +253,7 @@ def low_values(f: pd.DataFrame) -> list[Value]:
     (it moves fewer bytes, yet steps slower); ``share.low.foreign`` where the format's
     kernel (:data:`claimcheck.report.carry.KERNEL_PATH`) was built for other architectures
     than the card's (the carried model then takes none of its runs)."""
-    from claimcheck.loaders.cards import get_card
+    from claimcheck.loaders.cards import load_cards
     from claimcheck.report.carry import KERNEL_ARCH, KERNEL_PATH, foreign_kernel
     src = "runs.csv, steps where every stream decodes"
     d = main_context(decode_levels(f))
@@ -278,14 +278,14 @@ def low_values(f: pd.DataFrame) -> list[Value]:
         return float(k * 1000 / g.loc[k, "decode"])
     holds = step(a, n) > step(b, n)
     kernel = KERNEL_PATH.get(low)
-    card = get_card(str(f["card"].iloc[0]))
-    foreign = foreign_kernel(low, card.arch, card.name) is not None
+    card = load_cards().get(str(f["card"].iloc[0]))  # a card of one's own: arch unknown
+    foreign = card is not None and foreign_kernel(low, card.arch, card.name) is not None
     return [flag("share.low.has", holds, src),
             flag("share.low.foreign", holds and foreign, "data/raw/cards.csv arch, "
                  "report.carry.KERNEL_ARCH"),
             word("share.low.kernel", (kernel or "its kernel").capitalize(), src),
             word("share.low.kernel_arch", " and ".join(
-                a.capitalize() for a in KERNEL_ARCH.get(kernel or "", ())) or None,
+                x.capitalize() for x in KERNEL_ARCH.get(kernel or "", ())) or None,
                  "report.carry.KERNEL_ARCH"),
             word("share.low.name", fmt_name(low), src),
             num("share.low.eta", med[low], "fraction", src, PCT),

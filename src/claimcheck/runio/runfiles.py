@@ -131,16 +131,19 @@ def write_manifest(path: str | Path, entries: dict[str, ManifestEntry]) -> None:
     """The whole manifest, its lines in the order of ``entries``, written atomically."""
     p = Path(path)
     text = MANIFEST_HEAD + "".join(e.line(r) + "\n" for r, e in entries.items())
-    _replace(p, text.encode("utf-8"))
+    replace_atomically(p, text.encode("utf-8"))
 
 
-def _replace(path: Path, data: bytes) -> None:
+def replace_atomically(path: Path, data: bytes | str) -> None:
     """Write ``data`` as ``path`` whole or not at all: a write that fails (a full disk)
     leaves ``path`` as it was, no partial ``.tmp`` beside it, and an OSError naming
     ``path`` (write(2) names no file)."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_bytes(data)
+        if isinstance(data, str):
+            tmp.write_text(data)
+        else:
+            tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
@@ -215,7 +218,7 @@ def _write(d: Path, name: str, packed: bytes, raw: bytes) -> Path:
     out = d / name
     if _decode(name, packed) != raw:  # pragma: no cover - both encoders check already
         raise OSError(f"{out}: does not decode to the original bytes")
-    _replace(out, packed)
+    replace_atomically(out, packed)
     return out
 
 
