@@ -226,11 +226,29 @@ def ladder_table(tmp_path_factory):
     return read_rows(out)
 
 
+def test_a_prediction_meets_only_runs_started_after_its_commit(ladder_table):
+    # the wave-admission prediction of 2026-12-04 (commit 1dd0fcd): the engine's run of
+    # 2026-12-01 was measured before it existed, so only the run of 2026-12-04 tests it
+    # (4 steps x 3 repeats)
+    got = {}
+    for r in ladder_table:
+        got.setdefault(r["prediction_file"], set()).add(r["run"])
+    assert got["wave-admission-bf16-dummy-256.json"] == {
+        "h200-20261204-bf16-dummy-256-wave-admission"}
+    assert sum(r["prediction_file"] == "wave-admission-bf16-dummy-256.json"
+               for r in ladder_table) == 4 * 3
+    run = load_run(RUNS / "h200-20261201-bf16-dummy-256-wave-admission")
+    assert bi.started_before(run, "2026-12-04T06:00:00+00:00")
+    assert not bi.started_before(run, "2026-11-30T00:00:00+00:00")
+    assert not bi.started_before(run, None)  # git cannot date the commit: not left out
+
+
 def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
-    rows = ladder_table
+    rows = [r for r in ladder_table if r["prediction_file"].startswith("context-ladder-")]
     assert len(rows) == 4 * 15  # four predictions, 15 steps each, every one with its run
     sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
-    index = {r["file"]: r for r in bi.read_index(PREDICTIONS / "index.csv")}
+    index = {r["file"]: r for r in bi.read_index(PREDICTIONS / "index.csv")
+             if r["file"].startswith("context-ladder-")}
     assert set(sums) == set(index)
     metrics = {e: metrics_table(load_run(RUNS / r)) for e, r in LADDERS.items()}
     for f, s in sums.items():
@@ -252,7 +270,8 @@ def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
 
 
 def test_appendix_section_reads_the_table(ladder_table):
-    text = bw.appendix_section(ladder_table)
+    text = bw.appendix_section([r for r in ladder_table
+                                if r["prediction_file"].startswith("context-ladder-")])
     assert text.startswith("### Predicted before the run\n")
     assert text.count("\n- `context-ladder-") == 4
     assert "(written at commit 006cb56; model:" in text

@@ -49,3 +49,16 @@ def committed_bytes(path: str | Path, commit: str) -> bytes | None:
     be read (no git, not a repository, a commit not there, or a file the commit does not
     have)."""
     return at_commit(path, commit).data
+
+
+def commit_time(path: str | Path, commit: str) -> str | None:
+    """The committer date of ``commit`` (ISO 8601, UTC offset included) in the repository
+    that holds ``path``; None where git cannot say (no git, not a repository, a commit not
+    there)."""
+    p = Path(path).resolve()
+    try:
+        r = _git(p.parent, "show", "-s", "--format=%cI", f"{commit}^{{commit}}")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = r.stdout.decode().strip()
+    return out if r.returncode == 0 and out else None

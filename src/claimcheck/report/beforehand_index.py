@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from claimcheck.core.cards import Card
 from claimcheck.core.errors import InputError
 from claimcheck.core.verdicts import TOLERANCE
 from claimcheck.loaders.files import read_csv_lines
-from claimcheck.loaders.gitfiles import at_commit
+from claimcheck.loaders.gitfiles import at_commit, commit_time
 from claimcheck.report.beforehand import against, load_prediction, not_measured, summaries, summary
 from claimcheck.report.beforehand_words import render, summary_line
 from claimcheck.runio.run import Run, load_run
@@ -111,6 +112,17 @@ def compare(prediction_path: str | Path, run_dir: str | Path,
             "summary": summary(rows, tolerance), "lines": render(rows, tolerance)}
 
 
+def started_before(run: Run, written: str | None) -> bool:
+    """Whether ``run`` started before the prediction's commit (``written``, ISO 8601, from
+    git): such a run was measured before the prediction existed, so it is no test of it.
+    False where git cannot date the commit (a copy without git: every run of the
+    prediction's card, engine and protocol is set against it)."""
+    started = run.provenance.raw.get("started_utc")
+    if written is None or not started:
+        return False
+    return datetime.fromisoformat(started) < datetime.fromisoformat(written)
+
+
 def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
           tolerance: float = TOLERANCE, cards: Mapping[str, Card] | None = None
           ) -> list[dict[str, Any]]:
@@ -130,7 +142,9 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
     rows = []
     for p in preds:
         extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}
-        runs = matching.get((p["card"], p["engine"], p["protocol"]), [])
+        written = commit_time(Path(index_csv), p["written_at_commit"])
+        runs = [r for r in matching.get((p["card"], p["engine"], p["protocol"]), [])
+                if not started_before(r, written)]
         got = ([r for run in runs for r in against(p, run, tolerance)] if runs
                else not_measured(p))
         rows += [{"prediction_file": r["prediction_file"], **extra, **r} for r in got]

@@ -127,6 +127,9 @@ class Choice:
     rows_from_lines: bool = False
     """The decode-row factors are the intercepts of the engine's own KV lines
     (:func:`line_rows`; :func:`claimcheck.report.calibration.line_row_factors`)."""
+    rows_closed_loop: bool = False
+    """The decode-row factors are the engine's own closed-loop short-prompt steps
+    (:func:`closed_loop_rows`): no one-wave decode step of it or of its weight format."""
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
@@ -213,6 +216,32 @@ def _is_row_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
     return (_one_wave(r, s, terms, ROW_TERM) and decode_intervals(s) > 0
             and not s.held_prefill)
+
+
+def _is_closed_loop_row(r: Run, s: StepTrace) -> bool:
+    """A closed-loop decode step of short prompts: 2 or more streams, more requests than
+    streams (replacements join as others finish), prompts shorter than
+    :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`, tokens out after the first."""
+    tl = s.timeline
+    return (2 <= tl.streams < len(tl.requests) and tl.streams <= r.engine[0].max_num_seqs
+            and decode_intervals(s) > 0 and not s.held_prefill
+            and median_prompt(s) < m.LONG_PROMPT_TOKENS)
+
+
+def closed_loop_rows(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
+    """The decode-row term's steps when neither the engine nor its weight format has a
+    one-wave decode step on the card: the engine's own closed-loop short-prompt steps
+    (:func:`_is_closed_loop_row`), each step's measured median TPOT over the model's
+    simulated one of the same closed loop (its replacements' prefills included)."""
+    pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
+             if _is_closed_loop_row(r, s)]
+    if not pairs:
+        return ()
+    rows = sorted({s.timeline.streams for _, s in pairs})
+    why = (f"decode rows: {len(pairs)} closed-loop short-prompt step(s) at {len(rows)} "
+           f"stream count(s) ({', '.join(map(str, rows))}) of engine {engine} on {card} "
+           "(no one-wave decode step of it or of its weight format there)")
+    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
 
 
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
@@ -412,7 +441,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     rows_base = None
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
-    from_lines = False
+    from_lines = closed_loop = False
     kv_base = None
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
@@ -421,6 +450,9 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             rows, who, from_lines = line_rows(kv, card, engine), engine, True
         if not rows and version is not None:  # its weight format's of another release
             rows, who = row_sources(card_pool, card, engine, weight_format, terms)
+        if not rows:  # its own closed loops, the last resort
+            rows, who = closed_loop_rows(pool, card, engine), engine
+            closed_loop = bool(rows)
         if not kv:
             kv = borrowed_kv(card_pool, card, engine, weight_format, terms)
             if kv:
@@ -433,7 +465,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_from_lines=from_lines)
+                  rows_from_lines=from_lines, rows_closed_loop=closed_loop)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

@@ -71,7 +71,9 @@ def calibration(choice: Choice, compute_dtype: str,
             by_rows.setdefault(tl.streams, []).append(
                 statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
         pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
-        src = (f"{choice.rows[0].run.name} ({len(choice.rows)} one-wave decode steps): "
+        kind = "closed-loop short-prompt" if choice.rows_closed_loop else "one-wave decode"
+        src = (f"{', '.join(sorted({p.run.name for p in choice.rows}))} ({len(choice.rows)} "
+               f"{kind} steps): "
                "measured median TPOT / the model's at "
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
                + "; linear between, 1 outside")
