@@ -138,7 +138,8 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     src = out["term_sources"]
-    assert src["admission"]["runs"] == ["h200-20261201-bf16-dummy-256-wave-admission"]
+    assert src["admission"]["runs"] == ["h200-20261201-bf16-dummy-256-wave-admission",
+                                         "h200-20261204-bf16-dummy-256-wave-admission"]
     assert src["admission"]["borrowed_from"] == "bf16-dummy-256"
     assert src["kv"]["runs"] == ["h200-20261202-bf16-dummy-16k-context-ladder"]
     assert src["kv"]["borrowed_from"] is None

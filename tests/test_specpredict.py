@@ -50,10 +50,11 @@ def test_every_step_within_3_percent_fitted_and_4_left_out(out):
         assert s["predicted_median_tpot_ms"] == pytest.approx(s["predicted_step_ms"] / 2.5)
         assert s["predicted_decode_aggregate_tok_s"] == pytest.approx(
             b * 1000 / s["predicted_median_tpot_ms"])
-    # the bend of 256 plain rows (x1.149 on the 256-bend run) is what the 64-stream step needs
+    # the bend of 256 plain rows (x1.143: the median of the 256-row steps of the bend run,
+    # x1.149, and of decode-rows-to-256's two repeats) is what the 64-stream step needs
     by = {s["streams"]: s for s in out["steps"]}
     assert by[1]["bend"] == 1.0 and by[8]["bend"] == 1.0
-    assert by[64]["bend"] == pytest.approx(1.149, abs=1e-3)
+    assert by[64]["bend"] == pytest.approx(1.143, abs=1e-3)
     # without it the step would read 11% under: (plain + rows) + draft, no bend
     flat = by[64]["plain_step_ms"] + by[64]["extra_rows_ms"] + by[64]["draft_bytes_ms"] \
         + by[64]["draft_overhead_ms"]

@@ -236,6 +236,7 @@ def notebook_params(wildcards):
                 "model_csv": "data/derived/model.csv",
                 "beforehand_csv": "data/derived/beforehand.csv",
                 "speculation_csv": "data/derived/speculation.csv",
+                "crossval_csv": "data/derived/crossval.csv",
                 "definitions_links": {f"definitions-{r}": f"definitions-{r}.png"
                                       for r in RUNS},
                 "protocols_yaml": "config/protocols.yaml",

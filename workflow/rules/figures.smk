@@ -139,6 +139,7 @@ rule update:
         beforehand="data/derived/beforehand.csv",
         carried="data/derived/carried_3090.csv",
         speculation="data/derived/speculation.csv",
+        crossval="data/derived/crossval.csv",
         figures=["figures/claim_map.png", "figures/verdicts.png", "figures/speculation.png"]
         + [f"{base}.png" for base in CARD_FIGURES.values()]
         + expand("figures/roofline-{name}.png", name=ROOFLINES)

@@ -29,7 +29,7 @@ from claimcheck.report.modeltable import predict_run, table_rows
 from claimcheck.report.termsources import TERMS, borrowed_terms, term_sources
 from claimcheck.runio.run import Run
 
-COLUMNS = ("run", "card", "engine", "weight_format", "protocol", "step", "repeat",
+COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "step", "repeat",
            "streams", "requests", "step_status", "calibration_step",
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
@@ -48,6 +48,7 @@ def held_out_rows(target: Run, runs: list[Run],
     prov = target.provenance.raw
     base = {"run": target.name, "card": prov.get("card"), "engine": prov.get("engine"),
             "weight_format": run_key(target)[2],
+            "weights": (prov.get("engine_config") or {}).get("weights"),
             "protocol": (prov.get("protocol_config") or {}).get("name")}
     try:
         choice = choose_for(target, others, terms)
@@ -114,7 +115,7 @@ def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[st
     their run), and within ``tolerance`` on e2e, decode (a held prefill's null decode is no
     miss) and both: ``cross_validated`` and ``in_sample``."""
     rows = complete(rows)
-    return {"steps": len(rows), "unpredicted": sum(r["cv_note"] != "" for r in rows),
+    return {"steps": len(rows), "unpredicted": sum(bool(r["cv_note"]) for r in rows),
             "cross_validated": _counts(rows, "", tolerance),
             "in_sample": _counts(rows, "in_sample_", tolerance)}
 
@@ -132,7 +133,7 @@ def by_term(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
     """Per term, over the complete cross-validated steps: how many had it measured
     (``with``), how many took it from another engine (``borrowed``), and the
     :func:`summary` of the steps with it and of those without."""
-    rows = [r for r in complete(rows) if r["cv_note"] == ""]
+    rows = [r for r in complete(rows) if not r["cv_note"]]  # "" in memory, None from csv
     out = {}
     for t in TERMS:
         has = [r for r in rows if r[f"{t}_runs"]]

@@ -23,6 +23,7 @@ from claimcheck.report import engine_version as EV
 from claimcheck.report import findings as F
 from claimcheck.report import template as T
 from claimcheck.report import update_values as UV
+from claimcheck.report.crossval_words import cv_values
 from claimcheck.report.h200_fig import card_frame
 from claimcheck.report.spec_values import spec_values
 from claimcheck.report.update_tables import (
@@ -164,7 +165,8 @@ def render_body(runs: list[Run], card: str,
                 values_out: dict[str, T.Value] | None = None,
                 predictions: dict[str, Any] | None = None,
                 carried_rows: list[dict[str, Any]] | None = None,
-                speculation: list[dict[str, Any]] | None = None) -> str:
+                speculation: list[dict[str, Any]] | None = None,
+                crossval: list[dict[str, Any]] | None = None) -> str:
     """figures/update.md from the body template (templates/body.md): the lead, one section
     per claim family (``families``, config/update_claims.yaml; each claim from
     templates/claim.md), what this card showed, provenance. Every number is a named value
@@ -178,7 +180,9 @@ def render_body(runs: list[Run], card: str,
     the sentence on the carried model's test on the article's RTX 3090 ladder
     (:mod:`claimcheck.report.carry_words`; None or empty: no sentence).
     ``speculation``: data/derived/speculation.csv's rows (what a verify costs on this card,
-    :mod:`claimcheck.report.spec_values`; None: the paragraph is left out)."""
+    :mod:`claimcheck.report.spec_values`; None: the paragraph is left out).
+    ``crossval``: data/derived/crossval.csv's rows (the model with each run left out,
+    :mod:`claimcheck.report.crossval_words`; None: not said)."""
     on_card = [r for r in runs if r.provenance.card == card]
     runs, every = card_frame(runs, card, release=None)
     if not runs:
@@ -196,7 +200,8 @@ def render_body(runs: list[Run], card: str,
                           predictions),
         *UV.card_values(found, frame),
         *CW.ladder_values(carried_rows or [], verdicts),
-        *spec_values(speculation, figures.get("speculation"))])
+        *spec_values(speculation, figures.get("speculation")),
+        *cv_values(crossval)])
     if values_out is not None:
         values_out.update(values)
     by = {x.key: x for x in found if x.holds}

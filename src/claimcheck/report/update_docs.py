@@ -76,7 +76,8 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                      families_yaml: str = "config/update_claims.yaml",
                      values_csv: str | None = None,
                      carried_csv: str | None = None,
-                     speculation_csv: str | None = None) -> tuple[str, str]:
+                     speculation_csv: str | None = None,
+                     crossval_csv: str | None = None) -> tuple[str, str]:
     """The Update as an article prints it (the body, figures/update.md) and its appendix
     (every step of every run, each protocol's blocks, every verdict line, the model table,
     the predictions kept before a run (``beforehand_csv``), each run's provenance), from
@@ -85,7 +86,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     (:func:`claimcheck.report.update_values.prediction_of`); ``carried_csv``
     (data/derived/carried_3090.csv) gives the body's sentence on the RTX 3090 ladder and
     the appendix's table of predicted against published.
-    ``speculation_csv``: the drafting runs' table (what a verify costs; None: not said)."""
+    ``speculation_csv``: the drafting runs' table (what a verify costs; None: not said).
+    ``crossval_csv``: the model with each run left out (data/derived/crossval.csv; None:
+    not said)."""
     runs, _ = read_run_records(records(run_records))
     verdicts = read_json(at_root(verdicts_json)) if verdicts_json else []
     predictions = {str(v["id"]): p for v in verdicts if (p := prediction_of(v)) is not None}
@@ -99,6 +102,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []
     before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
+    crossval = read_rows(at_root(crossval_csv)) if crossval_csv else None
     extra: list[str] = []  # what the body leaves to the appendix
     values: dict[str, Value] = {}
     body = render_body(runs, card, figures or {}, verdicts, model_rows,
@@ -108,7 +112,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
                        values_out=values, predictions=predictions or None,
                        carried_rows=carried,
                        speculation=read_rows(at_root(speculation_csv)) if speculation_csv
-                       else None)
+                       else None, crossval=crossval)
     if values_csv:
         write_values(values, at_root(values_csv))
     for line in log:  # the render's log: each finding left out, and why
@@ -127,6 +131,9 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
         appendix += "\n" + verdicts_md.render_definitions_links(definitions_links)
     if model_rows:
         appendix += "\n" + verdicts_md.render_model(model_rows)
+    if crossval:
+        from claimcheck.report.crossval_words import appendix_section as cv_section
+        appendix += "\n" + cv_section(crossval)
     if beforehand_csv:  # the predictions kept before a run, against it
         from claimcheck.report.beforehand_words import appendix_section
         appendix += "\n" + appendix_section(read_rows(at_root(beforehand_csv)))

@@ -1,0 +1,52 @@
+"""The Update's words for the model with each run left out (issue 43 item 1), from a
+hand-made cross-validation table: counts and ranges worked out by hand below."""
+
+from claimcheck.report import crossval_words as CVW
+
+
+def _row(run, engine, protocol, e2e, dec, note="", status="complete"):
+    return {"run": run, "card": "h200", "engine": engine, "weights": "dummy",
+            "protocol": protocol, "step_status": status, "e2e_error": e2e,
+            "decode_error": dec, "in_sample_e2e_error": 0.0, "in_sample_decode_error": 0.0,
+            "cv_note": note}
+
+
+ROWS = [
+    _row("a-ladder", "a", "ladder", 0.01, -0.02),      # within
+    _row("a-ladder", "a", "ladder", 0.049, None),      # within (held prefill: no decode)
+    _row("a-long", "a", "long", 0.06, 0.0),            # miss on e2e
+    _row("b-wave", "b", "wave", 0.10, None),           # miss
+    _row("b-wave", "b", "wave", 0.20, None),           # miss
+    _row("b-rows", "b", "rows", 0.01, -0.08),          # miss on decode
+    _row("b-rows", "b", "rows", -0.03, 0.03),          # within
+    _row("b-rows", "b", "rows", 0.5, 0.5, status="failed"),  # never compared
+]
+
+
+def test_values_by_hand():
+    v = {x.name: x for x in CVW.cv_values(ROWS)}
+    assert v["cv.has"].value is True
+    # 3 of 7 complete steps within 5% on both: a 2 of 3, b 1 of 4 (the worst share)
+    assert (v["cv.within"].value, v["cv.steps"].value) == (3, 7)
+    assert v["cv.engines"].text == "`a` 2 of 3, `b` 1 of 4"
+    assert v["cv.worst_engine"].text == "`b`"
+    assert (v["cv.worst_within"].value, v["cv.worst_steps"].value) == (1, 4)
+    # b's misses: 2 wave steps, 1 rows step: wave leads, its e2e errors +10.0% to +20.0%
+    assert v["cv.worst_protocol"].text == "`wave`"
+    assert v["cv.worst_misses"].value == 2
+    assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+10.0%", "+20.0%")
+
+
+def test_no_rows_no_sentence():
+    v = {x.name: x for x in CVW.cv_values(None)}
+    assert v["cv.has"].value is False and v["cv.within"].text == "none"
+
+
+def test_appendix_tables_by_hand():
+    text = CVW.appendix_section(ROWS)
+    assert text.startswith("### The model with each run left out\n\n")
+    assert "Card: h200; dummy weights." in text
+    assert "| `a` | 3 | 2 | 3 |" in text and "| `b` | 4 | 1 | 4 |" in text
+    assert "| all | 7 | 3 | 7 |" in text
+    assert "| b-wave | 2 | 0 | 2 |" in text and "| b-rows | 2 | 1 | 2 |" in text
+    assert CVW.appendix_section([]) == ""
