@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from claimcheck.core.errors import InputError
-from claimcheck.report import calibrate, calibration, modeltable
+from claimcheck.report import calibrate, calibration, modeltable, picks
 from claimcheck.report.derive import model_rows
 from claimcheck.runio.run import load_run
 from tests.fabricate import copy_run, edit_json, edit_step
@@ -157,7 +157,7 @@ def test_the_protocols_that_calibrate_a_term_are_passed_in_not_cached():
 
     assert "lru_cache" not in inspect.getsource(calibrate)
     terms = load_model_terms()
-    assert terms == model_terms(load_protocols()) and calibrate.ROW_TERM in terms
+    assert terms == model_terms(load_protocols()) and picks.ROW_TERM in terms
     runs = _runs(BEND, SINGLE)
     given = calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16", terms)
     assert given == calibrate.row_sources(runs, "h200", "bf16-dummy-256", "bf16")

@@ -40,7 +40,6 @@ later does not take over. The arithmetic on the chosen steps is
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,54 +49,26 @@ from claimcheck.core.errors import InputError
 from claimcheck.core.protocols import Terms
 from claimcheck.core.runchecks import NO_CARD
 from claimcheck.loaders.config import load_model_terms
-from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.layout import layout_words, run_layout, run_version
+from claimcheck.report.picks import (
+    ADMISSION_TERM,
+    KV_TERM,
+    Pick,
+    _budget,
+    _earliest,
+    _one_stream_steps,
+    _one_wave,
+    decode_intervals,
+    median_prompt,
+    run_key,
+)
+from claimcheck.report.rowterm import (
+    _lined,
+    closed_loop_rows,
+    line_rows,
+    row_sources,
+)
 from claimcheck.runio.run import Run, StepTrace
-
-
-def _one_stream_steps(run: Run) -> list[StepTrace]:
-    return [s for s in run.traces if s.timeline.streams == 1]
-
-
-def median_prompt(s: StepTrace) -> float:
-    return statistics.median(r.prompt_tokens for r in s.timeline.requests)
-
-
-def decode_intervals(s: StepTrace) -> int:
-    """Output tokens after each request's first, summed over the step's requests (the
-    number of per-step times its median TPOT is taken over)."""
-    return sum(max(r.output_tokens - 1, 0) for r in s.timeline.requests)
-
-
-def run_key(run: Run) -> tuple[str, str, Any]:
-    """(card, engine, weight format) of a run."""
-    p = run.provenance.raw
-    return (p.get("card"), p.get("engine"),
-            (p.get("engine_config") or {}).get("weight_format"))
-
-
-def _budget(run: Run) -> int:
-    shape, _ = run.engine
-    return shape.max_num_batched_tokens
-
-
-@dataclass(frozen=True)
-class Pick:
-    """One measured step chosen for a calibration input, and why."""
-
-    run: Run
-    step: StepTrace
-    why: str
-
-    @property
-    def label(self) -> str:
-        r = self.step.record
-        return f"{self.run.name} step {r['step']} repeat {r['repeat']}"
-
-    def as_dict(self) -> dict[str, Any]:
-        r = self.step.record
-        return {"run": self.run.name, "step": r["step"], "repeat": r["repeat"],
-                "why": self.why}
 
 
 @dataclass(frozen=True)
@@ -163,11 +134,6 @@ def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
                   f"{engine} has none)")
 
 
-def _earliest(r: Run, s: StepTrace) -> tuple[str, str, int, int]:
-    return (str(r.provenance.raw.get("started_utc", "")), r.name, int(s.record["step"]),
-            int(s.record["repeat"]))
-
-
 def _is_decode(s: StepTrace) -> bool:
     return s.timeline.streams == 1 and decode_intervals(s) > 0 \
         and not s.held_prefill
@@ -193,86 +159,11 @@ def _compute_rank(r: Run, s: StepTrace) -> int:
     return 1 if fits else 2
 
 
-ROW_TERM = "decode_rows"
-"""The ``model_term`` value (config/protocols.yaml) of protocols whose one-wave decode steps
-are the decode-row term's source."""
-ADMISSION_TERM = "admission"
-"""The ``model_term`` value of protocols whose one-wave steps give the send interval."""
-KV_TERM = "kv_read"
-"""The ``model_term`` value of protocols whose one-wave steps, read while every stream
-decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_decode`)."""
-
-
-def _one_wave(r: Run, s: StepTrace, terms: Terms, term: str) -> bool:
-    """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
-    ``term``'s source."""
-    tl = s.timeline
-    name = (r.provenance.raw.get("protocol_config") or {}).get("name")
-    return (name in terms.get(term, frozenset()) and 2 <= tl.streams == len(tl.requests)
-            and tl.streams <= r.engine[0].max_num_seqs)
-
-
-def _is_row_source(r: Run, s: StepTrace, terms: Terms) -> bool:
-    """A one-wave decode step (tokens out after the first) of a decode-row source."""
-    return (_one_wave(r, s, terms, ROW_TERM) and decode_intervals(s) > 0
-            and not s.held_prefill)
-
-
-def _is_closed_loop_row(r: Run, s: StepTrace) -> bool:
-    """A closed-loop decode step of short prompts: 2 or more streams, more requests than
-    streams (replacements join as others finish), prompts shorter than
-    :data:`~claimcheck.core.model.LONG_PROMPT_TOKENS`, tokens out after the first."""
-    tl = s.timeline
-    return (2 <= tl.streams < len(tl.requests) and tl.streams <= r.engine[0].max_num_seqs
-            and decode_intervals(s) > 0 and not s.held_prefill
-            and median_prompt(s) < m.LONG_PROMPT_TOKENS)
-
-
-def closed_loop_rows(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
-    """The decode-row term's steps when neither the engine nor its weight format has a
-    one-wave decode step on the card: the engine's own closed-loop short-prompt steps
-    (:func:`_is_closed_loop_row`), each step's measured median TPOT over the model's
-    simulated one of the same closed loop (its replacements' prefills included)."""
-    pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
-             if _is_closed_loop_row(r, s)]
-    if not pairs:
-        return ()
-    rows = sorted({s.timeline.streams for _, s in pairs})
-    why = (f"decode rows: {len(pairs)} closed-loop short-prompt step(s) at {len(rows)} "
-           f"stream count(s) ({', '.join(map(str, rows))}) of engine {engine} on {card} "
-           "(no one-wave decode step of it or of its weight format there)")
-    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
-
-
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
     return (_one_wave(r, s, terms, KV_TERM) and decode_intervals(s) > 0
             and not s.held_prefill
             and bool(d.all_decoding_spans(s.timeline)))
-
-
-def _lined(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
-    """The pairs that lie on lines: one run's steps at the same streams and
-    :data:`~claimcheck.report.context_cost.MIN_CONTEXTS` or more prompt lengths."""
-    lines: dict[tuple[str, int], list] = {}
-    for r, s in pairs:
-        lines.setdefault((r.name, s.timeline.streams), []).append((r, s))
-    return [p for g in lines.values()
-            if len({s.record.get("input_len") for _, s in g}) >= MIN_CONTEXTS for p in g]
-
-
-def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
-    """The decode-row term's steps when the engine has no decode-row steps of its own: its
-    KV-read steps on lines (:func:`_lined`), whose intercepts (the step at no KV) over the
-    model's decode step give the factor at their stream counts."""
-    lined = _lined([(p.run, p.step) for p in kv])
-    if not lined:
-        return ()
-    rows = sorted({s.timeline.streams for _, s in lined})
-    why = (f"decode rows: the intercepts of {len(rows)} KV line(s) at "
-           f"{', '.join(map(str, rows))} rows ({len(lined)} one-wave steps at three or more "
-           f"contexts of engine {engine} on {card}; it has no decode-row steps)")
-    return tuple(Pick(r, s, why) for r, s in lined)
 
 
 def kv_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
@@ -337,29 +228,6 @@ def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | No
             return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
                                                               _earliest(*p)))
     return ()
-
-
-def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
-                terms: Terms | None = None) -> tuple[tuple[Pick, ...], str | None]:
-    """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
-    those of the first engine of its weight format there that has them; and that engine."""
-    terms = load_model_terms() if terms is None else terms
-    on_card = [r for r in runs if run_key(r)[0] == card]
-    for who in ([engine] + sorted({run_key(r)[1] for r in on_card
-                                   if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
-                                  key=lambda e: min(_earliest(r, r.traces[0]) for r in on_card
-                                                    if run_key(r)[1] == e and r.traces))):
-        pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
-                 if _is_row_source(r, s, terms)]
-        if pairs:
-            rows = sorted({p[1].timeline.streams for p in pairs})
-            why = (f"decode rows: {len(pairs)} one-wave decode step(s) at {len(rows)} row "
-                   f"count(s) ({', '.join(map(str, rows))}) of engine {who} on {card}"
-                   + ("" if who == engine else f" (engine {engine} has none; same weight "
-                      f"format {weight_format})"))
-            return (tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              _earliest(*p))), who)
-    return (), None
 
 
 def _has_datasheet(card: str) -> bool:

@@ -34,7 +34,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     the most misses, with their end-to-end errors' range."""
     rows = cv.complete(list(rows or []))
     if not rows:
-        return [flag("cv.has", False, SRC)] + [word(n, "none", SRC) for n in NAMES]
+        return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC)] + [
+            word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
     worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
