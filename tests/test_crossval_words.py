@@ -28,7 +28,6 @@ def test_values_by_hand():
     assert v["cv.has"].value is True
     # 3 of 7 complete steps within 5% on both: a 2 of 3, b 1 of 4 (the worst share)
     assert (v["cv.within"].value, v["cv.steps"].value) == (3, 7)
-    assert v["cv.engines"].text == "`a` 2 of 3, `b` 1 of 4"
     assert v["cv.worst_engine"].text == "`b`"
     assert (v["cv.worst_within"].value, v["cv.worst_steps"].value) == (1, 4)
     # b's misses: 2 wave steps, 1 rows step: wave leads, its e2e errors +10.0% to +20.0%

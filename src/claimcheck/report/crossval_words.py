@@ -14,7 +14,7 @@ from claimcheck.report import crossval as cv
 from claimcheck.report.template import Value, flag, num, word
 
 SRC = "crossval.csv"
-NAMES = ("cv.within", "cv.steps", "cv.engines", "cv.worst_engine", "cv.worst_within",
+NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
          "cv.worst_hi", "cv.tolerance")
 
@@ -29,9 +29,9 @@ def _missed(r: Mapping[str, Any], tolerance: float) -> bool:
 
 def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLERANCE
               ) -> list[Value]:
-    """``cv.has`` and, where the table has rows: the pooled held-out count, each engine's,
-    the engine with the smallest share within ``tolerance`` and, in it, the protocol with
-    the most misses, with their end-to-end errors' range."""
+    """``cv.has`` and, where the table has rows: the pooled held-out count, the engine with
+    the smallest share within ``tolerance`` and, in it, the protocol with the most misses,
+    with their end-to-end errors' range."""
     rows = cv.complete(list(rows or []))
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC)] + [
@@ -46,13 +46,11 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     proto = (max(sorted(by_proto), key=lambda p: len(by_proto[p])) if by_proto else None)
     errs = [float(r["e2e_error"]) for r in by_proto.get(proto or "", [])
             if r["e2e_error"] is not None]
-    engines = ", ".join(f"`{e}` {_both(v):,} of {v['steps']:,}" for e, v in per.items())
     return [flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
             num("cv.tolerance", tolerance, "fraction", "core.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
             num("cv.steps", s["steps"], "steps", SRC, "{:,}"),
-            word("cv.engines", engines, SRC),
             word("cv.worst_engine", f"`{worst}`", SRC),
             num("cv.worst_within", _both(per[worst]), "steps", SRC, "{:,}"),
             num("cv.worst_steps", per[worst]["steps"], "steps", SRC, "{:,}"),
