@@ -346,3 +346,10 @@ def test_a_truncated_or_missing_prediction_file_is_one_line_naming_it(tmp_path):
     with pytest.raises(InputError) as e:
         load_prediction(tmp_path / "absent.json")
     assert "absent.json" in str(e.value)
+
+
+def test_miss_words_count_one_stream_as_one():
+    miss = {"error": 1.708, "metric": "e2e", "streams": 1, "input_len": 12000}
+    assert bw.miss_words(miss) == "+170.8% on end to end at 1 stream of 12,000-token prompts"
+    assert bw.miss_words({**miss, "streams": 48}).endswith("at 48 streams of 12,000-token "
+                                                           "prompts")

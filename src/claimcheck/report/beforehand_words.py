@@ -31,8 +31,9 @@ def miss_words(m: Mapping[str, Any] | None) -> str:
     """'+9.5% on end to end at 48 streams of 12,000-token prompts'."""
     if not m:
         return "no miss to name (no error could be computed)"
-    return (f"{m['error']:+.1%} on {METRIC_WORDS[m['metric']]} at {int(m['streams'])} streams "
-            f"of {int(m['input_len']):,}-token prompts")
+    n = int(m["streams"])
+    return (f"{m['error']:+.1%} on {METRIC_WORDS[m['metric']]} at {n} "
+            f"stream{'' if n == 1 else 's'} of {int(m['input_len']):,}-token prompts")
 
 
 def summary_line(s: Mapping[str, Any]) -> str:
