@@ -6,6 +6,7 @@ real shell functions in bash against files under tmp_path; /etc is never touched
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,38 @@ def test_a_pid_reused_by_another_program_does_not_hold_the_link(tmp_path, etc):
         other.wait()
     assert r.returncode == 0, r.stderr
     assert os.readlink(etc) == str(tmp_path / "claimcheck-slurm.new" / "slurm.conf")
+
+
+def _wait(lock: Path, seconds: int) -> subprocess.CompletedProcess:
+    """one_cluster_at_a_time LOCK SECONDS in bash, as run-slurm-test.sh calls it."""
+    return subprocess.run(
+        ["bash", "-c", '. "$0"; one_cluster_at_a_time "$1" "$2"', str(SCRIPT), str(lock),
+         str(seconds)], capture_output=True, text=True, timeout=60)
+
+
+def test_a_second_test_waits_for_the_first(tmp_path):
+    lock = tmp_path / "slurm.lock"
+    assert _wait(lock, 5).returncode == 0 and _wait(lock, 5).stderr == ""  # free: no word
+    # a first test holds the lock for 3 s: the second waits, says so, and goes on after
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "3"])
+    try:
+        time.sleep(0.5)
+        r = _wait(lock, 30)
+        assert r.returncode == 0, r.stderr
+        assert "another SLURM test holds" in r.stderr and "is free after" in r.stderr
+        assert holder.poll() is not None  # it went on only once the first had ended
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_wait_runs_out(tmp_path):
+    lock = tmp_path / "slurm.lock"
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "20"])
+    try:
+        time.sleep(0.5)
+        r = _wait(lock, 1)
+        assert r.returncode == 1 and "gave up after 1 s" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -48,3 +48,22 @@ claim_conf_link() {
   fi
   mkdir -p "$(dirname "$conf")" && ln -s "$target" "$conf"
 }
+
+# one_cluster_at_a_time LOCK WAIT: hold LOCK (flock on fd 8, released when the shell exits,
+# even when killed) so that one SLURM test runs on the machine at a time: /etc/slurm/
+# slurm.conf and munge's default socket are shared, so a second test (a second `make test`
+# beside the first) waits here, saying so on stderr, for at most WAIT seconds. Exit status 1
+# when the wait runs out.
+one_cluster_at_a_time() {
+  local lock=$1 wait=$2 t0
+  exec 8>"$lock" || return 1
+  flock -n 8 && return 0
+  echo "another SLURM test holds $lock (one cluster per machine): waiting for it to end," \
+       "at most $wait s" >&2
+  t0=$(date +%s)
+  if ! flock -w "$wait" 8; then
+    echo "gave up after $wait s: $lock is still held" >&2
+    return 1
+  fi
+  echo "$lock is free after $(( $(date +%s) - t0 )) s" >&2
+}

@@ -18,6 +18,13 @@ T0=$(date +%s)
 log() { echo "envs/slurm/run-slurm-test.sh: $*" >&2; }
 elapsed() { echo $(( $(date +%s) - T0 )); }
 
+# 0. One SLURM test per machine (the shared config link and munge socket): a second one,
+# from a second `make test` beside this one, waits here for the first (conf-link.sh)
+. envs/slurm/conf-link.sh
+# (the daemons below start with fd 8 closed, so none holds the lock after this script)
+one_cluster_at_a_time "${CLAIMCHECK_SLURM_LOCK:-/tmp/claimcheck-slurm.lock}" \
+  "${CLAIMCHECK_SLURM_WAIT:-2700}" || exit 1
+
 # 1. Debian packages (skip only when they cannot be installed)
 log "checking the Debian packages and the CPU vLLM"
 need="slurm-wlm slurmdbd munge mariadb-server"
@@ -108,28 +115,28 @@ rm -f "$MUNGE_SOCK"  # a stale socket of a killed munged
 mkdir -p /run/munge
 munged --force --key-file "$W/munge/munge.key" --socket "$MUNGE_SOCK" \
   --pid-file "$W/run/munged.pid" --log-file "$W/log/munged.log" \
-  --seed-file "$W/munge/munged.seed" || { log "munged did not start"; exit 1; }
+  --seed-file "$W/munge/munged.seed" 8>&- || { log "munged did not start"; exit 1; }
 PIDFILES+=("$W/run/munged.pid")
 mariadb-install-db --user=root --datadir="$W/mysql" --auth-root-authentication-method=socket \
   --skip-test-db > "$W/log/mariadb-install.log" 2>&1 || { log "mariadb-install-db failed"; exit 1; }
 mariadbd --user=root --datadir="$W/mysql" --socket="$W/run/mysql.sock" --port="$DBPORT" \
   --bind-address=127.0.0.1 --pid-file="$W/run/mariadbd.pid" --log-error="$W/log/mariadbd.log" \
-  --skip-log-bin > /dev/null 2>&1 &
+  --skip-log-bin > /dev/null 2>&1 8>&- &
 PIDFILES+=("$W/run/mariadbd.pid")
 wait_for 60 mariadbd mariadb --socket="$W/run/mysql.sock" -e "select 1" || { show_logs; exit 1; }
 mariadb --socket="$W/run/mysql.sock" -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$DBPASS';
   CREATE USER 'slurm'@'localhost' IDENTIFIED BY '$DBPASS';
   GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
-slurmdbd || { show_logs; exit 1; }  # reads slurmdbd.conf next to $SLURM_CONF
+slurmdbd 8>&- || { show_logs; exit 1; }  # reads slurmdbd.conf next to $SLURM_CONF
 PIDFILES+=("$W/run/slurmdbd.pid")
 wait_for 60 slurmdbd sacctmgr -i list cluster || { show_logs; exit 1; }
 timeout 30 sacctmgr -i add cluster claimcheck >/dev/null
 timeout 30 sacctmgr -i add account ci Description=claimcheck-ci Organization=claimcheck >/dev/null
 timeout 30 sacctmgr -i add user "$(id -un)" Account=ci DefaultAccount=ci >/dev/null
-slurmctld -f "$W/slurm.conf" || { show_logs; exit 1; }
+slurmctld -f "$W/slurm.conf" 8>&- || { show_logs; exit 1; }
 PIDFILES+=("$W/run/slurmctld.pid")
 wait_for 60 slurmctld scontrol ping || { show_logs; exit 1; }
-slurmd -f "$W/slurm.conf" -N localhost || { show_logs; exit 1; }
+slurmd -f "$W/slurm.conf" -N localhost 8>&- || { show_logs; exit 1; }
 PIDFILES+=("$W/run/slurmd.pid")
 wait_for 60 "the node to be idle" bash -c "sinfo -h -N -o %t | grep -q idle" \
   || { sinfo -N >&2; show_logs; exit 1; }
