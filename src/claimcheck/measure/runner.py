@@ -127,14 +127,8 @@ def _rel(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` whole or not at all (:func:`~claimcheck.runio.runfiles.replace_atomically`:
-    a failed write leaves the file as it was and an OSError naming ``path``)."""
-    replace_atomically(path, text)
-
-
 def _write_json(path: Path, obj: Any) -> None:
-    _write_text(path, json.dumps(obj, indent=1, default=str))
+    replace_atomically(path, json.dumps(obj, indent=1, default=str))
 
 
 def _seed(protocol: Protocol) -> int:
@@ -223,7 +217,7 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         status, reason = "interrupted", interrupted_reason(e, steps, len(plan))
     ended = time.time()
     try:
-        _write_text(run_dir / "server.log", server.read_log(log_start))
+        replace_atomically(run_dir / "server.log", server.read_log(log_start))
     except OSError as e:  # the record below may still fit (a few kB)
         status = "failed" if status == "complete" else status
         reason = "; ".join(r for r in (reason, f"server.log: {_one_line(e)}") if r)

@@ -139,12 +139,12 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
         k = (prov.get("card"), prov.get("engine"), prov.get("protocol"))
         if k in keys:
             matching.setdefault(k, []).append(load_run(rd, cards))
+    written = {c: commit_time(Path(index_csv), c) for c in {p["written_at_commit"] for p in preds}}
     rows = []
     for p in preds:
         extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}
-        written = commit_time(Path(index_csv), p["written_at_commit"])
         runs = [r for r in matching.get((p["card"], p["engine"], p["protocol"]), [])
-                if not started_before(r, written)]
+                if not started_before(r, written[p["written_at_commit"]])]
         got = ([r for run in runs for r in against(p, run, tolerance)] if runs
                else not_measured(p))
         rows += [{"prediction_file": r["prediction_file"], **extra, **r} for r in got]

@@ -54,21 +54,25 @@ from claimcheck.report.picks import (
     ADMISSION_TERM,
     KV_TERM,
     Pick,
-    _budget,
-    _earliest,
-    _one_stream_steps,
-    _one_wave,
     decode_intervals,
+    earliest,
     median_prompt,
+    one_stream_steps,
+    one_wave,
     run_key,
+    token_budget,
 )
 from claimcheck.report.rowterm import (
-    _lined,
     closed_loop_rows,
     line_rows,
+    on_lines,
     row_sources,
 )
 from claimcheck.runio.run import Run, StepTrace
+
+ROWS_ONE_WAVE, ROWS_LINES = "one-wave decode", "KV lines"
+ROWS_CLOSED_LOOP = "closed-loop short-prompt"
+"""The kinds of decode-row source steps (:attr:`Choice.rows_kind`), as the source is said."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,20 @@ class Choice:
     kv_base: Choice | None = None
     """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
     rate and mixed-prefill factor are taken."""
-    rows_from_lines: bool = False
-    """The decode-row factors are the intercepts of the engine's own KV lines
-    (:func:`line_rows`; :func:`claimcheck.report.calibration.line_row_factors`)."""
-    rows_closed_loop: bool = False
-    """The decode-row factors are the engine's own closed-loop short-prompt steps
-    (:func:`closed_loop_rows`): no one-wave decode step of it or of its weight format."""
+    rows_kind: str = ROWS_ONE_WAVE
+    """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
+    engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
+    :func:`claimcheck.report.calibration.line_row_factors`) or its own closed-loop
+    short-prompt steps (:data:`ROWS_CLOSED_LOOP`, :func:`closed_loop_rows`: no one-wave
+    decode step of it or of its weight format)."""
+
+    @property
+    def rows_from_lines(self) -> bool:
+        return self.rows_kind == ROWS_LINES
+
+    @property
+    def rows_closed_loop(self) -> bool:
+        return self.rows_kind == ROWS_CLOSED_LOOP
 
     def steps(self) -> set[tuple[str, str]]:
         """(run name, step dir) of every step whose measured speed the calibration used,
@@ -141,7 +153,7 @@ def _is_decode(s: StepTrace) -> bool:
 
 def _best_decode(pairs: list[tuple[Run, StepTrace]], where: str,
                  what: str) -> Pick:
-    r, s = min(pairs, key=lambda p: (-decode_intervals(p[1]), _earliest(*p)))
+    r, s = min(pairs, key=lambda p: (-decode_intervals(p[1]), earliest(*p)))
     return Pick(r, s, f"{what}: the most decode intervals ({decode_intervals(s):,}, "
                 f"{len(s.timeline.requests)} requests of {median_prompt(s):,.0f}-token "
                 f"prompts) of {len(pairs)} one-stream decode step(s) of {where}")
@@ -153,7 +165,7 @@ COMPUTE_RANKS = ("held prefill within one token budget", "prompt within one toke
 
 
 def _compute_rank(r: Run, s: StepTrace) -> int:
-    fits = median_prompt(s) <= _budget(r)
+    fits = median_prompt(s) <= token_budget(r)
     if fits and s.held_prefill:
         return 0
     return 1 if fits else 2
@@ -161,7 +173,7 @@ def _compute_rank(r: Run, s: StepTrace) -> int:
 
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
-    return (_one_wave(r, s, terms, KV_TERM) and decode_intervals(s) > 0
+    return (one_wave(r, s, terms, KV_TERM) and decode_intervals(s) > 0
             and not s.held_prefill
             and bool(d.all_decoding_spans(s.timeline)))
 
@@ -177,19 +189,19 @@ def kv_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = No
     terms = load_model_terms() if terms is None else terms
     pairs = [(r, s) for r in runs if run_key(r)[:2] == (card, engine) for s in r.traces
              if _is_kv_source(r, s, terms)]
-    lined = _lined(pairs)
+    lined = on_lines(pairs)
     if lined:  # a run that measured the same streams at 3+ contexts: its lines alone
         pairs = lined
     why = (f"KV read: {len(pairs)} one-wave step(s) of engine {engine} on {card}, read while "
            "every stream decodes" + (", at three or more contexts per stream count of one "
                                      "run" if lined else ""))
-    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
+    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: earliest(*p)))
 
 
 def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
                 terms: Terms) -> tuple[Pick, ...]:
     """The KV-read term of another engine for one with none of its own: the KV lines
-    (:func:`_lined`) of the first engine (earliest run) of the same weight format and KV
+    (:func:`on_lines`) of the first engine (earliest run) of the same weight format and KV
     dtype on the card, said as borrowed; () when the engine has no run to tell its KV
     dtype or no such engine has lines."""
     on_card = [r for r in runs if run_key(r)[0] == card]
@@ -200,16 +212,16 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
     cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
              and r.engine[1].get("kv_dtype") == kv_dtype]
     for who in sorted({run_key(r)[1] for r in cands},
-                      key=lambda e: min(_earliest(r, r.traces[0]) for r in cands
+                      key=lambda e: min(earliest(r, r.traces[0]) for r in cands
                                         if run_key(r)[1] == e and r.traces)):
-        lined = _lined([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
+        lined = on_lines([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
                         if _is_kv_source(r, s, terms)])
         if lined:
             why = (f"KV read: borrowed from engine {who} ({len(lined)} one-wave steps at "
                    f"three or more contexts per stream count of one run; same weight format "
                    f"{weight_format}, KV dtype {kv_dtype} and card {card}; engine {engine} "
                    "has no KV-read steps)")
-            return tuple(Pick(r, s, why) for r, s in sorted(lined, key=lambda p: _earliest(*p)))
+            return tuple(Pick(r, s, why) for r, s in sorted(lined, key=lambda p: earliest(*p)))
     return ()
 
 
@@ -221,12 +233,12 @@ def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | No
     on_card = [r for r in runs if run_key(r)[0] == card]
     for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
                         (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.traces if _one_wave(r, s, terms, ADMISSION_TERM)]
+        pairs = [(r, s) for r in pool for s in r.traces if one_wave(r, s, terms, ADMISSION_TERM)]
         if pairs:
             why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
                    "interval between a wave's sends")
             return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              _earliest(*p)))
+                                                              earliest(*p)))
     return ()
 
 
@@ -279,12 +291,12 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                   f"prompts under {m.LONG_PROMPT_TOKENS} tokens)")
     long = [(r, s) for r in (pool if explicit else
                              [r for r in pool if run_key(r)[2] == weight_format])
-            for s in _one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
+            for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
     cp, missing = None, ""
     if long:
         r, s = min(long, key=lambda p: (_compute_rank(*p), not explicit and
                                         run_key(p[0])[1] != engine, -median_prompt(p[1]),
-                                        -len(p[1].timeline.requests), _earliest(*p)))
+                                        -len(p[1].timeline.requests), earliest(*p)))
         rank = _compute_rank(r, s)
         cp = Pick(r, s, f"compute: {COMPUTE_RANKS[rank]} ({len(s.timeline.requests)} x "
                   f"{median_prompt(s):,.0f}-token prompts; rank {rank + 1} of "
@@ -300,7 +312,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         if not _has_datasheet(card):  # e.g. cpu: the longest prefill there is, said
             short_pf = [(r, s) for r, s in dec if median_prompt(s) > 0]
             if short_pf:
-                r, s = min(short_pf, key=lambda p: (-median_prompt(p[1]), _earliest(*p)))
+                r, s = min(short_pf, key=lambda p: (-median_prompt(p[1]), earliest(*p)))
                 cp = Pick(r, s, f"compute: {missing} and no datasheet rate for card {card}: "
                           f"the longest one-stream prefill there is ({median_prompt(s):,.0f}"
                           "-token prompts; short, so a lower bound of the card's compute)")
@@ -309,18 +321,17 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     rows_base = None
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
-    from_lines = closed_loop = False
+    rows_kind = ROWS_ONE_WAVE
     kv_base = None
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
         kv = kv_sources(pool, card, engine, terms)
         if who != engine and line_rows(kv, card, engine):  # its own lines before another's
-            rows, who, from_lines = line_rows(kv, card, engine), engine, True
+            rows, who, rows_kind = line_rows(kv, card, engine), engine, ROWS_LINES
         if not rows and version is not None:  # its weight format's of another release
             rows, who = row_sources(card_pool, card, engine, weight_format, terms)
         if not rows:  # its own closed loops, the last resort
-            rows, who = closed_loop_rows(pool, card, engine), engine
-            closed_loop = bool(rows)
+            rows, who, rows_kind = closed_loop_rows(pool, card, engine), engine, ROWS_CLOSED_LOOP
         if not kv:
             kv = borrowed_kv(card_pool, card, engine, weight_format, terms)
             if kv:
@@ -333,7 +344,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_from_lines=from_lines, rows_closed_loop=closed_loop)
+                  rows_kind=rows_kind)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

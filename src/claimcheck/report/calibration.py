@@ -27,7 +27,7 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
              *choice.admission, *choice.kv]
     return (choice.card, choice.engine, compute_dtype,
-            tuple(p.label if p else "" for p in picks), choice.rows_from_lines,
+            tuple(p.label if p else "" for p in picks), choice.rows_kind,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
             _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None)
 
@@ -71,9 +71,8 @@ def calibration(choice: Choice, compute_dtype: str,
             by_rows.setdefault(tl.streams, []).append(
                 statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
         pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
-        kind = "closed-loop short-prompt" if choice.rows_closed_loop else "one-wave decode"
         src = (f"{', '.join(sorted({p.run.name for p in choice.rows}))} ({len(choice.rows)} "
-               f"{kind} steps): "
+               f"{choice.rows_kind} steps): "
                "measured median TPOT / the model's at "
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
                + "; linear between, 1 outside")

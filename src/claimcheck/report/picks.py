@@ -14,7 +14,7 @@ from claimcheck.core.protocols import Terms
 from claimcheck.runio.run import Run, StepTrace
 
 
-def _one_stream_steps(run: Run) -> list[StepTrace]:
+def one_stream_steps(run: Run) -> list[StepTrace]:
     return [s for s in run.traces if s.timeline.streams == 1]
 
 
@@ -35,7 +35,7 @@ def run_key(run: Run) -> tuple[str, str, Any]:
             (p.get("engine_config") or {}).get("weight_format"))
 
 
-def _budget(run: Run) -> int:
+def token_budget(run: Run) -> int:
     shape, _ = run.engine
     return shape.max_num_batched_tokens
 
@@ -59,7 +59,7 @@ class Pick:
                 "why": self.why}
 
 
-def _earliest(r: Run, s: StepTrace) -> tuple[str, str, int, int]:
+def earliest(r: Run, s: StepTrace) -> tuple[str, str, int, int]:
     return (str(r.provenance.raw.get("started_utc", "")), r.name, int(s.record["step"]),
             int(s.record["repeat"]))
 
@@ -74,7 +74,7 @@ KV_TERM = "kv_read"
 decodes, give the KV-read rate (:func:`claimcheck.core.model.kv_bandwidth_from_decode`)."""
 
 
-def _one_wave(r: Run, s: StepTrace, terms: Terms, term: str) -> bool:
+def one_wave(r: Run, s: StepTrace, terms: Terms, term: str) -> bool:
     """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
     ``term``'s source."""
     tl = s.timeline

@@ -16,10 +16,10 @@ from claimcheck.report.context_cost import MIN_CONTEXTS
 from claimcheck.report.picks import (
     ROW_TERM,
     Pick,
-    _earliest,
-    _one_wave,
     decode_intervals,
+    earliest,
     median_prompt,
+    one_wave,
     run_key,
 )
 from claimcheck.runio.run import Run, StepTrace
@@ -27,7 +27,7 @@ from claimcheck.runio.run import Run, StepTrace
 
 def _is_row_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave decode step (tokens out after the first) of a decode-row source."""
-    return (_one_wave(r, s, terms, ROW_TERM) and decode_intervals(s) > 0
+    return (one_wave(r, s, terms, ROW_TERM) and decode_intervals(s) > 0
             and not s.held_prefill)
 
 
@@ -54,10 +54,10 @@ def closed_loop_rows(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...
     why = (f"decode rows: {len(pairs)} closed-loop short-prompt step(s) at {len(rows)} "
            f"stream count(s) ({', '.join(map(str, rows))}) of engine {engine} on {card} "
            "(no one-wave decode step of it or of its weight format there)")
-    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: _earliest(*p)))
+    return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: earliest(*p)))
 
 
-def _lined(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
+def on_lines(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
     """The pairs that lie on lines: one run's steps at the same streams and
     :data:`~claimcheck.report.context_cost.MIN_CONTEXTS` or more prompt lengths."""
     lines: dict[tuple[str, int], list] = {}
@@ -69,9 +69,9 @@ def _lined(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
 
 def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
     """The decode-row term's steps when the engine has no decode-row steps of its own: its
-    KV-read steps on lines (:func:`_lined`), whose intercepts (the step at no KV) over the
+    KV-read steps on lines (:func:`on_lines`), whose intercepts (the step at no KV) over the
     model's decode step give the factor at their stream counts."""
-    lined = _lined([(p.run, p.step) for p in kv])
+    lined = on_lines([(p.run, p.step) for p in kv])
     if not lined:
         return ()
     rows = sorted({s.timeline.streams for _, s in lined})
@@ -89,7 +89,7 @@ def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
     on_card = [r for r in runs if run_key(r)[0] == card]
     for who in ([engine] + sorted({run_key(r)[1] for r in on_card
                                    if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
-                                  key=lambda e: min(_earliest(r, r.traces[0]) for r in on_card
+                                  key=lambda e: min(earliest(r, r.traces[0]) for r in on_card
                                                     if run_key(r)[1] == e and r.traces))):
         pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
                  if _is_row_source(r, s, terms)]
@@ -100,5 +100,5 @@ def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
                    + ("" if who == engine else f" (engine {engine} has none; same weight "
                       f"format {weight_format})"))
             return (tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              _earliest(*p))), who)
+                                                              earliest(*p))), who)
     return (), None
