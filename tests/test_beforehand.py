@@ -355,3 +355,11 @@ def test_miss_words_count_one_stream_as_one():
     assert bw.miss_words(miss) == "+170.8% on end to end at 1 stream of 12,000-token prompts"
     assert bw.miss_words({**miss, "streams": 48}).endswith("at 48 streams of 12,000-token "
                                                            "prompts")
+
+
+def test_a_one_step_prediction_not_measured_says_one_step(ladder_table):
+    # hyperqwen-batch on the Machete engine: one 64-stream step, no run yet
+    lines = bw.appendix_section(ladder_table)
+    assert ("not measured yet (no run of hyperqwen-batch on w4a16-dummy-machete-16k, h200); "
+            "1 step predicted") in lines
+    assert "); 5 steps predicted" in lines

@@ -44,7 +44,8 @@ def summary_line(s: Mapping[str, Any]) -> str:
             + (f"; model: {s['what_model']}" if s.get("what_model") else "") + ")")
     if s["status"] == NOT_MEASURED:
         return (f"{head}: {NOT_MEASURED} (no run of {s['protocol']} on {s['engine']}, "
-                f"{s['card']}); {s['predicted_steps']} steps predicted")
+                f"{s['card']}); {s['predicted_steps']} "
+                f"step{'' if s['predicted_steps'] == 1 else 's'} predicted")
     n, tol = s["measured"], s["tolerance"]
     of = (f"{n} measured steps" if n == s["steps"]
           else f"{n} measurements ({s['steps']} steps x {s['repeats']} repeats)")
