@@ -49,3 +49,22 @@ def test_appendix_tables_by_hand():
     assert "| all | 7 | 3 | 7 |" in text
     assert "| b-wave | 2 | 0 | 2 |" in text and "| b-rows | 2 | 1 | 2 |" in text
     assert CVW.appendix_section([]) == ""
+
+
+def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
+    import json
+
+    import pytest
+
+    from claimcheck.core.errors import InputError
+    from claimcheck.report import crossval as cv
+
+    p = tmp_path / "crossval.csv"
+    p.write_text("run,engine\nr,a\n")  # truncated: the other columns gone
+    dtypes = {"run": "string", "engine": "string"}
+    (tmp_path / "crossval.dtypes.json").write_text(json.dumps(dtypes))
+    with pytest.raises(InputError) as e:
+        cv.read(str(p))
+    assert str(p) in str(e.value) and "missing column(s) card, weight_format" in str(e.value)
+    with pytest.raises(InputError, match="no such file"):
+        cv.read(str(tmp_path / "absent.csv"))

@@ -119,7 +119,7 @@ def test_a_pid_reused_by_another_program_does_not_hold_the_link(tmp_path, etc):
     assert os.readlink(etc) == str(tmp_path / "claimcheck-slurm.new" / "slurm.conf")
 
 
-def _wait(lock: Path, seconds: int) -> subprocess.CompletedProcess:
+def _wait(lock: Path, seconds: int | str) -> subprocess.CompletedProcess:
     """one_cluster_at_a_time LOCK SECONDS in bash, as run-slurm-test.sh calls it."""
     return subprocess.run(
         ["bash", "-c", '. "$0"; one_cluster_at_a_time "$1" "$2"', str(SCRIPT), str(lock),
@@ -152,3 +152,16 @@ def test_the_wait_runs_out(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("wait", ["-5", "inf", "2.5", "ten", ""])
+def test_an_impossible_wait_is_refused_naming_the_variable(tmp_path, wait):
+    r = _wait(tmp_path / "slurm.lock", wait)
+    assert r.returncode == 1
+    assert f"CLAIMCHECK_SLURM_WAIT: must be whole seconds >= 0, got '{wait}'" in r.stderr
+
+
+def test_a_lock_that_cannot_be_opened_is_refused_naming_it(tmp_path):
+    r = _wait(tmp_path / "no-such-dir" / "slurm.lock", 5)
+    assert r.returncode == 1
+    assert f"CLAIMCHECK_SLURM_LOCK: cannot open {tmp_path}/no-such-dir/slurm.lock" in r.stderr

@@ -56,7 +56,12 @@ claim_conf_link() {
 # when the wait runs out.
 one_cluster_at_a_time() {
   local lock=$1 wait=$2 t0
-  exec 8>"$lock" || return 1
+  if ! [[ "$wait" =~ ^[0-9]+$ ]]; then
+    echo "CLAIMCHECK_SLURM_WAIT: must be whole seconds >= 0, got '$wait'" >&2; return 1
+  fi
+  if ! exec 8>"$lock"; then
+    echo "CLAIMCHECK_SLURM_LOCK: cannot open $lock for the lock" >&2; return 1
+  fi
   flock -n 8 && return 0
   echo "another SLURM test holds $lock (one cluster per machine): waiting for it to end," \
        "at most $wait s" >&2

@@ -157,6 +157,19 @@ def update_sentence(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) ->
             f"within {tolerance:.0%} on both end to end and decode ({parts}).")
 
 
+def read(path: str) -> list[dict[str, Any]]:
+    """crossval.csv read back typed, every column of :data:`COLUMNS` there: InputError
+    naming the file and the missing columns otherwise (a table of another version)."""
+    from claimcheck.runio.frames import read_rows
+
+    rows = read_rows(path)
+    missing = [c for c in COLUMNS if rows and c not in rows[0]]
+    if missing:
+        raise InputError(str(path), f"missing column(s) {', '.join(missing)}: not a "
+                         "cross-validation table of this version (rule crossval writes one)")
+    return rows
+
+
 def write(run_dirs: list[str], out_csv: str, user_cards: str | None = None) -> list[str]:
     """crossval.csv from the run directories, read once; returns the log lines: the row
     count, the pooled and per-engine counts (in sample, then cross-validated) and the

@@ -16,6 +16,7 @@ from claimcheck.loaders.files import read_json
 from claimcheck.loaders.models import geometry_from_file
 from claimcheck.report import verdicts_md
 from claimcheck.report.carry_words import carried_table
+from claimcheck.report.crossval import read as read_crossval
 from claimcheck.report.derive import read_claims_json, read_run_records
 from claimcheck.report.figures import at_root, records
 from claimcheck.report.template import Value, write_values
@@ -102,7 +103,7 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []
     before = read_rows(at_root(beforehand_csv)) if beforehand_csv else None
-    crossval = read_rows(at_root(crossval_csv)) if crossval_csv else None
+    crossval = read_crossval(str(at_root(crossval_csv))) if crossval_csv else None
     extra: list[str] = []  # what the body leaves to the appendix
     values: dict[str, Value] = {}
     body = render_body(runs, card, figures or {}, verdicts, model_rows,
