@@ -48,9 +48,15 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # the W4A16 runs on the H200 are Marlin on Hopper, off the kernel's architectures: eta
     # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
-    assert ("the w4a16 runs on h200 are not carried, as their kernel, Marlin, was built for "
-            "Ampere and Ada, and the NVIDIA H200 is Hopper") in terms["eta"]["rule"]
+    # each run's kernel as its start log names it: 6 Marlin runs and 3 Machete runs
+    assert ("the w4a16 runs on h200 are not carried, as 6 ran Marlin, built for Ampere and "
+            "Ada, and the NVIDIA H200 is Hopper; 3 ran Machete, built for Hopper, not the "
+            "kernel w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)") in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]
+    assert "h200-20261204-w4a16-dummy-machete-16k-ladder" in terms["eta"]["rule"]
+    # the shape is the 3090's kernel's (Marlin), although Machete's engine sorts first by name
+    # and its description names Marlin
+    assert predicted["carried"]["shape_engine"] == "w4a16-dummy-marlin-16k"
     # nor the per-request overhead: that run's one-stream prompts hold Marlin's prefill
     assert "w4a16" not in terms["request_overhead_s"]["source_runs"][0]
     # the bend from those terms, assumed as they are; the article's ladder puts it between
@@ -79,6 +85,31 @@ def test_no_3090_number_feeds_a_term(predicted, runs):
     assert predicted["carried"]["from_card"] == "h200"
     # no measured 3090 ceiling (ceilings.csv: HyperQwen's 63 TFLOP/s) stands in for compute
     assert "ceiling" not in predicted["calibration"]["compute_source"]
+
+
+def test_each_run_names_its_kernel_from_its_start_log(runs):
+    kernels = {r.name: carry.run_kernel(r) for r in runs}
+    # "Using MacheteLinearKernel for AutoGPTQLinearMethod" (no --linear-backend) and
+    # "Using MarlinLinearKernel ..." (--linear-backend marlin); BF16 names none
+    assert kernels["h200-20261204-w4a16-dummy-machete-16k-ladder"] == "machete"
+    assert kernels["h200-20261204-w4a16-dummy-marlin-16k-ladder"] == "marlin"
+    assert kernels["h200-20261202-bf16-dummy-16k-vllm033-ladder"] is None
+
+
+def test_not_carried_words_by_kernel():
+    h200, r3090 = "NVIDIA H200", "NVIDIA GeForce RTX 3090"
+    assert carry.not_carried_words({"marlin": ["a"]}, "w4a16", "hopper", h200, r3090) == (
+        "its kernel, Marlin, was built for Ampere and Ada, and the NVIDIA H200 is Hopper")
+    assert carry.not_carried_words({"machete": ["a", "b"]}, "w4a16", "hopper", h200,
+                                   r3090) == ("their kernel, Machete, built for Hopper, is not "
+                                              "the one w4a16 runs on the NVIDIA GeForce RTX "
+                                              "3090 (Marlin)")
+    # the target's kernel first, whatever the dict's order
+    assert carry.not_carried_words({"machete": ["c"], "marlin": ["a", "b"]}, "w4a16",
+                                   "hopper", h200, r3090) == (
+        "2 ran Marlin, built for Ampere and Ada, and the NVIDIA H200 is Hopper; 1 ran "
+        "Machete, built for Hopper, not the kernel w4a16 runs on the NVIDIA GeForce RTX 3090 "
+        "(Marlin)")
 
 
 def test_a_run_of_the_format_is_used_when_one_exists(runs):

@@ -65,6 +65,16 @@ def steady_lines(lines: list[StatsLine], streams: int) -> list[StatsLine]:
             and s.generation_tok_s > 0]
 
 
+LINEAR_KERNEL = re.compile(r"Using (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+
+
+def linear_kernel(text: str) -> str | None:
+    """The quantized linear kernel the engine chose, lower case ("Using MacheteLinearKernel
+    for AutoGPTQLinearMethod": "machete"); None when the log names none (unquantized)."""
+    m = LINEAR_KERNEL.search(text)
+    return m["kernel"].lower() if m else None
+
+
 def weights_gib(text: str) -> float | None:
     """GiB the engine reports for the weights ("Model loading took X GiB")."""
     m = WEIGHTS.search(text)

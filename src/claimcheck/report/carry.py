@@ -24,7 +24,6 @@ a run on the target card (the CLI takes this path only for a card with no run).
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import replace
 from typing import Any
@@ -112,6 +111,44 @@ def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
             f"{arch.capitalize()}")
 
 
+def run_kernel(r: Run) -> str | None:
+    """The quantized linear kernel a run used: the one its start log names ("Using
+    MacheteLinearKernel ..."), else the one its engine's ``--linear-backend`` names; None
+    when neither says (an unquantized engine)."""
+    if r.linear_kernel:
+        return r.linear_kernel
+    args = [str(a) for a in _cfg(r).get("extra_args") or []]
+    if "--linear-backend" in args[:-1]:
+        return args[args.index("--linear-backend") + 1].lower()
+    return None
+
+
+def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
+                      local: str, card: str) -> str:
+    """Why a format's local runs, grouped by kernel (:func:`run_kernel`), do not stand for
+    that format's kernel on ``card``, a local card of ``arch`` (:data:`KERNEL_PATH`): one
+    group, "their kernel, K, ..."; several, "N ran K, ...; M ran L, ..." (the target's
+    kernel first)."""
+    target = KERNEL_PATH.get(str(fmt)) or ""
+
+    def why(k: str | None, whose: str) -> str:
+        if k == target:
+            return foreign_kernel(fmt, arch, local, whose) or ""
+        if k is None:
+            return f"{whose} start logs name no kernel"
+        built = KERNEL_ARCH.get(k)
+        on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ""
+        return (f"{whose} kernel, {k.capitalize()}{on} is not the one {fmt} runs on the "
+                f"{card} ({target.capitalize()})")
+    order = sorted(groups, key=lambda k: (k != target, k or ""))
+    if len(order) == 1:
+        return why(order[0], "its" if len(groups[order[0]]) == 1 else "their")
+    return "; ".join(f"{len(groups[k])} ran " + why(k, "their").split(", ", 1)[1]
+                     .replace("was built for", "built for")
+                     .replace(" is not the one", " not the kernel")
+                     if k else f"{len(groups[k])} name no kernel" for k in order)
+
+
 def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
                  local_arch: str | None = None) -> tuple[str, str, str | None, str]:
     """(shape engine, eta engine, vLLM release, eta status) on the local card by the
@@ -127,7 +164,7 @@ def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
     kernel = KERNEL_PATH.get(str(fmt))
 
     def off_path(e: str) -> bool:
-        return bool(kernel) and kernel not in (e + json.dumps(_cfg(by[e][0]))).lower()
+        return bool(kernel) and run_kernel(by[e][0]) != kernel
 
     def other_fmt(e: str) -> bool:
         return run_key(by[e][0])[2] != fmt
@@ -231,9 +268,15 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     except cc.CarryError as e:
         split = f"; no per-step time split off ({e.reason})"
     foreign = foreign_kernel(fmt, src.arch, src.name)
-    own_runs = sorted(r.name for r in runs if run_key(r)[0] == local and run_key(r)[2] == fmt)
+    own = sorted((r for r in runs if run_key(r)[0] == local and run_key(r)[2] == fmt),
+                 key=lambda r: r.name)
+    own_runs = [r.name for r in own]
+    groups: dict[str | None, list[str]] = {}
+    for r in own:
+        groups.setdefault(run_kernel(r), []).append(r.name)
+    not_carried = not_carried_words(groups, fmt, str(src.arch), src.name, new.name)
     why = ("measured for this format" if eta_status == "carried" else
-           (f"the {fmt} runs on {local} are not carried, as {foreign}: "
+           (f"the {fmt} runs on {local} are not carried, as {not_carried}: "
             f"{', '.join(own_runs)}; " if foreign and own_runs else
             f"no {fmt} run on {local}: ") +
            f"the {run_key(e_run)[2]} path ({eta_e}) stands in, as {fmt} multiplies at 16 "
@@ -313,8 +356,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
             "power_limit_w": limit, "compute_dtype": dtype_new, "card": new,
-            "eta_not_carried": (foreign_kernel(fmt, src.arch, src.name, "its" if len(
-                own_runs) == 1 else "their"), own_runs) if foreign and own_runs else None}
+            "eta_not_carried": (not_carried, own_runs) if foreign and own_runs else None}
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

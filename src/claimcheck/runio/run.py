@@ -89,8 +89,9 @@ class Run:
     """One run: its directory, typed provenance, the protocol it ran, its step table (one
     row per step and repeat; failed steps keep their status and reason), the timeline of
     each step that has one (``traces``; ``skipped``: the steps without, each "DIR: why"),
-    and what the engine said about itself at start (weights GiB, KV pool tokens, its inputs
-    to the arithmetic). A run read back from its run record has no traces."""
+    and what the engine said about itself at start (weights GiB, the quantized linear
+    kernel it chose, KV pool tokens, its inputs to the arithmetic). A run read back from
+    its run record has no traces."""
 
     path: Path
     provenance: Provenance
@@ -99,6 +100,7 @@ class Run:
     traces: tuple[StepTrace, ...] = field(default=(), repr=False)
     skipped: tuple[str, ...] = ()
     weights_gib: float | None = None
+    linear_kernel: str | None = None
     kv_pool_tokens: int | None = None
     engine_inputs: EngineInputs | None = None
     geometry: Geometry | None = field(default=None, repr=False)
@@ -228,7 +230,7 @@ def load_run(path: str | Path, cards: Mapping[str, Card] | None = None) -> Run:
                                            st.raw.get("server_counters"))})
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
-               weights_gib=weights_gib,
+               weights_gib=weights_gib, linear_kernel=serverlog.linear_kernel(start_text),
                kv_pool_tokens=serverlog.kv_pool_tokens(start_text), engine_inputs=ei,
                geometry=geom, start_log=start_text)
 
@@ -259,7 +261,8 @@ def to_record(run: Run) -> dict[str, Any]:
     provenance, the engine's own report and its inputs, and the step table's rows once."""
     ei = run.engine_inputs.as_dict() if run.engine_inputs else None
     return {"path": str(run.path), "provenance": run.provenance.raw,
-            "weights_gib": run.weights_gib, "kv_pool_tokens": run.kv_pool_tokens,
+            "weights_gib": run.weights_gib, "linear_kernel": run.linear_kernel,
+            "kv_pool_tokens": run.kv_pool_tokens,
             "engine_inputs": ei, "steps": run.rows}
 
 
@@ -271,6 +274,7 @@ def from_record(obj: dict[str, Any], source: str) -> Run:
         return Run(path=Path(obj["path"]), provenance=prov,
                    protocol=protocol_from_record(prov.protocol_config),
                    table=to_frame(obj["steps"]), weights_gib=obj["weights_gib"],
+                   linear_kernel=obj.get("linear_kernel"),
                    kv_pool_tokens=obj["kv_pool_tokens"],
                    engine_inputs=EngineInputs(**obj["engine_inputs"])
                    if obj.get("engine_inputs") else None)
