@@ -14,6 +14,7 @@ from claimcheck.core.paths import CONFIG, RAW
 from claimcheck.loaders.config import load_engines, load_protocols
 from claimcheck.report import carry, carry_table
 from claimcheck.report.calibrate import run_key
+from claimcheck.report.picks import run_kernel
 from tests._cli import cli
 
 H200_BF16_DENSE, RTX3090_FP16_DENSE, RTX3090_BW = 989.4, 71.0, 936.0
@@ -88,7 +89,7 @@ def test_no_3090_number_feeds_a_term(predicted, runs):
 
 
 def test_each_run_names_its_kernel_from_its_start_log(runs):
-    kernels = {r.name: carry.run_kernel(r) for r in runs}
+    kernels = {r.name: run_kernel(r) for r in runs}
     # "Using MacheteLinearKernel for AutoGPTQLinearMethod" (no --linear-backend) and
     # "Using MarlinLinearKernel ..." (--linear-backend marlin); BF16 names none
     assert kernels["h200-20261204-w4a16-dummy-machete-16k-ladder"] == "machete"

@@ -40,6 +40,7 @@ from claimcheck.report.calibrate import choose, run_key
 from claimcheck.report.calibration import calibration
 from claimcheck.report.layout import run_layout, run_version
 from claimcheck.report.newcard import fits
+from claimcheck.report.picks import run_kernel
 from claimcheck.report.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
 from claimcheck.runio.run import Run
 
@@ -109,18 +110,6 @@ def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
     return (f"{whose} kernel, {kernel.capitalize()}, was built for "
             f"{' and '.join(a.capitalize() for a in native)}, and the {card} is "
             f"{arch.capitalize()}")
-
-
-def run_kernel(r: Run) -> str | None:
-    """The quantized linear kernel a run used: the one its start log names ("Using
-    MacheteLinearKernel ..."), else the one its engine's ``--linear-backend`` names; None
-    when neither says (an unquantized engine)."""
-    if r.linear_kernel:
-        return r.linear_kernel
-    args = [str(a) for a in _cfg(r).get("extra_args") or []]
-    if "--linear-backend" in args[:-1]:
-        return args[args.index("--linear-backend") + 1].lower()
-    return None
 
 
 def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,

@@ -35,6 +35,19 @@ def run_key(run: Run) -> tuple[str, str, Any]:
             (p.get("engine_config") or {}).get("weight_format"))
 
 
+def run_kernel(run: Run) -> str | None:
+    """The quantized linear kernel a run used: the one its start log names ("Using
+    MacheteLinearKernel ..."), else the one its engine's ``--linear-backend`` names; None
+    when neither says (an unquantized engine)."""
+    if run.linear_kernel:
+        return run.linear_kernel
+    args = [str(a) for a in (run.provenance.raw.get("engine_config") or {}).get(
+        "extra_args") or []]
+    if "--linear-backend" in args[:-1]:
+        return args[args.index("--linear-backend") + 1].lower()
+    return None
+
+
 def token_budget(run: Run) -> int:
     shape, _ = run.engine
     return shape.max_num_batched_tokens

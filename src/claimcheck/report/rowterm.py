@@ -20,6 +20,7 @@ from claimcheck.report.picks import (
     earliest,
     median_prompt,
     one_wave,
+    run_kernel,
     run_key,
 )
 from claimcheck.runio.run import Run, StepTrace
@@ -84,11 +85,16 @@ def line_rows(kv: tuple[Pick, ...], card: str, engine: str) -> tuple[Pick, ...]:
 def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
                 terms: Terms | None = None) -> tuple[tuple[Pick, ...], str | None]:
     """The decode-row term's source steps for ``engine`` on ``card``: the engine's own, else
-    those of the first engine of its weight format there that has them; and that engine."""
+    those of the first engine of its weight format there that has them, on the same
+    quantized kernel where the engine's runs name one (:func:`run_kernel`: rows grow by the
+    kernel, Machete's slower than Marlin's on the H200); and that engine."""
     terms = load_model_terms() if terms is None else terms
     on_card = [r for r in runs if run_key(r)[0] == card]
+    kernel = next((run_kernel(r) for r in on_card if run_key(r)[1] == engine
+                   and run_kernel(r)), None)
     for who in ([engine] + sorted({run_key(r)[1] for r in on_card
-                                   if run_key(r)[2] == weight_format and run_key(r)[1] != engine},
+                                   if run_key(r)[2] == weight_format and run_key(r)[1] != engine
+                                   and (kernel is None or run_kernel(r) == kernel)},
                                   key=lambda e: min(earliest(r, r.traces[0]) for r in on_card
                                                     if run_key(r)[1] == e and r.traces))):
         pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
