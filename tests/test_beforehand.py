@@ -357,9 +357,14 @@ def test_miss_words_count_one_stream_as_one():
                                                            "prompts")
 
 
-def test_a_one_step_prediction_not_measured_says_one_step(ladder_table):
-    # hyperqwen-batch on the Machete engine: one 64-stream step, no run yet
-    lines = bw.appendix_section(ladder_table)
+def test_a_one_step_prediction_not_measured_says_one_step(tmp_path):
+    # hyperqwen-batch on the Machete engine: one 64-stream step, its runs left out (as before
+    # they were measured); its ladder: 5 steps
+    out = tmp_path / "beforehand.csv"
+    runs = sorted(str(p) for p in RUNS.iterdir() if (p / "provenance.json").is_file()
+                  and "machete" not in p.name)
+    bi.write_table(PREDICTIONS / "index.csv", runs, out)
+    lines = bw.appendix_section(read_rows(out))
     assert ("not measured yet (no run of hyperqwen-batch on w4a16-dummy-machete-16k, h200); "
             "1 step predicted") in lines
     assert "); 5 steps predicted" in lines

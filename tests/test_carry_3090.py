@@ -51,7 +51,7 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
     # each run's kernel as its start log names it: 6 Marlin runs and 3 Machete runs
     assert ("the w4a16 runs on h200 are not carried, as 6 ran Marlin, built for Ampere and "
-            "Ada, and the NVIDIA H200 is Hopper; 3 ran Machete, built for Hopper, not the "
+            "Ada, and the NVIDIA H200 is Hopper, while 3 ran Machete, built for Hopper, not the "
             "kernel w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)") in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-machete-16k-ladder" in terms["eta"]["rule"]
@@ -108,7 +108,7 @@ def test_not_carried_words_by_kernel():
     # the target's kernel first, whatever the dict's order
     assert carry.not_carried_words({"machete": ["c"], "marlin": ["a", "b"]}, "w4a16",
                                    "hopper", h200, r3090) == (
-        "2 ran Marlin, built for Ampere and Ada, and the NVIDIA H200 is Hopper; 1 ran "
+        "2 ran Marlin, built for Ampere and Ada, and the NVIDIA H200 is Hopper, while 1 ran "
         "Machete, built for Hopper, not the kernel w4a16 runs on the NVIDIA GeForce RTX 3090 "
         "(Marlin)")
 

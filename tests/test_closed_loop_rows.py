@@ -13,6 +13,10 @@ from claimcheck.report.calibrate import run_key
 
 ENGINE = "w4a16-dummy-marlin-16k"
 ROWS_RUN = "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64"
+LINES_RUN = "h200-20261204-w4a16-dummy-marlin-16k-context-ladder"
+"""One-wave steps at three or more contexts per stream count: KV lines, whose intercepts
+come before the closed loops."""
+NEITHER = (ROWS_RUN, LINES_RUN)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +38,17 @@ def test_one_wave_rows_first(runs):
     assert sorted({p.step.timeline.streams for p in c.rows}) == [8, 24, 40, 56, 64]
 
 
-def test_closed_loop_rows_when_no_one_wave_step(runs):
+def test_kv_lines_come_before_the_closed_loops(runs):
+    # without its decode-row run, the engine's context ladder (8, 24, 48 streams at five
+    # prompt lengths) gives the rows by its lines' intercepts
     c = _choose([r for r in runs if r.name != ROWS_RUN], runs)
+    assert c.rows_from_lines and not c.rows_closed_loop
+    assert {p.run.name for p in c.rows} == {LINES_RUN}
+    assert sorted({p.step.timeline.streams for p in c.rows}) == [8, 24, 48]
+
+
+def test_closed_loop_rows_when_no_one_wave_step(runs):
+    c = _choose([r for r in runs if r.name not in NEITHER], runs)
     assert c.rows_closed_loop
     # the engine's ladder (8, 16, 32, 64 streams; its one-stream step is no row count) and
     # its batch run (64 streams, 256 requests): more requests than streams, 128-token prompts
@@ -50,7 +63,7 @@ def test_closed_loop_rows_when_no_one_wave_step(runs):
     # each factor: the step's measured median TPOT over the model's simulated one of the
     # same closed loop (no factors), the median where several steps share a stream count
     base = calibration.calibration(calibrate.choose(
-        [r for r in runs if r.name != ROWS_RUN], "h200", ENGINE, "w4a16", with_rows=False,
+        [r for r in runs if r.name not in NEITHER], "h200", ENGINE, "w4a16", with_rows=False,
         layout=calibrate.run_layout(c.rows[0].run),
         version=calibrate.run_version(c.rows[0].run)), "bf16")
     base = dataclasses.replace(base, admission_interval_s=cal.admission_interval_s)

@@ -116,8 +116,8 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
                       local: str, card: str) -> str:
     """Why a format's local runs, grouped by kernel (:func:`run_kernel`), do not stand for
     that format's kernel on ``card``, a local card of ``arch`` (:data:`KERNEL_PATH`): one
-    group, "their kernel, K, ..."; several, "N ran K, ...; M ran L, ..." (the target's
-    kernel first)."""
+    group, "their kernel, K, ..."; several, "N ran K, ..., while M ran L, ..." (the
+    target's kernel first; no semicolon, as the assumptions are joined by them)."""
     target = KERNEL_PATH.get(str(fmt)) or ""
 
     def why(k: str | None, whose: str) -> str:
@@ -132,7 +132,7 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
     order = sorted(groups, key=lambda k: (k != target, k or ""))
     if len(order) == 1:
         return why(order[0], "its" if len(groups[order[0]]) == 1 else "their")
-    return "; ".join(f"{len(groups[k])} ran " + why(k, "their").split(", ", 1)[1]
+    return ", while ".join(f"{len(groups[k])} ran " + why(k, "their").split(", ", 1)[1]
                      .replace("was built for", "built for")
                      .replace(" is not the one", " not the kernel")
                      if k else f"{len(groups[k])} name no kernel" for k in order)

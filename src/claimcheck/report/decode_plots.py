@@ -15,7 +15,7 @@ import numpy as np
 
 from claimcheck.report import figstyle as fs
 from claimcheck.report.plot_common import eta_axis, format_colours, pow2_axis
-from claimcheck.report.stepframe import fmt_name
+from claimcheck.report.stepframe import KERNEL_SEP, fmt_name
 
 
 def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float],
@@ -37,7 +37,7 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
     bottom = min((v for ps in panels.values() for p in ps for _, v, _ in p.points),
                  default=1.0)
     # room above the lines for the legend's three rows per format (log scale)
-    headroom = 1.5 if len(colour) < 3 else 10.0
+    headroom = {1: 1.5, 2: 1.5, 3: 10.0}.get(len(colour), 150.0)
     for ax, ctx in zip(axes, ctxs, strict=False):
         hi = max(n for p in panels[ctx] for n, _ in p.line)
         for p in panels[ctx]:
@@ -45,7 +45,10 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
             x = [n for n, _ in p.line]
             y = np.array([v for _, v in p.line])
             lo_eta, hi_eta = p.eta_band
-            ax.plot(x, y, color=col, lw=1.4, label=f"{name}: bandwidth line (η = 1)")
+            base = p.fmt.partition(KERNEL_SEP)[0]
+            if base == p.fmt or base not in {q.fmt for q in panels[ctx]}:
+                ax.plot(x, y, color=col, lw=1.4, label=f"{name}: bandwidth line (η = 1)")
+            # a format on another kernel moves its format's bytes: its line is the format's
             ax.fill_between(x, lo_eta * y, hi_eta * y, color=col, alpha=0.22, lw=0,
                             label=f"{name}: η {lo_eta:.0%}–{hi_eta:.0%} of its line "
                             "(dashed edges)")

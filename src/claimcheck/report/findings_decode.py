@@ -16,6 +16,7 @@ import pandas as pd
 from claimcheck.core.units import GB
 from claimcheck.report import context_cost as CC
 from claimcheck.report.stepframe import (
+    KERNEL_SEP,
     Finding,
     and_list,
     decode_levels,
@@ -33,24 +34,34 @@ def bandwidth_share(f: pd.DataFrame) -> Finding:
     """Each weight format's share of its bandwidth line across streams and context (every
     step where all streams decode at once), its lowest and highest, and whether the
     formats' bands, highest first, do not overlap (a format measured at one context only
-    is said so)."""
+    is said so; a format's kernels, :func:`~claimcheck.report.stepframe.series_format`,
+    make one band)."""
     cond = "the formats' bands do not overlap"
     d = decode_levels(f)
     if d.empty:
         return failed("bandwidth share", cond, "no step where every stream decodes at once")
-    parts, nums, bands = [], {}, []
+    parts, nums = [], {}
     for fm, g in sorted(d.groupby("weight_format"), key=lambda kv: -kv[1]["share"].max()):
         lo, hi = g["share"].min(), g["share"].max()
         ctx = sorted(g["context_tokens_per_stream"].unique())
-        bands.append((fmt_name(fm), lo, hi, len(ctx)))
         nums |= {f"{fm}_min": lo, f"{fm}_max": hi}
         at = (f"at {ctx[0]:,.0f} to {ctx[-1]:,.0f} tokens of context per stream"
               if len(ctx) > 1 else f"at {ctx[0]:,.0f} tokens of context per stream only")
         parts.append(f"{fmt_name(fm)} decodes at {span(g['share'])} of its bandwidth line "
                      f"from {g['streams'].min():,.0f} to {g['streams'].max():,.0f} streams, "
                      + at)
+    # one band per weight format, its kernels together (series_format): two kernels of one
+    # format are not two formats
+    base: dict[str, tuple[str, float, float]] = {}
+    for fm, g in d.groupby("weight_format"):
+        b = str(fm).partition(KERNEL_SEP)[0]
+        lo, hi = g["share"].min(), g["share"].max()
+        if b in base:
+            lo, hi = min(lo, base[b][1]), max(hi, base[b][2])
+        base[b] = (fmt_name(b), lo, hi)
+    order = sorted(base.values(), key=lambda x: -x[2])
     why = [f"{a[0]} {a[1]:.0%} and {b[0]} {b[2]:.0%} overlap"
-            for a, b in zip(bands, bands[1:], strict=False) if a[1] <= b[2]]
+           for a, b in zip(order, order[1:], strict=False) if a[1] <= b[2]]
     return Finding("bandwidth share", "; ".join(parts) + ".", nums, cond, not why,
                    "; ".join(why), row_dicts(d))
 
@@ -162,10 +173,12 @@ def context_cost(f: pd.DataFrame) -> Finding:
 def state_crossover(f: pd.DataFrame) -> dict[str, float]:
     """Per weight format, the streams at which the recurrent state one step reads and
     writes (2 x S per stream, bytes from the geometry) equals the weights it reads (W):
-    W / (2 S), streams (fractional). The first run of each format gives W and S."""
+    W / (2 S), streams (fractional). The first run of each format gives W and S; a format
+    on another kernel (:func:`~claimcheck.report.stepframe.series_format`) is left to its
+    format's (the same weights and state)."""
     return {k: r["weight_bytes"] / (2 * r["state_bytes"])
             for k, r in f.groupby("weight_format").first().iterrows()
-            if r["state_bytes"]}
+            if r["state_bytes"] and KERNEL_SEP not in str(k)}
 
 
 def step_growth(f: pd.DataFrame) -> Finding:

@@ -140,7 +140,8 @@ def decode_figure(runs: list[Run], card: str, geom: Geometry,
     p = decode_panels(runs, card, geom, cards, ceilings)
     c = cards[card]
     fms = sorted({fp.fmt for ps in p.panels.values() for fp in ps})
-    formats = SF.and_list([SF.fmt_name(f) for f in fms]) if fms else "no format"
+    bases = list(dict.fromkeys(str(f).partition(SF.KERNEL_SEP)[0] for f in fms))
+    formats = SF.and_list([SF.fmt_name(f) for f in bases]) if fms else "no format"
     caption = (f"Bandwidth line (plain roofline, η = 1): the tok/s the {c.name}'s "
                f"{c.memory_bw_gb_s:,.0f} GB/s datasheet bandwidth allows if each step moves "
                "the weights once, each stream's recurrent state twice (read and written) "

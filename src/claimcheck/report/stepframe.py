@@ -21,6 +21,7 @@ import pandas as pd
 
 from claimcheck.core import definitions as d
 from claimcheck.core.units import GB
+from claimcheck.report.picks import run_kernel
 
 FORMAT_WORDS = {"bf16": "BF16", "fp8": "FP8", "w4a16": "W4A16", "nvfp4": "NVFP4",
                 "int8": "INT8"}
@@ -44,8 +45,27 @@ class Finding:
 
 
 def fmt_name(f: str) -> str:
-    """A weight format as prose prints it (BF16, FP8)."""
-    return FORMAT_WORDS.get(str(f).lower(), str(f).upper())
+    """A weight format as prose prints it (BF16, FP8; a format on a kernel other than the
+    claim card's, :func:`series_format`: "W4A16 (Machete)")."""
+    fmt, _, kernel = str(f).lower().partition(KERNEL_SEP)
+    name = FORMAT_WORDS.get(fmt, fmt.upper())
+    return f"{name} ({kernel.capitalize()})" if kernel else name
+
+
+KERNEL_SEP = ":"
+"""Between a weight format and its kernel in the step frame's ``weight_format``
+(:func:`series_format`)."""
+
+
+def series_format(fmt: Any, kernel: str | None) -> str:
+    """A run's weight format as the step frame groups it: the format alone where the run's
+    quantized kernel is the one the format runs on the claim cards
+    (:data:`claimcheck.report.carry.KERNEL_PATH`) or none is named, else "format:kernel"
+    ("w4a16:machete"), a series of its own in the findings and figures."""
+    from claimcheck.report.carry import KERNEL_PATH
+    if kernel is None or kernel == KERNEL_PATH.get(str(fmt)):
+        return str(fmt)
+    return f"{fmt}{KERNEL_SEP}{kernel}"
 
 
 def pct(x: float) -> str:
@@ -69,14 +89,16 @@ ENGINE_COLUMNS = ("kind", "weight_format", "kv_dtype", "state_dtype", "weight_by
 
 
 def engine_rows(runs: Iterable[Any]) -> pd.DataFrame:
-    """One row per run: its weight format, KV and state dtypes, the bytes the geometry gives
+    """One row per run: its weight format (with its kernel where that is not the claim
+    cards', :func:`series_format`), KV and state dtypes, the bytes the geometry gives
     (W read per step, S per stream, κ per token), whether it drafts tokens and whether its
     protocol ignored EOS. ``runs``: :class:`claimcheck.runio.run.Run`."""
     out = []
     for r in runs:
         ec, ei = r.provenance.engine_config, r.engine_inputs
         extra = " ".join(str(a) for a in (getattr(ec, "extra_args", None) or []))
-        out.append({"run": r.name, "weight_format": ec.weight_format,
+        out.append({"run": r.name, "weight_format": series_format(ec.weight_format,
+                                                                  run_kernel(r)),
                     "kv_dtype": ei.kv_dtype if ei else None,
                     "state_dtype": ei.state_dtype if ei else None,
                     "weight_bytes": ei.weight_bytes if ei else None,
