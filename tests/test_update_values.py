@@ -9,6 +9,7 @@ import pytest
 
 from claimcheck.report import findings as F
 from claimcheck.report import findings_decode as FD
+from claimcheck.report import format_values as FV
 from claimcheck.report import update_values as UV
 from claimcheck.report.stepframe import Finding
 from tests.test_findings import frame, step
@@ -140,7 +141,7 @@ def test_the_lowest_format_against_the_next_larger_weights_by_hand():
     f = pd.DataFrame(_fmt_rows("bf16", 50e9, 0.70, {1: 66.0, 64: 2900.0})
                      + _fmt_rows("fp8", 27e9, 0.53, {1: 100.0, 64: 4000.0})
                      + _fmt_rows("w4a16", 16e9, 0.37, {1: 125.0, 64: 3200.0}))
-    v = {x.name: x for x in UV.low_values(f)}
+    v = {x.name: x for x in FV.low_values(f)}
     assert v["share.low.has"].value is True and v["share.low.foreign"].value is True
     assert v["share.low.name"].text == "W4A16" and v["share.low.vs"].text == "FP8"
     assert v["share.low.eta"].text == "37%" and v["share.low.top"].text == "64"
@@ -151,7 +152,32 @@ def test_the_lowest_format_against_the_next_larger_weights_by_hand():
     assert v["share.low.kernel_arch"].text == "Ampere and Ada"
     # faster than FP8 at 64 streams too: no sentence
     f.loc[(f.weight_format == "w4a16") & (f.streams == 64), "decode"] = 4500.0
-    assert {x.name: x for x in UV.low_values(f)}["share.low.has"].value is False
+    assert {x.name: x for x in FV.low_values(f)}["share.low.has"].value is False
     # two formats only: nothing to set apart
-    v = {x.name: x for x in UV.low_values(f[f.weight_format != "w4a16"])}
+    v = {x.name: x for x in FV.low_values(f[f.weight_format != "w4a16"])}
     assert v["share.low.has"].value is False and v["share.low.name"].value is None
+
+
+def test_a_format_on_another_kernel_is_its_own_sentence_by_hand():
+    """W4A16 on Marlin (the claim cards' kernel) and on Machete ('w4a16:machete'): the
+    lowest-format sentence reads Marlin's rows alone, Machete's get theirs, each step
+    streams x 1000 / tok/s."""
+    import pandas as pd
+    f = pd.DataFrame(_fmt_rows("bf16", 50e9, 0.70, {1: 66.0, 64: 2900.0})
+                     + _fmt_rows("fp8", 27e9, 0.53, {1: 100.0, 64: 4000.0})
+                     + _fmt_rows("w4a16", 16e9, 0.37, {1: 125.0, 64: 3200.0})
+                     + _fmt_rows("w4a16:machete", 16e9, 0.33, {1: 100.0, 64: 4000.0}))
+    low = {x.name: x for x in FV.low_values(f)}
+    assert low["share.low.name"].text == "W4A16" and low["share.low.one_ms"].text == "8.0"
+    alt = {x.name: x for x in FV.alt_values(f)}
+    assert alt["share.alt.has"].value is True
+    assert alt["share.alt.kernel"].text == "Machete" and alt["share.alt.name"].text == "W4A16"
+    assert alt["share.alt.one_ms"].text == "10.0"       # 1 x 1000 / 100
+    assert alt["share.alt.top_ms"].text == "16.0"       # 64 x 1000 / 4,000
+    assert alt["share.alt.base_one_ms"].text == "8.0"
+    assert alt["share.alt.base_top_ms"].text == "20.0"
+    assert alt["share.alt.base_kernel"].text == "Marlin" and alt["share.alt.eta"].text == "33%"
+    # share_values names formats only: no slot for a kernel's series
+    assert not [x for x in FV.share_values(f) if "machete" in x.name]
+    # no second kernel: no sentence
+    assert FV.alt_values(f[f.weight_format != "w4a16:machete"])[0].value is False
