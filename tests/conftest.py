@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.loaders.seeds import seeds_dir
+from claimcheck.claims.seedfiles import seeds_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN = ROOT / "data" / "raw" / "models" / "qwen3.8-27b" / "config.json"
@@ -31,18 +31,18 @@ def qwen_config_path() -> Path:
 
 # Kept as a session-wide replacement (issue 40 item 4, left): an interface instead would mean
 # a run source passed through every CLI command and report function that reads run folders,
-# or a module-level hook in runio.run, itself hidden state; this test-only cache changes no
+# or a module-level hook in runs.run, itself hidden state; this test-only cache changes no
 # result (each run is checked unchanged at the session's end) and saves minutes per session.
 @pytest.fixture(scope="session", autouse=True)
 def committed_runs_read_once():
     """A committed run directory is read once per session: from the first read on,
-    ``claimcheck.runio.run.load_run`` of it gives that run (the CLI's ``model`` and
+    ``claimcheck.runs.run.load_run`` of it gives that run (the CLI's ``model`` and
     ``predict``, called in process, read all 32 of them: about 7 s each time). Every other
     directory (the tests' edited copies) is read as ever, and a module that bound
-    ``load_run`` at import (``report.derive``, and the tests) reads for real. At the
+    ``load_run`` at import (``pipeline.derive``, and the tests) reads for real. At the
     session's end every shared run must hold the steps it was read with."""
-    import claimcheck.runio.run as rr
-    from claimcheck.core.paths import RUNS
+    import claimcheck.runs.run as rr
+    from claimcheck.files.paths import RUNS
 
     real, read, digests = rr.load_run, {}, {}
     committed = RUNS.resolve()
@@ -66,11 +66,11 @@ def committed_runs_read_once():
 
 @pytest.fixture(scope="session")
 def committed_runs():
-    """Every committed run as :func:`claimcheck.runio.run.load_run` reads it, in
-    :func:`claimcheck.runio.run.find_runs` order (step table and timelines): the session's
+    """Every committed run as :func:`claimcheck.runs.run.load_run` reads it, in
+    :func:`claimcheck.runs.run.find_runs` order (step table and timelines): the session's
     one reading (:func:`committed_runs_read_once`)."""
-    import claimcheck.runio.run as rr
-    from claimcheck.core.paths import RUNS
+    import claimcheck.runs.run as rr
+    from claimcheck.files.paths import RUNS
 
     return tuple(rr.load_run(d) for d in rr.find_runs(RUNS))  # checked at the session's end
 
@@ -78,12 +78,12 @@ def committed_runs():
 @pytest.fixture(scope="session")
 def committed_records(committed_runs):
     """The committed runs as their run records hold them: each step's row joined to its
-    provenance and roofline (:func:`claimcheck.report.tables.with_rooflines`, the committed
+    provenance and roofline (:func:`claimcheck.runs.tables.with_rooflines`, the committed
     model config, cards and ceilings), same order."""
-    from claimcheck.core.paths import RAW
-    from claimcheck.loaders.cards import load_cards, load_ceilings
-    from claimcheck.loaders.models import geometry_from_file
-    from claimcheck.report.tables import with_rooflines
+    from claimcheck.files.paths import RAW
+    from claimcheck.physics.cardfiles import load_cards, load_ceilings
+    from claimcheck.physics.modelfiles import geometry_from_file
+    from claimcheck.runs.tables import with_rooflines
 
     geom = geometry_from_file(QWEN)
     cards, ceilings = load_cards(), load_ceilings(RAW / "ceilings.csv")

@@ -4,8 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
-from claimcheck.core.paths import ROOT, RUNS
-from claimcheck.runio import runfiles
+from claimcheck.files.paths import ROOT, RUNS
+from claimcheck.runs import runfiles
 
 BATCH = "h200-20261129-bf16-dummy-hyperqwen-batch"
 LADDER = "h200-20261129-bf16-dummy-ladder"

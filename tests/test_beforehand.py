@@ -14,17 +14,17 @@ from types import SimpleNamespace
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.energy import StepEnergy
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import ROOT, RUNS
-from claimcheck.core.steprow import timeline_columns, timeline_latencies
-from claimcheck.core.timeline import RequestTimeline, Timeline
-from claimcheck.report import beforehand as bh
-from claimcheck.report import beforehand_index as bi
-from claimcheck.report import beforehand_words as bw
-from claimcheck.report.steptable import metrics_table
-from claimcheck.runio.frames import read_rows
-from claimcheck.runio.run import StepTrace, load_run
+from claimcheck.files.errors import InputError
+from claimcheck.files.framefiles import read_rows
+from claimcheck.files.paths import ROOT, RUNS
+from claimcheck.pipeline import beforehand_index as bi
+from claimcheck.predict import beforehand as bh
+from claimcheck.readings.energy import StepEnergy
+from claimcheck.readings.timeline import RequestTimeline, Timeline
+from claimcheck.runs.run import StepTrace, load_run
+from claimcheck.runs.steprow import timeline_columns, timeline_latencies
+from claimcheck.runs.steptable import metrics_table
+from claimcheck.update import beforehand_words as bw
 
 PREDICTIONS = ROOT / "data" / "raw" / "predictions"
 LADDERS = {"bf16-dummy-16k": "h200-20261202-bf16-dummy-16k-context-ladder",
@@ -305,7 +305,7 @@ def test_the_hand_prediction_is_not_changed_by_a_comparison():
 
 
 def test_body_paragraph_counts_and_misses_from_hand_made_rows():
-    from claimcheck.report.beforehand_words import body_paragraph
+    from claimcheck.update.beforehand_words import body_paragraph
 
     def row(f, commit, fmt, step, e2e_err, within, ttft=(1.0, 1.2), tpot=(10.0, 11.0)):
         return {"prediction_file": f, "written_at_commit": commit, "what_model": "m",
@@ -338,8 +338,8 @@ def test_body_paragraph_counts_and_misses_from_hand_made_rows():
 
 
 def test_a_truncated_or_missing_prediction_file_is_one_line_naming_it(tmp_path):
-    from claimcheck.core.errors import InputError
-    from claimcheck.report.beforehand import load_prediction
+    from claimcheck.files.errors import InputError
+    from claimcheck.predict.beforehand import load_prediction
     cut = tmp_path / "cut.json"
     cut.write_text('{"card": "h200", "engine": "bf16-dummy-16k", "steps": [')
     with pytest.raises(InputError) as e:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.errors import InputError
 from claimcheck.envs.bundle import (
     MIB,
     Rules,
@@ -26,6 +25,7 @@ from claimcheck.envs.bundle import (
     tar_bytes,
 )
 from claimcheck.envs.offline import _Joined, _Splitter, check_parts, sha256_file, wheel_key
+from claimcheck.files.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFLINE = ROOT / "envs" / "offline"

@@ -1,4 +1,4 @@
-"""The calibration rule (report.calibrate.choose): chosen among all runs of an engine on a
+"""The calibration rule (calibration.calibrate.choose): chosen among all runs of an engine on a
 card, never by which run is predicted; a new run with only a short prompt does not take
 over; a run with no usable calibration is named, not a crash. Hand-made runs (copies of
 committed ones, edited in tmp_path)."""
@@ -11,10 +11,11 @@ import statistics
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.report import calibrate, calibration, modeltable, picks
-from claimcheck.report.derive import model_rows
-from claimcheck.runio.run import load_run
+from claimcheck.calibration import calibrate, calibration, picks
+from claimcheck.files.errors import InputError
+from claimcheck.pipeline.derive import model_rows
+from claimcheck.predict import modeltable
+from claimcheck.runs.run import load_run
 from tests.fabricate import copy_run, edit_json, edit_step
 
 SINGLE = "h200-20261129-bf16-dummy-16k-single-stream"      # 128 x 3, 7,681 x 3 (511 out)
@@ -128,7 +129,7 @@ ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"  # 16..48 rows x 3 re
 
 
 def _runs(*names):
-    from claimcheck.core.paths import RUNS
+    from claimcheck.files.paths import RUNS
     return [load_run(RUNS / n) for n in names]
 
 
@@ -152,8 +153,8 @@ def test_the_protocols_that_calibrate_a_term_are_passed_in_not_cached():
     # from config/protocols.yaml at the edge when not given; no module-level cache
     import inspect
 
-    from claimcheck.core.protocols import model_terms
-    from claimcheck.loaders.config import load_model_terms, load_protocols
+    from claimcheck.config.configfiles import load_model_terms, load_protocols
+    from claimcheck.config.protocols import model_terms
 
     assert "lru_cache" not in inspect.getsource(calibrate)
     terms = load_model_terms()
@@ -194,7 +195,7 @@ def test_admission_interval_comes_from_the_flagged_waves_send_times():
     choice = calibrate.choose_for(runs[0], runs)
     cal = calibration.calibration(choice, "bf16")
     # the median over the 12 waves of (last send - first send) / (requests - 1)
-    from claimcheck.core import model as m
+    from claimcheck.model import model as m
     gaps = sorted(m.send_interval_s([r.start_s for r in p.step.timeline.requests])
                   for p in src)
     assert cal.admission_interval_s == pytest.approx((gaps[5] + gaps[6]) / 2)
@@ -213,7 +214,7 @@ def test_kv_window_by_hand():
     (2) arrive in it, 4 tokens in 0.2 s = 20 tok/s, a 0.1 s step for 2 streams. Midpoint
     1.4 s: A has 5 tokens (1.0-1.4), B 2 (1.3, 1.4); prompts 100 and 300: mean context
     (105 + 302) / 2 = 203.5."""
-    from claimcheck.core.timeline import RequestTimeline, Timeline
+    from claimcheck.readings.timeline import RequestTimeline, Timeline
 
     a = RequestTimeline(start_s=0.0, ttft_s=1.0, prompt_tokens=100,
                         token_times_s=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5), chunks=6)
@@ -246,7 +247,7 @@ def test_kv_read_sources_are_the_flagged_waves_of_the_engine_itself():
 
 def m_kv(shape, cal, pick):
     """One source step's KV-read rate, from its own window (no row factors here)."""
-    from claimcheck.core import model as m
+    from claimcheck.model import model as m
     step_s, ctx = calibration.kv_window(pick.step.timeline)
     return m.kv_bandwidth_from_decode(shape, cal, pick.step.timeline.streams, ctx, step_s)
 
@@ -262,7 +263,7 @@ def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
     them."""
     import numpy as np
 
-    from claimcheck.core import model as m
+    from claimcheck.model import model as m
     runs = _runs(ATD_FP8, LADDER_FP8, SINGLE_FP8, ROWS)
     src = calibrate.kv_sources(runs, "h200", "fp8-hyperqwen-dummy-16k")
     assert {p.run.name for p in src} == {LADDER_FP8} and len(src) == 15

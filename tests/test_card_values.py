@@ -10,13 +10,13 @@ import math
 
 import pytest
 
-from claimcheck.core.cards import CARD_MAX, Card
-from claimcheck.core.errors import InputError
-from claimcheck.core.model import EngineShape
-from claimcheck.core.paths import RAW
-from claimcheck.core.units import GIB
-from claimcheck.loaders.cards import load_cards
-from claimcheck.report.newcard import fits
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW
+from claimcheck.model.model import EngineShape
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.physics.cards import CARD_MAX, Card
+from claimcheck.physics.units import GIB
+from claimcheck.predict.newcard import fits
 from tests._cli import QWEN, cli, one_line_error
 
 

@@ -9,12 +9,12 @@ import statistics
 
 import pytest
 
-from claimcheck.core import model as m
-from claimcheck.core.paths import CONFIG, RAW
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.report import carry, carry_table
-from claimcheck.report.calibrate import run_key
-from claimcheck.report.picks import run_kernel
+from claimcheck.calibration.calibrate import run_key
+from claimcheck.calibration.picks import run_kernel
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.paths import CONFIG, RAW
+from claimcheck.model import model as m
+from claimcheck.predict import carry, carry_table
 from tests._cli import cli
 
 H200_BF16_DENSE, RTX3090_FP16_DENSE, RTX3090_BW = 989.4, 71.0, 936.0

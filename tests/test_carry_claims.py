@@ -1,19 +1,19 @@
 """Issue 42 item 4 on the committed runs: every registry figure's carried prediction
-(report.carry_claims) and the verdicts read against it. A carried prediction never uses a
+(predict.carry_claims) and the verdicts read against it. A carried prediction never uses a
 number measured on the claim's own card."""
 
 import dataclasses
 
 import pytest
 
-from claimcheck.core import verdict_carried as vc
-from claimcheck.core import verdicts as v
-from claimcheck.core.paths import CONFIG, RAW
-from claimcheck.loaders.cards import load_cards
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.loaders.registry import load_claims, load_weight_rows
-from claimcheck.report import carry_claims as cc
-from claimcheck.report.calibrate import run_key
+from claimcheck.calibration.calibrate import run_key
+from claimcheck.claims.registryfiles import load_claims, load_weight_rows
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.paths import CONFIG, RAW
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.predict import carry_claims as cc
+from claimcheck.verdicts import verdict_carried as vc
+from claimcheck.verdicts import verdicts as v
 
 RTX3090_BW = 936e9  # cards.csv memory_bw_gb_s, GB/s
 
@@ -59,7 +59,7 @@ def test_a_one_stream_figure_by_hand(rows, committed_runs, claims):
     # HyperQwen's 46 tok/s at 1 stream, 250 W, context not stated (640 assumed): the step is
     # the memory term, 16 GB of weights (weights.csv) + S read and written + 640 tokens of
     # FP8 KV at eta x 936 GB/s; compute (51.2 GFLOP at ~35 TFLOP/s) is 1.5 ms of it
-    from claimcheck.report.carry import carried_terms
+    from claimcheck.predict.carry import carried_terms
     spec = dataclasses.replace(load_engines()["w4a16-hyperqwen"], max_num_seqs=1)
     t = carried_terms(list(committed_runs), "rtx3090", spec, 250.0)
     eta = t["terms"]["eta"].value
@@ -102,11 +102,11 @@ def test_a_carried_prediction_never_uses_a_number_of_the_claims_own_card(committ
 
 
 def test_verdicts_read_against_the_carried_model_first(rows, committed_runs, tmp_path):
-    from claimcheck.core.paths import ROOT
-    from claimcheck.loaders.cards import load_ceilings
-    from claimcheck.loaders.models import geometry_from_file
-    from claimcheck.report.derive import verdict_rows, write_run_record
-    from claimcheck.runio.frames import write_table
+    from claimcheck.files.framefiles import write_table
+    from claimcheck.files.paths import ROOT
+    from claimcheck.physics.cardfiles import load_ceilings
+    from claimcheck.physics.modelfiles import geometry_from_file
+    from claimcheck.pipeline.derive import verdict_rows, write_run_record
     raw = ROOT / "data" / "raw"
     geom = geometry_from_file(raw / "models" / "qwen3.8-27b" / "config.json")
     cards, ceilings = load_cards(raw / "cards.csv"), load_ceilings(raw / "ceilings.csv")

@@ -1,10 +1,10 @@
-"""Issue 42 item 2: the carry rules of claimcheck.core.carry, on numbers worked by hand."""
+"""Issue 42 item 2: the carry rules of claimcheck.model.carry, on numbers worked by hand."""
 
 import math
 
 import pytest
 
-from claimcheck.core import carry as cc
+from claimcheck.model import carry as cc
 
 
 def test_eta_carried_to_the_3090_by_its_datasheet():

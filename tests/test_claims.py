@@ -11,14 +11,14 @@ import shutil
 
 import pytest
 
+from claimcheck.claims.claims import COLUMNS
+from claimcheck.claims.claimtext import bound_backed, numbers_in
+from claimcheck.claims.registry import claims_by_id
+from claimcheck.claims.registryfiles import load_claims
 from claimcheck.cli import main
-from claimcheck.core.claims import COLUMNS
-from claimcheck.core.claimtext import bound_backed, numbers_in
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RAW
-from claimcheck.core.registry import claims_by_id
-from claimcheck.loaders.cards import load_cards
-from claimcheck.loaders.registry import load_claims
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW
+from claimcheck.physics.cardfiles import load_cards
 
 
 @pytest.fixture(scope="module")
@@ -369,7 +369,7 @@ def test_int8_layers_is_one_of_three_and_read_as_stated_or_assumed(tmp_path, ids
 
 
 def test_bound_words_are_the_seeds_own(ids):
-    from claimcheck.core.claimtext import bound_words
+    from claimcheck.claims.claimtext import bound_words
     assert bound_words("at_most", "bursts of up to 900 tok/s", 900) == ("up to", "")
     assert bound_words("at_least", "for over 1,000 total tok/s", 1000) == ("over", "")
     assert bound_words("at_most", "17 tok/s or less", 17) == ("", "or less")

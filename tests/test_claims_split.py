@@ -1,4 +1,4 @@
-"""Issue 27 item 3: core/claims.py split by its jobs (the row type and columns; number and
+"""Issue 27 item 3: claims/claims.py split by its jobs (the row type and columns; number and
 bound words; the registry loader; the seeds and quote checks), each module under 450 lines,
 the two arithmetic parts free of file I/O, and no re-export shim: every import of a name
 from one of them finds it defined there."""
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
 
-CORE = ROOT / "src" / "claimcheck" / "core"
+CORE = ROOT / "src" / "claimcheck" / "claims"
 SPLIT = ("claims", "claimtext", "registry", "seeds")
 PURE = ("claims", "claimtext")  # arithmetic and types: no files, no environment
-IO_MODULES = {"os", "io", "csv", "pathlib", "claimcheck.core.io", "claimcheck.core.paths"}
+IO_MODULES = {"os", "io", "csv", "pathlib", "claimcheck.files.io", "claimcheck.files.paths"}
 
 
 def _imported(path: Path) -> list[tuple[str, str, int]]:
@@ -47,7 +47,7 @@ def _defined(path: Path) -> set[str]:
 @pytest.mark.parametrize("name", SPLIT)
 def test_each_module_under_450_lines(name: str) -> None:
     lines = (CORE / f"{name}.py").read_text().count("\n")
-    assert lines < 450, f"core/{name}.py has {lines} lines"
+    assert lines < 450, f"claims/{name}.py has {lines} lines"
 
 
 @pytest.mark.parametrize("name", PURE)
@@ -60,7 +60,7 @@ def test_type_and_text_modules_read_no_files(name: str) -> None:
 
 def test_claims_keeps_only_the_type() -> None:
     """The loader, the seed checks and the text helpers live in one place each."""
-    claims = importlib.import_module("claimcheck.core.claims")
+    claims = importlib.import_module("claimcheck.claims.claims")
     for gone in ("load_claims", "load_excluded", "claims_by_id", "parse_assumed",
                  "check_against_seeds", "seeds_dir", "parse_seed", "find_section",
                  "numbers_in", "number_occurs", "bound_words", "bound_backed", "normalise"):
@@ -68,7 +68,7 @@ def test_claims_keeps_only_the_type() -> None:
 
 
 def test_every_import_of_a_split_name_finds_it_defined_there() -> None:
-    defined = {f"claimcheck.core.{m}": _defined(CORE / f"{m}.py") for m in SPLIT}
+    defined = {f"claimcheck.claims.{m}": _defined(CORE / f"{m}.py") for m in SPLIT}
     files = [*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
              *(ROOT / "workflow").rglob("*.py"), *(ROOT / "workflow").rglob("*.smk"),
              ROOT / "workflow" / "Snakefile"]
@@ -79,6 +79,6 @@ def test_every_import_of_a_split_name_finds_it_defined_there() -> None:
 
 def test_the_check_finds_a_name_imported_from_the_wrong_module(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
-    f.write_text("from claimcheck.core.claims import Claim, load_claims\n")
+    f.write_text("from claimcheck.claims.claims import Claim, load_claims\n")
     claims = _defined(CORE / "claims.py")
     assert [n for _, n, _ in _imported(f) if n not in claims] == ["load_claims"]

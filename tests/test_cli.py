@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from claimcheck.core.paths import RAW
+from claimcheck.files.paths import RAW
 
 from .conftest import QWEN, needs_seeds
 

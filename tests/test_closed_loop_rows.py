@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from claimcheck.core import definitions as d
-from claimcheck.report import calibrate, calibration
-from claimcheck.report.calibrate import run_key
+from claimcheck.calibration import calibrate, calibration
+from claimcheck.calibration.calibrate import run_key
+from claimcheck.readings import definitions as d
 
 ENGINE = "w4a16-dummy-marlin-16k"
 ROWS_RUN = "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64"

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from claimcheck.cli import measure_card
-from claimcheck.core.cards import card_for_nvml_name, detect_card
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RUNS
-from claimcheck.loaders.cards import load_cards
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RUNS
 from claimcheck.measure.provenance import relevant_env
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.physics.cards import card_for_nvml_name, detect_card
 
 CARDS = load_cards()
 

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG
 from claimcheck.measure import matrix as mx
 from tests.fabricate import linked_checkout
 

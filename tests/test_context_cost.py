@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from claimcheck.report import context_cost as CC
-from claimcheck.report import findings_decode as FD
-from claimcheck.report import stepframe as SF
+from claimcheck.calibration import context_cost as CC
+from claimcheck.findings import findings_decode as FD
+from claimcheck.findings import stepframe as SF
 
 KV_BF16, KV_FP8 = 65536, 32768  # bytes per token of context (the engines' KV dtypes)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from claimcheck.report import crossval as cv
-from claimcheck.report.calibrate import choose_for
-from claimcheck.report.termsources import term_sources
+from claimcheck.calibration.calibrate import choose_for
+from claimcheck.calibration.termsources import term_sources
+from claimcheck.predict import crossval as cv
 from tests._cli import cli
 
 
@@ -115,7 +115,7 @@ def test_row_factors_from_kv_line_intercepts(committed_runs):
     intercepts. FP8's context ladder (8 / 24 / 48 streams, 1K-12K tokens) gives them where
     its decode-rows run, left out, measured 1.17 at 24 rows and 1.01 at 48 (model.py's
     doc): the same kernel step, seen by another run."""
-    from claimcheck.report.calibration import calibration
+    from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
     rows_run = next(r for r in runs
@@ -171,7 +171,7 @@ def test_kv_and_rows_borrowed_across_engines_said(committed_runs):
 
 
 def test_prefix_cache_hits_from_seed_policy_and_engine():
-    from claimcheck.report.protocolpredict import prefix_cache_hits
+    from claimcheck.predict.protocolpredict import prefix_cache_hits
 
     assert prefix_cache_hits("fresh", True)["expected"] is False
     assert prefix_cache_hits(7, False)["expected"] is False
@@ -183,7 +183,7 @@ def test_prefix_cache_hits_from_seed_policy_and_engine():
 def test_predict_marks_a_fixed_seed_on_a_prefix_caching_engine(tmp_path):
     import yaml
 
-    from claimcheck.core.paths import CONFIG
+    from claimcheck.files.paths import CONFIG
 
     protos = yaml.safe_load((CONFIG / "protocols.yaml").read_text())["protocols"]
     fixed = {**protos["hyperqwen-batch"], "seed": 7}
@@ -203,7 +203,7 @@ def test_predict_marks_a_fixed_seed_on_a_prefix_caching_engine(tmp_path):
 
 
 def test_mixed_prefill_arithmetic_by_hand():
-    from claimcheck.core import model as m
+    from claimcheck.model import model as m
 
     # wall 1.0 s at k=1, 2.0 s at k=2, measured 1.2 s -> k = 1 + 0.2 / 1.0
     assert abs(m.mixed_factor_from_wall(1.2, 1.0, 2.0) - 1.2) < 1e-12
@@ -215,7 +215,7 @@ def test_mixed_prefill_arithmetic_by_hand():
 
 
 def _toy():
-    from claimcheck.core import model as m
+    from claimcheck.model import model as m
 
     # 1 GB of weights at 1 TB/s (1 ms); 1 GFLOP a token at 100 TFLOP/s (10 us a token):
     # a 1,000-token chunk is 10 ms of compute, compute-bound
@@ -230,7 +230,7 @@ def _toy():
 def test_mixed_prefill_charges_only_shared_prefill_steps():
     from dataclasses import replace as rep
 
-    from claimcheck.core import simulator
+    from claimcheck.model import simulator
 
     shape, cal = _toy()
     k = rep(cal, mixed_prefill_factor=1.5)

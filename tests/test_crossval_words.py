@@ -1,7 +1,7 @@
 """The Update's words for the model with each run left out (issue 43 item 1), from a
 hand-made cross-validation table: counts and ranges worked out by hand below."""
 
-from claimcheck.report import crossval_words as CVW
+from claimcheck.update import crossval_words as CVW
 
 
 def _row(run, engine, protocol, e2e, dec, note="", status="complete"):
@@ -56,8 +56,8 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
 
     import pytest
 
-    from claimcheck.core.errors import InputError
-    from claimcheck.report import crossval as cv
+    from claimcheck.files.errors import InputError
+    from claimcheck.predict import crossval as cv
 
     p = tmp_path / "crossval.csv"
     p.write_text("run,engine\nr,a\n")  # truncated: the other columns gone

@@ -6,9 +6,9 @@ from collections import namedtuple
 
 import pytest
 
-from claimcheck.core import definitions as d
-from claimcheck.core.metrics import METRICS
-from claimcheck.core.timeline import Timeline, request_timeline
+from claimcheck.claims.metrics import METRICS
+from claimcheck.readings import definitions as d
+from claimcheck.readings.timeline import Timeline, request_timeline
 
 
 def tl(streams, *reqs):

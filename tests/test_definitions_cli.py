@@ -57,13 +57,13 @@ def test_metrics_table_states_units_and_what_is_left_out(capsys):
 def test_metrics_on_a_directory_that_is_no_run(tmp_path, capsys):
     assert main(["metrics", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    # the one refusal every reader of a run gives (runio.runload.read_provenance)
+    # the one refusal every reader of a run gives (runs.runload.read_provenance)
     assert f"{tmp_path}/provenance.json: missing: every run directory needs its" in err
 
 
 def test_metrics_table_rows_are_flat():
-    from claimcheck.report.steptable import metrics_table
-    from claimcheck.runio.run import load_run
+    from claimcheck.runs.run import load_run
+    from claimcheck.runs.steptable import metrics_table
 
     rows = metrics_table(load_run(LADDER))
     assert len(rows) == 5

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.report import definitions_fig
-from claimcheck.runio.run import load_run
+from claimcheck.figures import definitions_fig
+from claimcheck.runs.run import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs" / \
     "h200-20261129-bf16-dummy-hyperqwen-batch"
@@ -41,7 +41,7 @@ def test_definitions_figure_refuses_a_run_without_steps(tmp_path):
 
 
 def test_held_prefill_is_a_named_rule():
-    from claimcheck.core.definitions import is_held_prefill
+    from claimcheck.readings.definitions import is_held_prefill
     assert is_held_prefill(2) and is_held_prefill(1)
     assert not is_held_prefill(3) and not is_held_prefill(None)
 

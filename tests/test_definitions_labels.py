@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from claimcheck.core import labels as lb
-from claimcheck.core.metrics import METRICS
-from claimcheck.loaders.registry import load_claims
+from claimcheck.claims import labels as lb
+from claimcheck.claims.metrics import METRICS
+from claimcheck.claims.registryfiles import load_claims
 
 DECODE = {"scope": "aggregate", "phase": "decode", "definition": "tokens over a decode window"}
 HEADLINE = {"scope": "aggregate", "phase": "unspecified", "definition": "as posted"}

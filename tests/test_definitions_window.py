@@ -1,4 +1,4 @@
-"""The vectorised fastest window (core.definitions.fastest_window) against the per-start
+"""The vectorised fastest window (readings.definitions.fastest_window) against the per-start
 bisect it replaced, on hand-made times and on every committed run's timelines."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import definitions as d
-from claimcheck.core.timeline import Timeline, request_timeline
+from claimcheck.readings import definitions as d
+from claimcheck.readings.timeline import Timeline, request_timeline
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 
@@ -57,7 +57,7 @@ def test_empty_times_still_refused():
 
 
 def _committed_timelines(runs):
-    for run in runs:  # each run's timelines as runio.run.load_run read them
+    for run in runs:  # each run's timelines as runs.run.load_run read them
         for step in run.traces:
             if step.timeline.requests:
                 yield f"{run.path.name}/{step.record['dir']}", step.timeline

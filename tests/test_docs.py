@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from claimcheck.claims.seedfiles import seeds_dir
 from claimcheck.cli import parser as cli_parser
-from claimcheck.core.paths import ROOT
-from claimcheck.loaders.seeds import seeds_dir
+from claimcheck.files.paths import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARK = re.compile(r"<!--\s*(not-run|exit):\s*(.*?)\s*-->")

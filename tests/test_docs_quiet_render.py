@@ -1,5 +1,5 @@
 """What a render prints (issue 40 item 7): a notebook rule's kernel says nothing that is not
-about the notebook (claimcheck.report.nbrun), and the kernel manager sends no interrupt
+about the notebook (claimcheck.pipeline.nbrun), and the kernel manager sends no interrupt
 while it shuts a kernel down, which ended logs/update.log in "ERROR | KeyboardInterrupt
 caught in kernel" after a render that succeeded."""
 
@@ -12,8 +12,8 @@ import sys
 import nbformat
 import pytest
 
-from claimcheck.core.paths import ROOT
-from claimcheck.report.nbrun import QuietKernelManager
+from claimcheck.files.paths import ROOT
+from claimcheck.pipeline.nbrun import QuietKernelManager
 
 TCP_WARNING = "Kernel is running over TCP without encryption"
 
@@ -42,7 +42,7 @@ def test_nbrun_runs_papermill_without_the_kernels_warning(tmp_path):
     _notebook(tmp_path / "t.ipynb")
     (tmp_path / "p.yaml").write_text("x: 7\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    r = subprocess.run([sys.executable, "-m", "claimcheck.report.nbrun", "--log-output",
+    r = subprocess.run([sys.executable, "-m", "claimcheck.pipeline.nbrun", "--log-output",
                         "t.ipynb", "out.ipynb", "-f", "p.yaml"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -62,4 +62,4 @@ def test_the_notebook_rules_run_nbrun():
     text = (ROOT / "workflow/rules/figures.smk").read_text()
     shells = [line.strip() for line in text.splitlines() if "{input.nb} {output.nb}" in line]
     assert len(shells) == 3
-    assert all(s.startswith('"python3 -m claimcheck.report.nbrun ') for s in shells), shells
+    assert all(s.startswith('"python3 -m claimcheck.pipeline.nbrun ') for s in shells), shells

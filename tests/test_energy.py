@@ -1,14 +1,14 @@
-"""One energy per step (core.energy): telemetry over the load window, else the NVML counter,
+"""One energy per step (readings.energy): telemetry over the load window, else the NVML counter,
 and every table of the report divides by that one figure."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from claimcheck.core.energy import COUNTER, TELEMETRY, StepEnergy, step_energy
-from claimcheck.core.paths import RUNS
-from claimcheck.report import sections
-from claimcheck.runio.run import load_run
+from claimcheck.files.paths import RUNS
+from claimcheck.readings.energy import COUNTER, TELEMETRY, StepEnergy, step_energy
+from claimcheck.runs.run import load_run
+from claimcheck.update import sections
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"
 

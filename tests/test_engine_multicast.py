@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, env_refusal, multicast_refusal
-from claimcheck.core.errors import InputError
-from claimcheck.loaders.config import load_engines
+from claimcheck.config.configfiles import load_engines
+from claimcheck.config.engines import FUSION_OFF, MULTICAST_OFF, env_refusal, multicast_refusal
+from claimcheck.files.errors import InputError
 from claimcheck.measure import server as srv
 
 BASE = ["m", "--gdn-prefill-backend", "triton"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from claimcheck.report import engine_version as EV
-from claimcheck.report import stepframe as SF
+from claimcheck.findings import engine_version as EV
+from claimcheck.findings import stepframe as SF
 
 GB = 1e9
 ENGINE = {"kind": "bench", "weight_format": "bf16", "kv_dtype": "bf16", "state_dtype": "fp32",

@@ -4,12 +4,12 @@ import textwrap
 
 import pytest
 
-from claimcheck.core.engines import server_argv
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, ROOT
-from claimcheck.core.protocols import check_source_claims
-from claimcheck.loaders.config import get_engine, get_protocol, load_engines, load_protocols
-from claimcheck.loaders.registry import load_claims
+from claimcheck.claims.registryfiles import load_claims
+from claimcheck.config.configfiles import get_engine, get_protocol, load_engines, load_protocols
+from claimcheck.config.engines import server_argv
+from claimcheck.config.protocols import check_source_claims
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG, ROOT
 from claimcheck.measure.bench import client_argv
 
 VLLM = ["vllm"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from claimcheck.report import findings as F
-from claimcheck.report import findings_decode as FD
-from claimcheck.report import stepframe as SF
+from claimcheck.findings import findings as F
+from claimcheck.findings import findings_decode as FD
+from claimcheck.findings import stepframe as SF
 
 GB = 1e9
 # two engines: W = 50 GB, S = 0.1 GB per stream, kappa = 1e5 B/token (bf16);

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.frames import column_dtype, records
-from claimcheck.core.paths import RUNS
-from claimcheck.report.derive import metrics_csv
-from claimcheck.runio.frames import read_table, write_table
+from claimcheck.files.errors import InputError
+from claimcheck.files.framefiles import read_table, write_table
+from claimcheck.files.frames import column_dtype, records
+from claimcheck.files.paths import RUNS
+from claimcheck.pipeline.derive import metrics_csv
 
 ROWS = [{"run": "a", "reported": True, "streams": 64, "tok_s": 1165.0123456, "note": None},
         {"run": "b", "reported": False, "streams": 8, "tok_s": None, "extra": 2.5e-05}]

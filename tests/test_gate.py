@@ -4,7 +4,7 @@ spreads and growths are worked out here by hand."""
 
 import pytest
 
-from claimcheck.core.gate import Gate, LevelRow, check, levels, verdict
+from claimcheck.readings.gate import Gate, LevelRow, check, levels, verdict
 
 GATE = Gate(min_levels=3, min_repeats=3, plateau_pct=1.0)
 

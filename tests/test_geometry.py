@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.formats import KvFormat
-from claimcheck.core.geometry import geometry
-from claimcheck.core.units import KIB, MIB
-from claimcheck.loaders.models import geometry_from_file
+from claimcheck.files.errors import InputError
+from claimcheck.physics.formats import KvFormat
+from claimcheck.physics.geometry import geometry
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.physics.units import KIB, MIB
 
 from .conftest import QWEN
 

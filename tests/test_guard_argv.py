@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core import engines as core_engines
-from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, multicast_refusal
-from claimcheck.core.errors import InputError
-from claimcheck.loaders import config as config_loaders
-from claimcheck.loaders.config import load_engines
+from claimcheck.config import configfiles as config_loaders
+from claimcheck.config import engines as core_engines
+from claimcheck.config.configfiles import load_engines
+from claimcheck.config.engines import FUSION_OFF, MULTICAST_OFF, multicast_refusal
+from claimcheck.files.errors import InputError
 from claimcheck.measure import server as srv
 from tests._cli import cli, make_stand_in, one_line_error
 

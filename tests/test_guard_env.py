@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from claimcheck.core.engines import FUSION_OFF, MULTICAST_OFF, engine_refusal, multicast_refusal
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG
-from claimcheck.loaders.config import load_engines, load_vllm_env
+from claimcheck.config.configfiles import load_engines, load_vllm_env
+from claimcheck.config.engines import FUSION_OFF, MULTICAST_OFF, engine_refusal, multicast_refusal
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG
 from claimcheck.measure import server as srv
 from tests._cli import cli, make_stand_in, one_line_error
 
@@ -239,7 +239,7 @@ def test_the_committed_engines_pass_in_a_clean_environment():
 
 
 def test_a_checkout_without_the_allow_list_allows_no_vllm_variable(tmp_path, monkeypatch):
-    from claimcheck.core import paths
+    from claimcheck.files import paths
     monkeypatch.setattr(paths, "CONFIG", tmp_path)
     assert load_vllm_env() == {}
     with pytest.raises(InputError, match="no such file"):

@@ -7,10 +7,10 @@ citing a claim id the registry lacks (as the pipeline's registry_check does), an
 import json
 
 from claimcheck.cli import main
-from claimcheck.core.paths import CONFIG
-from claimcheck.loaders.config import load_engines
-from claimcheck.report import protocolpredict
-from claimcheck.runio.run import load_runs
+from claimcheck.config.configfiles import load_engines
+from claimcheck.files.paths import CONFIG
+from claimcheck.predict import protocolpredict
+from claimcheck.runs.run import load_runs
 from tests._cli import QWEN, cli, one_line_error
 from tests.fabricate import LADDER, copy_run, edit_json
 from tests.test_runner_faults import fake_engine_env, measure
@@ -69,7 +69,7 @@ def test_a_one_gpu_twin_is_said_as_one_gpu(committed_runs):
 
 
 def _ladder():
-    from claimcheck.loaders.config import get_protocol
+    from claimcheck.config.configfiles import get_protocol
     return get_protocol("ladder")
 
 

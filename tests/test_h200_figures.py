@@ -8,13 +8,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from claimcheck.core.paths import RAW, RUNS
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.report import figstyle, h200_fig, run_plots
-from claimcheck.report import findings_decode as FD
-from claimcheck.report.run_figures import wave_run_figure
-from claimcheck.runio.runfiles import bench_data
+from claimcheck.figures import figstyle, h200_fig, run_plots
+from claimcheck.files.paths import RAW, RUNS
+from claimcheck.findings import findings_decode as FD
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.pipeline.run_figures import wave_run_figure
+from claimcheck.runs.runfiles import bench_data
 
 WAVE = "h200-20261201-bf16-dummy-256-wave-admission"
 

@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.loaders.gitfiles import committed_bytes
-from claimcheck.report.beforehand_index import read_index
+from claimcheck.files.errors import InputError
+from claimcheck.files.gitfiles import committed_bytes
+from claimcheck.pipeline.beforehand_index import read_index
 
 HEADER = "file,protocol,engine,card,written_at_commit,what_model\n"
 
@@ -52,10 +52,10 @@ def test_outside_a_repository_the_check_is_left_out(tmp_path):
 
 
 def test_what_git_says_of_a_file_at_a_commit_full_and_shallow(kept, tmp_path):
-    """loaders.gitfiles.at_commit tells a file the commit does not hold, and a commit a full
+    """files.gitfiles.at_commit tells a file the commit does not hold, and a commit a full
     history does not have, from a commit a shallow clone (CI) cannot see: only the last is
     left unchecked."""
-    from claimcheck.loaders.gitfiles import AtCommit, at_commit
+    from claimcheck.files.gitfiles import AtCommit, at_commit
     d, first = kept
     assert at_commit(d / "p.json", first) == AtCommit(True, True, b'{"steps": [1.0]}\n')
     late = at_commit(d / "index.csv", first)  # written after the commit it names

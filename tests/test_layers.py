@@ -1,8 +1,10 @@
-"""The house's layers: no import cycle among claimcheck's modules; core (the arithmetic)
-imports none of loaders, runio, measure, report and cli and opens no file; loaders (the
-config and registry files) and runio (the run files) sit on core, runio on loaders too;
-report reads runs through runio and core and never imports measure; one run type; each name
-has one import path (no re-export module)."""
+"""The house's layers (issue 40): claimcheck's packages are named for what they hold, and
+each imports only the packages its rule in :data:`RULES` names (all of them below it: no
+import circle between packages, nor between modules); no folder holds more than
+:data:`MAX_MODULES` modules; in the packages of :data:`IO_RULES` only the modules named
+there open a file (the ``*files`` modules, the I/O edge of what the package reads); each
+package's ``__init__.py`` is one line saying its one job; one run type; each name has one
+import path (no re-export module)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,49 @@ import claimcheck
 PKG = Path(claimcheck.__file__).parent
 """The package under test (the one imported: PYTHONPATH picks the checkout)."""
 
-PENDING: dict[str, set[str]] = {}
+RULES: dict[str, set[str]] = {
+    "files": set(),
+    "physics": {"files"},
+    "claims": {"files", "physics"},
+    "config": {"files"},
+    "readings": {"files", "config"},
+    "model": {"physics", "readings"},
+    "verdicts": {"files", "physics", "claims", "config", "readings"},
+    "runs": {"files", "physics", "config", "readings", "model"},
+    "calibration": {"files", "physics", "config", "readings", "model", "runs"},
+    "predict": {"files", "physics", "claims", "config", "readings", "model", "verdicts", "runs",
+                "calibration"},
+    "findings": {"files", "physics", "readings", "verdicts", "calibration", "predict"},
+    "figures": {"files", "physics", "readings", "verdicts", "runs", "calibration", "findings"},
+    "update": {"files", "physics", "claims", "config", "readings", "verdicts", "runs", "predict",
+               "findings", "figures"},
+    "measure": {"files", "physics", "config", "readings", "runs"},
+    "pipeline": {"files", "physics", "claims", "config", "readings", "model", "verdicts", "runs",
+                 "calibration", "predict", "findings", "figures", "update"},
+    "envs": {"files"},
+    "cli": {"files", "physics", "claims", "config", "readings", "model", "verdicts", "runs",
+            "calibration", "predict", "findings", "figures", "update", "measure", "pipeline"},
+}
+"""Package -> the claimcheck packages its modules may import (besides itself), bottom up."""
+
+IO_RULES: dict[str, set[str]] = {
+    "files": {"readers", "framefiles", "gitfiles"},
+    "physics": {"cardfiles", "modelfiles"},
+    "claims": {"registryfiles", "seedfiles"},
+    "config": {"configfiles", "yamlfiles"},
+    "readings": set(),
+    "model": set(),
+    "verdicts": set(),
+    "runs": {"records", "runfiles", "runload"},
+    "calibration": set(),
+    "findings": set(),
+}
+"""Package -> its only modules that open a file (a package not named here is not held)."""
+
+KEEP_INIT = {"cli"}
+"""Packages whose ``__init__.py`` holds code (cli: the parser and ``main``)."""
+
+MAX_MODULES = 15
 
 
 def imports(path: Path) -> set[str]:
@@ -39,22 +83,6 @@ def test_imports_sees_both_forms(tmp_path):
     f.write_text("import claimcheck.measure.bench\nfrom claimcheck.measure import server\n")
     assert _from(imports(f), "claimcheck.measure") == {
         "claimcheck.measure.bench", "claimcheck.measure", "claimcheck.measure.server"}
-
-
-def test_report_never_imports_measure():
-    bad = {}
-    for f in sorted((PKG / "report").glob("*.py")):
-        found = _from(imports(f), "claimcheck.measure")
-        if found - PENDING.get(f.name, set()):
-            bad[f.name] = sorted(found)
-    assert bad == {}
-
-
-def test_core_imports_neither_measure_nor_report():
-    bad = {f.name: sorted(_from(imports(f), "claimcheck.measure")
-                          | _from(imports(f), "claimcheck.report"))
-           for f in sorted((PKG / "core").glob("*.py"))}
-    assert {k: v for k, v in bad.items() if v} == {}
 
 
 def module_name(path: Path, pkg: Path = PKG) -> str:
@@ -112,19 +140,19 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_find_cycle_finds_a_function_level_circle(tmp_path):
     pkg = tmp_path / "claimcheck"
-    (pkg / "core").mkdir(parents=True)
+    (pkg / "low").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "core" / "__init__.py").write_text("")
-    (pkg / "core" / "a.py").write_text("from claimcheck.core.b import x\n")
-    (pkg / "core" / "b.py").write_text("def f():\n    from . import c\n")
-    (pkg / "core" / "c.py").write_text("import claimcheck.core.a\n")
-    (pkg / "core" / "d.py").write_text("from claimcheck.core import a, c\n")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("from claimcheck.low.b import x\n")
+    (pkg / "low" / "b.py").write_text("def f():\n    from . import c\n")
+    (pkg / "low" / "c.py").write_text("import claimcheck.low.a\n")
+    (pkg / "low" / "d.py").write_text("from claimcheck.low import a, c\n")
     g = module_graph(pkg)
-    assert g["claimcheck.core.b"] == {"claimcheck.core.c"}
-    assert g["claimcheck.core.d"] == {"claimcheck.core.a", "claimcheck.core.c"}
-    assert find_cycle(g) == ["claimcheck.core.a", "claimcheck.core.b", "claimcheck.core.c",
-                             "claimcheck.core.a"]
-    (pkg / "core" / "c.py").write_text("import json\n")
+    assert g["claimcheck.low.b"] == {"claimcheck.low.c"}
+    assert g["claimcheck.low.d"] == {"claimcheck.low.a", "claimcheck.low.c"}
+    assert find_cycle(g) == ["claimcheck.low.a", "claimcheck.low.b", "claimcheck.low.c",
+                             "claimcheck.low.a"]
+    (pkg / "low" / "c.py").write_text("import json\n")
     assert find_cycle(module_graph(pkg)) is None
 
 
@@ -132,37 +160,78 @@ def test_no_import_cycle():
     assert find_cycle(module_graph()) is None
 
 
-CORE_MAY_NOT_IMPORT = ("claimcheck.loaders", "claimcheck.runio", "claimcheck.measure",
-                       "claimcheck.report", "claimcheck.cli")
+def package_of(module: str) -> str | None:
+    """``a`` for ``claimcheck.a`` and ``claimcheck.a.b``; None for ``claimcheck`` itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
 
 
-def test_core_imports_no_outer_layer():
-    bad = {}
-    for m, deps in module_graph().items():
-        if m.startswith("claimcheck.core."):
-            out = sorted(d for d in deps for layer in CORE_MAY_NOT_IMPORT
-                         if d == layer or d.startswith(layer + "."))
-            if out:
-                bad[m] = out
-    assert bad == {}
+def package_graph(graph: dict[str, set[str]]) -> dict[str, dict[str, list[str]]]:
+    """Package -> each other package it imports -> the module imports that do it."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for m, deps in graph.items():
+        p = package_of(m)
+        if p is None:
+            continue
+        out.setdefault(p, {})
+        for d in sorted(deps):
+            q = package_of(d)
+            if q is not None and q != p:
+                out[p].setdefault(q, []).append(f"{m} -> {d}")
+    return out
 
 
-def test_runio_imports_only_core_and_loaders():
-    """runio (the run files) sits on core and the loaders: it imports neither the measuring
-    nor the reporting side nor the CLI."""
-    bad = {m: sorted(d for d in deps if not d.startswith(("claimcheck.core.",
-                                                          "claimcheck.loaders",
-                                                          "claimcheck.runio")))
-           for m, deps in module_graph().items() if m.startswith("claimcheck.runio")}
-    assert {k: v for k, v in bad.items() if v} == {}
+def packages(pkg: Path = PKG) -> set[str]:
+    return {p.name for p in pkg.iterdir() if (p / "__init__.py").exists()}
 
 
-def test_loaders_import_only_core():
-    """The loaders (the config and registry files) sit on core alone."""
-    bad = {m: sorted(d for d in deps if not d.startswith(("claimcheck.core.",
-                                                          "claimcheck.loaders")))
-           for m, deps in module_graph().items() if m.startswith("claimcheck.loaders")}
-    assert {k: v for k, v in bad.items() if v} == {}
+def test_every_package_has_a_rule():
+    assert packages() == set(RULES)
+
+
+def test_each_package_imports_only_what_its_rule_allows():
+    bad = {p: {q: why for q, why in deps.items() if q not in RULES.get(p, set())}
+           for p, deps in package_graph(module_graph()).items()}
+    assert {p: v for p, v in bad.items() if v} == {}
+
+
+def test_package_graph_sees_a_forbidden_import(tmp_path):
+    pkg = tmp_path / "claimcheck"
+    for p in ("low", "high"):
+        (pkg / p).mkdir(parents=True)
+        (pkg / p / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("def f():\n    from claimcheck.high import b\n")
+    (pkg / "high" / "b.py").write_text("from claimcheck.low.a import f\n")
+    assert package_graph(module_graph(pkg)) == {
+        "low": {"high": ["claimcheck.low.a -> claimcheck.high.b"]},
+        "high": {"low": ["claimcheck.high.b -> claimcheck.low.a"]}}
+
+
+def test_no_cycle_between_packages():
+    """The rules are layers (each package's rule names only packages below it), and the
+    imports keep them."""
+    assert find_cycle(RULES) is None
+    assert find_cycle({p: set(d) for p, d in package_graph(module_graph()).items()}) is None
+
+
+def test_no_folder_holds_more_than_max_modules():
+    big = {}
+    for d in sorted({f.parent for f in PKG.rglob("*.py")}):
+        n = len([f for f in d.glob("*.py") if f.name != "__init__.py"])
+        if n > MAX_MODULES:
+            big[str(d.relative_to(PKG.parent))] = n
+    assert big == {}
+
+
+def test_each_package_init_is_one_line_saying_its_job():
+    bad = []
+    for p in sorted(packages() - KEEP_INIT):
+        tree = ast.parse((PKG / p / "__init__.py").read_text())
+        doc = ast.get_docstring(tree)
+        if not doc or "\n" in doc.strip() or len(tree.body) != 1:
+            bad.append(p)
+    assert bad == []
 
 
 FILE_METHODS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "rename",
@@ -170,15 +239,15 @@ FILE_METHODS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink"
 """Methods that touch the file system (``Path``'s, ``os.open``, ``gzip.open``, pandas')."""
 IO_READERS = {"read_bytes", "read_text", "read_json", "read_csv", "read_csv_lines",
               "read_schema"}
-""":mod:`claimcheck.loaders.files`' readers of a path: a module calling one reads a file."""
-READER_MODULES = ("claimcheck.loaders.files", "claimcheck.core.io")
-"""Where the readers live (and lived, before issue 27 moved them out of core)."""
+""":mod:`claimcheck.files.readers`' readers of a path: a module calling one reads a file."""
+READER_MODULES = ("claimcheck.files.readers",)
+"""Where the readers live."""
 
 
 def file_io(path: Path) -> list[str]:
     """What ``path`` does to files: calls of ``open``, of the :data:`FILE_METHODS`, of
     ``os.replace``/``os.rename``/``os.remove``, any use of ``shutil``, and calls of
-    :data:`IO_READERS` imported from :mod:`claimcheck.core.io`; ``line: what`` each."""
+    :data:`IO_READERS` imported from :data:`READER_MODULES`; ``line: what`` each."""
     tree = ast.parse(path.read_text(), str(path))
     readers = {a.asname or a.name for n in ast.walk(tree)
                if isinstance(n, ast.ImportFrom) and n.module in READER_MODULES
@@ -201,21 +270,25 @@ def file_io(path: Path) -> list[str]:
 
 def test_file_io_sees_each_form(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("import os\nimport shutil\nfrom claimcheck.core.io import read_json as rj\n"
+    f.write_text("import os\nimport shutil\nfrom claimcheck.files.readers import read_json as rj\n"
                  "def f(p):\n    open(p)\n    p.write_text('x')\n    os.replace(p, p)\n"
                  "    rj(p)\n    d.read_text\n    read_text(p)\n    p.parent.mkdir()\n")
     assert file_io(f) == ["2: shutil", "5: open()", "6: .write_text()", "7: .replace()",
                           "8: rj()", "11: .mkdir()"]
 
 
-def test_core_does_no_file_io():
-    """core opens no file: the readers and every config and registry loader are
-    :mod:`claimcheck.loaders`' (issue 27 item 2)."""
-    found = {f.name: file_io(f) for f in sorted((PKG / "core").glob("*.py"))}
-    assert {k: v for k, v in found.items() if v} == {}
+def test_only_the_named_modules_open_a_file():
+    """The arithmetic opens no file (issue 27 item 2): in each package of :data:`IO_RULES`
+    the files are read by the modules named there, and no other."""
+    found = {}
+    for p, allowed in IO_RULES.items():
+        for f in sorted((PKG / p).glob("*.py")):
+            if f.stem not in allowed and (io := file_io(f)):
+                found[f"{p}/{f.name}"] = io
+    assert found == {}
 
 
-RUN_TYPE = "claimcheck.runio.run.Run"
+RUN_TYPE = "claimcheck.runs.run.Run"
 """The one run type: typed provenance, the step table and the timelines beside it."""
 
 
@@ -235,16 +308,16 @@ def run_classes(pkg: Path = PKG) -> list[str]:
 
 def test_run_classes_sees_each_kind(tmp_path):
     pkg = tmp_path / "claimcheck"
-    (pkg / "report").mkdir(parents=True)
-    (pkg / "report" / "a.py").write_text(
+    (pkg / "high").mkdir(parents=True)
+    (pkg / "high" / "a.py").write_text(
         "class LoadedRun:\n    pass\n\nclass StepData:\n    record: dict\n\n"
         "class Record:\n    provenance: dict\n\nclass RunStep:\n    pass\n")
-    assert run_classes(pkg) == ["claimcheck.report.a.LoadedRun", "claimcheck.report.a.Record"]
+    assert run_classes(pkg) == ["claimcheck.high.a.LoadedRun", "claimcheck.high.a.Record"]
 
 
 def test_one_run_type():
     """A run is one type (issue 27 item 1): no second run class anywhere in the package
-    (report.record.Run, report.steps.RunData and runio.runload.LoadedRun were three)."""
+    (there were three before: a run record, a steps class and a loaded run)."""
     assert run_classes() == [RUN_TYPE]
 
 

@@ -10,11 +10,11 @@ import shutil
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core import benchcols
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RUNS
-from claimcheck.runio import runfiles
-from claimcheck.runio.run import load_run
+from claimcheck.files import benchcols
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RUNS
+from claimcheck.runs import runfiles
+from claimcheck.runs.run import load_run
 from tests.fabricate import LADDER
 
 STEP = "01-c8-r1"

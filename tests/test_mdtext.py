@@ -2,7 +2,7 @@
 
 import pytest
 
-from claimcheck.report.mdtext import num, table
+from claimcheck.files.mdtext import num, table
 
 
 def test_num_formats_and_says_missing():

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.paths import RAW
+from claimcheck.figures import definitions_fig
+from claimcheck.files.paths import RAW
 from claimcheck.measure import clientproc, loadclient
-from claimcheck.report import definitions_fig, run_figures
-from claimcheck.report.derive import claims_table
+from claimcheck.pipeline import run_figures
+from claimcheck.pipeline.derive import claims_table
 from tests._cli import cli
 from tests.test_runner_faults import FAKE, fake_engine_env, free_port, measure, provenance
 
@@ -203,7 +204,7 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
     assert m.stdout.splitlines()[0].endswith(f"; run interrupted: {prov['failure']}")
     assert "skipped 00-c4-r1: no bench.json (step interrupted)" in m.stdout
     # the pipeline's per-run rules read it (snakemake all is not stopped by it)
-    rec = subprocess.run([sys.executable, "-m", "claimcheck.report.derive", "run-record",
+    rec = subprocess.run([sys.executable, "-m", "claimcheck.pipeline.derive", "run-record",
                           str(run), str(tmp / "run.json")], capture_output=True, text=True,
                          timeout=120)
     assert rec.returncode == 0, rec.stderr

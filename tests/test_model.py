@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core import definitions as d
-from claimcheck.core import model as m
-from claimcheck.core import simulator
+from claimcheck.model import model as m
+from claimcheck.model import simulator
+from claimcheck.readings import definitions as d
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"
 LADDER = RUNS / "h200-20261129-bf16-dummy-ladder"
@@ -128,7 +128,7 @@ def test_model_cli_needs_a_one_stream_step(capsys, tmp_path):
 
 
 def test_engine_shape_from_the_run_records():
-    from claimcheck.runio.run import load_run
+    from claimcheck.runs.run import load_run
 
     bf16 = load_run(LADDER).engine[0]
     fp8 = load_run(RUNS / "h200-20261129-fp8-hyperqwen-dummy-hyperqwen-batch").engine[0]
@@ -157,7 +157,7 @@ def _row(pred_tpot, meas_tpot, e2e_err, dec_err):
 
 
 def test_miss_term_names_the_step_or_the_ramp():
-    from claimcheck.report.modeltable import miss_term
+    from claimcheck.predict.modeltable import miss_term
 
     assert miss_term(_row(20.0, 20.4, 0.03, -0.02)) is None
     # TPOT 11 ms predicted, 15 ms measured: the per-step term, weights its largest part
@@ -200,7 +200,7 @@ def test_align_mode_changes_the_schedule_by_hand():
 
 
 def test_start_log_says_align_mode_and_its_block():
-    from claimcheck.core import serverlog
+    from claimcheck.readings import serverlog
     fp8 = (RUNS / "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream"
            / "server-start.log").read_text()
     bf16 = (RUNS / "h200-20261129-bf16-dummy-16k-single-stream-2"
@@ -210,7 +210,7 @@ def test_start_log_says_align_mode_and_its_block():
 
 
 def test_model_section_counts_hits_by_hand():
-    from claimcheck.report.verdicts_md import render_model
+    from claimcheck.verdicts.verdicts_md import render_model
     base = {"run": "r", "step": 0, "repeat": 1, "streams": 8, "calibrated_on": "c",
             "bandwidth_gb_s": 3000.0, "tflops": 600.0, "request_overhead_ms": 90.0,
             "bandwidth_source": "b", "compute_source": "p", "bound": "memory",
@@ -236,8 +236,8 @@ def test_model_section_counts_hits_by_hand():
      "to N tokens' line says its block"),
 ])
 def test_align_block_from_a_bad_start_log_is_refused(tmp_path, edit, words):
-    from claimcheck.core.errors import InputError
-    from claimcheck.runio.run import load_run
+    from claimcheck.files.errors import InputError
+    from claimcheck.runs.run import load_run
     from tests.fabricate import copy_run
     run = copy_run(tmp_path, "h200-20261129-fp8-hyperqwen-dummy-16k-single-stream")
     log = run / "server-start.log"
@@ -290,7 +290,7 @@ def test_kv_bandwidth_from_decode_by_hand():
     a 24.26 ms step at 7,681 + 256 tokens of mean context. Weights 27.135 GB and 64 x 2 x
     78.45 MB of FP16 state at 2,557.6 GB/s take 14.536 ms; 64 x 32,768 B x 7,937 tokens =
     16.645 GB of FP8 KV in the remaining 9.724 ms is 1,711.8 GB/s."""
-    from claimcheck.core.model import Calibration, EngineShape, kv_bandwidth_from_decode
+    from claimcheck.model.model import Calibration, EngineShape, kv_bandwidth_from_decode
 
     shape = EngineShape(weight_bytes=27.135e9, state_bytes=78.446592e6,
                         kv_bytes_per_token=32768.0, flops_body_per_token=1.0,
@@ -310,7 +310,7 @@ def test_kv_bandwidth_from_decode_by_hand():
     # Priced back into a decode step, the term gives the measured step again.
     from dataclasses import replace
 
-    from claimcheck.core.model import step_cost_sum
+    from claimcheck.model.model import step_cost_sum
     shape2 = replace(shape, flops_body_per_token=1e3)  # keep the step memory-bound
     cost = step_cost_sum(shape2, replace(cal, kv_bandwidth_bytes_s=bw), 64, 64 * 7937, 64, 64)
     assert cost.memory_s == pytest.approx(24.26e-3, rel=1e-3)

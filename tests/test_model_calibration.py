@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import model as m
-from claimcheck.report import calibrate, calibration, modeltable
-from claimcheck.runio.run import load_run
+from claimcheck.calibration import calibrate, calibration
+from claimcheck.model import model as m
+from claimcheck.predict import modeltable
+from claimcheck.runs.run import load_run
 from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"

@@ -1,13 +1,13 @@
 """Issue 27 item 4: one error and one within for the model's comparisons, one rule for a
-boolean cell, and model.csv read back typed through runio.frames."""
+boolean cell, and model.csv read back typed through files.framefiles."""
 
 from __future__ import annotations
 
 import pytest
 
-from claimcheck.core.accuracy import error, within, within_both
-from claimcheck.core.frames import flag
-from claimcheck.runio.frames import read_rows, write_table
+from claimcheck.files.framefiles import read_rows, write_table
+from claimcheck.files.frames import flag
+from claimcheck.verdicts.accuracy import error, within, within_both
 
 
 def test_error_is_predicted_over_measured_less_one() -> None:

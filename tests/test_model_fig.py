@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claimcheck.report import model_fig
+from claimcheck.figures import model_fig
 
 
 def _row(protocol, streams, e2e_err, dec_err, calib=False):
@@ -52,8 +52,8 @@ def test_a_failed_step_is_neither_counted_nor_drawn():
 
 
 def test_batch_writes_every_engine_from_one_read(tmp_path):
-    from claimcheck.report.batch import model_figures
-    from claimcheck.report.tables import write_csv
+    from claimcheck.pipeline.batch import model_figures
+    from claimcheck.runs.tables import write_csv
 
     csv = tmp_path / "model.csv"
     write_csv([{**r, "engine": e} for e in ("e", "f") for r in ROWS], csv)

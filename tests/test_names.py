@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.names import NAME_PATTERN, NAME_RULE, name_refusal
-from claimcheck.core.paths import CONFIG, RAW
-from claimcheck.loaders.cards import load_cards
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.loaders.files import read_schema
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.errors import InputError
+from claimcheck.files.names import NAME_PATTERN, NAME_RULE, name_refusal
+from claimcheck.files.paths import CONFIG, RAW
+from claimcheck.files.readers import read_schema
+from claimcheck.physics.cardfiles import load_cards
 from tests._cli import QWEN, cli, one_line_error
 
 RULE = "a name is lower case letters, digits, '-' and '.', starting with a letter or a digit"

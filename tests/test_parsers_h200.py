@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from claimcheck.core import serverlog
-from claimcheck.core.bench import per_request, summarize
-from claimcheck.core.paths import RUNS
-from claimcheck.runio.run import load_run
+from claimcheck.files.paths import RUNS
+from claimcheck.readings import serverlog
+from claimcheck.readings.bench import per_request, summarize
+from claimcheck.runs.run import load_run
 from tests.fabricate import bench, copy_run
 
 BATCH = RUNS / "h200-20261129-bf16-dummy-hyperqwen-batch"

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from claimcheck import cli as cli_mod
-from claimcheck.core import roofline as rl
-from claimcheck.core.units import GIB, MIB
-from claimcheck.loaders.models import geometry_from_file
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.physics.units import GIB, MIB
 
 from ._cli import QWEN, cli, one_line_error, qwen_copy
 

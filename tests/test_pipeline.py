@@ -9,14 +9,14 @@ import nbformat
 import pytest
 import yaml
 
-from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
-from claimcheck.loaders.cards import load_cards
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.loaders.registry import load_claims
-from claimcheck.report.derive import claims_table, run_record
-from claimcheck.report.tables import with_rooflines
-from claimcheck.report.update import render_update
-from claimcheck.runio.run import find_runs
+from claimcheck.claims.registryfiles import load_claims
+from claimcheck.files.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.pipeline.derive import claims_table, run_record
+from claimcheck.runs.run import find_runs
+from claimcheck.runs.tables import with_rooflines
+from claimcheck.update.update import render_update
 from tests.fabricate import FP8, copy_run
 from tests.fabricate import bench as fab_bench
 
@@ -131,7 +131,7 @@ def test_update_section_content(update_md):
 
 
 def test_claim_map_plots_every_point():
-    from claimcheck.report import plots
+    from claimcheck.figures import plots
 
     claims = [c.tidy() for c in load_claims()]
     measured = [{"card": "h200", "streams": 64, "aggregate_tok_s": 2941.0},
@@ -149,8 +149,8 @@ def test_claim_map_plots_every_point():
 
 
 def test_claim_map_colours_each_verdict_apart():
-    from claimcheck.core.verdicts import KINDS
-    from claimcheck.report import figstyle, plots
+    from claimcheck.figures import figstyle, plots
+    from claimcheck.verdicts.verdicts import KINDS
 
     claims = [{**c.tidy(), "verdict": KINDS[i % len(KINDS)]}
               for i, c in enumerate(load_claims())]

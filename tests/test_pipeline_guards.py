@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.paths import ROOT
-from claimcheck.loaders.seeds import seeds_dir
+from claimcheck.claims.seedfiles import seeds_dir
+from claimcheck.files.paths import ROOT
 
 from .conftest import needs_seeds
 

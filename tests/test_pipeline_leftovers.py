@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
 
 from .test_pipeline_guards import smk
 

@@ -9,10 +9,10 @@ import statistics
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.paths import RUNS
-from claimcheck.loaders.config import load_protocols
-from claimcheck.report import protocolpredict
-from claimcheck.runio import runfiles
+from claimcheck.config.configfiles import load_protocols
+from claimcheck.files.paths import RUNS
+from claimcheck.predict import protocolpredict
+from claimcheck.runs import runfiles
 from tests.fabricate import copy_run
 
 LADDER = "h200-20261129-bf16-dummy-ladder"

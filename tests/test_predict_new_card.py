@@ -10,10 +10,11 @@ import dataclasses
 
 import pytest
 
-from claimcheck.core.paths import CONFIG, RUNS
-from claimcheck.loaders.cards import get_card
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.report import calibrate, newcard, protocolpredict
+from claimcheck.calibration import calibrate
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.paths import CONFIG, RUNS
+from claimcheck.physics.cardfiles import get_card
+from claimcheck.predict import newcard, protocolpredict
 
 HELD = "fp8-hyperqwen-dummy"
 
@@ -72,7 +73,7 @@ def test_the_kv_read_rate_moves_as_a_share_of_the_datasheet_not_in_gb_s():
     """FP8 KV read at 1,667 GB/s on the H200 (4,800 GB/s datasheet) is a share of 0.3473;
     on an RTX 4090 (1,008 GB/s) that share gives 350.1 GB/s, never the H200's 1,667 (more
     than the 4090's whole bandwidth). The weights' eta moves the same way."""
-    from claimcheck.core.model import Calibration
+    from claimcheck.model.model import Calibration
 
     cal = Calibration(bandwidth_bytes_s=2.558e12, flops_s=7.7e14, request_overhead_s=0.08,
                       bandwidth_source="b", compute_source="c",

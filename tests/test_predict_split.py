@@ -8,30 +8,30 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import engine_shape
-from claimcheck.core.paths import RUNS
-from claimcheck.runio import runload
-from claimcheck.runio.run import load_run
+from claimcheck.files.paths import RUNS
+from claimcheck.runs import engine_shape, runload
+from claimcheck.runs.run import load_run
 
-REPORT = Path(__file__).resolve().parents[1] / "src" / "claimcheck" / "report"
-SPLIT = ("layout", "calibrate", "calibration", "modeltable", "protocolpredict")
+SRC = Path(__file__).resolve().parents[1] / "src" / "claimcheck"
+SPLIT = ("calibration/layout", "calibration/calibrate", "calibration/calibration",
+         "predict/modeltable", "predict/protocolpredict")
 
 
 @pytest.mark.parametrize("name", SPLIT)
 def test_each_module_under_450_lines(name: str) -> None:
-    lines = (REPORT / f"{name}.py").read_text().count("\n")
-    assert lines < 450, f"report/{name}.py has {lines} lines"
+    lines = (SRC / f"{name}.py").read_text().count("\n")
+    assert lines < 450, f"{name}.py has {lines} lines"
 
 
 def test_predict_is_gone() -> None:
-    assert not (REPORT / "predict.py").exists()
+    assert not (SRC / "report" / "predict.py").exists()
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("claimcheck.report.predict")
 
 
 def test_no_private_keys_in_a_protocol_prediction(committed_runs) -> None:
-    from claimcheck.loaders.config import load_protocols
-    from claimcheck.report.protocolpredict import predict_protocol
+    from claimcheck.config.configfiles import load_protocols
+    from claimcheck.predict.protocolpredict import predict_protocol
     pred = predict_protocol(list(committed_runs), "h200", "bf16-dummy", load_protocols()["ladder"])
     assert not [k for k in pred.report if k.startswith("_")]
     assert pred.calibration.as_dict() == pred.report["calibration"]
@@ -42,7 +42,7 @@ def test_engine_shape_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None
     """config.json is read once per run, when the run is loaded, and the engine shape built
     once per run however many steps ask: the model table of two committed runs builds two
     shapes (it asked for them hundreds of times before) and reads no config again."""
-    from claimcheck.report.modeltable import table_rows
+    from claimcheck.predict.modeltable import table_rows
     runs = [load_run(RUNS / n) for n in ("h200-20261129-bf16-dummy-ladder",
                                          "h200-20261129-bf16-dummy-16k-single-stream")]
     reads, shapes = [], []

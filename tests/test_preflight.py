@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG
 from claimcheck.measure import preflight as pf
 from claimcheck.measure import telemetry
 from tests._cli import ROOT, one_line_error
@@ -289,7 +289,7 @@ def test_the_0_33_engines_pin_their_release_and_match_their_0_26_twins():
     """The vLLM 0.33.0 engines are their 0.26.0 twins but for the release they pin."""
     from dataclasses import asdict
 
-    from claimcheck.loaders.config import load_engines
+    from claimcheck.config.configfiles import load_engines
     engines = load_engines()
     for twin in ("bf16-dummy-16k", "fp8-hyperqwen-dummy-16k"):
         new = asdict(engines[f"{twin}-vllm033"])

@@ -13,12 +13,12 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, RAW, ROOT
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.loaders.registry import load_weight_rows
-from claimcheck.report.presets import preset_roofline
+from claimcheck.claims.registryfiles import load_weight_rows
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG, RAW, ROOT
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.pipeline.presets import preset_roofline
 
 from ._cli import QWEN, cli, one_line_error
 
@@ -117,8 +117,8 @@ def test_preset_past_the_wall_is_refused_unless_allowed():
 def test_claims_table_takes_the_same_check():
     import dataclasses
 
-    from claimcheck.core.claim_roofline import claim_roofline
-    from claimcheck.loaders.registry import load_claims
+    from claimcheck.claims.claim_roofline import claim_roofline
+    from claimcheck.claims.registryfiles import load_claims
 
     c = next(c for c in load_claims() if c["id"] == "tensorfold-764-decode")
     row = claim_roofline(c, GEOM, CARDS, CEILINGS, weight_rows=WEIGHTS,

@@ -7,10 +7,10 @@ import sys
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, ROOT
-from claimcheck.core.protocols import FIT_MARGIN_TOKENS, Step, check_fit
-from claimcheck.loaders.config import get_engine, get_protocol, load_protocols
+from claimcheck.config.configfiles import get_engine, get_protocol, load_protocols
+from claimcheck.config.protocols import FIT_MARGIN_TOKENS, Step, check_fit
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG, ROOT
 from claimcheck.measure.bench import client_argv
 from claimcheck.measure.clientproc import bench_args
 from claimcheck.measure.loadclient import RequestRecord, read_chunk, result_json

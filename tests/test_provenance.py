@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from claimcheck.core.paths import ROOT
-from claimcheck.core.telemetry import summarize
+from claimcheck.files.paths import ROOT
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import telemetry
-from claimcheck.runio.runload import read_telemetry
+from claimcheck.readings.telemetry import summarize
+from claimcheck.runs.runload import read_telemetry
 
 
 def nvml_here() -> bool:

@@ -8,8 +8,8 @@ Each case edits a plain copy of the committed H200 ladder run (1-64 streams, 128
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.errors import InputError
-from claimcheck.runio.run import load_run
+from claimcheck.files.errors import InputError
+from claimcheck.runs.run import load_run
 from tests.fabricate import LADDER, copy_run, edit_json, edit_step
 
 

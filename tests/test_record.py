@@ -1,30 +1,30 @@
 """The run record read back: schemas, typed provenance, and every way a run directory can be
 wrong (issue 9: failures that render as successes; impossible values; truncated, deleted or
 empty files). Each case edits a copy of a committed run and checks the exit code and the
-words of the one-line message of `python -m claimcheck.report.derive run-record` (its
+words of the one-line message of `python -m claimcheck.pipeline.derive run-record` (its
 ``main``, run in the test's process by :func:`tests._cli.call_main`)."""
 
 import json
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RAW, ROOT, RUNS
-from claimcheck.core.runrecord import migrate_provenance
-from claimcheck.loaders.cards import load_cards
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.loaders.registry import load_claims
-from claimcheck.report.tables import with_rooflines
-from claimcheck.report.update import render_update
-from claimcheck.runio.records import validate_provenance, validate_steps
-from claimcheck.runio.run import load_run
+from claimcheck.claims.registryfiles import load_claims
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW, ROOT, RUNS
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.runs.records import validate_provenance, validate_steps
+from claimcheck.runs.run import load_run
+from claimcheck.runs.runrecord import migrate_provenance
+from claimcheck.runs.tables import with_rooflines
+from claimcheck.update.update import render_update
 from tests._cli import call_main
 from tests.fabricate import BATCH, LADDER, copy_run, edit_json, edit_step, seal
 
 
 def run_record(run, tmp_path):
-    from claimcheck.report.derive import main
-    return call_main(main, ["python", "-m", "claimcheck.report.derive"],
+    from claimcheck.pipeline.derive import main
+    return call_main(main, ["python", "-m", "claimcheck.pipeline.derive"],
                      ["run-record", str(run), str(tmp_path / "out.json")], cwd=ROOT)
 
 

@@ -7,10 +7,10 @@ shipped registry must pass; without the seeds the check must say it skipped the 
 import csv
 import io
 
+from claimcheck.claims.claims import COLUMNS
+from claimcheck.claims.seeds import find_section, parse_seed
 from claimcheck.cli import main
-from claimcheck.core.claims import COLUMNS
-from claimcheck.core.paths import RAW
-from claimcheck.core.seeds import find_section, parse_seed
+from claimcheck.files.paths import RAW
 
 from .conftest import needs_seeds
 

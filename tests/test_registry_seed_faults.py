@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import verdicts as v
-from claimcheck.loaders.registry import load_claims, load_excluded
+from claimcheck.claims.registryfiles import load_claims, load_excluded
+from claimcheck.verdicts import verdicts as v
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def rows():
-    from claimcheck.report.derive import verdict_rows
+    from claimcheck.pipeline.derive import verdict_rows
     raw = ROOT / "data" / "raw"
     return {r["id"]: r for r in verdict_rows(
         raw / "claims.csv", raw / "cards.csv", raw / "ceilings.csv", raw / "weights.csv",
@@ -96,7 +96,7 @@ def test_no_bend_region_at_one_stream(rows):
 def test_a_drafter_keeps_no_more_than_it_verifies(tmp_path):
     # Cinference's row: 16 verify rows (assumed) and 5.016 kept; 17 kept is refused, naming
     # the file, the line and the column
-    from claimcheck.core.errors import InputError
+    from claimcheck.files.errors import InputError
     text = (ROOT / "data" / "raw" / "claims.csv").read_text()
     bad = tmp_path / "claims.csv"
     bad.write_text(text.replace("tokens_kept_per_step=5.016;", "tokens_kept_per_step=17;", 1))

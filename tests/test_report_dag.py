@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from claimcheck.core.paths import CONFIG, ROOT
+from claimcheck.files.paths import CONFIG, ROOT
 from tests.fabricate import LADDER, copy_run, linked_checkout
 
 
@@ -104,7 +104,7 @@ def test_no_measure_section_still_plans_all(tmp_path):
 
 
 def test_outputs_of_deleted_runs_are_found(tmp_path):
-    from claimcheck.report.derive import stale_run_outputs
+    from claimcheck.pipeline.derive import stale_run_outputs
 
     patterns = ["data/derived/runs/{run}.json", "figures/measured-{run}.png"]
     keep, gone = "h200-kept-run", "h200-deleted-run"

@@ -1,6 +1,6 @@
 """Measured points on the claim map and rooflines: only what ran at once is summed."""
 
-from claimcheck.report.figures import measured_points
+from claimcheck.pipeline.figures import measured_points
 
 
 def _row(streams, max_num_seqs, agg):
@@ -37,7 +37,7 @@ def test_a_step_whose_requests_stopped_at_two_tokens_is_not_a_point():
 
 
 def test_a_preset_draws_only_steps_of_its_own_configuration():
-    from claimcheck.report.figures import matches_preset
+    from claimcheck.pipeline.figures import matches_preset
     base = {"roofline_weights_gib": 50.22, "roofline_state_dtype": "fp32",
             "roofline_kv_dtype": "bf16", "context_tokens_per_stream": 640}
     want = dict(weight_gib=50.22, state_dtype="fp32", kv_dtype="bf16", context=640)

@@ -11,11 +11,11 @@ import sys
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import CONFIG, RAW, ROOT
-from claimcheck.loaders.config import load_protocols
-from claimcheck.report import update_docs
-from claimcheck.report.derive import claims_table, run_record
+from claimcheck.config.configfiles import load_protocols
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG, RAW, ROOT
+from claimcheck.pipeline import update_docs
+from claimcheck.pipeline.derive import claims_table, run_record
 from tests.fabricate import LADDER, copy_run, edit_json, seal
 
 NAME = "made-up-sweep"
@@ -152,7 +152,7 @@ def test_unknown_metric_in_a_protocol_is_refused(tmp_path):
     run = fabricate(tmp_path, protocols_copy(tmp_path))
     edit_json(run / "provenance.json",
               lambda p: p["protocol_config"]["metrics"].append("tokens_per_joule"))
-    r = subprocess.run([sys.executable, "-m", "claimcheck.report.derive", "run-record",
+    r = subprocess.run([sys.executable, "-m", "claimcheck.pipeline.derive", "run-record",
                         str(run), str(tmp_path / "out.json")],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
@@ -174,7 +174,7 @@ def test_made_up_protocol_with_timeline_metrics_and_a_gate(tmp_path):
         for rec in p["steps"]:
             rec["energy"] = {"joules": joules[rec["streams"]]}
     edit_json(run / "provenance.json", add_energy)
-    # no telemetry: each step's energy is its NVML counter reading (core.energy's fallback)
+    # no telemetry: each step's energy is its NVML counter reading (readings.energy's fallback)
     (run / "telemetry.csv").unlink()
     record, claims = tmp_path / "run.json", tmp_path / "claims.json"
     run_record(run, RAW / "cards.csv", RAW / "ceilings.csv",

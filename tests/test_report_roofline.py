@@ -1,5 +1,5 @@
 """One way to a roofline: the claims table, the run table, the presets (figures) and the CLI
-all build it through claimcheck.core.inputs.roofline_for, so the same claim gets the same
+all build it through claimcheck.physics.inputs.roofline_for, so the same claim gets the same
 roofline everywhere. Expected values come from the CSV rows read here by hand."""
 
 import csv
@@ -10,18 +10,18 @@ import sys
 import pytest
 import yaml
 
-from claimcheck.core import roofline as rl
-from claimcheck.core.claim_roofline import claim_roofline
-from claimcheck.core.engine_inputs import model_dtype
-from claimcheck.core.errors import InputError
-from claimcheck.core.inputs import Weights, roofline_for, state_bytes
-from claimcheck.core.paths import CONFIG, RAW, ROOT, RUNS
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.models import geometry_from_file, load_config
-from claimcheck.loaders.registry import load_claims, load_weight_rows
-from claimcheck.report.presets import check_unique_names, preset_roofline
-from claimcheck.report.tables import run_rows
-from claimcheck.runio.run import load_run
+from claimcheck.claims.claim_roofline import claim_roofline
+from claimcheck.claims.registryfiles import load_claims, load_weight_rows
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import CONFIG, RAW, ROOT, RUNS
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.physics.engine_inputs import model_dtype
+from claimcheck.physics.inputs import Weights, roofline_for, state_bytes
+from claimcheck.physics.modelfiles import geometry_from_file, load_config
+from claimcheck.pipeline.presets import check_unique_names, preset_roofline
+from claimcheck.runs.run import load_run
+from claimcheck.runs.tables import run_rows
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
 CONV = model_dtype(load_config(RAW / "models/qwen3.8-27b/config.json"))  # bf16: S's conv state
@@ -81,7 +81,7 @@ def test_tensorfold_uses_the_5090_figure_ceiling():
 def test_presets_and_claims_table_agree(name):
     """Every claim on a preset's card with the preset's weights row gets, in the claims
     table, the roofline the preset's figure draws (at the same context), S included: both
-    take the conv state at the model dtype (:func:`claimcheck.core.inputs.state_bytes`).
+    take the conv state at the model dtype (:func:`claimcheck.physics.inputs.state_bytes`).
     A claim at another power limit than the preset's ceiling gets the ceiling of its own
     limit; given the preset's ceiling by hand it must then draw the same line."""
     p = PRESETS[name]
@@ -174,9 +174,9 @@ def test_a_claim_and_a_step_of_one_engine_shape_have_one_s():
     geometry: layers x v-heads x dk x dv x 4 bytes + conv values x 2 bytes."""
     from dataclasses import replace
 
-    from claimcheck.core.engine_inputs import engine_inputs
-    from claimcheck.loaders.models import load_config
-    from claimcheck.report.tables import engine_roofline
+    from claimcheck.physics.engine_inputs import engine_inputs
+    from claimcheck.physics.modelfiles import load_config
+    from claimcheck.runs.tables import engine_roofline
     config = load_config(RAW / "models/qwen3.8-27b/config.json")
     by_hand = GEOM.state_values_per_stream * 4 + GEOM.conv_state_values_per_stream * 2
     assert GEOM.conv_state_values_per_stream > 0

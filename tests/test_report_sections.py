@@ -8,18 +8,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from claimcheck.core.paths import RAW
-from claimcheck.core.steprow import lanes_text, median_step, per_request_span_tok_s
-from claimcheck.core.timeline import RequestTimeline, Timeline
-from claimcheck.report.sections import (
+from claimcheck.files.paths import RAW
+from claimcheck.readings.timeline import RequestTimeline, Timeline
+from claimcheck.runs.run import load_run
+from claimcheck.runs.steprow import lanes_text, median_step, per_request_span_tok_s
+from claimcheck.update.sections import (
     admit_block,
     lanes_arithmetic,
     lanes_block,
     nominal_lines,
     published_scaling,
 )
-from claimcheck.report.update import assumed_reasons, claim_head, compare_sentence
-from claimcheck.runio.run import load_run
+from claimcheck.update.update import assumed_reasons, claim_head, compare_sentence
 
 
 def test_lanes_arithmetic_seed_000():
@@ -171,7 +171,7 @@ def test_compare_sentence_per_stream_reading_is_the_same_definitions():
 
 
 def test_single_stream_block_gives_a_held_step_its_prefill_rate_only():
-    from claimcheck.report.sections import single_stream_block
+    from claimcheck.update.sections import single_stream_block
     proto = SimpleNamespace(name="one", report="all", metrics=("prefill_tok_s",))
     held = {"step": 2, "repeat": 1, "status": "complete", "streams": 1, "requests": 16,
             "input_len": 7681, "output_len": 2, "context_tokens_per_stream": 7683,

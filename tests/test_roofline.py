@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from claimcheck.core import roofline as rl
-from claimcheck.core.units import GB, GIB, KIB, MIB
-from claimcheck.loaders.models import geometry_from_file
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.physics.units import GB, GIB, KIB, MIB
 
 from .conftest import QWEN
 

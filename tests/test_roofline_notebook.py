@@ -6,8 +6,8 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.paths import CONFIG, RAW, ROOT
-from claimcheck.report.derive import claims_table
+from claimcheck.files.paths import CONFIG, RAW, ROOT
+from claimcheck.pipeline.derive import claims_table
 
 pytestmark = pytest.mark.pipeline  # papermill in a subprocess: make pipeline
 

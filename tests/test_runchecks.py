@@ -2,7 +2,7 @@
 
 Each case edits one field of a copy of the committed ladder run (H200, 5 complete steps,
 50.22 GiB of weights in its start log) and reads it back; the one-line error names the file
-and the field. The pure checks of ``core.runchecks`` are also tried at their bounds on
+and the field. The pure checks of ``runs.runchecks`` are also tried at their bounds on
 hand-made values."""
 
 import csv
@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
-from claimcheck.core import runchecks
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RUNS
-from claimcheck.core.runrecord import StepRecord
-from claimcheck.loaders.cards import load_cards
-from claimcheck.runio.run import load_run
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RUNS
+from claimcheck.physics.cardfiles import load_cards
+from claimcheck.runs import runchecks
+from claimcheck.runs.run import load_run
+from claimcheck.runs.runrecord import StepRecord
 from tests._cli import cli, one_line_error
 from tests.fabricate import LADDER, copy_run, edit_json, edit_step, plain_copy
 
@@ -184,8 +184,8 @@ def test_a_compact_step_without_the_runs_folders_manifest_is_refused(tmp_path):
     """Issue 39: with bench-sha256.txt gone, a compact bench file (the runner writes one
     only beside its manifest line) is refused naming the manifest, not read unchecked."""
 
-    from claimcheck.core.paths import RAW
-    from claimcheck.runio.run import load_run
+    from claimcheck.files.paths import RAW
+    from claimcheck.runs.run import load_run
     name = "h200-20261129-bf16-dummy-ladder"
     shutil.copytree(RAW / "runs" / name, tmp_path / "runs" / name)
     with pytest.raises(InputError, match=r"bench\.cols: kept compact, but .*runs/bench-sha256"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import benchcols
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RAW, RUNS
-from claimcheck.loaders.files import read_json
-from claimcheck.report.derive import metrics_csv, run_record
-from claimcheck.runio import runfiles
-from claimcheck.runio.run import find_runs
+from claimcheck.files import benchcols
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW, RUNS
+from claimcheck.files.readers import read_json
+from claimcheck.pipeline.derive import metrics_csv, run_record
+from claimcheck.runs import runfiles
+from claimcheck.runs.run import find_runs
 from tests.fabricate import plain_copy
 
 

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.engine_inputs import engine_inputs, state_bytes
-from claimcheck.core.paths import RAW, RUNS
-from claimcheck.core.units import GB, GIB
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.models import geometry_from_file, load_config
-from claimcheck.report import presets
-from claimcheck.report.derive import run_record
-from claimcheck.report.tables import engine_roofline, step_roofline
-from claimcheck.runio.run import find_runs, load_run, load_runs
-from claimcheck.runio.runfiles import bench_data
+from claimcheck.files.paths import RAW, RUNS
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.physics.engine_inputs import engine_inputs, state_bytes
+from claimcheck.physics.modelfiles import geometry_from_file, load_config
+from claimcheck.physics.units import GB, GIB
+from claimcheck.pipeline import presets
+from claimcheck.pipeline.derive import run_record
+from claimcheck.runs.run import find_runs, load_run, load_runs
+from claimcheck.runs.runfiles import bench_data
+from claimcheck.runs.tables import engine_roofline, step_roofline
 
 CONFIG = RAW / "models/qwen3.8-27b/config.json"
 GEOM = geometry_from_file(CONFIG)
@@ -123,7 +123,7 @@ def test_one_column_per_quantity():
                  "per_request_decode_tok_s_per_stream"):
         assert gone not in cols, gone
     # a per-stream reading sits beside an aggregate only: a per-stream definition is its own
-    from claimcheck.core.definitions import DEFINITIONS
+    from claimcheck.readings.definitions import DEFINITIONS
     beside = {c.removesuffix("_per_stream") for c in cols
               if c.endswith("_tok_s_per_stream")}
     assert beside == {n for n, v in DEFINITIONS.items()
@@ -158,7 +158,7 @@ def test_reported_speeds_come_from_the_timeline_vllms_kept_beside():
 
 
 def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):
-    from claimcheck.core.errors import InputError
+    from claimcheck.files.errors import InputError
     for name in ("run-b", "run-a"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "provenance.json").write_text("{}")
@@ -172,7 +172,7 @@ def test_find_runs_refuses_a_folder_without_provenance_naming_it(tmp_path):
 
 
 def test_load_window_is_the_last_duration_before_the_client_exited():
-    from claimcheck.core.steprow import load_window
+    from claimcheck.runs.steprow import load_window
     # client ran 900 -> 1000 s, the bench's load lasted 50 s: 1000 - 1 = 999, 999 - 50 = 949
     assert load_window(900.0, 1000.0, 50.0) == (949.0, 999.0)
     # a duration longer than the client ran: never before its start

@@ -182,7 +182,7 @@ def test_a_result_left_empty_mid_run_ends_the_run_failed_in_one_line(env):
 def test_a_card_name_holding_a_path_never_leaves_the_runs_folder(tmp_path):
     """Issue 39: the run directory is made inside --runs-dir or not at all (a second wall
     behind the name check at the CLI)."""
-    from claimcheck.core.errors import InputError
+    from claimcheck.files.errors import InputError
     from claimcheck.measure.runner import new_run_dir
     runs = tmp_path / "a" / "runs"
     with pytest.raises(InputError, match=r"^--runs-dir: the run directory '\.\./\.\./escape-"

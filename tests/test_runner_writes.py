@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.loaders.config import get_engine, get_protocol
+from claimcheck.config.configfiles import get_engine, get_protocol
+from claimcheck.files.errors import InputError
 from claimcheck.measure import runner
 from claimcheck.measure import server as srv
 from tests.test_measure_faults import wait_health
@@ -211,7 +211,7 @@ def test_a_manifest_line_that_cannot_be_written_keeps_the_step_plain(tmp_path, m
     """The runner's compaction records the manifest line first: a full disk there leaves
     the plain bench.json as the client wrote it, the manifest as it was, no .tmp, and an
     error naming the manifest (which the runner puts in provenance.json's failure)."""
-    from claimcheck.runio import runfiles
+    from claimcheck.runs import runfiles
     step = tmp_path / "runs" / "r" / "steps" / "00-c1-r1"
     step.mkdir(parents=True)
     raw = json.dumps({"itls": [[0.5, 0.25]], "output_lens": [3]}).encode()

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from claimcheck.core.claims import SEEDS
-from claimcheck.loaders.registry import load_claims, load_excluded
-from claimcheck.loaders.seeds import seeds_dir
+from claimcheck.claims.claims import SEEDS
+from claimcheck.claims.registryfiles import load_claims, load_excluded
+from claimcheck.claims.seedfiles import seeds_dir
 
 from .conftest import needs_seeds
 

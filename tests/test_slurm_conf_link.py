@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
 
 SCRIPT = ROOT / "envs" / "slurm" / "conf-link.sh"
 

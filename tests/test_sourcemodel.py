@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from claimcheck.core import sourcemodel as sm
-from claimcheck.core.verdict_assembly import seed_aggregate
-from claimcheck.core.verdict_evidence import comparable_steps, protocol_replays
+from claimcheck.verdicts import sourcemodel as sm
+from claimcheck.verdicts.verdict_assembly import seed_aggregate
+from claimcheck.verdicts.verdict_evidence import comparable_steps, protocol_replays
 from tests.conftest import ROOT
 
 
@@ -184,8 +184,8 @@ def _registry(tmp_path, rows: list[dict]) -> str:
 
 
 def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
-    from claimcheck.core import verdicts as v
-    from claimcheck.report.derive import verdict_rows
+    from claimcheck.pipeline.derive import verdict_rows
+    from claimcheck.verdicts import verdicts as v
     raw = ROOT / "data" / "raw"
     one = {"streams": "1", "stream_relation": "single_user"}
     claims = _registry(tmp_path, [
@@ -245,8 +245,8 @@ def test_hand_made_registry_calibrates_each_source_on_its_own_figure(tmp_path):
 # ------------------------------------------------- issue 28 item 5: activation precision
 
 def test_int8_layers_set_the_compute_by_hand():
-    from claimcheck.core.paths import RAW
-    from claimcheck.loaders.models import load_config
+    from claimcheck.files.paths import RAW
+    from claimcheck.physics.modelfiles import load_config
     # half the FLOPs at 400 TOP/s, half at 100 TFLOP/s: 1 / (0.5/400 + 0.5/100) = 160
     assert sm.split_compute_tflops(0.5, 100.0, 400.0) == pytest.approx(160.0)
     assert sm.split_compute_tflops(0.0, 100.0, 400.0) == pytest.approx(100.0)
@@ -262,7 +262,7 @@ def test_int8_layers_set_the_compute_by_hand():
     assert sm.int8_rates(rates, "", 0.5, 284.0, 71.0) == rates
     # Qwen3.8-27B: 64 layers x 3 x 5,120 x 17,408 MLP weights of the weights per token
     cfg = load_config(RAW / "models" / "qwen3.8-27b" / "config.json")
-    from claimcheck.core.geometry import geometry
+    from claimcheck.physics.geometry import geometry
     share = 64 * 3 * 5120 * 17408 / geometry(cfg).weights_per_token
     assert sm.mlp_flop_fraction(cfg) == pytest.approx(share)
     assert share == pytest.approx(0.668, abs=0.001)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from claimcheck.report import figstyle
-from claimcheck.report.spec_fig import speculation_figure
+from claimcheck.figures import figstyle
+from claimcheck.figures.spec_fig import speculation_figure
 
 VERDICTS = pd.DataFrame({
     "id": ["b-claim", "a-claim", "plain"], "card": ["rtx5090", "rtx3090", "rtx3090"],

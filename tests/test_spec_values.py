@@ -1,9 +1,9 @@
-"""What a verify costs, as the Update's named values (report.spec_values): by hand on two
+"""What a verify costs, as the Update's named values (update.spec_values): by hand on two
 made-up drafting steps."""
 
 from __future__ import annotations
 
-from claimcheck.report.spec_values import NAMES, spec_values
+from claimcheck.update.spec_values import NAMES, spec_values
 
 
 def row(streams, step, plain_s, plain_r, **kw):

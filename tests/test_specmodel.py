@@ -1,4 +1,4 @@
-"""The drafting step model (claimcheck.core.specmodel), by hand: pure functions, no run."""
+"""The drafting step model (claimcheck.model.specmodel), by hand: pure functions, no run."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from claimcheck.core import specmodel as sm
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
+from claimcheck.model import specmodel as sm
 
 CONFIG = ROOT / "data/raw/models/qwen3.8-27b/config.json"
 

@@ -9,10 +9,11 @@ import json
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import ROOT
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.report import spec_table, specpredict
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import ROOT
+from claimcheck.pipeline import spec_table
+from claimcheck.predict import specpredict
 
 pytestmark = pytest.mark.data
 

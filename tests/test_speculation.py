@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.engines import (
+from claimcheck.config.configfiles import get_engine, load_engines
+from claimcheck.config.engines import (
     Engine,
     acceptance_words,
     engine_refusal,
     server_argv,
     speculative_config,
 )
-from claimcheck.core.errors import InputError
-from claimcheck.core.promtext import counters, delta
-from claimcheck.core.speculation import speculation_columns
-from claimcheck.loaders.config import get_engine, load_engines
+from claimcheck.files.errors import InputError
+from claimcheck.readings.promtext import counters, delta
+from claimcheck.readings.speculation import speculation_columns
 
 METRICS = Path(__file__).parent / "data" / "vllm026-metrics-mtp3-forced2.5.txt"
 
@@ -136,7 +136,7 @@ def test_a_steps_speculation_by_hand():
 
 
 def test_the_committed_forced_run_keeps_what_it_was_forced_to():
-    from claimcheck.runio.run import load_run
+    from claimcheck.runs.run import load_run
     run = load_run(Path(__file__).parents[1] / "data/raw/runs"
                    / "h200-20261203-bf16-dummy-16k-mtp3-forced2.5-speculation")
     t = run.table
@@ -150,7 +150,7 @@ def test_the_committed_forced_run_keeps_what_it_was_forced_to():
 
 
 def test_a_figure_of_a_run_whose_name_holds_a_dot_keeps_its_name(tmp_path):
-    from claimcheck.report import figstyle
+    from claimcheck.figures import figstyle
     fig = figstyle.notice("a run whose name holds a dot")
     out = figstyle.save(fig, tmp_path / "definitions-h200-mtp3-forced2.5-speculation")
     assert [p.name for p in out] == ["definitions-h200-mtp3-forced2.5-speculation.png",

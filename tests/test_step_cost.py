@@ -1,4 +1,4 @@
-"""The step cost as plain functions (core/roofline.py): the article's arithmetic by hand, the
+"""The step cost as plain functions (physics/roofline.py): the article's arithmetic by hand, the
 Roofline's times and points equal to them, the step model's cost built from them, its
 inputs checked once where they enter, and the simulator's decode fast-forward equal to
 pricing the same steps one by one."""
@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from claimcheck.core import model as m
-from claimcheck.core import roofline as rl
-from claimcheck.core import simulator
-from claimcheck.core.units import GB, KIB, MIB
+from claimcheck.model import model as m
+from claimcheck.model import simulator
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.units import GB, KIB, MIB
 
 # The article's RTX 3090 figures: 16 GB of weights at 936 GB/s, 72 MiB of state per
 # stream, 32 KiB of FP8 KV per token at 640 tokens, 51.24 GFLOP per token at 63 TFLOP/s.

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from claimcheck.report import template as T
-from claimcheck.report.update_body import BODY_TEMPLATE, CLAIM_TEMPLATE
+from claimcheck.update import template as T
+from claimcheck.update.update_body import BODY_TEMPLATE, CLAIM_TEMPLATE
 
 VALUES = T.table([T.num("a.tok", 1234.5, "tok/s", "hand", "{:,.1f}"),
                   T.num("eta", 0.7049, "fraction", "hand", "{:.0%}"),

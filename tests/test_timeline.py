@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import definitions as d
-from claimcheck.core.timeline import (
+from claimcheck.readings import definitions as d
+from claimcheck.readings.timeline import (
     from_bench,
     intervals_with_at_least,
     request_timeline,
     spread_tokens,
 )
-from claimcheck.runio import runfiles
+from claimcheck.runs import runfiles
 from tests.fabricate import bench
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "raw" / "runs"

@@ -1,20 +1,20 @@
 """Tensor-parallel roofline: at one card it is today's formula exactly; at two cards the
 memory and compute terms halve and a ring all-reduce over the card link is added. Expected
-values are worked out by hand from the formula in core/roofline.py's docstring."""
+values are worked out by hand from the formula in physics/roofline.py's docstring."""
 
 import csv
 from types import SimpleNamespace
 
 import pytest
 
-from claimcheck.core import roofline as rl
-from claimcheck.core.engines import Engine, server_argv
-from claimcheck.core.errors import InputError
-from claimcheck.core.inputs import Weights, roofline_for
-from claimcheck.core.paths import RAW
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.loaders.registry import load_weight_rows
+from claimcheck.claims.registryfiles import load_weight_rows
+from claimcheck.config.engines import Engine, server_argv
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.physics.inputs import Weights, roofline_for
+from claimcheck.physics.modelfiles import geometry_from_file
 
 GEOM = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
 CARDS = load_cards()

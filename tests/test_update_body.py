@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from claimcheck.core.paths import CONFIG, RAW
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.loaders.yamlcfg import load_validated
-from claimcheck.report.update_body import render_body
+from claimcheck.config.yamlfiles import load_validated
+from claimcheck.files.paths import CONFIG, RAW
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.update.update_body import render_body
 
 GATE = "h200-20261129-bf16-dummy-16k-serving-gate"
 # Hand-made verdict rows with the verdicts helper's contract columns.
@@ -243,7 +243,7 @@ def test_context_table_per_stream_divides_by_the_column_streams(body):
 def test_appendix_table_says_each_steps_lengths_when_they_differ(committed):
     """The context ladder's rows at 8 streams differ only in their prompts: the protocol
     table gives each row its prompt + output tokens (it printed five alike rows)."""
-    from claimcheck.report.update import protocol_table
+    from claimcheck.update.update import protocol_table
     runs, rows = committed
     ladder = [r for r in runs if r.name == "h200-20261202-bf16-dummy-16k-context-ladder"]
     md = protocol_table(ladder[0].protocol, ladder, [], "bench")

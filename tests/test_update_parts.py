@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RAW, RUNS
-from claimcheck.core.protocols import Protocol, Step
-from claimcheck.loaders.models import geometry_from_file
-from claimcheck.report import definitions_fig, figstyle, plots, verdicts_md
-from claimcheck.report.update_metrics import headline_metric
-from claimcheck.report.update_words import plain_words
-from claimcheck.runio.run import load_run
+from claimcheck.config.protocols import Protocol, Step
+from claimcheck.figures import definitions_fig, figstyle, plots
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW, RUNS
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.runs.run import load_run
+from claimcheck.update.update_metrics import headline_metric
+from claimcheck.update.update_words import plain_words
+from claimcheck.verdicts import verdicts_md
 from tests.test_update_body import GATE, VERDICTS
 
 
@@ -95,9 +96,9 @@ def test_definitions_figure_skips_queued_levels_and_names_client_and_weights():
 
 
 def test_roofline_legend_lists_only_what_is_drawn():
-    from claimcheck.core import roofline as rl
-    from claimcheck.core.inputs import Weights, roofline_for
-    from claimcheck.loaders.cards import get_card
+    from claimcheck.physics import roofline as rl
+    from claimcheck.physics.cardfiles import get_card
+    from claimcheck.physics.inputs import Weights, roofline_for
 
     geom = geometry_from_file(RAW / "models/qwen3.8-27b/config.json")
     model, _ = roofline_for(geom, get_card("h200"), weights=Weights(size=50, unit="GiB",
@@ -112,13 +113,13 @@ def test_roofline_legend_lists_only_what_is_drawn():
 
 
 def test_zero_context_preset_title_says_no_context():
-    from claimcheck.report.figures import context_words
+    from claimcheck.pipeline.figures import context_words
     assert "0 tokens" not in context_words(0)
     assert context_words(640) == "640 tokens of context per stream"
 
 
 def test_model_paragraph_names_each_miss_by_its_term_and_links_the_figures():
-    from claimcheck.report.verdicts_md import miss_terms, model_paragraph
+    from claimcheck.verdicts.verdicts_md import miss_terms, model_paragraph
 
     def row(run, engine, streams, term, cal=False, e2e=0.01):
         return {"run": run, "engine": engine, "streams": streams, "step": 0, "repeat": 1,
@@ -139,8 +140,8 @@ def test_model_paragraph_names_each_miss_by_its_term_and_links_the_figures():
 
 
 def test_source_misses_group_by_binding_term_and_leave_out_bounds_and_near_ones():
-    from claimcheck.core.verdicts import SEED_REPRODUCED, SHORT
-    from claimcheck.report.verdicts_md import source_misses
+    from claimcheck.verdicts.verdicts import SEED_REPRODUCED, SHORT
+    from claimcheck.verdicts.verdicts_md import source_misses
 
     def row(i, agg, streams, model, term, bound="", verdict=SHORT):
         return {"id": i, "card": "rtx3090", "value": agg, "aggregate_tok_s": agg,
@@ -170,8 +171,8 @@ def test_the_verdict_figure_draws_a_carried_verdict_at_its_carried_ratio(tmp_pat
     against; a source-read verdict keeps its source ratio."""
     import json
 
-    from claimcheck.core import verdicts as v
-    from claimcheck.report import figures
+    from claimcheck.pipeline import figures
+    from claimcheck.verdicts import verdicts as v
     rows = [{"verdict": v.ABOVE_CARRIED, "claim_over_roofline": 0.8,
              "claim_over_carried_model": 1.5, "claim_over_source": 0.5},
             {"verdict": "within the physics", "claim_over_roofline": 0.7,

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from claimcheck.report import findings as F
-from claimcheck.report import findings_decode as FD
-from claimcheck.report import format_values as FV
-from claimcheck.report import update_values as UV
-from claimcheck.report.stepframe import Finding
+from claimcheck.findings import findings as F
+from claimcheck.findings import findings_decode as FD
+from claimcheck.findings.stepframe import Finding
+from claimcheck.update import format_values as FV
+from claimcheck.update import update_values as UV
 from tests.test_findings import frame, step
 
 
@@ -116,7 +116,7 @@ def test_card_values_refuse_a_finding_not_computed():
 def test_tau_is_said_at_the_verify_rows_it_was_counted_at():
     """The seed's Cinference arithmetic: 4.3 tokens at a 16-position verify, so the claim
     section says the rows beside the number (1.91 is the one-row ratio)."""
-    from claimcheck.report.update_values import tau_rows_words
+    from claimcheck.update.update_values import tau_rows_words
     v = {"verify_rows_per_stream": 16, "verify_rows_source": "verify rows assumed by the "
          "registry"}
     assert tau_rows_words(v) == ("at 16 verify rows per stream (verify rows assumed by the "

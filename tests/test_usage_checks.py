@@ -127,8 +127,8 @@ def test_two_tokens_in_one_chunk_are_a_prefill_measurement_not_a_fault():
     """CPU vLLM streamed a 2-token answer's both tokens in one chunk (gaps sum to 0 s): a
     request of at most 2 tokens is read for no decode rate, so it is kept; 3 tokens with no
     time after the first are refused."""
-    from claimcheck.core.errors import InputError
-    from claimcheck.core.runchecks import check_decode_time
+    from claimcheck.files.errors import InputError
+    from claimcheck.runs.runchecks import check_decode_time
 
     check_decode_time({"output_lens": [2, 2], "itls": [[0.0], [0.0]]}, source="b.json")
     with pytest.raises(InputError, match="request 1 reports 3 output tokens all dated at its "

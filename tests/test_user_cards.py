@@ -16,9 +16,9 @@ import subprocess
 import pytest
 import yaml
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RAW, ROOT
-from claimcheck.loaders.cards import load_cards
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RAW, ROOT
+from claimcheck.physics.cardfiles import load_cards
 
 from ._cli import QWEN, cli, one_line_error
 
@@ -136,7 +136,7 @@ def test_the_cards_file_is_passed_by_name_never_through_the_environment(cards, m
     import inspect
 
     from claimcheck.cli import main
-    from claimcheck.loaders import cards as loader
+    from claimcheck.physics import cardfiles as loader
 
     assert "os.environ" not in inspect.getsource(loader)
     before = dict(os.environ)

@@ -3,8 +3,8 @@ and line (PyYAML alone keeps the last one silently). Copies of the committed con
 
 import pytest
 
-from claimcheck.core.errors import InputError
-from claimcheck.loaders.yamlcfg import load_validated
+from claimcheck.config.yamlfiles import load_validated
+from claimcheck.files.errors import InputError
 
 from ._cli import ROOT, cli, one_line_error
 

@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from claimcheck import cli as cli_mod
-from claimcheck.core.errors import InputError
-from claimcheck.loaders.cards import load_cards, load_ceilings
-from claimcheck.loaders.yamlcfg import load_validated
-from claimcheck.runio.runload import read_telemetry
+from claimcheck.config.yamlfiles import load_validated
+from claimcheck.files.errors import InputError
+from claimcheck.physics.cardfiles import load_cards, load_ceilings
+from claimcheck.runs.runload import read_telemetry
 
 from ._cli import QWEN, ROOT, cli, one_line_error, qwen_copy
 

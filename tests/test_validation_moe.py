@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from claimcheck.core import roofline as rl
-from claimcheck.core.geometry import geometry
-from claimcheck.core.units import GB
-from claimcheck.loaders.models import geometry_from_file
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.geometry import geometry
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.physics.units import GB
 
 from ._cli import QWEN, cli, one_line_error
 

@@ -5,10 +5,10 @@ Every case runs the real CLI on a copy of the committed Qwen3.8 config.json.
 
 import pytest
 
-from claimcheck.core import roofline as rl
-from claimcheck.core.units import GB, GIB
-from claimcheck.core.weights import weight_bytes
-from claimcheck.loaders.models import geometry_from_file
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.modelfiles import geometry_from_file
+from claimcheck.physics.units import GB, GIB
+from claimcheck.physics.weights import weight_bytes
 
 from ._cli import QWEN, cli, one_line_error, qwen_copy
 

@@ -1,13 +1,13 @@
 """Issue 42 item 4: a verdict reads against the claim's card's carried model first
-(core.verdict_carried), the source-calibrated kind beside it; the Update's claim sections
-and its RTX 3090 ladder sentence (report.update_values, report.carry_words). Hand numbers."""
+(verdicts.verdict_carried), the source-calibrated kind beside it; the Update's claim sections
+and its RTX 3090 ladder sentence (update.update_values, update.carry_words). Hand numbers."""
 
 import pytest
 
-from claimcheck.core import verdict_carried as vc
-from claimcheck.core import verdicts as v
-from claimcheck.report import carry_words as CW
-from claimcheck.report import update_values as UV
+from claimcheck.update import carry_words as CW
+from claimcheck.update import update_values as UV
+from claimcheck.verdicts import verdict_carried as vc
+from claimcheck.verdicts import verdicts as v
 
 ASSUMED = "carried from the H200's runs; W4A16 eta and compute assumed from BF16"
 BAND = v.Verdict(v.BAND, "X is in the bend region of its source's model.", {"roofline_tok_s":

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import roofline as rl
-from claimcheck.core import sourcemodel as sm
-from claimcheck.core import verdict_assembly as va
-from claimcheck.core import verdict_evidence as ev
-from claimcheck.core import verdicts as v
+from claimcheck.physics import roofline as rl
+from claimcheck.verdicts import sourcemodel as sm
+from claimcheck.verdicts import verdict_assembly as va
+from claimcheck.verdicts import verdict_evidence as ev
+from claimcheck.verdicts import verdicts as v
 
 # A roofline worked by hand: 1e10 weight bytes at 1e12 bytes/s = 10 ms per step, nothing
 # else read; 1e9 FLOP per row at 1e13 FLOP/s = 0.1 ms of arithmetic per stream. One stream:
@@ -350,7 +350,7 @@ def test_replay_sentence_is_context_with_both_fractions():
 
 
 def test_render_verdicts_one_line_per_claim():
-    from claimcheck.report.verdicts_md import render_verdicts
+    from claimcheck.verdicts.verdicts_md import render_verdicts
     rows = []
     for cid, val, kw in (("a", 83.0, {}), ("b", 250.0, {"assumed_fields": "card"})):
         out = v.verdict(claim(val, **kw), ceiling(1), source(1))
@@ -375,9 +375,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def registry_rows(tmp_path_factory, committed_runs):
     """The verdict rows from run records of every committed run, as the pipeline writes
     them (the runs read once per session)."""
-    from claimcheck.loaders.cards import load_cards, load_ceilings
-    from claimcheck.loaders.models import geometry_from_file
-    from claimcheck.report.derive import verdict_rows, write_run_record
+    from claimcheck.physics.cardfiles import load_cards, load_ceilings
+    from claimcheck.physics.modelfiles import geometry_from_file
+    from claimcheck.pipeline.derive import verdict_rows, write_run_record
     tmp = tmp_path_factory.mktemp("records")
     raw = ROOT / "data" / "raw"
     cfg = raw / "models" / "qwen3.8-27b" / "config.json"
@@ -392,7 +392,7 @@ def registry_rows(tmp_path_factory, committed_runs):
 
 
 def test_every_claim_gets_one_verdict_and_a_label_audit(registry_rows):
-    from claimcheck.loaders.registry import load_claims
+    from claimcheck.claims.registryfiles import load_claims
     ids = [c["id"] for c in load_claims(ROOT / "data" / "raw" / "claims.csv")]
     assert [r["id"] for r in registry_rows] == ids
     for r in registry_rows:
@@ -552,7 +552,7 @@ def test_a_run_with_one_speculative_row_never_says_the_drafter_is_not_needed():
 
 def test_registry_no_sibling_of_a_speculative_run_calls_the_drafter_unneeded(registry_rows):
     runs: dict[str, list] = {}
-    from claimcheck.loaders.registry import load_claims
+    from claimcheck.claims.registryfiles import load_claims
     run_of = {c["id"]: c["run"] for c in load_claims(ROOT / "data" / "raw" / "claims.csv")}
     for r in registry_rows:
         runs.setdefault(run_of[r["id"]], []).append(r)
@@ -641,7 +641,7 @@ def test_registry_tolerance_is_the_sources_own_spread(registry_rows):
 # ------------------------------------------------------------ issue 28 item 9: words
 
 def test_a_bound_is_printed_with_its_qualifier():
-    from claimcheck.report.verdicts_md import _claim_words
+    from claimcheck.verdicts.verdicts_md import _claim_words
     out = v.verdict(claim(900.0, 1, bound="at_most", bound_before="up to"), ceiling(1))
     assert out.reason.startswith("up to 900.0 tok/s at 1 stream is 9.00x the plain roofline")
     after = v.verdict(claim(17.0, 1, bound="at_most", bound_after="or less"), ceiling(1))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core import verdict_drafting as vd
-from claimcheck.core import verdicts as v
+from claimcheck.verdicts import verdict_drafting as vd
+from claimcheck.verdicts import verdicts as v
 
 ROOT = Path(__file__).resolve().parents[1]
 F = 51.2e9
@@ -121,7 +121,7 @@ def test_the_verdict_says_the_rows_and_the_acceptance():
 def rows():
     """The verdict rows of the committed registry with no run record (the drafting numbers
     need none)."""
-    from claimcheck.report.derive import verdict_rows
+    from claimcheck.pipeline.derive import verdict_rows
     raw = ROOT / "data" / "raw"
     return {r["id"]: r for r in verdict_rows(
         raw / "claims.csv", raw / "cards.csv", raw / "ceilings.csv", raw / "weights.csv",

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from claimcheck.cli import main
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import ROOT
-from claimcheck.loaders.config import load_engines, load_protocols
-from claimcheck.report import verify as vf
-from claimcheck.runio.run import load_run
+from claimcheck.config.configfiles import load_engines, load_protocols
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import ROOT
+from claimcheck.predict import verify as vf
+from claimcheck.runs.run import load_run
 from tests.fabricate import copy_run, edit_json
 
 ROWS = "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows"   # 16/24/32/40/48 rows x 3
@@ -46,7 +46,7 @@ def test_compare_sets_measured_against_the_kept_prediction(tmp_path, committed):
     c = vf.compare(load_run(run))
     assert len(c["measured"]) == 15 and c["of_protocol"] == "decode-rows"
     row = next(r for r in c["measured"] if r["index"] == 2)
-    from claimcheck.core import definitions as d
+    from claimcheck.readings import definitions as d
     step = next(s for s in load_run(run).traces if s.record["dir"] == "02-c32-r1")
     measured = d.e2e_aggregate_tok_s(step.timeline)
     assert row["e2e_error"] == pytest.approx(2000.0 / measured - 1)

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from claimcheck.core.bench import per_request
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
 from claimcheck.measure.loadclient import one_request, request_body
-from claimcheck.runio import runfiles
-from claimcheck.runio.run import load_run
-from claimcheck.runio.runfiles import load_bench
+from claimcheck.readings.bench import per_request
+from claimcheck.runs import runfiles
+from claimcheck.runs.run import load_run
+from claimcheck.runs.runfiles import load_bench
 
 pytestmark = pytest.mark.integration
 VENV = os.environ.get("CLAIMCHECK_VLLM_CPU_VENV")
@@ -354,8 +354,8 @@ def test_one_client_process_runs_vllm_bench(dense, tmp_path):
 def test_a_rejected_request_keeps_the_server_message(dense):
     """A request longer than max_model_len (1,024 on tiny-dense): the probe keeps the
     server's own 400 body, which vllm bench serve reduces to "Bad Request"."""
-    from claimcheck.core.protocols import Step
-    from claimcheck.loaders.config import get_engine
+    from claimcheck.config.configfiles import get_engine
+    from claimcheck.config.protocols import Step
     from claimcheck.measure.runner import probe_failure
     from claimcheck.measure.server import Server
 

@@ -2,7 +2,7 @@
 # commit it was written at in index.csv) set against the runs of its card, engine and
 # protocol, one row per measured step; a prediction with no run yet is listed "not measured
 # yet". The index is read (and checked) here, before any DAG is built.
-from claimcheck.report.beforehand_index import read_index
+from claimcheck.pipeline.beforehand_index import read_index
 
 PREDICTIONS_INDEX = "data/raw/predictions/index.csv"
 PREDICTION_FILES = sorted(str(p) for p in Path(PREDICTIONS_INDEX).parent.glob("*.json"))

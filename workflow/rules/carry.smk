@@ -1,6 +1,6 @@
 # Issue 42: the RTX 3090's published figures (the article's Update and HyperQwen's, no
 # speculation) against the W4A16 engine predicted from the local card's runs alone, every
-# term carried by the 3090's datasheet (claimcheck.report.carry_table).
+# term carried by the 3090's datasheet (claimcheck.predict.carry_table).
 
 
 rule carried_3090:
@@ -25,7 +25,7 @@ rule carried_3090:
 
 
 # Issue 42 item 4: every registry figure at its own configuration on its own card, predicted
-# by the carried model from the local card's runs (claimcheck.report.carry_claims); the
+# by the carried model from the local card's runs (claimcheck.predict.carry_claims); the
 # verdicts read against it first.
 rule carried_claims:
     input:

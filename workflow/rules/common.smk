@@ -7,12 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from claimcheck.loaders.cards import load_cards, use_user_cards
-from claimcheck.loaders.seeds import seeds_dir
-from claimcheck.core.errors import InputError
-from claimcheck.report.derive import stale_run_outputs
-from claimcheck.report.presets import check_unique_names
-from claimcheck.runio.run import find_runs
+from claimcheck.physics.cardfiles import load_cards, use_user_cards
+from claimcheck.claims.seedfiles import seeds_dir
+from claimcheck.files.errors import InputError
+from claimcheck.pipeline.derive import stale_run_outputs
+from claimcheck.pipeline.presets import check_unique_names
+from claimcheck.runs.run import find_runs
 
 # One render at a time in a checkout: two started at once both met Snakemake's own lock
 # and failed with its traceback. The first holds an flock on RENDER_LOCK for as long as it
@@ -262,7 +262,7 @@ PER_RUN_OUTPUTS = ["data/derived/runs/{run}.json", "figures/measured-{run}.png",
                    "data/derived/metrics/{run}.csv", "data/derived/metrics/{run}.dtypes.json",
                    "figures/definitions-{run}.png", "figures/definitions-{run}.svg"]
 # (the per-run .svg names stay listed: a render from before 2026-12-01 wrote them; a CSV's
-# .dtypes.json is its companion, runio.frames)
+# .dtypes.json is its companion, files.framefiles)
 
 
 onstart:

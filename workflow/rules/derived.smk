@@ -4,7 +4,7 @@
 
 # Every roofline preset through the one physics check of every road (the CLI's, the
 # notebook's) before any DAG is built: one that cannot be is refused naming the key.
-from claimcheck.report.presets import check_presets
+from claimcheck.pipeline.presets import check_presets
 
 check_presets(config["rooflines"], source="config/config.yaml",
               model_config=config["model_config"], cards=CARDS,

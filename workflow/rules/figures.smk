@@ -1,4 +1,4 @@
-# Notebooks executed by papermill (through claimcheck.report.nbrun: papermill -k python3
+# Notebooks executed by papermill (through claimcheck.pipeline.nbrun: papermill -k python3
 # without the kernel's start-up warning and shutdown interrupt, issue 40) with their
 # parameters in a YAML file (-f): each writes
 # its figures (PNG + SVG) and keeps the executed notebook under data/derived/notebooks/ as
@@ -26,7 +26,7 @@ rule claim_map:
     conda:
         PIPELINE_ENV
     shell:
-        "python3 -m claimcheck.report.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.pipeline.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # Every roofline preset in one notebook execution (one kernel; issue 18 item 5).
@@ -56,7 +56,7 @@ rule rooflines:
     conda:
         PIPELINE_ENV
     shell:
-        "python3 -m claimcheck.report.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.pipeline.nbrun {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # The measured notebook's figure and Markdown section for every run, in one process: the
@@ -158,7 +158,7 @@ rule update:
         PIPELINE_ENV
     shell:
         # --log-output: the findings left out (and why) reach logs/update.log
-        "python3 -m claimcheck.report.nbrun --log-output {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
+        "python3 -m claimcheck.pipeline.nbrun --log-output {input.nb} {output.nb} -f {input.params} > {log} 2>&1"
 
 
 # Each published figure against its card's plain roofline and its source's model.

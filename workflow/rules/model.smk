@@ -4,7 +4,7 @@
 import json
 
 # One model figure per engine the plain step model prices: a drafting engine's runs
-# (engine_config.speculative) are not priced by it (report.calibrate.choose_for).
+# (engine_config.speculative) are not priced by it (calibration.calibrate.choose_for).
 _PROVS = [json.loads((RUNS_DIR / r / "provenance.json").read_text()) for r in RUNS]
 MODEL_ENGINES = sorted(
     {p["engine"] for p in _PROVS if not (p.get("engine_config") or {}).get("speculative")}

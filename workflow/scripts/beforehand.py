@@ -2,7 +2,7 @@
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.beforehand_index import write_table
+    from claimcheck.pipeline.beforehand_index import write_table
 
     i = snakemake.input  # noqa: F821
     user_cards = snakemake.config.get("user_cards") or None  # noqa: F821

@@ -4,7 +4,7 @@ against context."""
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.figures import card_figures
+    from claimcheck.pipeline.figures import card_figures
 
     i, o, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
     for path in card_figures(list(i.records), p.card, i.model, i.cards, i.ceilings,

@@ -5,10 +5,10 @@ with rule_log(snakemake) as log:  # noqa: F821
     import csv
     from pathlib import Path
 
-    from claimcheck.loaders.cards import load_cards
-    from claimcheck.loaders.config import load_engines, load_protocols
-    from claimcheck.report.carry_table import COLUMNS, carried_rows
-    from claimcheck.runio.run import load_runs
+    from claimcheck.config.configfiles import load_engines, load_protocols
+    from claimcheck.physics.cardfiles import load_cards
+    from claimcheck.predict.carry_table import COLUMNS, carried_rows
+    from claimcheck.runs.run import load_runs
 
     inp = snakemake.input  # noqa: F821
     with open(inp.claims, newline="") as f:

@@ -4,12 +4,12 @@ from rulelog import rule_log
 with rule_log(snakemake) as log:  # noqa: F821
     from pathlib import Path
 
-    from claimcheck.loaders.cards import load_cards
-    from claimcheck.loaders.config import load_engines, load_protocols
-    from claimcheck.loaders.registry import load_claims, load_weight_rows
-    from claimcheck.report.carry_claims import COLUMNS, carried_claim_rows
-    from claimcheck.runio.frames import write_table
-    from claimcheck.runio.run import load_runs
+    from claimcheck.claims.registryfiles import load_claims, load_weight_rows
+    from claimcheck.config.configfiles import load_engines, load_protocols
+    from claimcheck.files.framefiles import write_table
+    from claimcheck.physics.cardfiles import load_cards
+    from claimcheck.predict.carry_claims import COLUMNS, carried_claim_rows
+    from claimcheck.runs.run import load_runs
 
     inp = snakemake.input  # noqa: F821
     claims = load_claims(inp.claims, cards=set(load_cards(inp.cards)))

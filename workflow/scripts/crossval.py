@@ -6,7 +6,7 @@ from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
     t0 = time.perf_counter()
-    from claimcheck.report.crossval import write
+    from claimcheck.predict.crossval import write
 
     user_cards = snakemake.config.get("user_cards") or None  # noqa: F821
     for line in write(snakemake.params.run_dirs, snakemake.output.csv, user_cards):  # noqa: F821

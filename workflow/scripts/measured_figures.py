@@ -3,7 +3,7 @@ one process (what `papermill notebooks/measured.ipynb` draws for one run)."""
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.batch import measured_figures
+    from claimcheck.pipeline.batch import measured_figures
 
     i, p = snakemake.input, snakemake.params  # noqa: F821
     user_cards = snakemake.config.get("user_cards") or None  # noqa: F821

@@ -2,7 +2,7 @@
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.batch import model_figures
+    from claimcheck.pipeline.batch import model_figures
 
     p = snakemake.params  # noqa: F821
     for line in model_figures(snakemake.input.model_csv, p.engines, p.out_base):  # noqa: F821

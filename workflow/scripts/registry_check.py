@@ -7,11 +7,11 @@ with rule_log(snakemake) as log:  # noqa: F821
     import sys
     from pathlib import Path
 
-    from claimcheck.core.protocols import check_source_claims
-    from claimcheck.loaders.cards import load_cards
-    from claimcheck.loaders.config import load_protocols
-    from claimcheck.loaders.registry import load_claims, load_excluded
-    from claimcheck.loaders.seeds import check_against_seeds, seeds_dir
+    from claimcheck.claims.registryfiles import load_claims, load_excluded
+    from claimcheck.claims.seedfiles import check_against_seeds, seeds_dir
+    from claimcheck.config.configfiles import load_protocols
+    from claimcheck.config.protocols import check_source_claims
+    from claimcheck.physics.cardfiles import load_cards
 
     i = snakemake.input  # noqa: F821
     claims = load_claims(i.claims, cards=set(load_cards(i.cards)))

@@ -7,7 +7,7 @@ import sys
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.batch import run_products
+    from claimcheck.pipeline.batch import run_products
 
     i, o, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
     user_cards = snakemake.config.get("user_cards") or None  # noqa: F821

@@ -2,7 +2,7 @@
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.derive import runs_table
+    from claimcheck.pipeline.derive import runs_table
 
     n = runs_table(list(snakemake.input.records), snakemake.output[0])  # noqa: F821
     log.write(f"{n} steps\n")

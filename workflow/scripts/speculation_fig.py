@@ -1,8 +1,8 @@
 """Snakemake script: the speculation figure (PNG + SVG)."""
 import pandas as pd
 
-from claimcheck.report import figstyle
-from claimcheck.report.spec_fig import speculation_figure
+from claimcheck.figures import figstyle
+from claimcheck.figures.spec_fig import speculation_figure
 
 i = snakemake.input  # noqa: F821
 fig = speculation_figure(pd.read_csv(i.verdicts), pd.read_csv(i.speculation))

@@ -1,5 +1,6 @@
 """Snakemake script: the verdict figure (PNG + SVG) from the verdicts table."""
-from claimcheck.report import figstyle, figures
+from claimcheck.figures import figstyle
+from claimcheck.pipeline import figures
 
 fig = figures.verdict_figure(snakemake.input.verdicts)  # noqa: F821
 # PNG and SVG share their base name: the PNG output less its suffix

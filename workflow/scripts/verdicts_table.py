@@ -2,7 +2,7 @@
 from rulelog import rule_log
 
 with rule_log(snakemake) as log:  # noqa: F821
-    from claimcheck.report.derive import verdicts_table
+    from claimcheck.pipeline.derive import verdicts_table
 
     i = snakemake.input  # noqa: F821
     n = verdicts_table(i.claims, i.cards, i.ceilings, i.weights, i.model, i.protocols,

@@ -21,7 +21,7 @@ from claimcheck.cli.common import check_name_options
 from claimcheck.cli.model import cmd_metrics, cmd_model, cmd_predict
 from claimcheck.cli.physics import _non_finite, cmd_geometry, cmd_roofline
 from claimcheck.cli.runs import cmd_measure, cmd_serve, cmd_stop, cmd_wait, measure_card
-from claimcheck.core.errors import InputError
+from claimcheck.files.errors import InputError
 
 __all__ = ["_non_finite", "cmd_claims", "cmd_geometry", "cmd_measure", "cmd_metrics",
            "cmd_model", "cmd_predict", "cmd_roofline", "cmd_serve", "cmd_stop", "cmd_wait",

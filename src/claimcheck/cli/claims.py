@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from claimcheck.loaders.registry import load_claims
+from claimcheck.claims.registryfiles import load_claims
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,11 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_claims(a: argparse.Namespace) -> int:
     """List the registry, or with --check validate it: structure, then every quote against
     its seed and the exclusions beside it (the seeds' absence is said, never passed over)."""
-    from claimcheck.core.io import dumps_json
-    from claimcheck.core.paths import RAW
-    from claimcheck.loaders.cards import load_cards
-    from claimcheck.loaders.registry import load_excluded
-    from claimcheck.loaders.seeds import check_against_seeds, seeds_dir
+    from claimcheck.claims.registryfiles import load_excluded
+    from claimcheck.claims.seedfiles import check_against_seeds, seeds_dir
+    from claimcheck.files.io import dumps_json
+    from claimcheck.files.paths import RAW
+    from claimcheck.physics.cardfiles import load_cards
 
     path = Path(a.file) if a.file else RAW / "claims.csv"
     claims = load_claims(path, cards=set(load_cards()))

@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.names import name_words
+from claimcheck.files.errors import InputError
+from claimcheck.files.names import name_words
 
 
 def emit(obj: Any, as_json: bool, table: str) -> None:
@@ -27,7 +27,7 @@ NAME_OPTIONS = ("card", "engine", "protocol")
 
 def check_name_options(a: argparse.Namespace) -> None:
     """Refuse a ``--card``/``--engine``/``--protocol`` value that is not a name
-    (:func:`claimcheck.core.names.name_refusal`) in one line naming the option, before the
+    (:func:`claimcheck.files.names.name_refusal`) in one line naming the option, before the
     command reads anything (``--card auto`` and ``--card cpu`` are names)."""
     for dest in NAME_OPTIONS:
         given = getattr(a, dest, None)

@@ -10,9 +10,9 @@ from typing import Any
 
 from claimcheck.cli.common import emit, fmt
 from claimcheck.cli.physics import cards_file
-from claimcheck.core.errors import InputError
-from claimcheck.core.protocols import context_words, relation_words
-from claimcheck.loaders.cards import get_card, load_cards
+from claimcheck.config.protocols import context_words, relation_words
+from claimcheck.files.errors import InputError
+from claimcheck.physics.cardfiles import get_card, load_cards
 
 
 def term_lines(c: dict[str, Any]) -> list[str]:
@@ -73,10 +73,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--power-limit", type=float, default=None, metavar="W",
                    help="the card's power limit in W, for a card with no run (default: its "
                         "cards.csv default_power_w): compute carried x the cube root of "
-                        "W / default, bandwidth unchanged (claimcheck.core.carry)")
+                        "W / default, bandwidth unchanged (claimcheck.model.carry)")
     s.add_argument("--carry", action="store_true",
                    help="for a card with no run: carry every term from the local card's "
-                        "runs (claimcheck.report.carry) instead of borrowing one engine's "
+                        "runs (claimcheck.predict.carry) instead of borrowing one engine's "
                         "calibration; implied by --power-limit and by a weight format with "
                         "no run on any card")
     s.add_argument("--tokens-kept", type=float, default=None, metavar="TAU",
@@ -94,9 +94,9 @@ def lengths(record: dict[str, Any], proto: dict[str, Any]) -> str:
 
 
 def cmd_metrics(a: argparse.Namespace) -> int:
-    from claimcheck.core.definitions import DEFINITIONS, REGISTRY_METRIC, has_per_stream_column
-    from claimcheck.report.steptable import lanes_of, metric_rows
-    from claimcheck.runio.run import load_run
+    from claimcheck.readings.definitions import DEFINITIONS, REGISTRY_METRIC, has_per_stream_column
+    from claimcheck.runs.run import load_run
+    from claimcheck.runs.steptable import lanes_of, metric_rows
 
     run = load_run(a.run_dir)
     prov = run.provenance.raw
@@ -154,16 +154,16 @@ def cmd_metrics(a: argparse.Namespace) -> int:
 
 
 def cmd_model(a: argparse.Namespace) -> int:
-    from claimcheck.report.calibrate import choose_for
-    from claimcheck.report.modeltable import miss_term, predict, predict_run
-    from claimcheck.runio.run import find_runs, load_run
+    from claimcheck.calibration.calibrate import choose_for
+    from claimcheck.predict.modeltable import miss_term, predict, predict_run
+    from claimcheck.runs.run import find_runs, load_run
 
     if a.cross_validate:
         return cmd_cross_validate(a)
     if a.run_dir is None:
         raise InputError("run_dir", "give a run directory (or --cross-validate)")
     if a.before:  # a prediction kept before the run, against what it measured
-        from claimcheck.report.beforehand_index import compare
+        from claimcheck.pipeline.beforehand_index import compare
         if a.calibrate_from:
             raise InputError("--before", "sets a kept prediction against the run; it takes "
                              "no --calibrate-from (the prediction has its calibration)")
@@ -238,11 +238,11 @@ def cmd_model(a: argparse.Namespace) -> int:
 
 
 def cmd_cross_validate(a: argparse.Namespace) -> int:
-    """``claimcheck model --cross-validate``: :mod:`claimcheck.report.crossval` over the
+    """``claimcheck model --cross-validate``: :mod:`claimcheck.predict.crossval` over the
     committed runs."""
-    from claimcheck.core.paths import RUNS
-    from claimcheck.report import crossval as cv
-    from claimcheck.runio.run import load_runs
+    from claimcheck.files.paths import RUNS
+    from claimcheck.predict import crossval as cv
+    from claimcheck.runs.run import load_runs
 
     if a.run_dir or a.before or a.calibrate_from:
         raise InputError("--cross-validate", "predicts every committed run with that run "
@@ -287,11 +287,11 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
 
 
 def cmd_predict(a: argparse.Namespace) -> int:
-    from claimcheck.core.paths import CONFIG, RUNS
-    from claimcheck.loaders.config import load_engines, load_protocols
-    from claimcheck.report.protocolpredict import predict_protocol, verify_plan
-    from claimcheck.report.termsources import source_lines
-    from claimcheck.runio.run import load_runs
+    from claimcheck.calibration.termsources import source_lines
+    from claimcheck.config.configfiles import load_engines, load_protocols
+    from claimcheck.files.paths import CONFIG, RUNS
+    from claimcheck.predict.protocolpredict import predict_protocol, verify_plan
+    from claimcheck.runs.run import load_runs
 
     if a.verify is not None and a.verify < 0:
         raise InputError("--verify", f"the number of sampled steps must be >= 0, got {a.verify}")
@@ -311,8 +311,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
     runs = load_runs(root, load_cards(user_path=cards_file(a)))
     tau = getattr(a, "tokens_kept", None)
     if a.engine in engines and engines[a.engine].speculative:
-        # an engine that drafts: the verify-rows model (claimcheck.report.specpredict)
-        from claimcheck.report import specpredict
+        # an engine that drafts: the verify-rows model (claimcheck.predict.specpredict)
+        from claimcheck.predict import specpredict
         for opt, v in (("--verify", a.verify), ("--power-limit", getattr(a, "power_limit", None))):
             if v is not None:
                 raise InputError(opt, f"{a.engine} drafts; {opt} is for plain engines")
@@ -323,7 +323,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if tau is not None:
         raise InputError("--tokens-kept", f"{a.engine} does not draft (no speculative field "
                          "in config/engines.yaml)")
-    from claimcheck.report import newcard
+    from claimcheck.predict import newcard
     power = getattr(a, "power_limit", None)
     if power is not None and not (power > 0 and power < float("inf")):
         raise InputError("--power-limit", f"must be a number of W > 0, got {power}")
@@ -337,7 +337,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     elif getattr(a, "carry", False) or power is not None or (
             a.engine in engines and not newcard.has_format(runs, engines, a.engine)):
         # every term carried from the local card, each said measured/carried/assumed
-        from claimcheck.report.carry import predict_carried
+        from claimcheck.predict.carry import predict_carried
         carried = predict_carried(runs, a.card, a.engine, protos[a.protocol], engines, power,
                                   user_cards=cards_file(a))
     else:  # a card with no run: datasheet, borrowed terms marked assumed, what to measure
@@ -399,7 +399,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if "borrowed" in out:
         lines += newcard.lines(out)
     if carried:
-        from claimcheck.report.carry import lines as carry_lines
+        from claimcheck.predict.carry import lines as carry_lines
         lines += carry_lines(out)
     v = out.get("verify")
     if v:

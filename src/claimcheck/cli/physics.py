@@ -1,6 +1,7 @@
 """The physics commands: ``claimcheck geometry`` (parameter, KV and state counts from a
 config.json) and ``claimcheck roofline`` (the article's batching roofline). Option checks
-here; the arithmetic is :mod:`claimcheck.core.geometry` and :mod:`claimcheck.core.roofline`."""
+here; the arithmetic is :mod:`claimcheck.physics.geometry` and
+:mod:`claimcheck.physics.roofline`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import math
 from typing import Any
 
 from claimcheck.cli.common import emit
-from claimcheck.core import roofline as rl
-from claimcheck.core.cards import TENSOR_COLUMN
-from claimcheck.core.errors import InputError
-from claimcheck.core.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
-from claimcheck.core.inputs import state_words
-from claimcheck.core.units import GIB, MIB
-from claimcheck.loaders.cards import get_card
-from claimcheck.loaders.models import geometry_from_file, load_config
+from claimcheck.files.errors import InputError
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.cardfiles import get_card
+from claimcheck.physics.cards import TENSOR_COLUMN
+from claimcheck.physics.formats import KV_FORMATS, STATE_DTYPE_BYTES, WEIGHT_FORMATS
+from claimcheck.physics.inputs import state_words
+from claimcheck.physics.modelfiles import geometry_from_file, load_config
+from claimcheck.physics.units import GIB, MIB
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -90,7 +91,7 @@ def cards_file(a: argparse.Namespace) -> str | None:
 def use_cards_file(a: argparse.Namespace) -> None:
     """Validate ``--cards-file`` row by row (one line naming file, line and column) before
     anything else is read; nothing is set for later reads (:func:`cards_file`)."""
-    from claimcheck.loaders.cards import load_cards
+    from claimcheck.physics.cardfiles import load_cards
 
     if cards_file(a):
         load_cards(user_path=cards_file(a))
@@ -100,7 +101,7 @@ def check_dtypes(a: argparse.Namespace, g: Any) -> None:
     """--kv-dtype/--state-dtype known, and the KV format's scale groups fit the head_dim."""
     _choice(a, "kv_dtype", KV_FORMATS)
     _choice(a, "state_dtype", STATE_DTYPE_BYTES)
-    if a.kv_dtype is None:  # roofline: resolved from the weights row (core.inputs)
+    if a.kv_dtype is None:  # roofline: resolved from the weights row (physics.inputs)
         return
     try:
         g.kv_bytes_per_token(a.kv_dtype)
@@ -157,19 +158,19 @@ def _weights_option(a: argparse.Namespace) -> str:
                 "--weights")
 
 
-# Roofline fields (core.roofline) -> the roofline option that sets them.
+# Roofline fields (physics.roofline) -> the roofline option that sets them.
 FIELD_OPTION = {"eta": "--eta", "peak_flops_s": "--tflops", "rows": "--rows", "tau": "--tau",
                 "context_tokens": "--context", "free_bytes": "--free-gib"}
 
 
 def build_roofline(a: argparse.Namespace) -> tuple[rl.Roofline, dict[str, Any]]:
     """Turn roofline arguments into model inputs plus a description of each input, by the
-    one roofline path (:func:`claimcheck.core.inputs.roofline_for`), with the card's memory
+    one roofline path (:func:`claimcheck.physics.inputs.roofline_for`), with the card's memory
     so that the roofline's own memory check refuses what does not fit."""
-    from claimcheck.core.engine_inputs import model_dtype
-    from claimcheck.core.inputs import Weights, fit_reason, roofline_for
-    from claimcheck.loaders.cards import load_ceilings
-    from claimcheck.loaders.registry import load_weight_rows
+    from claimcheck.claims.registryfiles import load_weight_rows
+    from claimcheck.physics.cardfiles import load_ceilings
+    from claimcheck.physics.engine_inputs import model_dtype
+    from claimcheck.physics.inputs import Weights, fit_reason, roofline_for
 
     g = geometry_from_file(a.config)
     conv = model_dtype(load_config(a.config))  # S with the conv state, as every road
@@ -239,11 +240,11 @@ def check_roofline_args(a: argparse.Namespace) -> None:
 
 def memory_wall(a: argparse.Namespace, m: rl.Roofline) -> dict[str, Any]:
     """The most streams that fit beside the weights, by the one wall of every road
-    (:func:`claimcheck.core.inputs.memory_wall`: in --free-gib, else in the card's memory x
+    (:func:`claimcheck.physics.inputs.memory_wall`: in --free-gib, else in the card's memory x
     --gpu-memory-utilization less the weights, cards.csv memory_gib); streams asked past it
     are refused unless --allow-past-wall. Empty when a stream needs no memory (no wall)."""
-    from claimcheck.core.inputs import fit_reason, past_wall_reason
-    from claimcheck.core.inputs import memory_wall as wall_of
+    from claimcheck.physics.inputs import fit_reason, past_wall_reason
+    from claimcheck.physics.inputs import memory_wall as wall_of
 
     card = get_card(a.card, user_path=cards_file(a))
     try:

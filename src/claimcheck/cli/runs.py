@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from claimcheck.cli.physics import cards_file
-from claimcheck.core.cards import detect_card
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import RUNS
-from claimcheck.core.protocols import check_fit
-from claimcheck.loaders.cards import get_card, load_cards
-from claimcheck.loaders.config import get_engine, get_protocol
+from claimcheck.config.configfiles import get_engine, get_protocol
+from claimcheck.config.protocols import check_fit
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import RUNS
 from claimcheck.measure import clientproc, preflight, telemetry
 from claimcheck.measure import server as srv
 from claimcheck.measure.engines import engine_python, vllm_command
@@ -29,6 +27,8 @@ from claimcheck.measure.runner import (
     tokenizer_for,
 )
 from claimcheck.measure.tokenizer import synthetic_vocab_size
+from claimcheck.physics.cardfiles import get_card, load_cards
+from claimcheck.physics.cards import detect_card
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -192,10 +192,10 @@ def measure_card(requested: str, facts: dict[str, Any], tp: int = 1,
 def verify_plans(a: argparse.Namespace, protos: list[Any]
                  ) -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """Verify mode (``--verify N``): each protocol cut to its N sampled steps, and the
-    record of every prediction (:func:`claimcheck.report.verify.plan`), by protocol name."""
-    from claimcheck.loaders.config import load_engines
-    from claimcheck.report import verify as vf
-    from claimcheck.runio.run import load_runs
+    record of every prediction (:func:`claimcheck.predict.verify.plan`), by protocol name."""
+    from claimcheck.config.configfiles import load_engines
+    from claimcheck.predict import verify as vf
+    from claimcheck.runs.run import load_runs
     if a.verify < 1:
         raise InputError("--verify", f"the number of sampled steps must be >= 1, got {a.verify}")
     where = Path(a.calibration_runs or a.runs_dir)
@@ -217,8 +217,8 @@ def verify_plans(a: argparse.Namespace, protos: list[Any]
 def print_verify(run_dir: Path, user_cards: str | None = None) -> None:
     """The verify run's measured steps against their predictions, on stderr (its card read
     from the registry and the ``user_cards`` file merged over it)."""
-    from claimcheck.report import verify as vf
-    from claimcheck.runio.run import load_run
+    from claimcheck.predict import verify as vf
+    from claimcheck.runs.run import load_run
     try:
         lines = vf.render(vf.compare(load_run(run_dir, load_cards(user_path=user_cards))))
     except (InputError, ValueError, KeyError) as e:
@@ -229,11 +229,11 @@ def print_verify(run_dir: Path, user_cards: str | None = None) -> None:
 
 def check_cited_claims(protos: list[Any], protocols_file: str | None) -> None:
     """Every claim id the protocols cite is in the claims registry: the pipeline's
-    registry_check (:func:`claimcheck.core.protocols.check_source_claims`), before a run
+    registry_check (:func:`claimcheck.config.protocols.check_source_claims`), before a run
     records a protocol whose claims are not there."""
-    from claimcheck.core.paths import CONFIG
-    from claimcheck.core.protocols import check_source_claims
-    from claimcheck.loaders.registry import load_claims
+    from claimcheck.claims.registryfiles import load_claims
+    from claimcheck.config.protocols import check_source_claims
+    from claimcheck.files.paths import CONFIG
     ids = {c["id"] for c in load_claims(cards=set(load_cards()))}
     check_source_claims({p.name: p for p in protos}, ids,
                         str(protocols_file or CONFIG / "protocols.yaml"))

@@ -14,7 +14,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
-from claimcheck.core.errors import InputError
+from claimcheck.files.errors import InputError
 
 MIB = 2**20
 TAR_BLOCK = 512

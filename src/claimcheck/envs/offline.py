@@ -19,7 +19,6 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from claimcheck.core.errors import InputError
 from claimcheck.envs.bundle import (
     MIB,
     Decision,
@@ -36,6 +35,7 @@ from claimcheck.envs.bundle import (
     public_version,
     tar_bytes,
 )
+from claimcheck.files.errors import InputError
 
 # The host image's glibc is newer than 2.35 (Python 3.12.3 on Ubuntu 24.04: 2.39, assumed);
 # pip matches each tag exactly, so every manylinux_2_N up to 2_39 is named.

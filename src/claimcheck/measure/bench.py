@@ -1,13 +1,13 @@
 """The load generator: ``vllm bench serve`` argv (or claimcheck's load client's). Its
-result is read by :func:`claimcheck.runio.runfiles.load_bench` and summarized by
-:mod:`claimcheck.core.bench`."""
+result is read by :func:`claimcheck.runs.runfiles.load_bench` and summarized by
+:mod:`claimcheck.readings.bench`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from claimcheck.core.protocols import Protocol, Step
+from claimcheck.config.protocols import Protocol, Step
 
 
 def client_argv(p: Protocol, step: Step, *, vllm: list[str], base_url: str, model: str,

@@ -1,8 +1,8 @@
 """How vLLM is called here: its CLI and the interpreter that runs it. The engine
 configurations and the exact ``vllm serve`` command each makes live in
-:mod:`claimcheck.core.engines` (:class:`~claimcheck.core.engines.Engine`,
-:func:`~claimcheck.loaders.config.load_engines`, :func:`~claimcheck.core.engines.server_argv`,
-checked by :func:`~claimcheck.core.engines.check_engine`)."""
+:mod:`claimcheck.config.engines` (:class:`~claimcheck.config.engines.Engine`,
+:func:`~claimcheck.config.configfiles.load_engines`, :func:`~claimcheck.config.engines.server_argv`,
+checked by :func:`~claimcheck.config.engines.check_engine`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from claimcheck.core.errors import InputError
+from claimcheck.files.errors import InputError
 
 # SLURM executor defaults: minutes, MB (1e6 bytes) of host memory, CPUs.
 RESOURCE_DEFAULTS: dict[str, Any] = {"runtime": 120, "mem_mb": 16000, "cpus_per_task": 4,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.errors import InputError
+from claimcheck.files.errors import InputError
 
 ENGINE_ENV_RULE = ("the engine's python is the #! python of the first `vllm` on PATH, "
                    "else this one")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.paths import ROOT
+from claimcheck.files.paths import ROOT
 
 ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "PYTORCH_", "FLASHINFER_",
                 "TRITON_", "OMP_", "CLAIMCHECK_", "SLURM_")

@@ -9,7 +9,7 @@ One run directory per (card, date, engine, protocol) run, never overwritten:
         telemetry.csv          NVML at 1 Hz (absent when there is no NVML; said in provenance)
         steps/NN-cS-rR/        one `vllm bench serve` call: bench.cols (the result,
                                columnar and xz-compressed at rest; bench.json.xz where
-                               that is not exact: runio.runfiles), client.log, step.json
+                               that is not exact: runs.runfiles), client.log, step.json
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core import promtext, runchecks
-from claimcheck.core.engines import Engine, server_argv
-from claimcheck.core.errors import InputError
-from claimcheck.core.paths import DERIVED, ROOT, RUNS
-from claimcheck.core.protocols import Protocol
-from claimcheck.loaders.models import load_config
+from claimcheck.config.engines import Engine, server_argv
+from claimcheck.config.protocols import Protocol
+from claimcheck.files.errors import InputError
+from claimcheck.files.paths import DERIVED, ROOT, RUNS
 from claimcheck.measure import clientproc, energy, preflight, telemetry
 from claimcheck.measure import provenance as prov
 from claimcheck.measure import server as srv
@@ -39,8 +37,11 @@ from claimcheck.measure.bench import client_argv
 from claimcheck.measure.engines import engine_python, vllm_command
 from claimcheck.measure.loadclient import synthetic_prompt
 from claimcheck.measure.tokenizer import build_synthetic_tokenizer
-from claimcheck.runio.records import validate_provenance, validate_steps
-from claimcheck.runio.runfiles import (
+from claimcheck.physics.modelfiles import load_config
+from claimcheck.readings import promtext
+from claimcheck.runs import runchecks
+from claimcheck.runs.records import validate_provenance, validate_steps
+from claimcheck.runs.runfiles import (
     BENCH_MANIFEST,
     compact_bench,
     load_bench,
@@ -82,7 +83,7 @@ def check_run_dir(runs: Path, card: str, engine: str, protocol: str,
     folder of ``runs`` itself; InputError naming --runs-dir otherwise (a name holding
     ``/``, ``..`` or an absolute path). ``measure`` calls it for every protocol before
     anything starts, and :func:`new_run_dir` again: a second wall behind the names'
-    check at the CLI (core.names)."""
+    check at the CLI (files.names)."""
     day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
     base = f"{card}-{day}-{engine}-{protocol}"
     if Path(base).name != base or (runs / base).resolve().parent != runs.resolve():
@@ -324,7 +325,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     e1 = energy.read_energy_mj(gpus)
     rec["server_counters"] = {
         "source": "GET /metrics right before and after the client's run: every vllm:* "
-                  "counter (_total), model_name label dropped (core.promtext)",
+                  "counter (_total), model_name label dropped (readings.promtext)",
         "before": counters0, "after": read_counters(server)}
     rec["energy"] = {"start": e0, "end": e1, "joules": energy.window_energy_j(e0, e1),
                      "source": "nvmlDeviceGetTotalEnergyConsumption over the client's run"}
@@ -340,7 +341,7 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     if result_path.exists():
         res = load_bench(result_path)
         # kept at rest as bench.cols or bench.json.xz, its bytes recorded in the runs
-        # folder's manifest (runio.runfiles), which every reader checks it against
+        # folder's manifest (runs.runfiles), which every reader checks it against
         compact_bench(sdir, sdir.parents[2] / BENCH_MANIFEST)
         failed = res.get("failed") or 0
         rec["completed"] = res.get("completed")

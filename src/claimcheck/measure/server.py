@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.engines import MULTICAST_OFF, multicast_refusal
-from claimcheck.core.errors import InputError
-from claimcheck.core.vllmargv import serve_args
-from claimcheck.loaders.config import load_vllm_env
-from claimcheck.loaders.files import read_json
+from claimcheck.config.configfiles import load_vllm_env
+from claimcheck.config.engines import MULTICAST_OFF, multicast_refusal
+from claimcheck.config.vllmargv import serve_args
+from claimcheck.files.errors import InputError
+from claimcheck.files.readers import read_json
 
 START_HINT = ("start one with `claimcheck serve --engine NAME --state DIR` "
               "(add --no-wait to return before it is healthy)")
@@ -188,7 +188,7 @@ def start(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     gets (this process's, ``env``, then :data:`MULTICAST_OFF`, which the server's record
     keeps) and the one before the guard's settings, and refused (:class:`InputError`,
     nothing started, no log made) when it could use NVLink multicast
-    (:func:`claimcheck.core.engines.multicast_refusal`, the ``VLLM_*`` variables
+    (:func:`claimcheck.config.engines.multicast_refusal`, the ``VLLM_*`` variables
     config/vllm_env.yaml allows)."""
     marker = secrets.token_hex(16)
     before = {**os.environ, **(env or {})}

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from claimcheck.core.errors import InputError
-from claimcheck.core.telemetry import summarize
-from claimcheck.runio.runload import read_telemetry
+from claimcheck.files.errors import InputError
+from claimcheck.readings.telemetry import summarize
+from claimcheck.runs.runload import read_telemetry
 
 FIELDS = ("t_unix_s", "gpu", "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz",
           "temp_c", "mem_used_mib", "throttle_reasons")

@@ -44,7 +44,7 @@ def synthetic_vocab_size(engine: Any, root: Path | None = None) -> int | None:
     ``vocab_size``), or None when the engine uses its checkpoint's tokenizer."""
     if getattr(engine, "tokenizer", None) != "synthetic":
         return None
-    from claimcheck.core.paths import ROOT
-    from claimcheck.loaders.models import load_config
+    from claimcheck.files.paths import ROOT
+    from claimcheck.physics.modelfiles import load_config
     cfg = load_config(engine.config_json(root or ROOT))
     return int((cfg.get("text_config") or cfg)["vocab_size"])

@@ -1,0 +1,1 @@
+"""The step model calibrated on measured runs: which steps, by one stated rule; the fit."""

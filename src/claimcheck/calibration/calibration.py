@@ -1,0 +1,294 @@
+"""The calibration arithmetic on the steps :mod:`claimcheck.calibration.calibrate` chose.
+
+BW_eff (bytes/s) from the bandwidth step's median TPOT, the per-request overhead (s) from
+the overhead step's median TTFT, P_eff (FLOP/s) from the compute step's (else the card's
+datasheet rate, said), and the three measured terms: the decode-row factors (measured
+median TPOT / the model's, by row count), the admission interval (s between a wave's
+sends) and the KV-read rate (bytes/s while every stream decodes). Also the one simulated
+step (:func:`predicted_step`) that the calibration, the model table and a protocol's
+prediction all read.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from typing import Any
+
+from claimcheck.calibration.calibrate import Choice, Pick, median_prompt
+from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
+from claimcheck.model import model as m
+from claimcheck.model import simulator
+from claimcheck.physics.cardfiles import get_card
+from claimcheck.readings import definitions as d
+
+
+def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
+    picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
+             *choice.admission, *choice.kv]
+    return (choice.card, choice.engine, compute_dtype,
+            tuple(p.label if p else "" for p in picks), choice.rows_kind,
+            _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
+            _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None)
+
+
+def calibration(choice: Choice, compute_dtype: str,
+                cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                user_cards: str | None = None) -> m.Calibration:
+    """:func:`base_calibration` with the decode-row factors of ``choice.rows``: at each
+    measured row count, the median over its source steps of measured median TPOT / the
+    model's (simulated with the rows' own engine shape and calibration, no factors).
+    ``cache``: calibrations already worked out over the same loaded runs (one table's
+    runs share a few), keyed by the steps chosen. ``user_cards``: a cards file merged over
+    the registry for the datasheet fallback (:func:`base_calibration`)."""
+    key = _choice_key(choice, compute_dtype)
+    if cache is not None and key in cache:
+        return cache[key]
+    cal = base_calibration(choice, compute_dtype, user_cards)
+    if choice.admission:
+        gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
+                for p in choice.admission]
+        gap = statistics.median(g for g in gaps if g is not None)
+        cal = replace(cal, admission_interval_s=gap, admission_source=(
+            f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "
+            f"interval between a wave's sends, {gap * 1e3:.3f} ms (last send - first send "
+            "over requests - 1)"))
+    if choice.rows and choice.rows_from_lines:
+        cal = line_row_factors(cal, choice.rows)
+    elif choice.rows:
+        src_cal = cal
+        if choice.rows_base is not None:
+            _, info = choice.rows[0].run.engine
+            src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"],
+                                               user_cards),
+                              admission_interval_s=cal.admission_interval_s)
+        by_rows: dict[int, list[float]] = {}
+        for p in choice.rows:
+            tl = p.step.timeline
+            shape, _ = p.run.engine
+            pred, _ = predicted_step(shape, src_cal, [r.prompt_tokens for r in tl.requests],
+                           [r.output_tokens for r in tl.requests], tl.streams)
+            by_rows.setdefault(tl.streams, []).append(
+                statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
+        pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
+        src = (f"{', '.join(sorted({p.run.name for p in choice.rows}))} ({len(choice.rows)} "
+               f"{choice.rows_kind} steps): "
+               "measured median TPOT / the model's at "
+               + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
+               + "; linear between, 1 outside")
+        cal = replace(cal, row_factors=pts, row_factor_source=src)
+    if choice.kv_base is not None:  # another engine's KV steps: its own calibration's terms
+        _, info = choice.kv[0].run.engine
+        src = calibration(choice.kv_base, info["compute_dtype"], cache, user_cards)
+        said = f"borrowed from engine {choice.kv_base.engine}: "
+        cal = replace(cal, kv_bandwidth_bytes_s=src.kv_bandwidth_bytes_s,
+                      kv_source=said + src.kv_source,
+                      mixed_prefill_factor=src.mixed_prefill_factor,
+                      mixed_prefill_source=(said + src.mixed_prefill_source
+                                            if src.mixed_prefill_source else ""))
+    elif choice.kv:
+        cal = kv_calibration(cal, choice.kv)
+        cal = mixed_calibration(cal, choice.kv)
+    if cache is not None:
+        cache[key] = cal
+    return cal
+
+
+def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with decode-row factors from KV lines (one run's one-wave steps at the same
+    streams and three or more contexts): at each stream count b, the line's intercept (the
+    step time at no KV: :func:`kv_window`'s step s against b x kappa x mean context,
+    :func:`~claimcheck.calibration.context_cost.fit_line`) over the model's decode step of b
+    rows at no context (weights and state at ``cal``'s bandwidth, or its compute); the
+    median where several runs have a line at b."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    shapes = {}
+    for p in picks:
+        shape, _ = p.run.engine
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        shapes[b] = shape
+        groups.setdefault((p.run.name, b), []).append(
+            (b * shape.kv_bytes_per_token * ctx, step_s))
+    by_rows: dict[int, list[float]] = {}
+    for (_, b), pts in sorted(groups.items()):
+        _, intercept, _ = fit_line([x for x, _ in pts], [y for _, y in pts])
+        base = m.step_cost_sum(shapes[b], cal, b, 0, b, b).time_s
+        by_rows.setdefault(b, []).append(intercept / base)
+    pts = tuple((b, statistics.median(v)) for b, v in sorted(by_rows.items()))
+    src = (f"{', '.join(sorted({run for run, _ in groups}))} ({len(picks)} one-wave steps on "
+           f"{len(groups)} KV line(s) {LINES_MARK}): each line's intercept (the step at no KV) "
+           "over the model's decode step at " + ", ".join(f"{b} rows x{f:.3f}" for b, f in pts)
+           + "; linear between, 1 outside")
+    return replace(cal, row_factors=pts, row_factor_source=src)
+
+
+def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the mixed-prefill factor (``Calibration.mixed_prefill_factor``): over
+    the KV-read term's one-wave steps (``picks``: a wave's prompts prefill together and
+    beside its first requests' decode), the median of the factor at which each step's
+    simulated wall (first send to last token) equals its measured one
+    (:func:`claimcheck.model.model.mixed_factor_from_wall`, from the simulation at factors
+    1 and 2, every other term as ``cal`` has it). No step the factor moves: ``cal``
+    unchanged."""
+    ks = []
+    for p in picks:
+        tl = p.step.timeline
+        shape, _ = p.run.engine
+        prompts = [r.prompt_tokens for r in tl.requests]
+        outputs = [r.output_tokens for r in tl.requests]
+        at = [predicted_step(shape, replace(cal, mixed_prefill_factor=k), prompts, outputs,
+                             tl.streams)[0]["predicted_load_s"] for k in (1.0, 2.0)]
+        k = m.mixed_factor_from_wall(tl.wall_s, *at)
+        if k is not None and k > 0:
+            ks.append(k)
+    if not ks:
+        return cal
+    k = statistics.median(ks)
+    runs = sorted({p.run.name for p in picks})
+    src = (f"{', '.join(runs)} ({len(ks)} one-wave steps, a wave's prompts prefilling "
+           f"together and beside its first requests' decode): their measured wall puts a "
+           f"step in which a prompt chunk shares the step with other requests at x{k:.3f} "
+           f"its compute term (the held one-prompt prefill's), the median of "
+           f"x{min(ks):.3f}-x{max(ks):.3f}")
+    return replace(cal, mixed_prefill_factor=k, mixed_prefill_source=src)
+
+
+def kv_window(tl: Any) -> tuple[float, float]:
+    """(step s, mean context tokens) of a step's spans with every stream decoding: streams
+    over the all-streams-decoding rate, and each request's prompt plus the tokens it had at
+    the middle of those spans (their length-weighted midpoint)."""
+    spans = d.all_decoding_spans(tl)
+    length = sum(b - a for a, b in spans)
+    mid = sum((a + b) / 2 * (b - a) for a, b in spans) / length
+    rate = d.all_streams_decoding_tok_s(tl)
+    ctx = statistics.fmean(r.prompt_tokens + sum(t <= mid for t in r.token_times_s)
+                           for r in tl.requests)
+    return tl.streams / rate, ctx
+
+
+def kv_lines(cal: m.Calibration, picks: tuple[Pick, ...]) -> list[tuple[str, int, float]]:
+    """(run, streams, bytes/s) for each run and stream count whose source steps span
+    :data:`claimcheck.calibration.context_cost.MIN_CONTEXTS` or more contexts: the inverse slope
+    of the step time (:func:`kv_window`, over the decode-row factor at those rows) against
+    the KV bytes the step reads (rows x kappa x mean context), the line
+    :func:`claimcheck.calibration.context_cost.fit_line` fits. At fixed streams only the KV read
+    grows with context, so this is the KV-read rate with no other term in it."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for p in picks:
+        shape, _ = p.run.engine
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        groups.setdefault((p.run.name, b), []).append(
+            (b * shape.kv_bytes_per_token * ctx, step_s / factor))
+    out = []
+    for (run, b), pts in sorted(groups.items()):
+        if len({round(x / 1e6) for x, _ in pts}) < MIN_CONTEXTS:
+            continue
+        slope, _, _ = fit_line([x for x, _ in pts], [y for _, y in pts])
+        if slope > 0:
+            out.append((run, b, 1 / slope))
+    return out
+
+
+def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the KV-read rate. Where a source run measured the same streams at
+    three or more contexts (:func:`kv_lines`), the median of those lines' rates; else the
+    median over ``picks`` of :func:`claimcheck.model.model.kv_bandwidth_from_decode` at each
+    step's streams, its all-streams-decoding step time and mean context
+    (:func:`kv_window`), over ``cal``'s decode-row factor at those rows. The source text
+    names every run the rate came from."""
+    lines = kv_lines(cal, picks)
+    if lines:
+        rates = [r for *_, r in lines]
+        rate = statistics.median(rates)
+        runs = sorted({run for run, *_ in lines})
+        streams = sorted({b for _, b, _ in lines})
+        src = (f"{', '.join(runs)} ({len(lines)} line(s) of one-wave steps {LINES_MARK}, "
+               f"at {', '.join(map(str, streams))} streams, every stream decoding; KV read at "
+               f"{rate / 1e9:,.0f} GB/s, the median of "
+               f"{min(rates) / 1e9:,.0f}-{max(rates) / 1e9:,.0f} GB/s, each the KV bytes a "
+               "step adds over the time it adds at the same streams"
+               + (", each step over the decode-row factor at its rows)" if cal.row_factors
+                  else ")"))
+        return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
+    rates = []
+    for p in picks:
+        shape, _ = p.run.engine
+        step_s, ctx = kv_window(p.step.timeline)
+        b = p.step.timeline.streams
+        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
+    rate = statistics.median(rates)
+    streams = sorted({p.step.timeline.streams for p in picks})
+    runs = sorted({p.run.name for p in picks})
+    src = (f"{', '.join(runs)} ({len(picks)} one-wave steps at "
+           f"{', '.join(map(str, streams))} streams, every stream decoding): KV read at "
+           f"{rate / 1e9:,.0f} GB/s, the median of {min(rates) / 1e9:,.0f}-"
+           f"{max(rates) / 1e9:,.0f} GB/s (weights and state at "
+           f"{cal.bandwidth_bytes_s / 1e9:,.0f} GB/s)")
+    return replace(cal, kv_bandwidth_bytes_s=rate, kv_source=src)
+
+
+def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None = None
+                     ) -> m.Calibration:
+    """BW_eff from the bandwidth step (its median TPOT at its mean context, bytes of its own
+    engine), the overhead from the overhead step (median TTFT less the model's prefill of its
+    prompt) and P_eff from the compute step (prompt x F_body / (median TTFT less the
+    overhead)), else the card's datasheet dense rate at ``compute_dtype`` (said)."""
+    s = choice.bandwidth.step
+    tl = s.timeline
+    shape, _ = choice.bandwidth.run.engine
+    tpot_s = statistics.median(d.tpots_ms(tl)) / 1e3
+    ctx = statistics.fmean(r.prompt_tokens + (r.output_tokens - 1) / 2 for r in tl.requests)
+    bw_src = (f"{choice.bandwidth.label} (1 stream): median TPOT {tpot_s * 1e3:.3f} ms at "
+              f"{ctx:.0f} tokens of mean context")
+    o = choice.overhead.step
+    oshape, _ = choice.overhead.run.engine
+    prompt = round(median_prompt(o))
+    ttft = statistics.median(r.ttft_s for r in o.timeline.requests)
+    bw = m.bandwidth_from_decode(shape, tpot_s, ctx)
+
+    def overhead(flops: float) -> float:
+        cal = m.Calibration(bw, flops, 0.0, "", "")
+        return max(0.0, ttft - m.prefill_time_s(oshape, cal, prompt))
+    x = choice.compute
+    if x is not None:
+        p = median_prompt(x.step)
+        t = statistics.median(r.ttft_s for r in x.step.timeline.requests)
+        flops = m.compute_from_prefill(shape, p, t)  # first pass: whole TTFT is compute
+        ov = 0.0
+        for _ in range(3):  # the overhead (a short prompt) depends little on P_eff
+            ov = overhead(flops)
+            flops = m.compute_from_prefill(shape, p, max(t - ov, 1e-9))
+        c_src = (f"{x.label} (1 stream): {p:.0f}-token prompts x "
+                 f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token over median TTFT "
+                 f"{t:.3f} s less the {ov * 1e3:.1f} ms per-request overhead")
+    else:
+        card = get_card(choice.card, user_path=user_cards)
+        flops = card.tflops(compute_dtype) * 1e12
+        c_src = (f"fallback: {card.name} datasheet dense {compute_dtype} "
+                 f"{card.tflops(compute_dtype):g} TFLOP/s ({choice.compute_missing})")
+        ov = overhead(flops)
+    o_src = (f"{choice.overhead.label} (1 stream): median TTFT {ttft * 1e3:.1f} ms of "
+             f"{prompt}-token prompts less the model's prefill")
+    return m.Calibration(bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=ov,
+                         bandwidth_source=bw_src, compute_source=c_src,
+                         overhead_source=o_src)
+
+
+def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: list[int],
+         streams: int) -> tuple[dict[str, Any], simulator.Simulation]:
+    """Predicted end to end, decode aggregate, median TPOT and TTFT of one simulated step
+    (decode None for a held-prefill step)."""
+    sim = simulator.simulate(shape, cal, prompts, outputs, streams)
+    tl = sim.timeline
+    held = d.is_held_prefill(max(outputs, default=None), d.max_output_tokens(tl))
+    tpots = d.tpots_ms(tl)
+    return ({"predicted_e2e_tok_s": d.e2e_aggregate_tok_s(tl),
+             "predicted_decode_tok_s": None if held else d.decode_aggregate_tok_s(tl),
+             "predicted_median_tpot_ms": statistics.median(tpots) if tpots else None,
+             "predicted_median_ttft_s": statistics.median(r.ttft_s for r in tl.requests),
+             "predicted_load_s": tl.wall_s, "prefill_held": held, "bound": sim.bound,
+             "engine_steps": sim.engine_steps, **simulator.shares(sim)}, sim)

@@ -1,0 +1,55 @@
+"""Which runs each term of a calibration came from, and which it borrowed from another engine.
+
+A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has six terms: bandwidth,
+per-request overhead, compute, decode rows, admission and KV read. :func:`term_sources`
+names, per term, the runs its steps belong to and the engine(s) they ran, and says the term
+is borrowed when none of them is the predicted engine (``predict`` prints it; the
+cross-validation table keeps it per step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claimcheck.calibration.calibrate import Choice, Pick, run_key
+
+TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv")
+"""The calibration's terms, in the order :func:`term_sources` gives them."""
+
+
+def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
+    one = getattr(choice, term)
+    if term in ("rows", "admission", "kv"):
+        return tuple(one)
+    return (one,) if one is not None else ()
+
+
+def term_sources(choice: Choice, engine: str) -> dict[str, dict[str, Any]]:
+    """Per term: ``runs`` (the source runs' names, sorted), ``engines`` (theirs) and
+    ``borrowed_from`` (those engines, joined, when ``engine`` is not among them; None when
+    the term is the engine's own or has no source: ``runs`` empty)."""
+    out = {}
+    for term in TERMS:
+        picks = _picks(choice, term)
+        runs = sorted({p.run.name for p in picks})
+        engines = sorted({str(run_key(p.run)[1]) for p in picks})
+        out[term] = {"runs": runs, "engines": engines,
+                     "borrowed_from": ", ".join(engines) if engines and engine not in engines
+                     else None}
+    return out
+
+
+def borrowed_terms(sources: dict[str, dict[str, Any]]) -> list[str]:
+    """The terms of :func:`term_sources` taken from another engine, as 'term (engine)'."""
+    return [f"{t} ({s['borrowed_from']})" for t, s in sources.items() if s["borrowed_from"]]
+
+
+def source_lines(sources: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per term with its source runs, 'borrowed from ENGINE' where it is."""
+    lines = []
+    for t, s in sources.items():
+        where = ", ".join(s["runs"]) if s["runs"] else "none measured"
+        lines.append(f"  term {t}: {where}"
+                     + (f" (borrowed from engine {s['borrowed_from']})"
+                        if s["borrowed_from"] else ""))
+    return lines

@@ -1,0 +1,1 @@
+"""The measuring configuration: engines, protocols, the vLLM argv and environment they set."""

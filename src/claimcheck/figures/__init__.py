@@ -1,0 +1,1 @@
+"""Every figure, drawn in the project's one figure style."""

@@ -1,0 +1,446 @@
+"""A calibrated step model of one engine on one card, simulated over a protocol's requests.
+
+Per engine step (one forward pass of the scheduler's batch) the model charges, as the
+roofline does (:mod:`claimcheck.physics.roofline`):
+
+    memory  = (W + sum over scheduled requests (2 S + kappa x context)) / BW_eff
+    compute = (tokens in the step x F_body + sampled tokens x F_head) / P_eff
+    step    = max(memory, compute)
+
+with the roofline's own plain functions (:func:`~claimcheck.physics.roofline.memory_seconds`,
+:func:`~claimcheck.physics.roofline.compute_seconds`); no Roofline is built per step:
+:class:`EngineShape` and :class:`Calibration` check their inputs once, when built.
+
+W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
+KV bytes per token of context, F_body = 2 x the weights a token passes through below the
+output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
+FLOPs over the context are left out (under 1% at a few thousand tokens on this model).
+
+Two numbers come from measurement on the card: BW_eff from a 1-stream decode step (its
+median TPOT and mean context) and P_eff from a 1-stream prefill of a long prompt (or a
+documented fallback when no run has one). A third, the per-request overhead (HTTP,
+tokenizing, scheduling), is a short-prompt 1-stream step's median TTFT less the model's
+prefill.
+
+The simulation (:mod:`claimcheck.model.simulator`) follows vLLM's V1 scheduler: running
+requests first (one decode token each, or the next prefill chunk), then waiting requests
+admitted while slots and the token budget (``max_num_batched_tokens``) last, their prompts
+chunked under it; a request's first token comes at the end of the step that finishes its
+prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block
+boundaries (:func:`aligned_chunk`). Clients are a closed loop of C streams: a new request is
+sent when one finishes and reaches the scheduler after the overhead. The simulated requests
+become a :class:`~claimcheck.readings.timeline.Timeline`, so the predicted end to end and decode
+aggregate use the very definitions the measurement uses. Pure functions; SI units (bytes,
+seconds, FLOP).
+
+Which measured steps calibrate an engine is a stated rule over all the runs of that engine
+on its card (then its weight format), in :mod:`claimcheck.calibration.calibrate`: bandwidth from
+the 1-stream decode step with the most decode intervals, overhead from the best such step
+with short prompts, compute from a *held* 1-stream prefill (long prompts back to back: on
+the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4, SM clock
+1,485-1,800 MHz, as batched prefill does), else a prompt within one token budget, else the
+longest prefill.
+
+One term comes from one-wave decode ladders (protocols with ``model_term: decode_rows`` in
+config/protocols.yaml, chosen in :mod:`claimcheck.calibration.calibrate` by the same rule, the
+engine's own runs on the card, else its weight format's): a decode-only step of b rows
+costs :func:`row_factor` x the model's, the factor being the measured median TPOT over the
+simulated one at each measured row count (linear between, 1 outside: never extrapolated).
+Measured on the H200 on 2026-12-01 (dummy weights):
+
+- FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
+  14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
+  kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
+  1.17 / 1.12 / 1.07 / 1.01). Tested on the FP8 32-stream steps of other protocols
+  (ninfer-32, the serving gate), which read 12-13% high without it.
+- BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
+  against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
+  model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
+  from 192 rows the step costs more than the larger of its two terms; that is the bend.
+  Tested on the same run's 384- and 512-stream steps (queued on 256 slots; not sources).
+
+A second measured term is admission: requests sent at the same moment (a wave) reach the
+scheduler one send interval apart (:func:`send_interval_s`; ``Calibration.
+admission_interval_s``), taken from the client's recorded send times in the one-wave steps
+of protocols with ``model_term: admission`` (``wave-admission``: 0.26 ms median on the
+H200's host). So the first request of a wave gets a step of its own and the rest join the
+next, as the ``wave-admission`` steps show in every one of their 12 waves (64 x 100 tokens:
+first token at 386 ms, the other 63 at 670-675 ms); a wave's requests then start and finish
+staggered, and a replacement's prefill lands in the others' decode window. Tested on the
+64- and 128-stream waves of other protocols (ladder, hyperqwen-batch, serving gate), whose
+decode aggregate read 5-8% high without it and is within 5% with it. Only the send times of
+those steps are used, so their speeds stay a test of the model.
+
+A third measured term is the KV read: a step reads its KV cache at its own rate
+(``Calibration.kv_bandwidth_bytes_s``), the median over the engine's own one-wave steps of
+protocols with ``model_term: kv_read`` of :func:`kv_bandwidth_from_decode` in the spans
+where every stream decodes (their step time, mean context and decode-row factor). From
+admit-then-decode (one wave of 7,681-token prompts at 8-64 streams, 2026-11-29): FP8 KV
+(fp8-hyperqwen-dummy-16k) at 1.67 TB/s, against 2.56 TB/s for its weights; BF16 KV
+(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s. Tested on the steps that are not its
+source: FP8 long-prompts at 8 streams goes from +6.9% to +4.4% on decode; BF16 long-prompts
+moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lying in the
+prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
+second source once run.
+
+Where an engine has no decode-row steps of its own, its decode-row factors are the
+intercepts of its own KV lines (the step at no KV over the model's decode step, at each
+line's streams): FP8's context ladder gives 1.00 / 1.18 / 1.02 at 8 / 24 / 48 rows, the
+kernel step its decode-rows run measured; BF16 (bf16-dummy-16k) 1.025 / 1.027 / 1.021. An
+engine with no KV-read steps borrows the KV rate (and the mixed-prefill factor below) from
+an engine of the same weight format, KV dtype and card, as that engine's calibration has
+them, said as borrowed; one with no decode-row steps on its vLLM release borrows them from
+its weight format's engine of another release, said as well.
+
+A fourth measured term is mixed prefill (``Calibration.mixed_prefill_factor``): a step in
+which a prompt chunk shares the step with other requests (other prompts, or decode rows)
+costs a factor x its compute term, the held one-prompt prefill's. It is measured on the
+KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
+requests' decode): the factor at which each step's simulated wall equals its measured one
+(:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
+1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
+every one-wave step of the engine's own runs (admission and decode-row protocols too) put
+more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142);
+so did a cost per extra prompt in a step from the engine's own one-wave short-prompt steps
+(154 in sample, 126 cross-validated), and a factor by prompt length changed nothing (145).
+
+Terms the model does not have, each named where a step misses by more than 5%:
+
+- prefill of many short sequences (measured, stays out): with admission in, the
+  ``wave-admission`` steps' median TTFT still reads 230 / 382 / 666 ms at 16 / 32 / 64 x
+  100-token prompts against 207 / 332 / 535 ms simulated, and 3.28 s against 2.71 s at
+  64 x 1,000 tokens: such a prefill costs more than the held 7,681-token calibration
+  (about 1.5-2 ms per 100-token sequence). Tried: a constant 1.5 ms per prefilling
+  sequence per step puts those steps within 5% but changes no other committed step's
+  error, so it would be fitted and tested on the same four steps; it stays out.
+- long prompts in one wave (prefill side not measured): BF16 long prompts (7,681 tokens)
+  read up to +5% on end to end with TPOT within 3%: the wave's prefill, its prompts split
+  across steps (the split-prefill term below). On the decode side the KV-read term above
+  now carries what the one-stream bandwidth missed at 8K tokens of context (FP8
+  long-prompts at 8 streams: decode +6.9% before it, +4.4% with it); the context-ladder
+  protocol measures it between 1K and 12K tokens.
+- split prefill (not measured): a prompt continued in a later step costs more than one
+  prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
+  alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
+  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384, refused by
+  vLLM's character check of the prompt text before tokenizing, which the fit check in
+  :func:`claimcheck.config.protocols.check_fit` now applies beforehand); its two
+  answered requests read a median TTFT of 1.349 s against 1.244 s simulated (+8.4%), but a
+  failed step is never compared. The step is now 12,000 tokens, for the next session.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from claimcheck.physics import roofline as rl
+from claimcheck.physics.formats import state_dtype_bytes
+
+LONG_PROMPT_TOKENS = 2048
+"""A 1-stream step calibrates compute only with prompts at least this long (compute-bound
+prefill on any card in the registry)."""
+
+
+class ModelInputError(ValueError):
+    """An :class:`EngineShape` or :class:`Calibration` input the step model cannot take;
+    ``field`` names it (``EngineShape.weight_bytes``)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        super().__init__(reason)
+
+
+def _check_number(owner: str, name: str, v: Any, *, zero_ok: bool) -> None:
+    """Refuse ``v`` unless a finite real number > 0 (>= 0 with ``zero_ok``)."""
+    if not (isinstance(v, numbers.Real) and math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be a finite number "
+                              f"{bound}, got {v!r}")
+
+
+def _check_count(owner: str, name: str, v: Any) -> None:
+    """Refuse ``v`` unless an integer >= 1."""
+    if not (isinstance(v, numbers.Integral) and v >= 1):
+        raise ModelInputError(f"{owner}.{name}", f"{owner}.{name} must be an integer >= 1, "
+                              f"got {v!r}")
+
+
+@dataclass(frozen=True)
+class EngineShape:
+    """What one engine configuration moves and computes. Bytes, FLOP, tokens."""
+
+    weight_bytes: float
+    state_bytes: float
+    kv_bytes_per_token: float
+    flops_body_per_token: float
+    flops_head_per_token: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    mamba_align_block_tokens: int | None = None
+    """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
+    end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
+    None when the engine splits prompts anywhere."""
+
+    def __post_init__(self) -> None:
+        """The one check of the shape's inputs (the step cost, priced per simulated step,
+        checks nothing): a :class:`ModelInputError` naming the field."""
+        for name in ("weight_bytes", "flops_body_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=False)
+        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token"):
+            _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            _check_count("EngineShape", name, getattr(self, name))
+        if self.mamba_align_block_tokens is not None:
+            _check_count("EngineShape", "mamba_align_block_tokens",
+                         self.mamba_align_block_tokens)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Effective bandwidth (bytes/s), compute (FLOP/s) and per-request overhead (s), and
+    the measured decode-row factors (:func:`row_factor`)."""
+
+    bandwidth_bytes_s: float
+    flops_s: float
+    request_overhead_s: float
+    bandwidth_source: str
+    compute_source: str
+    overhead_source: str = ""
+    row_factors: tuple[tuple[int, float], ...] = ()
+    """(rows, factor) pairs, rows ascending: a decode-only step of that many rows costs
+    factor x the model's step (:func:`row_factor`); empty: no such term measured."""
+    row_factor_source: str = ""
+    admission_interval_s: float = 0.0
+    """Seconds between the arrivals of requests sent at the same moment (a wave): the i-th
+    of them reaches the scheduler i x this after the first (:func:`send_interval_s`)."""
+    admission_source: str = ""
+    kv_bandwidth_bytes_s: float | None = None
+    """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
+    not measured, KV is read at ``bandwidth_bytes_s`` like the weights."""
+    kv_source: str = ""
+    mixed_prefill_factor: float = 1.0
+    """The compute term of a step in which a prompt chunk shares the step with other
+    requests (other prompts, or decode rows: prefill interleaved with decode) costs this x
+    the calibrated one, which a lone prompt's held prefill measured (:func:`mixed_cost`);
+    1: not measured."""
+    mixed_prefill_source: str = ""
+
+    def __post_init__(self) -> None:
+        """The one check of the calibration's inputs (not repeated per simulated step): a
+        :class:`ModelInputError` naming the field."""
+        for name in ("bandwidth_bytes_s", "flops_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=False)
+        for name in ("request_overhead_s", "admission_interval_s"):
+            _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
+                      zero_ok=False)
+        if self.kv_bandwidth_bytes_s is not None:
+            _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
+                          zero_ok=False)
+        last = 0
+        for rows, factor in self.row_factors:
+            _check_count("Calibration", "row_factors", rows)
+            _check_number("Calibration", "row_factors", factor, zero_ok=False)
+            if rows <= last:
+                raise ModelInputError("Calibration.row_factors", "Calibration.row_factors "
+                                      f"must be in ascending rows, got {self.row_factors!r}")
+            last = rows
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["bandwidth_gb_s"] = self.bandwidth_bytes_s / 1e9
+        d["tflops"] = self.flops_s / 1e12
+        return d
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One engine step's two terms and their parts, s."""
+
+    weights_s: float
+    state_s: float
+    kv_s: float
+    compute_s: float
+
+    @property
+    def memory_s(self) -> float:
+        return self.weights_s + self.state_s + self.kv_s
+
+    @property
+    def time_s(self) -> float:
+        return max(self.memory_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+
+def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
+              sampled: int) -> StepCost:
+    """Cost of one step over scheduled requests with these contexts (tokens each, after the
+    step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
+
+    The two terms are the roofline's (:func:`claimcheck.physics.roofline.memory_seconds` and
+    :func:`~claimcheck.physics.roofline.compute_seconds`, which the roofline's own times call)
+    at B = the scheduled requests, L = their mean context and r = positions per request,
+    plus the head for sampled positions.
+    """
+    return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled)
+
+
+def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
+                  tokens: int, sampled: int) -> StepCost:
+    """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
+    contexts (tokens), which is all it depends on.
+
+    The memory term is :func:`claimcheck.physics.roofline.memory_seconds` at B = ``b``, L = the
+    mean context, with all its bytes at the weights' rate; the weights' and the state's
+    parts are taken out of it and the rest, the KV, is re-priced at
+    ``cal.kv_bandwidth_bytes_s`` when that is measured. The compute term is
+    :func:`~claimcheck.physics.roofline.compute_seconds` at r = ``tokens / b`` plus the head
+    for the sampled positions. Nothing is checked here (``shape`` and ``cal`` were checked
+    when built; every scheduled request has at least one position)."""
+    bw = cal.bandwidth_bytes_s
+    weights_s = shape.weight_bytes / bw
+    head_s = sampled * shape.flops_head_per_token / cal.flops_s
+    if b == 0 or tokens == 0:
+        return StepCost(weights_s=weights_s, state_s=0.0, kv_s=0.0, compute_s=head_s)
+    moved = rl.stream_bytes_moved(shape.state_bytes, shape.kv_bytes_per_token,
+                                  context_sum / b)
+    state_s = b * 2 * shape.state_bytes / bw
+    kv_s = rl.memory_seconds(shape.weight_bytes, b, moved, bw) - weights_s - state_s
+    if cal.kv_bandwidth_bytes_s:  # KV bytes at their own rate
+        kv_s *= bw / cal.kv_bandwidth_bytes_s
+    compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
+    return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
+                    compute_s=compute_s + head_s)
+
+
+def mixed_cost(cost: StepCost, factor: float) -> StepCost:
+    """The cost of a step in which a prompt chunk shares the step with other requests: its
+    compute term x the measured ``factor`` (``Calibration.mixed_prefill_factor``); the step
+    takes the larger of that and its memory term, as any step."""
+    return replace(cost, compute_s=cost.compute_s * factor)
+
+
+def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
+                           ) -> float | None:
+    """The mixed-prefill factor k at which a step's simulated wall (first send to last
+    token) equals the measured one, from its simulated wall at k = 1 and k = 2 (linear in
+    k while the same steps stay compute-bound): 1 + (measured - T(1)) / (T(2) - T(1));
+    None when k does not move it (no shared prefill step)."""
+    if at_two_s <= at_one_s:
+        return None
+    return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
+
+
+def send_interval_s(start_times_s: list[float]) -> float | None:
+    """The mean interval between the sends of a wave's requests, s: (last send - first
+    send) / (requests - 1); None for fewer than two requests."""
+    if len(start_times_s) < 2:
+        return None
+    return (max(start_times_s) - min(start_times_s)) / (len(start_times_s) - 1)
+
+
+def row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float:
+    """The decode-row term: measured decode-step time over the model's at ``rows`` decode
+    rows, from ``points`` ((rows, factor), rows ascending, each measured on a one-wave
+    decode step). Linear between measured row counts; 1 outside them (not measured there,
+    so nothing is charged: never extrapolated)."""
+    if not points or rows < points[0][0] or rows > points[-1][0]:
+        return 1.0
+    for (r0, f0), (r1, f1) in zip(points, points[1:], strict=False):
+        if r0 <= rows <= r1:
+            return f0 + (f1 - f0) * (rows - r0) / (r1 - r0)
+    return points[0][1]  # a single point: rows equals it
+
+
+def bandwidth_from_decode(shape: EngineShape, tpot_s: float, context_tokens: float) -> float:
+    """Effective bytes/s from a 1-stream decode: (W + 2S + kappa L) / TPOT."""
+    if tpot_s <= 0:
+        raise ValueError(f"TPOT must be > 0 s, got {tpot_s}")
+    return (shape.weight_bytes + 2 * shape.state_bytes
+            + shape.kv_bytes_per_token * context_tokens) / tpot_s
+
+
+def kv_bandwidth_from_decode(shape: EngineShape, cal: Calibration, rows: int,
+                             context_tokens: float, step_s: float,
+                             factor: float = 1.0) -> float:
+    """Effective bytes/s at which a decode step of ``rows`` streams reads its KV cache: the
+    step's KV bytes (rows x kappa x mean context) over what is left of the measured step
+    time ``step_s``, over the decode-row ``factor`` at that row count (which multiplies the
+    whole decode step, :func:`row_factor`), once the weights and state are read at
+    ``cal``'s bandwidth. The source of the KV-read term (``Calibration.
+    kv_bandwidth_bytes_s``): one-wave decode windows with every stream decoding."""
+    rest_s = (shape.weight_bytes + rows * 2 * shape.state_bytes) / cal.bandwidth_bytes_s
+    kv_bytes = rows * shape.kv_bytes_per_token * context_tokens
+    step_s = step_s / factor
+    if step_s <= rest_s or kv_bytes <= 0:
+        raise ValueError(f"a {step_s * 1e3:.3f} ms step leaves no time for {kv_bytes / 1e9:.2f}"
+                         f" GB of KV after {rest_s * 1e3:.3f} ms of weights and state")
+    return kv_bytes / (step_s - rest_s)
+
+
+def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: float) -> float:
+    """Effective FLOP/s from a 1-stream prefill: prompt x F_body / its time."""
+    if prefill_s <= 0:
+        raise ValueError(f"prefill time must be > 0 s, got {prefill_s}")
+    return prompt_tokens * shape.flops_body_per_token / prefill_s
+
+
+def aligned_chunk(prompt_tokens: int, done: int, tokens: int, block: int | None) -> int:
+    """Prompt tokens a step may take from a request with ``done`` of ``prompt_tokens`` already
+    computed and ``tokens`` offered by the budget, under vLLM 0.26's Mamba 'align' mode
+    (``Scheduler._mamba_block_aligned_split`` without speculation or partial prefix hits).
+
+    Until the last block boundary of the prompt (``prompt - prompt % block``) a chunk must end
+    on a block boundary (possibly taking nothing), and no chunk runs past that boundary: a
+    7,681-token prompt with 800-token blocks goes 7,200 then 481. ``block`` None: ``tokens``.
+    """
+    if block is None or done >= prompt_tokens:
+        return tokens
+    last = prompt_tokens - prompt_tokens % block
+    end = done + tokens
+    if end < last:
+        end = end // block * block
+    nxt = (done // block + 1) * block
+    stops = (nxt if done % block and nxt <= last else 0, last)
+    end = min((x for x in stops if done < x < end), default=end)
+    return max(end - done, 0)
+
+
+def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> float:
+    """Model time to prefill one prompt alone, chunked under the token budget, s."""
+    done, total = 0, 0.0
+    while done < prompt_tokens:
+        c = aligned_chunk(prompt_tokens, done,
+                          min(shape.max_num_batched_tokens, prompt_tokens - done),
+                          shape.mamba_align_block_tokens)
+        done += c
+        total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0).time_s
+    return total
+
+
+def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
+              max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
+              mamba_align_block_tokens: int | None = None) -> EngineShape:
+    """An engine shape from a model geometry (:class:`claimcheck.physics.geometry.Geometry`).
+
+    The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
+    short-convolution state at ``conv_dtype``; both are read and written every step.
+    """
+    head = geom.vocab_size * geom.hidden_size
+    conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
+    return EngineShape(
+        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
+        kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
+        flops_body_per_token=2.0 * (geom.weights_per_token - head),
+        flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        mamba_align_block_tokens=mamba_align_block_tokens)

@@ -1,0 +1,283 @@
+"""The step model simulated over a protocol's requests: vLLM's V1 scheduler step by step
+(running requests first, one decode token each or their next prefill chunk; then waiting
+requests admitted while slots and the token budget last), each step priced by
+:func:`claimcheck.model.model.step_cost` (times the decode-row factor when it only decodes),
+runs of decode-only steps fast-forwarded. Clients are a closed loop of C streams; a wave's
+requests reach the scheduler one admission interval apart. The simulated requests become a
+:class:`~claimcheck.readings.timeline.Timeline`. Pure; seconds and tokens."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from claimcheck.model.model import (
+    Calibration,
+    EngineShape,
+    StepCost,
+    aligned_chunk,
+    mixed_cost,
+    row_factor,
+    step_cost,
+    step_cost_sum,
+)
+from claimcheck.readings.timeline import RequestTimeline, Timeline
+
+
+@dataclass
+class _Req:
+    """One simulated request: its prompt and output lengths (tokens), when its client sent
+    it and when it reaches the scheduler (s), prompt tokens computed so far, and the times
+    of its tokens (s)."""
+
+    idx: int
+    prompt: int
+    output: int
+    sent: float
+    arrival: float
+    prefilled: int = 0
+    times: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated step: its timeline and where the time went (s)."""
+
+    timeline: Timeline
+    engine_steps: int
+    time_s: dict[str, float]
+    """Simulated time by the term that bounded each step: ``memory``, ``compute``, ``idle``."""
+    memory_parts_s: dict[str, float]
+    """Memory-term time split into weights, state and KV (over memory-bound steps)."""
+
+    @property
+    def bound(self) -> str:
+        """The term that bounded most of the simulated time."""
+        return max(("memory", "compute"), key=lambda k: self.time_s[k])
+
+
+def _decode_factor(cal: Calibration, rows: int) -> float:
+    """The decode-row factor of a decode-only step of ``rows`` rows (:func:`row_factor`);
+    1.0 when none is measured (a step time times 1.0 is that time, exactly)."""
+    return row_factor(cal.row_factors, rows) if cal.row_factors else 1.0
+
+
+def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
+           ) -> tuple[StepCost, float]:
+    """Price one scheduled step ((request, new positions) pairs): its :func:`step_cost`
+    over the requests' contexts after the step, the positions in all and the sampled ones
+    (a request sampling a token: decoding, or finishing its prompt), and its time in s,
+    the cost's times the decode-row factor when the step only decodes."""
+    contexts, tokens, sampled = [], 0, 0
+    for r, n in sched:
+        contexts.append(r.prefilled + len(r.times) + n)
+        tokens += n
+        if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
+            sampled += 1
+    cost = step_cost(shape, cal, contexts, tokens, sampled)
+    if cal.mixed_prefill_factor != 1.0 and len(sched) > 1 and any(
+            r.prefilled < r.prompt for r, _ in sched):  # a prompt chunk beside other requests
+        cost = mixed_cost(cost, cal.mixed_prefill_factor)
+    step_s = cost.time_s
+    if tokens == sampled == len(sched):  # a decode-only step
+        step_s *= _decode_factor(cal, len(sched))
+    return cost, step_s
+
+
+@dataclass
+class _Loop:
+    """The simulation's state: requests not yet sent (``pending``, indices), those sent
+    (``waiting``, in arrival order), scheduled (``running``) and finished (``done``); the
+    clock ``t`` (s); the steps taken and where their time went (s)."""
+
+    shape: EngineShape
+    cal: Calibration
+    prompts: list[int]
+    outputs: list[int]
+    pending: deque[int]
+    waiting: deque[_Req] = field(default_factory=deque)
+    running: list[_Req] = field(default_factory=list)
+    done: list[_Req] = field(default_factory=list)
+    t: float = 0.0
+    steps: int = 0
+    spent: dict[str, float] = field(
+        default_factory=lambda: {"memory": 0.0, "compute": 0.0, "idle": 0.0})
+    parts: dict[str, float] = field(
+        default_factory=lambda: {"weights": 0.0, "state": 0.0, "kv": 0.0})
+    wave_t: float = 0.0
+    """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
+    wave_n: int = 0
+
+    def send_first_wave(self, streams: int) -> None:
+        """Each of the ``streams`` clients sends one request at 0 s (one wave): the k-th
+        reaches the scheduler after the overhead plus k admission intervals."""
+        ov, gap = self.cal.request_overhead_s, self.cal.admission_interval_s
+        for k in range(min(streams, len(self.prompts))):
+            i = self.pending.popleft()
+            self.waiting.append(_Req(i, self.prompts[i], self.outputs[i], 0.0, ov + k * gap))
+
+    def finish(self, r: _Req) -> None:
+        """``r`` is done at ``t``: its client sends the next request, if any, which reaches
+        the scheduler after the overhead plus one admission interval per request sent
+        before it at the same moment."""
+        self.running.remove(r)
+        self.done.append(r)
+        if self.pending:
+            i = self.pending.popleft()
+            self.wave_n = self.wave_n + 1 if self.wave_t == self.t else 0
+            self.wave_t = self.t
+            self.waiting.append(_Req(
+                i, self.prompts[i], self.outputs[i], self.t, self.t
+                + self.cal.request_overhead_s + self.wave_n * self.cal.admission_interval_s))
+
+    def idle_until_arrival(self) -> None:
+        """With nothing running and the next request still on its way: the clock jumps to
+        its arrival, the time counted idle."""
+        if not self.running and self.waiting[0].arrival > self.t:
+            self.spent["idle"] += self.waiting[0].arrival - self.t
+            self.t = self.waiting[0].arrival
+
+    def charge(self, cost: StepCost, step_s: float) -> None:
+        """Count a step of ``step_s`` seconds to the term that bounds it (and a memory-bound
+        step's weights, state and KV parts)."""
+        bound = cost.bound
+        self.spent[bound] += step_s
+        if bound == "memory":
+            self.parts["weights"] += cost.weights_s
+            self.parts["state"] += cost.state_s
+            self.parts["kv"] += cost.kv_s
+
+    def decode_run(self) -> int:
+        """How many steps from ``t`` only decode the running requests (one token each,
+        nothing admitted), ending with the step in which the first of them finishes; 0 when
+        the next step is not such a step, or when an arrival could be admitted before then
+        (those steps go through :meth:`schedule`, which handles every case)."""
+        running, shape = self.running, self.shape
+        if not running or len(running) > shape.max_num_batched_tokens:
+            return 0
+        if any(r.prefilled < r.prompt or not r.times for r in running):
+            return 0
+        if self.waiting and len(running) < shape.max_num_seqs:
+            return 0  # an arrival may be admitted at some step: priced one by one
+        return min(r.output - len(r.times) for r in running)
+
+    def fast_forward(self, n_steps: int) -> None:
+        """The decode fast-forward: ``n_steps`` steps (:meth:`decode_run`) that each give
+        every running request one token, priced one by one from the request count and
+        their summed context (:func:`step_cost_sum`, the decode-row factor at that count);
+        then the requests that reached their output length finish, in running order, as
+        the step-by-step path finishes them."""
+        running = self.running
+        b = len(running)
+        ctx = sum(r.prefilled + len(r.times) for r in running)
+        factor = _decode_factor(self.cal, b)
+        seg: list[float] = []
+        for _ in range(n_steps):
+            ctx += b
+            cost = step_cost_sum(self.shape, self.cal, b, ctx, b, b)
+            step_s = cost.time_s * factor
+            self.t += step_s
+            seg.append(self.t)
+            self.charge(cost, step_s)
+        self.steps += n_steps
+        for r in running:
+            r.times.extend(seg)
+        for r in [r for r in running if len(r.times) >= r.output]:
+            self.finish(r)
+
+    def schedule(self) -> list[tuple[_Req, int]]:
+        """One step's batch as vLLM V1 schedules it, (request, new positions) pairs: the
+        running requests first (one decode token each, or their next prompt chunk) while
+        the token budget lasts, then waiting requests admitted (:meth:`admit`)."""
+        budget = self.shape.max_num_batched_tokens
+        block = self.shape.mamba_align_block_tokens
+        sched: list[tuple[_Req, int]] = []
+        for r in self.running:
+            if budget <= 0:
+                break
+            n = (aligned_chunk(r.prompt, r.prefilled, min(r.prompt - r.prefilled, budget), block)
+                 if r.prefilled < r.prompt else 1)
+            if n == 0:  # no block-aligned chunk fits: skipped this step, as vLLM does
+                continue
+            sched.append((r, n))
+            budget -= n
+        self.admit(sched, budget)
+        return sched
+
+    def admit(self, sched: list[tuple[_Req, int]], budget: int) -> None:
+        """Admission of waiting requests: in arrival order, those that have arrived by ``t``
+        join the running ones and ``sched`` with their first prompt chunk, while ``budget``
+        tokens and free slots (``max_num_seqs``) last; stops at the first whose chunk would
+        be empty (block-aligned), as vLLM does."""
+        waiting, running = self.waiting, self.running
+        block = self.shape.mamba_align_block_tokens
+        while (waiting and waiting[0].arrival <= self.t and budget > 0
+               and len(running) < self.shape.max_num_seqs):
+            n = aligned_chunk(waiting[0].prompt, 0, min(waiting[0].prompt, budget), block)
+            if n == 0:
+                break
+            r = waiting.popleft()
+            running.append(r)
+            sched.append((r, n))
+            budget -= n
+
+    def advance(self, sched: list[tuple[_Req, int]]) -> None:
+        """The step's results at ``t``: prompt chunks computed, a token for each request
+        that decoded or finished its prompt; requests at their output length finish."""
+        for r, n in sched:
+            if r.prefilled < r.prompt:
+                r.prefilled += n
+                if r.prefilled == r.prompt:
+                    r.times.append(self.t)
+            else:
+                r.times.append(self.t)
+            if len(r.times) >= r.output:
+                self.finish(r)
+
+    def result(self, streams: int) -> Simulation:
+        """The finished requests as a timeline (in the order sent) and the time accounts."""
+        reqs = tuple(
+            RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent,
+                            prompt_tokens=r.prompt, token_times_s=tuple(r.times),
+                            chunks=len(r.times))
+            for r in sorted(self.done, key=lambda r: r.idx))
+        return Simulation(timeline=Timeline(streams=streams, requests=reqs),
+                          engine_steps=self.steps, time_s=self.spent,
+                          memory_parts_s=self.parts)
+
+
+def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: list[int],
+             streams: int) -> Simulation:
+    """Run ``len(prompts)`` requests through the engine at ``streams`` concurrent clients (a
+    closed loop): step by step, each scheduled (:meth:`_Loop.schedule`), priced
+    (:func:`_price`) and advanced, except runs of decode-only steps, fast-forwarded
+    (:meth:`_Loop.fast_forward`)."""
+    if len(prompts) != len(outputs) or not prompts:
+        raise ValueError("prompts and outputs must be equally long and not empty")
+    if streams < 1:
+        raise ValueError(f"streams must be >= 1, got {streams}")
+    loop = _Loop(shape, cal, prompts, outputs, deque(range(len(prompts))))
+    loop.send_first_wave(streams)
+    while loop.running or loop.waiting:
+        loop.idle_until_arrival()
+        n_ff = loop.decode_run()
+        if n_ff:
+            loop.fast_forward(n_ff)
+            continue
+        sched = loop.schedule()
+        cost, step_s = _price(shape, cal, sched)
+        loop.t += step_s
+        loop.steps += 1
+        loop.charge(cost, step_s)
+        loop.advance(sched)
+    return loop.result(streams)
+
+
+def shares(sim: Simulation) -> dict[str, float]:
+    """Fractions of simulated busy time by bounding term, and of memory time by part."""
+    busy = sim.time_s["memory"] + sim.time_s["compute"]
+    mem = sum(sim.memory_parts_s.values())
+    out = {f"{k}_bound_share": v / busy for k, v in sim.time_s.items() if k != "idle" and busy}
+    out.update({f"{k}_share_of_memory": v / mem for k, v in sim.memory_parts_s.items()
+                if mem})
+    return out

@@ -1,0 +1,1 @@
+"""The physics of a step: units, formats, geometry, weights, cards, ceilings and the roofline."""

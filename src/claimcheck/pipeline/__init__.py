@@ -1,0 +1,1 @@
+"""What the workflow and notebooks call: derived data, run products, figures, documents."""

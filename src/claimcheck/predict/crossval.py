@@ -1,0 +1,193 @@
+"""The model on shapes it has not seen: leave-one-run-out cross-validation.
+
+Each committed run's steps are predicted with a calibration chosen by the one rule
+(:func:`claimcheck.calibration.calibrate.choose_for`) among all the OTHER runs: the run is left
+out of every term (bandwidth, overhead, compute, decode rows, admission, KV read), so no
+step's own run feeds its prediction. A run whose engine has no calibration without it (its
+only one-stream decode step was its own) is kept with no prediction and the reason
+(``cv_note``); it counts as a miss.
+
+Beside each cross-validated error stands the in-sample one (the model table's: every run in
+the pool, :func:`claimcheck.predict.modeltable.table_rows`), and ``calibration_step`` marks
+the steps the in-sample calibration took a term from. Summaries per engine
+(:func:`by_engine`) and per term (:func:`by_term`) count the complete steps within the
+tolerance on end to end, on decode, and on both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claimcheck.calibration.calibrate import choose_for, run_key
+from claimcheck.calibration.termsources import TERMS, borrowed_terms, term_sources
+from claimcheck.config.configfiles import load_model_terms
+from claimcheck.config.protocols import Terms
+from claimcheck.files.errors import InputError
+from claimcheck.model import model as m
+from claimcheck.predict.modeltable import predict_run, table_rows
+from claimcheck.runs.run import Run
+from claimcheck.verdicts.accuracy import within, within_both
+from claimcheck.verdicts.verdicts import TOLERANCE
+
+COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "step", "repeat",
+           "streams", "requests", "step_status", "calibration_step",
+           "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
+           "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
+           "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "borrowed_terms",
+           *(f"{t}_runs" for t in TERMS))
+"""crossval.csv's columns (data/derived/crossval.csv), in order."""
+
+
+def held_out_rows(target: Run, runs: list[Run],
+                  cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                  terms: Terms | None = None, user_cards: str | None = None
+                  ) -> list[dict[str, Any]]:
+    """``target``'s steps predicted with ``target`` left out of ``runs`` (every term chosen
+    among the others); with no calibration left, its steps with no prediction and why."""
+    others = [r for r in runs if r is not target and r.name != target.name]
+    prov = target.provenance.raw
+    base = {"run": target.name, "card": prov.get("card"), "engine": prov.get("engine"),
+            "weight_format": run_key(target)[2],
+            "weights": (prov.get("engine_config") or {}).get("weights"),
+            "protocol": (prov.get("protocol_config") or {}).get("name")}
+    try:
+        choice = choose_for(target, others, terms)
+        out = predict_run(target, choice, cache, user_cards)
+    except InputError as e:
+        return [{**base, "step": s.record["step"], "repeat": s.record["repeat"],
+                 "streams": s.timeline.streams, "requests": len(s.timeline.requests),
+                 "step_status": s.record.get("status") or "complete",
+                 "predicted_e2e_tok_s": None, "predicted_decode_tok_s": None,
+                 "e2e_error": None, "decode_error": None, "borrowed_terms": "",
+                 "cv_note": f"no calibration without this run: {e}",
+                 **{f"{t}_runs": "" for t in TERMS}} for s in target.traces]
+    src = term_sources(choice, str(prov.get("engine")))
+    terms = {f"{t}_runs": "; ".join(src[t]["runs"]) for t in TERMS}
+    rows = []
+    for r in out["steps"]:
+        rows.append({**base, **{k: r[k] for k in (
+            "step", "repeat", "streams", "requests", "step_status", "predicted_e2e_tok_s",
+            "measured_e2e_tok_s", "e2e_error", "predicted_decode_tok_s",
+            "measured_decode_tok_s", "decode_error")},
+            "cv_note": "", "borrowed_terms": "; ".join(borrowed_terms(src)), **terms})
+    return rows
+
+
+def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[str, Any]]:
+    """Every step of every run, cross-validated (:func:`held_out_rows`), with its in-sample
+    errors and ``calibration_step`` from the model table's calibration over all ``runs``;
+    columns :data:`COLUMNS`; ``user_cards``: a cards file merged over the registry."""
+    inside = {(r["run"], r["step"], r["repeat"]): r for r in table_rows(runs, [], user_cards)}
+    cache: dict[tuple[Any, ...], m.Calibration] = {}
+    terms = load_model_terms()  # config/protocols.yaml, read once here
+    rows = []
+    for target in runs:
+        if target.drafts:  # no plain model of a drafting step to validate (choose_for)
+            continue
+        for r in held_out_rows(target, runs, cache, terms, user_cards):
+            ins = inside.get((r["run"], r["step"], r["repeat"]), {})
+            if r.get("measured_e2e_tok_s") is None and ins:
+                r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]
+                r["measured_decode_tok_s"] = ins["measured_decode_tok_s"]
+            r["calibration_step"] = bool(ins.get("calibration_step", False))
+            r["in_sample_e2e_error"] = ins.get("e2e_error")
+            r["in_sample_decode_error"] = ins.get("decode_error")
+            rows.append({c: r.get(c) for c in COLUMNS})
+    return rows
+
+
+def _counts(rows: list[dict[str, Any]], prefix: str, tolerance: float) -> dict[str, int]:
+    """Rows within ``tolerance`` on e2e, on decode and on both; a row with no e2e error (no
+    prediction) is within on neither."""
+    pairs = [(r[f"{prefix}e2e_error"], r[f"{prefix}decode_error"]) for r in rows]
+    return {"e2e_within": sum(e is not None and within(e, tolerance) for e, _ in pairs),
+            "decode_within": sum(e is not None and within(d, tolerance) for e, d in pairs),
+            "both_within": sum(within_both(e, d, tolerance) for e, d in pairs)}
+
+
+def complete(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of complete steps (a failed step is never compared)."""
+    return [r for r in rows if r["step_status"] == "complete"]
+
+
+def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """Counts over the complete ``rows``: ``steps``, ``unpredicted`` (no calibration without
+    their run), and within ``tolerance`` on e2e, decode (a held prefill's null decode is no
+    miss) and both: ``cross_validated`` and ``in_sample``."""
+    rows = complete(rows)
+    return {"steps": len(rows), "unpredicted": sum(bool(r["cv_note"]) for r in rows),
+            "cross_validated": _counts(rows, "", tolerance),
+            "in_sample": _counts(rows, "in_sample_", tolerance)}
+
+
+def by_engine(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
+              ) -> dict[str, dict[str, Any]]:
+    """:func:`summary` per engine (complete steps only)."""
+    engines = sorted({str(r["engine"]) for r in rows})
+    return {e: summary([r for r in rows if str(r["engine"]) == e], tolerance)
+            for e in engines}
+
+
+def by_term(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
+            ) -> dict[str, dict[str, Any]]:
+    """Per term, over the complete cross-validated steps: how many had it measured
+    (``with``), how many took it from another engine (``borrowed``), and the
+    :func:`summary` of the steps with it and of those without."""
+    rows = [r for r in complete(rows) if not r["cv_note"]]  # "" in memory, None from csv
+    out = {}
+    for t in TERMS:
+        has = [r for r in rows if r[f"{t}_runs"]]
+        out[t] = {"with": len(has),
+                  "borrowed": sum(f"{t} (" in (r["borrowed_terms"] or "") for r in has),
+                  "summary_with": summary(has, tolerance),
+                  "summary_without": summary([r for r in rows if not r[f"{t}_runs"]],
+                                             tolerance)}
+    return out
+
+
+def update_sentence(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> str:
+    """The one sentence an Update can print from the table: the pooled cross-validated
+    count and each engine's."""
+    s = summary(rows, tolerance)
+    per = by_engine(rows, tolerance)
+    parts = ", ".join(f"{e} {v['cross_validated']['both_within']} of {v['steps']}"
+                      for e, v in per.items())
+    return (f"Each run predicted with that run left out of every term of the model, "
+            f"{s['cross_validated']['both_within']} of {s['steps']} committed steps land "
+            f"within {tolerance:.0%} on both end to end and decode ({parts}).")
+
+
+def read(path: str) -> list[dict[str, Any]]:
+    """crossval.csv read back typed, every column of :data:`COLUMNS` there: InputError
+    naming the file and the missing columns otherwise (a table of another version)."""
+    from claimcheck.files.framefiles import read_rows
+
+    rows = read_rows(path)
+    missing = [c for c in COLUMNS if rows and c not in rows[0]]
+    if missing:
+        raise InputError(str(path), f"missing column(s) {', '.join(missing)}: not a "
+                         "cross-validation table of this version (rule crossval writes one)")
+    return rows
+
+
+def write(run_dirs: list[str], out_csv: str, user_cards: str | None = None) -> list[str]:
+    """crossval.csv from the run directories, read once; returns the log lines: the row
+    count, the pooled and per-engine counts (in sample, then cross-validated) and the
+    Update's sentence (:func:`update_sentence`). Each run's card is read from the registry
+    and ``user_cards`` merged over it."""
+    from claimcheck.physics.cardfiles import load_cards
+    from claimcheck.runs.run import load_run
+    from claimcheck.runs.tables import write_csv
+
+    cards = load_cards(user_path=user_cards)
+    rows = cross_validate([load_run(d, cards) for d in run_dirs], user_cards)
+    write_csv(rows, out_csv)
+    lines = [f"{out_csv}: {len(rows)} rows"]
+    for e, v in {"all": summary(rows), **by_engine(rows)}.items():
+        i, c = v["in_sample"], v["cross_validated"]
+        lines.append(f"{e}: {v['steps']} steps; within e2e / decode / both: in sample "
+                     f"{i['e2e_within']} / {i['decode_within']} / {i['both_within']}, "
+                     f"cross-validated {c['e2e_within']} / {c['decode_within']} / "
+                     f"{c['both_within']}")
+    lines.append(update_sentence(rows))
+    return lines

@@ -1,0 +1,110 @@
+"""Parse vLLM server log lines: periodic throughput stats, memory, failures."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from claimcheck.readings.definitions import engine_log_steady_tok_s
+
+STATS = re.compile(
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, "
+    r"Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+    r"(?:, Deferred: \d+ reqs)?(?:, Preemptions: (?P<preempt>\d+))?"
+    r"(?:, (?:GPU|CPU) KV cache usage: (?P<kv>[\d.]+)%)?")
+TIME = re.compile(r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)")
+WEIGHTS = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB")
+KV_POOL = re.compile(r"(?:GPU|CPU) KV cache size: (?P<tokens>[\d,]+) tokens")
+FATAL = re.compile(r"EngineDeadError|EngineCore encountered a fatal error|"
+                   r"CUDA out of memory|torch\.OutOfMemoryError|Traceback \(most recent")
+
+
+@dataclass(frozen=True)
+class StatsLine:
+    """One periodic stats line. Throughputs in tokens/s over the logging interval."""
+
+    line_no: int
+    time: str | None
+    prompt_tok_s: float
+    generation_tok_s: float
+    running: int
+    waiting: int
+    preemptions: int
+    kv_usage_pct: float | None
+
+
+def stats_lines(text: str) -> list[StatsLine]:
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        m = STATS.search(line)
+        if not m:
+            continue
+        t = TIME.search(line)
+        out.append(StatsLine(
+            line_no=i, time=f"{t['md']} {t['hms']}" if t else None,
+            prompt_tok_s=float(m["prompt"]), generation_tok_s=float(m["gen"]),
+            running=int(m["running"]), waiting=int(m["waiting"]),
+            preemptions=int(m["preempt"] or 0),
+            kv_usage_pct=float(m["kv"]) if m["kv"] else None))
+    return out
+
+
+def steady_state_tok_s(lines: list[StatsLine], streams: int) -> float | None:
+    """Median generation throughput over lines with all ``streams`` running and no prefill.
+
+    HyperQwen's batch README definition of its steady figure. None when no line qualifies.
+    The arithmetic is :func:`claimcheck.readings.definitions.engine_log_steady_tok_s`.
+    """
+    return engine_log_steady_tok_s(lines, streams)
+
+
+def steady_lines(lines: list[StatsLine], streams: int) -> list[StatsLine]:
+    """Lines with at least ``streams`` running, generating, and no prompt tokens."""
+    return [s for s in lines if s.running >= streams and s.prompt_tok_s == 0
+            and s.generation_tok_s > 0]
+
+
+LINEAR_KERNEL = re.compile(r"Using (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+
+
+def linear_kernel(text: str) -> str | None:
+    """The quantized linear kernel the engine chose, lower case ("Using MacheteLinearKernel
+    for AutoGPTQLinearMethod": "machete"); None when the log names none (unquantized)."""
+    m = LINEAR_KERNEL.search(text)
+    return m["kernel"].lower() if m else None
+
+
+def weights_gib(text: str) -> float | None:
+    """GiB the engine reports for the weights ("Model loading took X GiB")."""
+    m = WEIGHTS.search(text)
+    return float(m["gib"]) if m else None
+
+
+ALIGN_MODE = re.compile(r"Prefix caching in Mamba cache 'align' mode is currently enabled")
+ATTN_BLOCK = re.compile(r"Setting attention block size to (?P<tokens>\d+) tokens")
+
+
+def mamba_align_block_tokens(text: str) -> int | None:
+    """The block (tokens) prefill chunks end on when the start log says vLLM runs its Mamba
+    cache in 'align' mode ("Setting attention block size to N tokens"); None otherwise.
+    ValueError when align mode is on without a usable block line."""
+    if not ALIGN_MODE.search(text):
+        return None
+    m = ATTN_BLOCK.search(text)
+    if not m:
+        raise ValueError("Mamba cache 'align' mode is on but no 'Setting attention block size "
+                         "to N tokens' line says its block")
+    if int(m["tokens"]) < 1:
+        raise ValueError(f"attention block size must be >= 1 token, got {m['tokens']}")
+    return int(m["tokens"])
+
+
+def kv_pool_tokens(text: str) -> int | None:
+    m = KV_POOL.search(text)
+    return int(m["tokens"].replace(",", "")) if m else None
+
+
+def fatal_lines(text: str) -> list[str]:
+    """Lines that say the engine failed (EngineDeadError, OOM, tracebacks)."""
+    return [ln for ln in text.splitlines() if FATAL.search(ln)]

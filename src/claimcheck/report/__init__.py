@@ -1,1 +1,0 @@
-"""The reporting side: run records, derived tables, the Update section, plots and figure style."""

@@ -1,0 +1,101 @@
+"""The Update's words for the model on runs it has not seen (issue 43 item 1), from
+data/derived/crossval.csv (:mod:`claimcheck.predict.crossval`): the body's named values
+(``cv.*``) and the appendix's section, per engine and per run. Pure: rows in, values and
+Markdown out; every count is :func:`claimcheck.predict.crossval.summary`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from claimcheck.predict import crossval as cv
+from claimcheck.update.template import Value, flag, num, word
+from claimcheck.verdicts.accuracy import within_both
+from claimcheck.verdicts.verdicts import TOLERANCE
+
+SRC = "crossval.csv"
+NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
+         "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
+         "cv.worst_hi", "cv.tolerance")
+
+
+def _both(s: Mapping[str, Any]) -> int:
+    return int(s["cross_validated"]["both_within"])
+
+
+def _missed(r: Mapping[str, Any], tolerance: float) -> bool:
+    return not within_both(r["e2e_error"], r["decode_error"], tolerance)
+
+
+def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLERANCE
+              ) -> list[Value]:
+    """``cv.has`` and, where the table has rows: the pooled held-out count, the engine with
+    the smallest share within ``tolerance`` and, in it, the protocol with the most misses,
+    with their end-to-end errors' range."""
+    rows = cv.complete(list(rows or []))
+    if not rows:
+        return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC)] + [
+            word(n, "none", SRC) for n in NAMES]
+    s = cv.summary(rows, tolerance)
+    per = cv.by_engine(rows, tolerance)
+    worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
+    missed = [r for r in rows if str(r["engine"]) == worst and _missed(r, tolerance)]
+    by_proto: dict[str, list[Mapping[str, Any]]] = {}
+    for r in missed:
+        by_proto.setdefault(str(r["protocol"]), []).append(r)
+    proto = (max(sorted(by_proto), key=lambda p: len(by_proto[p])) if by_proto else None)
+    errs = [float(r["e2e_error"]) for r in by_proto.get(proto or "", [])
+            if r["e2e_error"] is not None]
+    return [flag("cv.has", True, SRC),
+            flag("cv.worst_has_misses", bool(errs), SRC),
+            num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
+            num("cv.within", _both(s), "steps", SRC, "{:,}"),
+            num("cv.steps", s["steps"], "steps", SRC, "{:,}"),
+            word("cv.worst_engine", f"`{worst}`", SRC),
+            num("cv.worst_within", _both(per[worst]), "steps", SRC, "{:,}"),
+            num("cv.worst_steps", per[worst]["steps"], "steps", SRC, "{:,}"),
+            word("cv.worst_protocol", f"`{proto}`" if proto else "none", SRC),
+            num("cv.worst_misses", len(errs) if errs else None, "steps", SRC, "{:,}"),
+            num("cv.worst_lo", min(errs) if errs else None, "fraction", SRC, "{:+.1%}"),
+            num("cv.worst_hi", max(errs) if errs else None, "fraction", SRC, "{:+.1%}")]
+
+
+def _provenance(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The cards and weights of the rows' runs, in words ("dummy weights" where any is)."""
+    cards = ", ".join(sorted({str(r["card"]) for r in rows}))
+    dummy = sorted({str(r["run"]) for r in rows if r.get("weights") == "dummy"})
+    runs = len({str(r["run"]) for r in rows})
+    weights = ("dummy weights" if len(dummy) == runs else
+               f"{len(dummy):,} of the {runs:,} runs with dummy weights" if dummy else
+               "real weights")
+    return f"Card: {cards}; {weights}."
+
+
+def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
+                     tolerance: float = TOLERANCE) -> str:
+    """``### The model with each run left out``: per engine and per run, the complete steps,
+    how many land within ``tolerance`` on both end to end and decode with the run left out
+    of every term, and in sample; '' without rows."""
+    rows = cv.complete(list(rows or []))
+    if not rows:
+        return ""
+    head = ("| {} | steps | within {:.0%}, run left out | within {:.0%}, in sample |\n"
+            "|---|---:|---:|---:|\n")
+    out = ["### The model with each run left out\n\n",
+           "Each committed run's steps predicted with that run left out of every term of the "
+           "model (calibration, decode rows, KV read, admission: `claimcheck model "
+           "--cross-validate`), against the same steps predicted with every run in. Within: "
+           "on both end to end and decode (a held prefill's decode is no miss). "
+           + _provenance(rows) + "\n\n",
+           head.format("engine", tolerance, tolerance)]
+    for e, v in cv.by_engine(rows, tolerance).items():
+        out.append(f"| `{e}` | {v['steps']:,} | {_both(v):,} | "
+                   f"{v['in_sample']['both_within']:,} |\n")
+    s = cv.summary(rows, tolerance)
+    out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
+    out.append("\n" + head.format("run", tolerance, tolerance))
+    for run in sorted({str(r["run"]) for r in rows}):
+        v = cv.summary([r for r in rows if str(r["run"]) == run], tolerance)
+        out.append(f"| {run} | {v['steps']:,} | {_both(v):,} | "
+                   f"{v['in_sample']['both_within']:,} |\n")
+    return "".join(out)

@@ -1,0 +1,130 @@
+"""The Update body's named values of each weight format's share of its bandwidth line
+(:mod:`claimcheck.update.template`): its median η and span, the format of lowest η against
+the next larger weights, and a format also run on another kernel (``w4a16:machete``,
+:func:`claimcheck.findings.stepframe.series_format`). Pure: the step frame in, values out."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from claimcheck.findings.stepframe import KERNEL_SEP, decode_levels, fmt_name, main_context
+from claimcheck.update.template import Value, flag, num, word
+
+PCT = "{:.0%}"
+
+
+def share_values(f: pd.DataFrame) -> list[Value]:
+    """Each format's median η at its main context and the streams it spans (a format on a
+    kernel other than the claim cards' is :func:`alt_values`')."""
+    src = "runs.csv, steps where every stream decodes"
+    d = main_context(decode_levels(f))
+    out = []
+    for fm, g in d.groupby("weight_format"):
+        if KERNEL_SEP in str(fm):  # a format on another kernel: alt_values
+            continue
+        out += [num(f"share.{fm}.eta", g["share"].median(), "fraction", src, PCT),
+                num(f"share.{fm}.top", g["streams"].max(), "streams", src, "{:,.0f}"),
+                num(f"share.{fm}.context", g["context_tokens_per_stream"].iloc[0], "tokens",
+                    src, "{:,.0f}"),
+                word(f"share.{fm}.name", fmt_name(fm), src)]
+    return out
+
+
+LOW = ("share.low.name", "share.low.eta", "share.low.top", "share.low.one_ms",
+       "share.low.top_ms", "share.low.vs", "share.low.vs_one_ms", "share.low.vs_top_ms",
+       "share.low.kernel", "share.low.kernel_arch")
+
+
+def low_values(f: pd.DataFrame) -> list[Value]:
+    """With three or more weight formats at their main context: the one of lowest median η,
+    its step (streams x 1000 / tok/s summed while every stream decodes) at one stream and
+    at its most streams, against the format of the next larger weights at the same streams;
+    ``share.low.has`` where its weights are smaller and its step at the most streams longer
+    (it moves fewer bytes, yet steps slower); ``share.low.foreign`` where the format's
+    kernel (:data:`claimcheck.predict.carry.KERNEL_PATH`) was built for other architectures
+    than the card's (the carried model then takes none of its runs)."""
+    from claimcheck.physics.cardfiles import load_cards
+    from claimcheck.predict.carry import KERNEL_ARCH, KERNEL_PATH, foreign_kernel
+    src = "runs.csv, steps where every stream decodes"
+    d = main_context(decode_levels(f))
+    d = d[~d["weight_format"].astype(str).str.contains(KERNEL_SEP, regex=False)]
+    med = d.groupby("weight_format")["share"].median()
+    none = [flag("share.low.has", False, src), flag("share.low.foreign", False, src)] + [
+        Value(n, None, "", "", src) for n in LOW]
+    if len(med) < 3:
+        return none
+    low = str(med.idxmin())
+    wb = d.groupby("weight_format")["weight_bytes"].median()
+    bigger = wb[wb > wb[low]]
+    if bigger.empty:
+        return none
+    vs = str(bigger.idxmin())
+    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (low, vs))
+    both = a.index.intersection(b.index)
+    if 1 not in both:
+        return none
+    n = max(both)
+
+    def step(g: pd.DataFrame, k: float) -> float:
+        return float(k * 1000 / g.loc[k, "decode"])
+    holds = step(a, n) > step(b, n)
+    kernel = KERNEL_PATH.get(low)
+    card = load_cards().get(str(f["card"].iloc[0]))  # a card of one's own: arch unknown
+    foreign = card is not None and foreign_kernel(low, card.arch, card.name) is not None
+    return [flag("share.low.has", holds, src),
+            flag("share.low.foreign", holds and foreign, "data/raw/cards.csv arch, "
+                 "predict.carry.KERNEL_ARCH"),
+            word("share.low.kernel", (kernel or "its kernel").capitalize(), src),
+            word("share.low.kernel_arch", " and ".join(
+                x.capitalize() for x in KERNEL_ARCH.get(kernel or "", ())) or None,
+                 "predict.carry.KERNEL_ARCH"),
+            word("share.low.name", fmt_name(low), src),
+            num("share.low.eta", med[low], "fraction", src, PCT),
+            num("share.low.top", n, "streams", src, "{:,.0f}"),
+            num("share.low.one_ms", step(a, 1), "ms", src, "{:.1f}"),
+            num("share.low.top_ms", step(a, n), "ms", src, "{:.1f}"),
+            word("share.low.vs", fmt_name(vs), src),
+            num("share.low.vs_one_ms", step(b, 1), "ms", src, "{:.1f}"),
+            num("share.low.vs_top_ms", step(b, n), "ms", src, "{:.1f}")]
+
+
+ALT = ("share.alt.name", "share.alt.kernel", "share.alt.eta", "share.alt.top",
+       "share.alt.one_ms", "share.alt.top_ms", "share.alt.base", "share.alt.base_kernel",
+       "share.alt.base_one_ms", "share.alt.base_top_ms")
+
+
+def alt_values(f: pd.DataFrame) -> list[Value]:
+    """A weight format also run on a kernel other than the claim cards'
+    (:func:`~claimcheck.findings.stepframe.series_format`, the first by name): its median η at
+    its main context and its step at one stream and at the most streams both kernels ran,
+    against the same format on the claim cards' kernel; ``share.alt.has`` where both have
+    one stream."""
+    from claimcheck.predict.carry import KERNEL_PATH
+    src = "runs.csv, steps where every stream decodes"
+    d = main_context(decode_levels(f))
+    alts = sorted(str(x) for x in d["weight_format"].unique() if KERNEL_SEP in str(x))
+    none = [flag("share.alt.has", False, src)] + [Value(n, None, "", "", src) for n in ALT]
+    if not alts:
+        return none
+    alt = alts[0]
+    base, _, kernel = alt.partition(KERNEL_SEP)
+    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (alt, base))
+    both = a.index.intersection(b.index)
+    if 1 not in both:
+        return none
+    n = max(both)
+
+    def step(g: pd.DataFrame, k: float) -> float:
+        return float(k * 1000 / g.loc[k, "decode"])
+    return [flag("share.alt.has", True, src),
+            word("share.alt.name", fmt_name(base), src),
+            word("share.alt.kernel", kernel.capitalize(), src),
+            num("share.alt.eta", a["share"].median(), "fraction", src, PCT),
+            num("share.alt.top", n, "streams", src, "{:,.0f}"),
+            num("share.alt.one_ms", step(a, 1), "ms", src, "{:.1f}"),
+            num("share.alt.top_ms", step(a, n), "ms", src, "{:.1f}"),
+            word("share.alt.base", fmt_name(base), src),
+            word("share.alt.base_kernel", (KERNEL_PATH.get(base) or "its kernel").capitalize(),
+                 src),
+            num("share.alt.base_one_ms", step(b, 1), "ms", src, "{:.1f}"),
+            num("share.alt.base_top_ms", step(b, n), "ms", src, "{:.1f}")]
