@@ -125,3 +125,36 @@ def test_an_architecture_no_card_has_is_refused_naming_its_cell(tmp_path):
     assert {c: k.arch for c, k in load_cards().items()} == {
         "rtx3090": "ampere", "rtx4090": "ada", "rtx5090": "blackwell", "h100": "hopper",
         "h200": "hopper", "b200": "blackwell"}
+
+
+RUN = "h200-20261204-w4a16-dummy-machete-16k-single-stream"
+
+
+def _run_on(tmp_path, card):
+    """The committed run copied with its provenance's card renamed to ``card``."""
+    import json
+    import shutil
+    d = tmp_path / "runs" / RUN
+    shutil.copytree(RAW / "runs" / RUN, d)
+    shutil.copy(RAW / "runs" / "bench-sha256.txt", d.parent)  # the bench bytes it gives back
+    prov = json.loads((d / "provenance.json").read_text())
+    prov["card"] = card
+    (d / "provenance.json").write_text(json.dumps(prov, indent=1))
+    return d
+
+
+def test_metrics_and_model_read_a_run_on_a_card_of_ones_own(tmp_path):
+    """``metrics`` and ``model`` take ``--cards-file`` as ``roofline``, ``predict`` and
+    ``measure`` do: a run measured on a card only a user cards file names is refused without
+    it, naming the card, and read with it."""
+    d = _run_on(tmp_path, "mine")
+    p = cards_file(tmp_path, "memory_bw_gb_s", "4000")  # the H200's row at 4,000 GB/s
+    assert "'mine'" in one_line_error(cli("metrics", str(d)))
+    r = cli("metrics", "--cards-file", p, str(d))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"{RUN}: mine, engine w4a16-dummy-machete-16k")
+    r = cli("model", "--cards-file", p, str(d), "--calibrate-from", str(d))
+    assert r.returncode == 0, r.stderr
+    # the datasheet share from the cards file's bandwidth: 1,545 GB/s / 4,000 = 39% (the
+    # registry's 4,800 GB/s would give 32%)
+    assert "1,545 GB/s (39% of the NVIDIA H200's 4,000 GB/s datasheet)" in r.stdout

@@ -98,7 +98,7 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     from claimcheck.runs.run import load_run
     from claimcheck.runs.steptable import lanes_of, metric_rows
 
-    run = load_run(a.run_dir)
+    run = load_run(a.run_dir, load_cards(user_path=cards_file(a)))
     prov = run.provenance.raw
     proto = prov.get("protocol_config", {})
     rows = [{**{k: v for k, v in m.items() if not k.startswith("lanes_")},
@@ -170,16 +170,17 @@ def cmd_model(a: argparse.Namespace) -> int:
         c = compare(a.before, a.run_dir, a.tolerance)
         emit({k: v for k, v in c.items() if k != "lines"}, a.json, "\n".join(c["lines"]))
         return 0
-    target = load_run(a.run_dir)
+    cards = load_cards(user_path=cards_file(a))
+    target = load_run(a.run_dir, cards)
     if a.calibrate_from:
-        out = predict(target, load_run(a.calibrate_from))
+        out = predict(target, load_run(a.calibrate_from, cards))
     else:  # as the pipeline does: by the stated rule among the runs beside this one
         here = Path(a.run_dir).resolve()
-        sibs = [target] + [load_run(p) for p in find_runs(here.parent)
+        sibs = [target] + [load_run(p, cards) for p in find_runs(here.parent)
                            if p.resolve() != here]
         out = predict_run(target, choose_for(target, sibs))
     proto = target.provenance.raw.get("protocol_config", {})
-    card = get_card(target.provenance.raw["card"])
+    card = get_card(target.provenance.raw["card"], user_path=cards_file(a))
     out["calibration"]["bandwidth_share_of_datasheet"] = (
         out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
     for r in out["steps"]:

@@ -70,7 +70,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
-CARDS_FILE_COMMANDS = ("roofline", "predict", "measure")
+CARDS_FILE_COMMANDS = ("roofline", "predict", "measure", "metrics", "model")
 """The commands that take ``--cards-file`` (a user cards file merged over the registry)."""
 
 
