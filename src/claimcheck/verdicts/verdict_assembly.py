@@ -58,6 +58,146 @@ class VerdictCall:
                          drafting=self.drafting)
 
 
+@dataclass(frozen=True)
+class Sheet:
+    """What every claim's verdict reads, loaded once: the cards, the measured ceilings, the
+    weights registry, the model's geometry, its conv-state dtype and the share of its FLOPs
+    in the MLPs, and the claims by id."""
+
+    cards: Mapping[str, Card]
+    ceilings: Mapping[str, Ceiling]
+    weight_rows: Mapping[str, WeightRow]
+    geom: Geometry
+    conv: Any
+    mlp_share: float
+    by_id: Mapping[str, Claim]
+
+
+def roof(sh: Sheet, c: Any, eta: float = 1.0, tflops: float | None = None) -> dict[str, Any]:
+    """The claim's roofline at the streams sharing it, at ``eta`` and ``tflops``."""
+    shared = replace(c, row={**c.row, "streams": c.streams_sharing})
+    return claim_roofline(shared, sh.geom, dict(sh.cards), dict(sh.ceilings), eta=eta,
+                          weight_rows=dict(sh.weight_rows), tflops=tflops,
+                          conv_state_dtype=sh.conv)
+
+
+def int8_of(sh: Sheet, c: Any, rates: list[tuple[float, str]], dtype: str
+            ) -> list[tuple[float, str]]:
+    """The claim's compute rates with its int8 layers at the card's int8 rate."""
+    card = sh.cards[c["card"]]
+    if not c["int8_layers"] or "int8" not in card.tensor_tflops:
+        return rates
+    return sm.int8_rates(rates, c["int8_layers"], sh.mlp_share, card.tflops("int8"),
+                         card.tflops(dtype))
+
+
+def plain_of(sh: Sheet, c: Any) -> dict[str, Any]:
+    """The plain roofline (eta 1) at the claim's card's own compute for its power limit,
+    its int8 layers at the int8 rate."""
+    p = roof(sh, c)
+    if p["roofline_tok_s"] and c["int8_layers"] and c["card"] in sh.cards:
+        (tf, src), = int8_of(sh, c, [(p["roofline_tflops"], p["roofline_compute"])],
+                             p["roofline_compute_dtype"])
+        p = {**roof(sh, c, 1.0, tf), "roofline_compute": src}
+    return p
+
+
+def one_eta(sh: Sheet, f: sm.Figure) -> str:
+    """"X's 43.6 tok/s (unspecified, 1 stream, context not stated) / its plain roofline
+    58.0 tok/s"."""
+    c = sh.by_id[f.id]
+    ctx = (f"{f.context_tokens:,.0f} tokens of context" if c["context_tokens"]
+           else "context not stated")
+    return (f"{f.id}'s {f.aggregate_tok_s:,.1f} tok/s ({METRICS[c['metric']].label}"
+            f", 1 stream, {ctx}) / its plain roofline {f.plain_tok_s:,.1f} tok/s")
+
+
+def rates_of(sh: Sheet, c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
+    """The compute rates the claim's band spans (one when measured at its power): the
+    source's own measured rate (ceilings.csv) and the 16-bit datasheet rate; a stated int8
+    path is said, never priced at the datasheet's int8 rate (issue 42: HyperQwen's measured
+    ~63 TFLOP/s at 250 W was taken with its int8 MLPs)."""
+    card = sh.cards[c["card"]]
+    ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
+    rates = sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
+                             list(sh.ceilings.values()), ds_tf, ds_src)
+    if c["int8_layers"]:
+        rates = [(tf, f"{src}; int8 activations on {c['int8_layers']} stated, but no "
+                  "int8 rate was measured on this card, so the 16-bit rate stands")
+                 for tf, src in rates]
+    return rates
+
+
+def source_model(sh: Sheet, c: Claim, p: dict[str, Any], mine: list[sm.Figure],
+                 tol_words: str) -> sm.SourceModel | None:
+    """The claim's source model: its plain roofline at the eta of its source's one-stream,
+    no-drafter figures (the claim's own left out where its source has others), over the
+    compute rates of :func:`rates_of`; the plain roofline (eta 1) where the source has no
+    such figure; None without a roofline."""
+    ctx = c["context_tokens"] or 0.0
+    cset = sm.calibration_set(mine, ctx)
+    own = any(f.id == c["id"] for f in cset)
+    if own:  # the claim helps set eta: calibrate on its source's other runs if any
+        alt = sm.calibration_set([f for f in mine if f.run != c["run"]], ctx)
+        cset = alt or cset
+        own = not alt
+    cal = cset[0] if cset else None
+    rates = rates_of(sh, c, p) if p["roofline_tok_s"] else []
+    compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
+               if rates else "")
+    if cal is not None and p["roofline_tok_s"]:
+        etas = [sm.eta_from(f.aggregate_tok_s, f.plain_tok_s)  # type: ignore[arg-type]
+                for f in cset]
+        eta = statistics.median(etas)
+        how = (f"eta {eta:.3f} = {one_eta(sh, cal)}" if len(cset) == 1 else
+               f"eta {eta:.3f}, the median over {len(cset)} one-stream figures of its "
+               "source (" + "; ".join(f"{e:.3f} = {one_eta(sh, f)}" for e, f in
+                                     zip(etas, cset, strict=True)) + ")")
+        return sm.calibrated_model(
+            roof(sh, c, eta, rates[-1][0]), roof(sh, c, eta, rates[0][0]), eta,
+            c.streams_sharing, cset, f"{how}; {compute}{tol_words}", own,
+            compute if len(rates) > 1 else "")
+    if p["roofline_tok_s"]:
+        return sm.SourceModel(
+            tok_s=None, bend_streams=p.get("roofline_bend_streams"),
+            calibration=("no one-stream, no-drafter figure from this source: plain "
+                         f"roofline (eta = 1); {compute}{tol_words}"),
+            compute_range=compute if len(rates) > 1 else "")
+    return None
+
+
+def label_columns(c: Claim) -> dict[str, Any]:
+    """The claim's label audit (:mod:`claimcheck.claims.labels`): each field's status and
+    the fields given, supplied and missing."""
+    given_row = {k: c.stated.get(k) for k in c.row}
+    metric = {"scope": METRICS[c["metric"]].scope, "phase": METRICS[c["metric"]].phase,
+              "definition": METRICS[c["metric"]].definition}
+    given = {k for k, s in lb.audit(given_row, metric).items() if s == lb.SUPPLIED}
+    status = lb.audit(c.row, metric, given)
+    groups = lb.summary(status)
+    return {**{f"label_{k}": s for k, s in status.items()},
+            "labels_given": ",".join(groups[lb.GIVEN]),
+            "labels_supplied": ",".join(groups[lb.SUPPLIED]),
+            "labels_missing": ",".join(groups[lb.MISSING])}
+
+
+def with_seed_aggregate(c: Claim, t: dict[str, Any], claims: list[Claim]) -> dict[str, Any]:
+    """The claim's tidy row with the seed's own aggregate for the same run where the seed
+    gives one (a per-request figure summed over the streams in flight would differ)."""
+    seed_agg = seed_aggregate(c, claims)
+    if seed_agg is None:
+        return t
+    derived = c.aggregate_tok_s
+    # the roofline's tau scales with the aggregate: no second roofline is needed
+    return {**t, "aggregate_tok_s": seed_agg.aggregate_tok_s,
+            "per_stream_tok_s": c["value"],
+            "aggregate_note": (
+                f"The per-request figure ({c['value']:g} tok/s, window not stated) "
+                f"summed over the {c.streams_sharing:g} in flight would read "
+                f"{derived:,.1f} tok/s against the seed's own {seed_agg['value']:,.1f} "
+                f"for the same run ({seed_agg['id']}); the seed's figure is used.")}
+
+
 def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str, Ceiling],
                  weight_rows: dict[str, WeightRow], geom: Geometry, config: Mapping[str, Any],
                  protocols: Mapping[str, Protocol], step_rows: list[dict[str, Any]],
@@ -86,38 +226,14 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     tol = v.TOLERANCE if tolerance is None else tolerance
     steps = ev.comparable_steps(step_rows)
     conv = model_dtype(config)  # the conv state's dtype, as for a measured step
+    sh = Sheet(cards, ceilings, weight_rows, geom, conv, sm.mlp_flop_fraction(config),
+               {c["id"]: c for c in claims})
     protos_of: dict[str, list[str]] = {}
     for name, p in protocols.items():
         for cid in p.source_claims:
             protos_of.setdefault(cid, []).append(name)
 
-    def roof(c: Any, eta: float = 1.0, tflops: float | None = None) -> dict[str, Any]:
-        shared = replace(c, row={**c.row, "streams": c.streams_sharing})
-        return claim_roofline(shared, geom, cards, ceilings, eta=eta, weight_rows=weight_rows,
-                              tflops=tflops, conv_state_dtype=conv)
-
-    mlp_share = sm.mlp_flop_fraction(config)
-
-    def int8_of(c: Any, rates: list[tuple[float, str]], dtype: str
-                ) -> list[tuple[float, str]]:
-        """The claim's compute rates with its int8 layers at the card's int8 rate."""
-        card = cards[c["card"]]
-        if not c["int8_layers"] or "int8" not in card.tensor_tflops:
-            return rates
-        return sm.int8_rates(rates, c["int8_layers"], mlp_share, card.tflops("int8"),
-                             card.tflops(dtype))
-
-    def plain_of(c: Any) -> dict[str, Any]:
-        """The plain roofline (eta 1) at the claim's card's own compute for its power
-        limit, its int8 layers at the int8 rate."""
-        p = roof(c)
-        if p["roofline_tok_s"] and c["int8_layers"] and c["card"] in cards:
-            (tf, src), = int8_of(c, [(p["roofline_tflops"], p["roofline_compute"])],
-                                 p["roofline_compute_dtype"])
-            p = {**roof(c, 1.0, tf), "roofline_compute": src}
-        return p
-
-    plain = {c["id"]: plain_of(c) for c in claims}
+    plain = {c["id"]: plain_of(sh, c) for c in claims}
     key = {c["id"]: sm.source_key(c.row, (c["quantization"] or "").lower()) for c in claims}
     figures: dict[tuple[str, ...], list[sm.Figure]] = {}
     for i, c in enumerate(claims):
@@ -130,38 +246,14 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
             bound=c.row.get("bound") or "",
             workload=(c["metric"], c.streams_sharing, c["prompt_tokens"], c["output_tokens"],
                       c["context_tokens"])))
-    by_id = {c["id"]: c for c in claims}
     # the spread between a seed's own runs of one setup (reproductions, controls): a
     # publisher's two cells of one shape may differ in settings the registry does not hold
     # (HyperQwen's raw 8K cell "with int8 prefill"); never the figure's own distance from
     # its twin (issue 44: a figure passed by a tolerance equal to its own twin's spread)
     spread = {c["id"]: sm.shown_spread([f for f in figures[key[c["id"]]]
-                                        if by_id[f.id]["kind"] != "claim" and f.id != c["id"]])
+                                        if sh.by_id[f.id]["kind"] != "claim" and f.id != c["id"]])
               for c in claims}
     documented = vd.documented_rows(c.row for c in claims)
-
-    def one_eta(f: sm.Figure) -> str:
-        """"X's 43.6 tok/s (unspecified, 1 stream, context not stated) / its plain
-        roofline 58.0 tok/s"."""
-        ctx = (f"{f.context_tokens:,.0f} tokens of context" if by_id[f.id]["context_tokens"]
-               else "context not stated")
-        return (f"{f.id}'s {f.aggregate_tok_s:,.1f} tok/s ({METRICS[by_id[f.id]['metric']].label}"
-                f", 1 stream, {ctx}) / its plain roofline {f.plain_tok_s:,.1f} tok/s")
-
-    def rates_of(c: Any, p: dict[str, Any]) -> list[tuple[float, str]]:
-        """The compute rates the claim's band spans (one when measured at its power): the
-        source's own measured rate (ceilings.csv) and the 16-bit datasheet rate; a
-        stated int8 path is said, never priced at the datasheet's int8 rate (issue 42:
-        HyperQwen's measured ~63 TFLOP/s at 250 W was taken with its int8 MLPs)."""
-        card = cards[c["card"]]
-        ds_tf, ds_src = compute_ceiling(card, p["roofline_compute_dtype"], {})
-        rates = sm.compute_range(c["card"], p["roofline_compute_dtype"], c["power_limit_w"],
-                                 list(ceilings.values()), ds_tf, ds_src)
-        if c["int8_layers"]:
-            rates = [(tf, f"{src}; int8 activations on {c['int8_layers']} stated, but no "
-                      "int8 rate was measured on this card, so the 16-bit rate stands")
-                     for tf, src in rates]
-        return rates
 
     rows = []
     calls: dict[str, VerdictCall] = {}
@@ -170,51 +262,11 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         t = {**c.tidy(), "bound_before": before, "bound_after": after}
         p = plain[c["id"]]
         ceil = v.Ceiling(p["roofline_tok_s"], p.get("roofline_bound", ""), p["roofline_note"])
-        ctx = c["context_tokens"] or 0.0
-        mine = figures[key[c["id"]]]
-        cset = sm.calibration_set(mine, ctx)
-        own = any(f.id == c["id"] for f in cset)
-        if own:  # the claim helps set eta: calibrate on its source's other runs if any
-            alt = sm.calibration_set([f for f in mine if f.run != c["run"]], ctx)
-            cset = alt or cset
-            own = not alt
-        cal = cset[0] if cset else None
         c_tol = max(tol, spread[c["id"]][0])
         tol_words = f"; tolerance {spread[c['id']][1]}" if c_tol > tol else ""
-        rates = rates_of(c, p) if p["roofline_tok_s"] else []
-        compute = ("compute " + " to ".join(f"{tf:.4g} TFLOP/s ({src})" for tf, src in rates)
-                   if rates else "")
-        source = None
-        if cal is not None and p["roofline_tok_s"]:
-            etas = [sm.eta_from(f.aggregate_tok_s, f.plain_tok_s)  # type: ignore[arg-type]
-                    for f in cset]
-            eta = statistics.median(etas)
-            how = (f"eta {eta:.3f} = {one_eta(cal)}" if len(cset) == 1 else
-                   f"eta {eta:.3f}, the median over {len(cset)} one-stream figures of its "
-                   "source (" + "; ".join(f"{e:.3f} = {one_eta(f)}" for e, f in
-                                         zip(etas, cset, strict=True)) + ")")
-            source = sm.calibrated_model(
-                roof(c, eta, rates[-1][0]), roof(c, eta, rates[0][0]), eta, c.streams_sharing,
-                cset, f"{how}; {compute}{tol_words}", own,
-                compute if len(rates) > 1 else "")
-        elif p["roofline_tok_s"]:
-            source = sm.SourceModel(
-                tok_s=None, bend_streams=p.get("roofline_bend_streams"),
-                calibration=("no one-stream, no-drafter figure from this source: plain "
-                             f"roofline (eta = 1); {compute}{tol_words}"),
-                compute_range=compute if len(rates) > 1 else "")
+        source = source_model(sh, c, p, figures[key[c["id"]]], tol_words)
         seed_rep = seed_reproduction(c, claims)
-        seed_agg = seed_aggregate(c, claims)
-        if seed_agg is not None:
-            derived = c.aggregate_tok_s
-            t = {**t, "aggregate_tok_s": seed_agg.aggregate_tok_s,
-                 "per_stream_tok_s": c["value"],
-                 "aggregate_note": (
-                     f"The per-request figure ({c['value']:g} tok/s, window not stated) "
-                     f"summed over the {c.streams_sharing:g} in flight would read "
-                     f"{derived:,.1f} tok/s against the seed's own {seed_agg['value']:,.1f} "
-                     f"for the same run ({seed_agg['id']}); the seed's figure is used.")}
-            # the roofline's tau scales with the aggregate: no second roofline is needed
+        t = with_seed_aggregate(c, t, claims)
         col = ev.METRIC_COLUMN.get(c["metric"])
         infl, infl_src = ev.inflation(steps, col, c.streams_sharing) if col else (None, "")
         protos = protos_of.get(c["id"], [])
@@ -230,12 +282,6 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
-        given_row = {k: c.stated.get(k) for k in c.row}
-        metric = {"scope": METRICS[c["metric"]].scope, "phase": METRICS[c["metric"]].phase,
-                  "definition": METRICS[c["metric"]].definition}
-        given = {k for k, s in lb.audit(given_row, metric).items() if s == lb.SUPPLIED}
-        status = lb.audit(c.row, metric, given)
-        groups = lb.summary(status)
         rows.append({"id": c["id"], "card": c["card"], "metric": c["metric"],
                      "value": c["value"], "streams": c["streams"],
                      "streams_running": c["streams_running"],
@@ -247,10 +293,7 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
                      "replay_context": ev.replay_sentence(
                          replays, res.numbers.get("claim_over_roofline"), c["card"]),
                      "replay_runs": ";".join(r["run"] for r in replays),
-                     **{f"label_{k}": s for k, s in status.items()},
-                     "labels_given": ",".join(groups[lb.GIVEN]),
-                     "labels_supplied": ",".join(groups[lb.SUPPLIED]),
-                     "labels_missing": ",".join(groups[lb.MISSING])})
+                     **label_columns(c)})
     rows = run_as_a_whole(rows, calls, {c["id"]: c["run"] for c in claims})
     if carried is None:
         return rows
