@@ -13,6 +13,20 @@ from claimcheck.update.template import Value, flag, num, word
 PCT = "{:.0%}"
 
 
+def step(g: pd.DataFrame, k: float) -> float:
+    """The step (ms) at ``k`` streams of a format's levels by streams: k x 1000 / tok/s."""
+    return float(k * 1000 / g.loc[k, "decode"])
+
+
+def steps_of(d: pd.DataFrame, x: str, y: str
+             ) -> tuple[pd.DataFrame, pd.DataFrame, float] | None:
+    """Formats ``x`` and ``y``'s levels by streams and the most streams both ran; None
+    where they do not both have one stream."""
+    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (x, y))
+    both = a.index.intersection(b.index)
+    return (a, b, max(both)) if 1 in both else None
+
+
 def share_values(f: pd.DataFrame) -> list[Value]:
     """Each format's median η at its main context and the streams it spans (a format on a
     kernel other than the claim cards' is :func:`alt_values`')."""
@@ -59,14 +73,10 @@ def low_values(f: pd.DataFrame) -> list[Value]:
     if bigger.empty:
         return none
     vs = str(bigger.idxmin())
-    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (low, vs))
-    both = a.index.intersection(b.index)
-    if 1 not in both:
+    pair = steps_of(d, low, vs)
+    if pair is None:
         return none
-    n = max(both)
-
-    def step(g: pd.DataFrame, k: float) -> float:
-        return float(k * 1000 / g.loc[k, "decode"])
+    a, b, n = pair
     holds = step(a, n) > step(b, n)
     kernel = KERNEL_PATH.get(low)
     card = load_cards().get(str(f["card"].iloc[0]))  # a card of one's own: arch unknown
@@ -108,14 +118,10 @@ def alt_values(f: pd.DataFrame) -> list[Value]:
         return none
     alt = alts[0]
     base, _, kernel = alt.partition(KERNEL_SEP)
-    a, b = (d[d["weight_format"] == k].set_index("streams") for k in (alt, base))
-    both = a.index.intersection(b.index)
-    if 1 not in both:
+    pair = steps_of(d, alt, base)
+    if pair is None:
         return none
-    n = max(both)
-
-    def step(g: pd.DataFrame, k: float) -> float:
-        return float(k * 1000 / g.loc[k, "decode"])
+    a, b, n = pair
     return [flag("share.alt.has", True, src),
             word("share.alt.name", fmt_name(base), src),
             word("share.alt.kernel", kernel.capitalize(), src),
