@@ -52,14 +52,10 @@ def bandwidth_share(f: pd.DataFrame) -> Finding:
                      + at)
     # one band per weight format, its kernels together (series_format): two kernels of one
     # format are not two formats
-    base: dict[str, tuple[str, float, float]] = {}
-    for fm, g in d.groupby("weight_format"):
-        b = str(fm).partition(KERNEL_SEP)[0]
-        lo, hi = g["share"].min(), g["share"].max()
-        if b in base:
-            lo, hi = min(lo, base[b][1]), max(hi, base[b][2])
-        base[b] = (fmt_name(b), lo, hi)
-    order = sorted(base.values(), key=lambda x: -x[2])
+    base = d["weight_format"].astype(str).str.partition(KERNEL_SEP)[0]
+    band = d.groupby(base)["share"].agg(["min", "max"])
+    order = [(fmt_name(b), r["min"], r["max"]) for b, r in
+             sorted(band.iterrows(), key=lambda kv: -kv[1]["max"])]
     why = [f"{a[0]} {a[1]:.0%} and {b[0]} {b[2]:.0%} overlap"
            for a, b in zip(order, order[1:], strict=False) if a[1] <= b[2]]
     return Finding("bandwidth share", "; ".join(parts) + ".", nums, cond, not why,

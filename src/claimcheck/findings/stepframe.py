@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from claimcheck.calibration.picks import run_kernel
+from claimcheck.physics.formats import KERNEL_PATH
 from claimcheck.physics.units import GB
 from claimcheck.readings import definitions as d
 
@@ -60,9 +61,8 @@ KERNEL_SEP = ":"
 def series_format(fmt: Any, kernel: str | None) -> str:
     """A run's weight format as the step frame groups it: the format alone where the run's
     quantized kernel is the one the format runs on the claim cards
-    (:data:`claimcheck.predict.carry.KERNEL_PATH`) or none is named, else "format:kernel"
+    (:data:`claimcheck.physics.formats.KERNEL_PATH`) or none is named, else "format:kernel"
     ("w4a16:machete"), a series of its own in the findings and figures."""
-    from claimcheck.predict.carry import KERNEL_PATH
     if kernel is None or kernel == KERNEL_PATH.get(str(fmt)):
         return str(fmt)
     return f"{fmt}{KERNEL_SEP}{kernel}"

@@ -28,7 +28,7 @@ CARD_MAX = {"memory_gib": (1e4, "GiB"), "memory_bw_gb_s": (1e5, "GB/s"),
 slip (1e300 GiB, bandwidth in B/s), refused naming its cell before any sum overflows."""
 ARCHES = ("ampere", "ada", "hopper", "blackwell")
 """The GPU architectures an ``arch`` cell may name (a kernel's native architectures are
-matched against it: :data:`claimcheck.predict.carry.KERNEL_ARCH`)."""
+matched against it: :data:`claimcheck.physics.formats.KERNEL_ARCH`)."""
 TENSOR_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops",
                  "fp8": "fp8_dense_tflops", "int8": "int8_dense_tops",
                  "fp4": "fp4_dense_tflops"}

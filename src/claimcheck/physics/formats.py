@@ -114,3 +114,18 @@ def weight_format(name: str) -> WeightFormat:
     except KeyError:
         raise ValueError(
             f"unknown weight format {name!r}; known: {sorted(WEIGHT_FORMATS)}") from None
+
+
+KERNEL_PATH = {"w4a16": "marlin"}
+"""The kernel a format's local run should have used to stand for the target card: vLLM's
+Marlin for W4A16 (the path on Ampere and Ada; Machete, Hopper's default, runs on Hopper
+only). A local run whose start log names it
+(:attr:`claimcheck.runs.run.Run.linear_kernel`) is preferred among the format's runs."""
+KERNEL_ARCH = {"marlin": ("ampere", "ada"), "machete": ("hopper",)}
+"""The architectures a kernel was built for (vLLM's csrc/quantization/machete/Readme.md:
+"Machete is a spiritual successor to the Marlin kernel but optimized for Hopper"; Marlin
+runs on Hopper without its TMA and WGMMA). A format's memory efficiency measured with a
+kernel off these architectures is that kernel's on a foreign chip, not the format's, and is
+not carried (measured here: Marlin on the H200 read its weights at 0.375 of the datasheet
+where BF16 reads at 0.70; on the article's RTX 3090 the same kernel reaches 74% of its
+bandwidth line)."""

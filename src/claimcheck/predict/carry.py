@@ -39,6 +39,7 @@ from claimcheck.files.errors import InputError
 from claimcheck.model import carry as cc
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
+from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
 from claimcheck.readings import definitions as d
@@ -52,19 +53,6 @@ TARGET_DTYPE = {"w4a16": "fp16", "w8a16": "fp16"}
 """The datasheet rate a format's GEMMs run at on the target card (Marlin: FP16 MMA, FP32
 accumulate); a format not named here runs at its engine's compute dtype."""
 SHAPE_FIELDS = ("kv_cache_dtype", "mamba_ssm_cache_dtype", "prefix_caching")
-KERNEL_PATH = {"w4a16": "marlin"}
-"""The kernel a format's local run should have used to stand for the target card: vLLM's
-Marlin for W4A16 (the path on Ampere and Ada; Machete, Hopper's default, runs on Hopper
-only). A local engine naming it (``--linear-backend marlin`` in its config, or its name) is
-preferred among the format's engines."""
-KERNEL_ARCH = {"marlin": ("ampere", "ada"), "machete": ("hopper",)}
-"""The architectures a kernel was built for (vLLM's csrc/quantization/machete/Readme.md:
-"Machete is a spiritual successor to the Marlin kernel but optimized for Hopper"; Marlin
-runs on Hopper without its TMA and WGMMA). A format's memory efficiency measured with a
-kernel off these architectures is that kernel's on a foreign chip, not the format's, and is
-not carried (measured here: Marlin on the H200 read its weights at 0.375 of the datasheet
-where BF16 reads at 0.70; on the article's RTX 3090 the same kernel reaches 74% of its
-bandwidth line)."""
 
 
 def local_card(runs: list[Run], card: str) -> str:

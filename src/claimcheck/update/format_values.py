@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from claimcheck.findings.stepframe import KERNEL_SEP, decode_levels, fmt_name, main_context
+from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
 from claimcheck.update.template import Value, flag, num, word
 
 PCT = "{:.0%}"
@@ -55,10 +56,10 @@ def low_values(f: pd.DataFrame) -> list[Value]:
     at its most streams, against the format of the next larger weights at the same streams;
     ``share.low.has`` where its weights are smaller and its step at the most streams longer
     (it moves fewer bytes, yet steps slower); ``share.low.foreign`` where the format's
-    kernel (:data:`claimcheck.predict.carry.KERNEL_PATH`) was built for other architectures
+    kernel (:data:`claimcheck.physics.formats.KERNEL_PATH`) was built for other architectures
     than the card's (the carried model then takes none of its runs)."""
     from claimcheck.physics.cardfiles import load_cards
-    from claimcheck.predict.carry import KERNEL_ARCH, KERNEL_PATH, foreign_kernel
+    from claimcheck.predict.carry import foreign_kernel
     src = "runs.csv, steps where every stream decodes"
     d = main_context(decode_levels(f))
     d = d[~d["weight_format"].astype(str).str.contains(KERNEL_SEP, regex=False)]
@@ -83,11 +84,11 @@ def low_values(f: pd.DataFrame) -> list[Value]:
     foreign = card is not None and foreign_kernel(low, card.arch, card.name) is not None
     return [flag("share.low.has", holds, src),
             flag("share.low.foreign", holds and foreign, "data/raw/cards.csv arch, "
-                 "predict.carry.KERNEL_ARCH"),
+                 "physics.formats.KERNEL_ARCH"),
             word("share.low.kernel", (kernel or "its kernel").capitalize(), src),
             word("share.low.kernel_arch", " and ".join(
                 x.capitalize() for x in KERNEL_ARCH.get(kernel or "", ())) or None,
-                 "predict.carry.KERNEL_ARCH"),
+                 "physics.formats.KERNEL_ARCH"),
             word("share.low.name", fmt_name(low), src),
             num("share.low.eta", med[low], "fraction", src, PCT),
             num("share.low.top", n, "streams", src, "{:,.0f}"),
@@ -109,7 +110,6 @@ def alt_values(f: pd.DataFrame) -> list[Value]:
     its main context and its step at one stream and at the most streams both kernels ran,
     against the same format on the claim cards' kernel; ``share.alt.has`` where both have
     one stream."""
-    from claimcheck.predict.carry import KERNEL_PATH
     src = "runs.csv, steps where every stream decodes"
     d = main_context(decode_levels(f))
     alts = sorted(str(x) for x in d["weight_format"].unique() if KERNEL_SEP in str(x))
