@@ -158,3 +158,17 @@ def test_metrics_and_model_read_a_run_on_a_card_of_ones_own(tmp_path):
     # the datasheet share from the cards file's bandwidth: 1,545 GB/s / 4,000 = 39% (the
     # registry's 4,800 GB/s would give 32%)
     assert "1,545 GB/s (39% of the NVIDIA H200's 4,000 GB/s datasheet)" in r.stdout
+
+
+@pytest.mark.parametrize("command", ["metrics", "model"])
+def test_a_missing_or_truncated_cards_file_is_refused_before_the_run_is_read(tmp_path,
+                                                                              command):
+    run = str(RAW / "runs" / RUN)
+    gone = tmp_path / "gone.csv"
+    assert one_line_error(cli(command, "--cards-file", gone, run)) == (
+        f"claimcheck: error: {gone}: no such file (the user cards file: --cards-file or "
+        "user_cards in config/config.yaml)")
+    cut = tmp_path / "cut.csv"
+    cut.write_text("card,name\nmine,x\n")
+    assert one_line_error(cli(command, "--cards-file", cut, run)).startswith(
+        f"claimcheck: error: {cut}:1: missing columns ['memory_gib', 'memory_bw_gb_s'")
