@@ -9,6 +9,8 @@
 #   device.sh receive PART      copy one bundle part and SUMS (carried in $BUNDLE, default
 #                               .offline/bundle/vllm-$VLLM/) to /tmp/parts
 #   device.sh install           check, reassemble and install the bundle into /tmp/site
+#   device.sh extra WHEEL...    an optional wheel the bundle leaves out (bundle-rules.toml),
+#                               each sha256 checked against the lock, into /tmp/site
 #   device.sh serve ENGINE      start `vllm serve` for ENGINE detached (setsid), no wait
 #   device.sh wait              wait for /health alone (HEALTH_TIMEOUT s, default 540), so
 #                               a start of 5-6 minutes takes a call of its own
@@ -33,6 +35,14 @@ case "${1:?}" in
     ls -la /tmp/parts ;;
   install)
     bash envs/offline/install-bundle.sh /tmp/parts /tmp/site ;;
+  extra)
+    lock=envs/vllm-${VLLM:-0.26.0}.lock
+    for w in "${@:2}"; do
+      h=$(sha256sum "$w" | cut -d' ' -f1)
+      grep -q "sha256:$h" "$lock" || { echo "$w: sha256 $h is not in $lock" >&2; exit 1; }
+    done
+    python3 -m pip install -q --no-deps --no-index --target /tmp/site "${@:2}"
+    ls /tmp/site | grep -i -e humming -e "^$(basename "$2" | cut -d- -f1)" || true ;;
   serve)
     cc serve --engine "$2" --state "$STATE" --no-wait ;;
   wait)
