@@ -18,6 +18,7 @@ from claimcheck.predict import carry, carry_table
 from tests._cli import cli
 
 H200_BF16_DENSE, RTX3090_FP16_DENSE, RTX3090_BW = 989.4, 71.0, 936.0
+RUNS = RAW / "runs"
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +61,10 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     assert predicted["carried"]["shape_engine"] == "w4a16-dummy-marlin-16k"
     # nor the per-request overhead: that run's one-stream prompts hold Marlin's prefill
     assert "w4a16" not in terms["request_overhead_s"]["source_runs"][0]
-    # the bend from those terms, assumed as they are; the article's ladder puts it between
-    # 16 and 32 streams (its step 1.03x the memory-only step at 16, 1.18x at 32)
+    # the bend from those terms, assumed as they are: at 34 streams, past the article's
+    # (test_the_article_bend_between_16_and_32_streams)
     assert terms["bend_streams"]["status"] == "assumed"
-    assert 16 < terms["bend_streams"]["value"] < 32
+    assert 32 < terms["bend_streams"]["value"] < 40
     # the calibration is the terms by the rules, by hand: eta x 936 GB/s; share x 71 TFLOP/s
     # x (390 / 350)^(1/3)
     c = predicted["calibration"]
@@ -71,11 +72,41 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     assert terms["power_clock_ratio"]["value"] == pytest.approx((390 / 350) ** (1 / 3))
     assert c["tflops"] == pytest.approx(terms["compute_share"]["value"] * RTX3090_FP16_DENSE
                                         * (390 / 350) ** (1 / 3))
-    # the share is the H200's own effective BF16 rate over its datasheet's
+    # the share is the H200's own effective BF16 rate over its datasheet's, moved from the
+    # SM clock its telemetry read in that step to the 1,830 MHz the datasheet's 989.4 is at
     bf16 = [r for r in runs if run_key(r)[1] == predicted["carried"]["eta_engine"]]
     assert bf16 and run_key(bf16[0])[2] == "bf16"
-    assert terms["compute_share"]["value"] * H200_BF16_DENSE == pytest.approx(
-        float(terms["compute_share"]["rule"].split("effective ")[1].split(" ")[0]), rel=2e-3)
+    rule = terms["compute_share"]["rule"]
+    effective = float(rule.split("effective ")[1].split(" ")[0])
+    clock = _rule_clock(rule)
+    assert 1500 < clock < 1700  # at the cap, below the 1,980 MHz it reads when not capped
+    assert abs(clock - _busy_clock(RUNS / terms["compute_share"]["source_runs"][0], 2)) < 50
+    assert terms["compute_share"]["value"] == pytest.approx(
+        effective / H200_BF16_DENSE * 1830 / clock, rel=2e-3)
+
+
+def _rule_clock(rule):
+    return float(rule.split("median SM clock of ")[1].split(" MHz")[0].replace(",", ""))
+
+
+def _busy_clock(run_dir, step):
+    """The median SM clock of a run's telemetry rows drawing half the limit or more inside
+    one step's client window (steps.json; the model reads the load window inside it), read
+    here with the csv module alone."""
+    rec = json.loads((run_dir / "steps.json").read_text())[step]
+    with open(run_dir / "telemetry.csv", newline="") as f:
+        clocks = [float(r["sm_clock_mhz"]) for r in csv.DictReader(f)
+                  if rec["start_unix_s"] <= float(r["t_unix_s"]) <= rec["end_unix_s"]
+                  and float(r["power_w"]) >= 0.5 * float(r["power_limit_w"])]
+    return statistics.median(clocks)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 42 open: the step model is memory time or "
+                   "compute time, whichever is longer, so its bend is sharp; the article's "
+                   "ladder rises gradually (1.03x the memory-only step at 16 streams, 1.18x "
+                   "at 32, 1.39-1.53x at 64), which no one bend of that model draws")
+def test_the_article_bend_between_16_and_32_streams(predicted):
+    assert 16 < predicted["carried"]["terms"]["bend_streams"]["value"] < 32
 
 
 def test_no_3090_number_feeds_a_term(predicted, runs):
@@ -141,9 +172,10 @@ def test_memory_bound_ladder_steps_within_ten_percent(runs, claims):
             assert abs(r["predicted_over_published"] - 1) < 0.10, r
 
 
-@pytest.mark.xfail(strict=True, reason="issue 42's done-when not met: at 64 streams the "
-                   "carried compute (the H200's BF16 prefill share, 0.625 of 71 TFLOP/s) "
-                   "makes the step 71.3 ms against the article's 59.48 ms")
+@pytest.mark.xfail(strict=True, reason="issue 42's done-when not met: 8 of 10 within 10% "
+                   "(median 2.3%): at 32 streams the sharp bend puts the TPOT figure +14.0%, "
+                   "at 64 the end-to-end figure is -16.8% (each wave's prefill at the 16-bit "
+                   "rate: the article's int8 MLP activations are not modelled)")
 def test_done_when_every_ladder_figure_within_ten_percent(runs, claims):
     errs = [abs(r["predicted_over_published"] - 1) for r in _ladder(runs, claims).values()]
     assert max(errs) < 0.10 and statistics.median(errs) < 0.05
@@ -254,8 +286,37 @@ def test_carry_flag_moves_a_measured_format_by_the_datasheet():
     assert t["eta"]["status"] == t["compute_share"]["status"] == "carried"
     assert out["carried"]["eta_engine"] == "fp8-hyperqwen-dummy-16k-vllm033"
     assert t["power_clock_ratio"]["value"] == 1.0
-    # the H200 FP8 engine's own terms (h200 predict prints 2,723 GB/s and 867.0 TFLOP/s)
+    # the H200 FP8 engine's own terms (h200 predict prints 2,723 GB/s and 867.0 TFLOP/s),
+    # the compute share moved from the step's SM clock to the datasheet's 1,830 MHz
     assert t["eta"]["value"] == pytest.approx(2723 / 4800, abs=2e-4)
-    assert t["compute_share"]["value"] == pytest.approx(867.0 / 1978.9, abs=1e-4)
+    clock = _rule_clock(t["compute_share"]["rule"])
+    assert abs(clock - _busy_clock(RUNS / t["compute_share"]["source_runs"][0], 2)) < 50
+    assert t["compute_share"]["value"] == pytest.approx(867.0 / 1978.9 * 1830 / clock,
+                                                         rel=2e-3)
     assert c["bandwidth_gb_s"] == pytest.approx(t["eta"]["value"] * 1792)
     assert c["tflops"] == pytest.approx(t["compute_share"]["value"] * 419)
+
+
+def test_a_share_measured_at_a_lower_clock_moves_to_the_rated_clock():
+    from claimcheck.model import carry as cc
+    # 0.625 of 989.4 TFLOP/s read at 1,612 MHz is 0.625 x 1,830 / 1,612 = 0.70953 at the
+    # 1,830 MHz the rate is quoted at
+    at, words = cc.share_at_rated_clock(0.625, 1612.0, 1830.0)
+    assert at == pytest.approx(0.709522, abs=1e-6) and "x 1,830 / 1,612" in words
+    # no clock either side: the share as measured, said so
+    assert cc.share_at_rated_clock(0.625, None, 1830.0) == (
+        0.625, "taken as at the rated clock (no telemetry in the step)")
+    assert cc.share_at_rated_clock(0.625, 1612.0, None)[0] == 0.625
+
+
+def test_step_clock_reads_the_busy_samples_of_the_step_window(tmp_path):
+    # a hand-made telemetry file: two samples before the window, three inside drawing
+    # >= 350 W (half of 700 W) at 1,500, 1,600 and 1,700 MHz, one inside idle at 1,980
+    rows = ["t_unix_s,power_w,power_limit_w,sm_clock_mhz",
+            "99,690,700,1400", "100.5,120,700,1980", "101,600,700,1500",
+            "102,690,700,1700", "103,200,700,1980", "104,500,700,1600", "106,690,700,1300"]
+    (tmp_path / "telemetry.csv").write_text("\n".join(rows) + "\n")
+    run = dataclasses.make_dataclass("R", ["path"])(tmp_path)
+    step = dataclasses.make_dataclass("S", ["window_unix_s"])((100.0, 105.0))
+    assert carry.step_sm_clock(run, step) == (1600.0, 3)
+    assert carry.step_sm_clock(run, step.__class__((200.0, 300.0))) == (None, 0)

@@ -76,6 +76,10 @@ def test_bad_rows_are_refused_in_one_line(tmp_path):
     line, p = _refused(tmp_path, row + ",x", header=HEADER + ",memory_gb")
     assert line.startswith(f"claimcheck: error: {p}:1: memory_gb: unknown column(s) "
                            "['memory_gb']")
+    # a rated tensor clock (the clock the tensor rates are quoted at) needs its source
+    line, p = _refused(tmp_path, row + ",1800,", header=HEADER + ",tensor_clock_mhz,"
+                       "source_tensor_clock")
+    assert line == f"claimcheck: error: {p}:2: source_tensor_clock: a tensor clock needs its source"
     line = one_line_error(cli("roofline", "--cards-file", tmp_path / "none.csv", "--card",
                               "l40s", "--config", QWEN, "--weights-format", "w4a16"))
     assert line.startswith(f"claimcheck: error: {tmp_path / 'none.csv'}: no such file")

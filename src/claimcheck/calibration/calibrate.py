@@ -210,7 +210,7 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
         return ()
     kv_dtype = own[0].engine[1].get("kv_dtype")
     cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
-             and r.engine[1].get("kv_dtype") == kv_dtype]
+             and r.engine[1].get("kv_dtype") == kv_dtype and r.traces]
     for who in sorted({run_key(r)[1] for r in cands},
                       key=lambda e: min(earliest(r, r.traces[0]) for r in cands
                                         if run_key(r)[1] == e and r.traces)):

@@ -126,6 +126,24 @@ def share(effective: float, datasheet: float, field: str) -> float:
     return effective / datasheet
 
 
+def share_at_rated_clock(share_measured: float, clock_mhz: float | None,
+                         rated_clock_mhz: float | None) -> tuple[float, str]:
+    """A compute share measured while the SM clock read ``clock_mhz`` moved to the clock
+    the datasheet's rate is quoted at (``rated_clock_mhz``): share x rated / measured, as
+    a tensor core's work per clock does not change with the clock; the share unchanged, said
+    so, when either clock is unknown. With its words."""
+    _positive("share", share_measured)
+    if clock_mhz is None or rated_clock_mhz is None:
+        why = ("no telemetry in the step" if clock_mhz is None
+               else "the cards file gives no rated tensor clock")
+        return share_measured, f"taken as at the rated clock ({why})"
+    _positive("clock_mhz", clock_mhz)
+    _positive("rated_clock_mhz", rated_clock_mhz)
+    at = share_measured * rated_clock_mhz / clock_mhz
+    return at, (f"{at:.3f} at the {rated_clock_mhz:,.0f} MHz its datasheet rate is quoted "
+                f"at (x {rated_clock_mhz:,.0f} / {clock_mhz:,.0f})")
+
+
 def power_clock_ratio(power_limit_w: float, default_power_w: float) -> float:
     """The SM clock at ``power_limit_w`` over its clock at the card's default limit for a
     kernel that holds the card at its cap: (P / P_default) ** (1/3)."""

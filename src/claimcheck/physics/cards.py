@@ -15,14 +15,14 @@ from claimcheck.files.names import NAME_RULE, name_words, near_name
 
 CARD_NUMERIC = ("memory_gib", "memory_bw_gb_s", "bf16_dense_tflops", "fp16_dense_tflops",
                 "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops", "default_power_w",
-                "link_bw_gb_s")
+                "link_bw_gb_s", "tensor_clock_mhz")
 CARD_REQUIRED = ("card", "name", "memory_gib", "memory_bw_gb_s", "default_power_w",
                  "source_memory", "source_bandwidth", "source_tensor", "source_power")
 CARD_MAX = {"memory_gib": (1e4, "GiB"), "memory_bw_gb_s": (1e5, "GB/s"),
             "bf16_dense_tflops": (1e6, "TFLOP/s"), "fp16_dense_tflops": (1e6, "TFLOP/s"),
             "fp8_dense_tflops": (1e6, "TFLOP/s"), "int8_dense_tops": (1e6, "TOP/s"),
             "fp4_dense_tflops": (1e6, "TFLOP/s"), "default_power_w": (1e4, "W"),
-            "link_bw_gb_s": (1e5, "GB/s")}
+            "link_bw_gb_s": (1e5, "GB/s"), "tensor_clock_mhz": (1e4, "MHz")}
 """The most a cards file may say of one card, far beyond any GPU (the B200 of the registry:
 180 GiB, 8,000 GB/s, 9,000 dense FP4 TFLOP/s, 1,000 W): a value above it is a typo or a unit
 slip (1e300 GiB, bandwidth in B/s), refused naming its cell before any sum overflows."""
@@ -53,6 +53,10 @@ class Card:
     link_bw_gb_s: float | None = None
     arch: str | None = None
     """The GPU architecture (one of :data:`ARCHES`), where the cards file gives one."""
+    tensor_clock_mhz: float | None = None
+    """The SM clock, MHz, at which the datasheet's dense tensor rates are quoted (SMs x
+    FLOP per SM per clock x this clock = the rate), where the cards file gives one: the
+    clock a compute share measured at another clock is scaled to (claimcheck.predict.carry)."""
     registry: str = field(default="", compare=False)
     """The cards file this card came from (the registry or a user cards file)."""
 
@@ -149,11 +153,15 @@ def parse_cards(header: list[str], rows: Rows, source: str, user: bool,
             sources={k: row[k] for k in row if k.startswith("source_")},
             nvml_name=(row.get("nvml_name") or "").strip() or None,
             link=(row.get("link") or "").strip() or None,
-            link_bw_gb_s=nums.get("link_bw_gb_s"), arch=arch, registry=p)
+            link_bw_gb_s=nums.get("link_bw_gb_s"), arch=arch,
+            tensor_clock_mhz=nums.get("tensor_clock_mhz"), registry=p)
         if cards[row["card"]].link_bw_gb_s is not None and not (row.get("source_link")
                                                               or "").strip():
             raise InputError(p, "a link bandwidth needs its source", line=line,
                              key="source_link")
+        if "tensor_clock_mhz" in nums and not (row.get("source_tensor_clock") or "").strip():
+            raise InputError(p, "a tensor clock needs its source", line=line,
+                             key="source_tensor_clock")
     return cards
 
 

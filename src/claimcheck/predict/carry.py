@@ -193,6 +193,25 @@ def telemetry_at_cap(runs: list[Run], card: str) -> dict[str, Any]:
             "mem_mhz": sorted(float(x) for x in t["mem_clock_mhz"].unique())}
 
 
+def step_sm_clock(run: Run, step: Any) -> tuple[float | None, int]:
+    """The median SM clock (MHz) of ``run``'s telemetry samples inside ``step``'s load
+    window (``window_unix_s``) that draw at least half the power limit (the GPU at work, not
+    waiting for the client), and how many samples; (None, 0) without such samples."""
+    p = run.path / "telemetry.csv"
+    if not p.is_file():
+        return None, 0
+    t = pd.read_csv(p)
+    need = {"t_unix_s", "power_w", "power_limit_w", "sm_clock_mhz"}
+    if not need <= set(t.columns):
+        raise InputError(str(p), f"telemetry lacks {sorted(need - set(t.columns))}")
+    lo, hi = step.window_unix_s
+    busy = t[(t["t_unix_s"] >= lo) & (t["t_unix_s"] <= hi)
+             & (t["power_w"] >= 0.5 * t["power_limit_w"])]
+    if busy.empty:
+        return None, 0
+    return float(busy["sm_clock_mhz"].median()), len(busy)
+
+
 def target_weights(spec: Any, shape_run: Run) -> tuple[float, str]:
     """The target engine's weight bytes: weights.csv's row for its checkpoint (a size,
     not a speed), else the shape run's geometry at the target's weight format."""
@@ -217,7 +236,9 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                   ) -> dict[str, Any]:
     """Every term of ``spec`` (an engine) on ``card`` carried from the local card's runs:
     ``terms`` (name -> Term), the carried calibration and engine shape, and the engines
-    and runs they came from."""
+    and runs they came from. A run with no measured step (recorded as failed or
+    interrupted) prices nothing and is not named."""
+    runs = [r for r in runs if r.traces]
     local = local_card(runs, card)
     src, new = get_card(local, user_path=user_cards), get_card(card, user_path=user_cards)
     shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version, src.arch)
@@ -261,17 +282,24 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     # the per-request overhead of a foreign kernel's run holds that kernel's prefill
     o_cal, o_ch, o_e = (e_cal, e_ch, eta_e) if foreign and own_runs else (s_cal, s_ch, shape_e)
     comp = cc.share(e_cal.flops_s, src.tflops(dtype_src) * 1e12, "compute")
+    clk, n_clk = (step_sm_clock(e_ch.compute.run, e_ch.compute.step) if e_ch.compute
+                  else (None, 0))
+    comp_at, clock_words = cc.share_at_rated_clock(comp, clk, src.tensor_clock_mhz)
+    clock_words = (f"; measured at a median SM clock of {clk:,.0f} MHz ({n_clk} telemetry "
+                   f"samples of the step drawing half the limit or more), {clock_words}"
+                   if clk else f"; {clock_words}")
     t = {
         "eta": cc.Term("eta", eta, "share of datasheet bandwidth", eta_status, (bw_run,),
                        f"effective {e_cal.bandwidth_bytes_s / 1e9:,.0f} GB/s over {local}'s "
                        f"datasheet {src.memory_bw_gb_s:g} GB/s; on {card}: eta x "
                        f"{new.memory_bw_gb_s:g} GB/s ({why}){split}"),
         "compute_share": cc.Term(
-            "compute_share", comp, f"share of dense {dtype_src}", eta_status,
-            (e_ch.compute.run.name,) if e_ch.compute else (),
+            "compute_share", comp_at, f"share of dense {dtype_src} at its rated clock",
+            eta_status, (e_ch.compute.run.name,) if e_ch.compute else (),
             f"effective {e_cal.flops_s / 1e12:,.0f} TFLOP/s over {local}'s dense {dtype_src} "
-            f"{src.tflops(dtype_src):g} at its cap; on {card}: share x dense {dtype_new} "
-            f"{new.tflops(dtype_new):g} TFLOP/s x the power clock ratio ({why})"),
+            f"{src.tflops(dtype_src):g} is {comp:.3f}{clock_words}; on {card}: share x dense "
+            f"{dtype_new} {new.tflops(dtype_new):g} TFLOP/s (its datasheet rate, at its own "
+            f"rated clock) x the power clock ratio ({why})"),
         "power_clock_ratio": cc.Term(
             "power_clock_ratio", ratio, "SM clock ratio", "assumed", tuple(tel.get("runs", ())),
             f"({limit:g} W / {card}'s default {new.default_power_w:g} W) ** (1/3), on compute "
@@ -309,14 +337,14 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     shape = replace(shape, weight_bytes=w, max_num_seqs=int(spec.max_num_seqs or
                                                             shape.max_num_seqs))
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
-    flops = cc.carried_rate(comp, new.tflops(dtype_new) * 1e12, ratio)
+    flops = cc.carried_rate(comp_at, new.tflops(dtype_new) * 1e12, ratio)
     cal = m.Calibration(
         bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=o_cal.request_overhead_s,
         admission_interval_s=s_cal.admission_interval_s, kv_bandwidth_bytes_s=kv_bw,
         bandwidth_source=f"{new.name} datasheet {new.memory_bw_gb_s:g} GB/s x eta "
         f"{eta:.3f} ({eta_status}, {bw_run})",
         compute_source=f"{new.name} dense {dtype_new} {new.tflops(dtype_new):g} TFLOP/s x "
-        f"share {comp:.3f} ({eta_status}) x clock ratio {ratio:.4f} at {limit:g} W",
+        f"share {comp_at:.3f} ({eta_status}) x clock ratio {ratio:.4f} at {limit:g} W",
         overhead_source=f"assumed: as measured on {local} ({o_cal.overhead_source})",
         admission_source=s_cal.admission_source, kv_source="" if kv_bw is None else
         t["kv_read_share"].rule)
