@@ -181,3 +181,21 @@ def test_a_format_on_another_kernel_is_its_own_sentence_by_hand():
     assert not [x for x in FV.share_values(f) if "machete" in x.name]
     # no second kernel: no sentence
     assert FV.alt_values(f[f.weight_format != "w4a16:machete"])[0].value is False
+
+
+def test_a_run_that_measured_nothing_is_named_not_counted():
+    from types import SimpleNamespace as NS
+
+    from claimcheck.update import update_body as UB
+
+    def run(name, status, steps):
+        return NS(name=name, provenance=NS(status=status), rows=[{"status": s} for s in steps])
+    runs = [run("a", "complete", ["complete", "failed"]), run("b", "interrupted", ["interrupted"]),
+            run("c", "failed", [])]
+    assert [UB.measured(r) for r in runs] == [True, False, False]
+    v = {x.name: x for x in UB.unmeasured_values(runs)}
+    assert v["unmeasured.has"].value is True
+    assert v["unmeasured.words"].value == ("2 more runs were recorded with no step measured: "
+                                           "`b` (interrupted) and `c` (failed).")
+    v = {x.name: x for x in UB.unmeasured_values(runs[:1])}
+    assert v["unmeasured.has"].value is False

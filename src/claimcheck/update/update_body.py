@@ -64,6 +64,27 @@ def _joined(xs: Iterable[str]) -> str:
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
+def measured(run: Any) -> bool:
+    """Whether a run has a step that completed (a run recorded as failed or interrupted
+    before any step ended measured nothing)."""
+    return any(s.get("status") == "complete" for s in run.rows)
+
+
+def unmeasured_values(runs: list[Any]) -> list[T.Value]:
+    """The runs of the card with no completed step, named with their recorded status
+    (``unmeasured.has``, ``unmeasured.words``): a failed run is said, not dropped."""
+    gone = sorted((r for r in runs if not measured(r)), key=lambda r: r.name)
+    src = "run provenance.json"
+    if not gone:
+        return [T.flag("unmeasured.has", False, src), T.word("unmeasured.words", None, src)]
+    names = _joined(f"`{r.name}` ({r.provenance.status})" for r in gone)
+    lead = "One more run" if len(gone) == 1 else f"{len(gone):,} more runs"
+    verb = "was" if len(gone) == 1 else "were"
+    return [T.flag("unmeasured.has", True, src),
+            T.word("unmeasured.words", f"{lead} {verb} recorded with no step measured: "
+                   f"{names}.", src)]
+
+
 def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
                   figures: dict[str, str], verdict_figure: str | None, appendix: str,
                   verdicts: list[dict[str, Any]], model_rows: list[dict[str, Any]],
@@ -71,11 +92,12 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
     """The body's values outside the claims and findings: the title, the stack, the
     engines with their commits and flags, the figures, the release comparison, the model's
     counts and the provenance. ``runs``: every run of the card, drafting ones included
-    (the provenance counts them); ``plain``: how many of them do not draft (the lead)."""
+    (the provenance counts them); ``plain``: how many of them do not draft and measured a
+    step (the lead; the drafting ones are the other measured runs)."""
     from claimcheck.verdicts import verdicts_md
     p = [r.provenance for r in runs]
     plain = len(runs) if plain is None else plain
-    drafting = len(runs) - plain
+    drafting = sum(measured(r) for r in runs) - plain
     prov = "run provenance.json"
     days = sorted(x.started_utc[:10] for x in p)
     engines: dict[str, list[str]] = {}
@@ -195,7 +217,8 @@ def render_body(runs: list[Run], card: str,
         log += F.report([*found, version])
     values = T.table([
         *header_values(on_card, geometry, model, figures, verdict_figure, appendix, verdicts,
-                       model_rows, version, plain=len(runs)),
+                       model_rows, version, plain=len([r for r in runs if measured(r)])),
+        *unmeasured_values(on_card),
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
         *UV.card_values(found, frame),
