@@ -2,6 +2,10 @@
 # Everything here runs on a CPU-only machine.
 .PHONY: test lint unit data pipeline workflow notebooks integration slurm
 
+# Every target runs this checkout's code, wherever `pip install -e` last pointed the
+# environment (two clones' `make test` side by side on one machine each test their own).
+export PYTHONPATH := $(CURDIR)/src$(if $(PYTHONPATH),:$(PYTHONPATH),)
+
 test: lint unit data pipeline workflow notebooks integration slurm
 
 lint:
