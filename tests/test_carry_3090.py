@@ -15,6 +15,7 @@ from claimcheck.config.configfiles import load_engines, load_protocols
 from claimcheck.files.paths import CONFIG, RAW
 from claimcheck.model import model as m
 from claimcheck.predict import carry, carry_table
+from claimcheck.runs.runrecord import provenance_of
 from tests._cli import cli
 
 H200_BF16_DENSE, RTX3090_FP16_DENSE, RTX3090_BW = 989.4, 71.0, 936.0
@@ -237,7 +238,7 @@ def _relabel(run, engine, fmt, extra):
     raw = dict(run.provenance.raw)
     raw["engine"] = engine
     raw["engine_config"] = {**raw["engine_config"], "weight_format": fmt, "extra_args": extra}
-    prov = dataclasses.replace(run.provenance, engine=engine, raw=raw)
+    prov = provenance_of(raw)  # every typed field from the relabelled record
     return dataclasses.replace(run, path=run.path.with_name(
         run.name.replace("fp8-hyperqwen-", f"{engine}-")), provenance=prov)
 

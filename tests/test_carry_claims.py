@@ -12,6 +12,7 @@ from claimcheck.config.configfiles import load_engines, load_protocols
 from claimcheck.files.paths import CONFIG, RAW
 from claimcheck.physics.cardfiles import load_cards
 from claimcheck.predict import carry_claims as cc
+from claimcheck.runs.runrecord import provenance_of
 from claimcheck.verdicts import verdict_carried as vc
 from claimcheck.verdicts import verdicts as v
 
@@ -82,7 +83,7 @@ def test_a_carried_prediction_never_uses_a_number_of_the_claims_own_card(committ
     # bandwidth) would move the prediction
     def on_3090(run):
         raw = {**run.provenance.raw, "card": "rtx3090"}
-        prov = dataclasses.replace(run.provenance, raw=raw)
+        prov = provenance_of(raw)  # every typed field from the relabelled record
         return dataclasses.replace(run, path=run.path.with_name(
             run.name.replace("h200-", "rtx3090-")), provenance=prov)
     runs = list(committed_runs)

@@ -259,3 +259,36 @@ def test_a_record_that_cannot_be_written_at_the_end_keeps_the_last_one(served, m
     assert (f"claimcheck: ladder: the run's end is not recorded: cannot write "
             f"{run_dir / 'provenance.json.tmp'}: {os.strerror(errno.EACCES)}; provenance.json "
             "keeps the steps recorded before it (status running)\n") in err
+
+
+def test_a_record_its_schema_refuses_is_written_failed_and_never_complete(served, monkeypatch,
+                                                                          capsys):
+    """Issue 40 item 5: a run the runner returns failed leaves provenance.json saying failed,
+    and no end record says complete on the way: a record its schema refuses (here a profile
+    that is not a string, where the schema allows a string or null) is found before the one
+    end write, which says failed and why."""
+    tmp, server, engine, env = served
+    real = Path.write_text
+    ends = []
+
+    def write_text(self, data, *a, **kw):
+        if self.name == "provenance.json.tmp" and '"ended_utc"' in data:  # an end record
+            ends.append(json.loads(data)["status"])
+        return real(self, data, *a, **kw)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("CLAIMCHECK_GPU_FACTS", env["CLAIMCHECK_GPU_FACTS"])
+    run_dir, status = runner.run_protocol(
+        protocol=get_protocol("ladder", None, "ci"), engine=engine, card="h200",
+        server=server, runs=tmp / "runs", vllm=[sys.executable, str(FAKE)],
+        tokenizer="synthetic", profile=7)  # type: ignore[arg-type]
+    p = provenance(run_dir)
+    assert (status, p["status"]) == ("failed", "failed")
+    assert ends == ["failed"]  # one end record, never "complete" first
+    assert p["failure"].startswith(f"the run record does not match its schema: {run_dir}/"
+                                   "provenance.json")
+    assert "profile" in p["failure"] and "7 is not of type" in p["failure"]
+    assert [s["status"] for s in p["steps"]] == ["complete", "complete"]  # both measured
+    err = capsys.readouterr().err
+    assert "claimcheck: error: the run record does not match its schema: " in err
+    assert "Traceback" not in err

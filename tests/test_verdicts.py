@@ -11,6 +11,8 @@ from claimcheck.physics import roofline as rl
 from claimcheck.verdicts import sourcemodel as sm
 from claimcheck.verdicts import verdict_assembly as va
 from claimcheck.verdicts import verdict_evidence as ev
+from claimcheck.verdicts import verdict_rules as vr
+from claimcheck.verdicts import verdict_words as vw
 from claimcheck.verdicts import verdicts as v
 
 # A roofline worked by hand: 1e10 weight bytes at 1e12 bytes/s = 10 ms per step, nothing
@@ -43,6 +45,11 @@ def source(streams: int, eta: float = 0.8, calibration: bool = False,
                           if peak_low else "")
 
 
+def judged(*args, **kw) -> v.Verdict:
+    """The verdict on this evidence: decided, then written."""
+    return vw.verdict(vr.Evidence(*args, **kw))
+
+
 def claim(value: float, streams: int = 1, metric: str = "e2e_aggregate", **kw) -> dict:
     row = {"id": "c", "metric": metric, "value": value, "aggregate_tok_s": value,
            "streams": streams, "streams_running": None, "spec_method": "none",
@@ -63,7 +70,7 @@ def test_roofline_and_source_model_by_hand():
 
 def test_within_the_physics_when_the_source_has_no_calibration():
     # 80 of a plain 100 tok/s at one stream, no source model: 80.0%
-    out = v.verdict(claim(80.0), ceiling(1), sm.SourceModel(tok_s=None))
+    out = judged(claim(80.0), ceiling(1), sm.SourceModel(tok_s=None))
     assert out.kind == v.WITHIN
     assert "80.0% of the plain roofline 100.0 tok/s" in out.reason
     assert "eta = 1" in out.reason
@@ -87,7 +94,7 @@ def test_band_by_hand():
 
 def test_inside_the_band_is_the_bend_region_at_a_fraction_of_the_ceiling():
     # 6,000 of a ceiling of 8,000: 75.0%, above the floor 4,444.4
-    out = v.verdict(claim(6000.0, streams=100), ceiling(100), source(100))
+    out = judged(claim(6000.0, streams=100), ceiling(100), source(100))
     assert out.kind == v.BAND == "in the bend region of its source's model"
     assert "at 75.0% of its source's ceiling 8,000.0 tok/s" in out.reason
     assert "no-overlap floor 4,444.4 tok/s" in out.reason
@@ -98,26 +105,26 @@ def test_inside_the_band_is_the_bend_region_at_a_fraction_of_the_ceiling():
 
 def test_below_the_floor_is_short_of_its_source():
     # 4,000 / 4,444.4 = 90.0% of the floor, beyond 5% under it
-    out = v.verdict(claim(4000.0, streams=100, metric="decode_aggregate",
+    out = judged(claim(4000.0, streams=100, metric="decode_aggregate",
                           metric_phase="decode"), ceiling(100), source(100))
     assert out.kind == v.SHORT == "short of its source's model"
     assert "90.0% of its source's no-overlap floor 4,444.4 tok/s" in out.reason
     # an end-to-end figure there, with no ratio to carry the decode model over: not
     # comparable (issue 28 item 4), with the same numbers
-    e2e = v.verdict(claim(4000.0, streams=100, metric_phase="end_to_end"), ceiling(100),
+    e2e = judged(claim(4000.0, streams=100, metric_phase="end_to_end"), ceiling(100),
                     source(100))
     assert e2e.kind == v.NOT_COMPARABLE and "90.0% of the no-overlap floor 4,444.4" in e2e.reason
 
 
 def test_above_the_ceiling_names_the_term():
     # 8,800 over the ceiling 8,000: +10.0% (plain roofline at 100 streams: 10,000)
-    out = v.verdict(claim(8800.0, streams=100), ceiling(100), source(100))
+    out = judged(claim(8800.0, streams=100), ceiling(100), source(100))
     assert out.kind == v.ABOVE_SOURCE
     assert "+10.0% over its source's ceiling 8,000.0 tok/s" in out.reason
     assert "memory-bound: below the bend at 125.0 streams" in out.reason
     assert "88.0% of the plain roofline 10,000.0 tok/s" in out.reason
     # one stream: 90 against 80, the band 80 to 1 / 12.6 ms = 79.4
-    out = v.verdict(claim(90.0), ceiling(1), source(1))
+    out = judged(claim(90.0), ceiling(1), source(1))
     assert out.kind == v.ABOVE_SOURCE and "+12.5% over its source's ceiling 80.0" in out.reason
 
 
@@ -128,15 +135,15 @@ def test_a_compute_range_judges_on_its_whole_width():
     assert m.floor_tok_s == pytest.approx(3076.923) and m.ceiling_low_tok_s == \
         pytest.approx(5000.0) and m.binding_term_low == "compute"
     # 3,500 is short of the measured-compute band (floor 4,444.4) but inside the range's
-    out = v.verdict(claim(3500.0, streams=100), ceiling(100), m)
+    out = judged(claim(3500.0, streams=100), ceiling(100), m)
     assert out.kind == v.BAND and "5,000.0 tok/s at the lower end of the compute range, " \
         "compute-bound there" in out.reason
-    assert v.verdict(claim(3500.0, streams=100), ceiling(100), source(100)).kind == v.SHORT
+    assert judged(claim(3500.0, streams=100), ceiling(100), source(100)).kind == v.SHORT
     # 2,800 is under even the lower end's floor: the reason says which end binds
-    out = v.verdict(claim(2800.0, streams=100), ceiling(100), m)
+    out = judged(claim(2800.0, streams=100), ceiling(100), m)
     assert out.kind == v.SHORT and "under the floor even at the lower end of the compute " \
         "range (5 TFLOP/s (low) to 10 TFLOP/s (high))" in out.reason
-    out = v.verdict(claim(8800.0, streams=100), ceiling(100), m)
+    out = judged(claim(8800.0, streams=100), ceiling(100), m)
     assert out.kind == v.ABOVE_SOURCE and "even at the upper end" in out.reason
 
 
@@ -154,7 +161,7 @@ def test_compute_range_from_a_ceiling_at_another_power_limit():
 
 
 def test_the_only_calibration_figure_sets_its_source():
-    out = v.verdict(claim(80.0), ceiling(1), source(1, calibration=True))
+    out = judged(claim(80.0), ceiling(1), source(1, calibration=True))
     assert out.kind == v.CALIBRATES and "cannot test it" in out.reason
     assert out.numbers["claim_over_source"] == pytest.approx(1.0)
 
@@ -165,7 +172,7 @@ def test_same_workload_and_numbers_same_kind():
     model = sm.SourceModel(tok_s=1385.5, eta=0.75, binding_term="compute", bend_streams=47.8,
                            floor_tok_s=706.9)
     roof = v.Ceiling(1385.5, "compute")
-    outs = [v.verdict(claim(x, streams=64), roof, model) for x in (1087.0, 1073.3)]
+    outs = [judged(claim(x, streams=64), roof, model) for x in (1087.0, 1073.3)]
     assert {o.kind for o in outs} == {v.BAND}
     assert "at 78.5% of its source's ceiling" in outs[0].reason
 
@@ -175,7 +182,7 @@ def test_tolerance_edge_reads_as_printed():
     assert sm.within(990.5 / 943.3, 0.05)
     assert sm.pct(990.5 / 943.3) == "+5.0%"
     assert not sm.within(1.0506, 0.05) and sm.pct(1.0506) == "+5.1%"
-    out = v.verdict(claim(990.5, streams=2), v.Ceiling(2000.0, "memory"),
+    out = judged(claim(990.5, streams=2), v.Ceiling(2000.0, "memory"),
                     sm.SourceModel(tok_s=943.3, binding_term="memory"))
     assert out.kind == v.BAND and "at 105.0% of its source's ceiling" in out.reason
 
@@ -186,21 +193,21 @@ def test_a_seed_reproduction_decides_first():
     rep = v.SeedReproduction("000", 1076.0, 1179.0, tuple(f"r{i}" for i in range(5)),
                              ("a",), ("power limit 250 W against 390 W",))
     assert rep.spread == pytest.approx(1179 / 1076 - 1)
-    out = v.verdict(claim(1035.0, streams=64), ceiling(64), source(64), seed_reproduction=rep)
+    out = judged(claim(1035.0, streams=64), ceiling(64), source(64), seed_reproduction=rep)
     assert out.kind == v.SEED_REPRODUCED
     assert "reproduced by seed 000's 5 runs (r0, r1, r2, r3, r4): 1,076.0 to 1,179.0" \
         in out.reason and "(-3.8% under the lowest)" in out.reason
     assert "what differs: power limit 250 W against 390 W" in out.reason
     # 1,250 / 1,179 = +6.0%: within the runs' own spread of 9.6%, not within 5%
-    out = v.verdict(claim(1250.0, streams=64), ceiling(64), seed_reproduction=rep)
+    out = judged(claim(1250.0, streams=64), ceiling(64), seed_reproduction=rep)
     assert out.kind == v.SEED_REPRODUCED and "within 9.6%, the spread" in out.reason
     # 1,350 / 1,179 = +14.5%: not reproduced, with the numbers
-    out = v.verdict(claim(1350.0, streams=64), ceiling(64), seed_reproduction=rep)
+    out = judged(claim(1350.0, streams=64), ceiling(64), seed_reproduction=rep)
     assert out.kind == v.SEED_NOT_REPRODUCED and "+14.5% over the highest" in out.reason
     assert out.numbers["seed_reproduction_low_tok_s"] == 1076.0
     # one run, a figure above the plain roofline: reproduced, and the drafter is needed
     one = v.SeedReproduction("002", 111.0, 131.0, ("r",), ("x",))
-    out = v.verdict(claim(127.0, spec_method="DFlash2"), ceiling(1), seed_reproduction=one)
+    out = judged(claim(127.0, spec_method="DFlash2"), ceiling(1), seed_reproduction=one)
     assert out.kind == v.SEED_REPRODUCED and "inside that range" in out.reason
     assert "1.27x its card's plain roofline 100.0 tok/s, so a drafter is needed (1.27 tokens " \
         "kept per stream per step): drafter DFlash2 stated" in out.reason
@@ -252,85 +259,85 @@ def test_reproductions_are_matched_on_workload_and_definition():
 def test_definition_inflates_by_the_measured_ratio():
     # 112 tok/s over a 100 tok/s roofline; the fastest second reads 10% above end to end
     # on our timelines: 112 / 1.10 = 101.8, +1.8%, within 5%
-    out = v.verdict(claim(112.0, metric="fastest_second"), ceiling(1),
+    out = judged(claim(112.0, metric="fastest_second"), ceiling(1),
                     inflation=1.10, inflation_source="hand")
     assert out.kind == v.DEFINITION_INFLATES
     assert "+10.0% above end to end" in out.reason
     assert "end to end would read 101.8 tok/s" in out.reason
     # the same ratio cannot rescue 130: 130 / 1.1 = 118.2
-    assert v.verdict(claim(130.0, metric="fastest_second"), ceiling(1),
+    assert judged(claim(130.0, metric="fastest_second"), ceiling(1),
                      inflation=1.10).kind == v.NEEDS_SPECULATION
 
 
 def test_needs_speculation_gives_tau_and_names_the_drafter():
     # 250 tok/s at one stream on a 10 ms step: 2.5 tokens kept per step
-    out = v.verdict(claim(250.0), ceiling(1))
+    out = judged(claim(250.0), ceiling(1))
     assert out.kind == v.NEEDS_SPECULATION
     assert out.numbers["tau_needed"] == pytest.approx(2.5)
     assert "2.50 tokens kept per stream per step" in out.reason
     assert "no drafter is stated" in out.reason
-    out = v.verdict(claim(250.0, spec_method="MTP"), ceiling(1), source(1))
+    out = judged(claim(250.0, spec_method="MTP"), ceiling(1), source(1))
     assert out.kind == v.NEEDS_SPECULATION and "drafter MTP stated" in out.reason
 
 
 def test_a_drafter_explains_a_figure_only_above_the_no_drafter_line():
     # 60 tok/s with a drafter, under the plain 100: the drafter is not needed
-    out = v.verdict(claim(60.0, spec_method="DFlash2", assumed_fields="spec_method"),
+    out = judged(claim(60.0, spec_method="DFlash2", assumed_fields="spec_method"),
                     ceiling(1), sm.SourceModel(tok_s=None))
     assert out.kind == v.WITHIN
     assert "drafter DFlash2 (assumed by the registry) is not needed" in out.reason
     assert "Weaker evidence: spec_method assumed" in out.reason
     # the same with a source model at 80 (floor 79.4): -24.4% under it, drafter not needed
-    out = v.verdict(claim(60.0, spec_method="DFlash2"), ceiling(1), source(1))
+    out = judged(claim(60.0, spec_method="DFlash2"), ceiling(1), source(1))
     assert out.kind == v.SHORT and "not needed" in out.reason
 
 
 def test_bounds_are_compared_as_bounds():
     model = source(1)  # 80 tok/s
     # "at least 70": the model's 80 satisfies it
-    assert v.verdict(claim(70.0, bound="at_least"), ceiling(1), model).kind == v.AT_SOURCE
+    assert judged(claim(70.0, bound="at_least"), ceiling(1), model).kind == v.AT_SOURCE
     # "at least 90": +12.5% above the model
-    out = v.verdict(claim(90.0, bound="at_least"), ceiling(1), model)
+    out = judged(claim(90.0, bound="at_least"), ceiling(1), model)
     assert out.kind == v.ABOVE_SOURCE and "at least 90.0 tok/s" in out.reason
     # "at most 90": the model's 80 satisfies it; "at most 70": -12.5% below
-    assert v.verdict(claim(90.0, bound="at_most"), ceiling(1), model).kind == v.AT_SOURCE
-    assert v.verdict(claim(70.0, bound="at_most"), ceiling(1), model).kind == v.SHORT
+    assert judged(claim(90.0, bound="at_most"), ceiling(1), model).kind == v.AT_SOURCE
+    assert judged(claim(70.0, bound="at_most"), ceiling(1), model).kind == v.SHORT
     # "up to 250" over a plain 100: a peak reached above the line needs a drafter (2.50x)
-    out = v.verdict(claim(250.0, bound="at_most"), ceiling(1), sm.SourceModel(tok_s=None))
+    out = judged(claim(250.0, bound="at_most"), ceiling(1), sm.SourceModel(tok_s=None))
     assert out.kind == v.NEEDS_SPECULATION and out.numbers["bound"] == "at_most"
     assert "at most 250.0 tok/s at 1 stream is 2.50x the plain roofline 100.0" in out.reason
     # a bound met by a band far from it says so
-    out = v.verdict(claim(60.0, bound="at_least"), ceiling(1), model)
+    out = judged(claim(60.0, bound="at_least"), ceiling(1), model)
     assert out.kind == v.AT_SOURCE and "a bound its source's band meets" in out.reason
     # "at least 250": needs speculation
-    assert v.verdict(claim(250.0, bound="at_least"), ceiling(1)).kind == v.NEEDS_SPECULATION
+    assert judged(claim(250.0, bound="at_least"), ceiling(1)).kind == v.NEEDS_SPECULATION
 
 
 def test_not_comparable_for_prefill_and_for_no_roofline():
-    out = v.verdict(claim(5000.0, metric="prefill"), ceiling(1))
+    out = judged(claim(5000.0, metric="prefill"), ceiling(1))
     assert out.kind == v.NOT_COMPARABLE and "(prefill (prompt tok/s))" in out.reason
-    out = v.verdict(claim(50.0), v.Ceiling(None, "", "no byte count for weights 'q4'"))
+    out = judged(claim(50.0), v.Ceiling(None, "", "no byte count for weights 'q4'"))
     assert out.kind == v.NOT_COMPARABLE and "no byte count" in out.reason
 
 
 def test_reproduced_and_not_reproduced_on_the_claims_own_card():
     # 100 / 97 - 1 = +3.1%: within 5%
     rep = v.Reproduction(97.0, 97.0, "protocol p, run r")
-    out = v.verdict(claim(100.0), ceiling(1), source(1), reproduction=rep)
+    out = judged(claim(100.0), ceiling(1), source(1), reproduction=rep)
     assert out.kind == v.REPRODUCED and "measured here (protocol p, run r)" in out.reason
     # 100 / 80 - 1 = +25.0%
-    out = v.verdict(claim(100.0), ceiling(1), reproduction=v.Reproduction(80, 80, "h"))
+    out = judged(claim(100.0), ceiling(1), reproduction=v.Reproduction(80, 80, "h"))
     assert out.kind == v.NOT_REPRODUCED and "+25.0% from 80.0 tok/s" in out.reason
     # an unstated definition is reproduced anywhere within the definitions' range
     rng = v.Reproduction(80.0, 96.0, "h")
-    assert v.verdict(claim(100.0, metric="unspecified"), ceiling(1),
+    assert judged(claim(100.0, metric="unspecified"), ceiling(1),
                      reproduction=rng).kind == v.REPRODUCED  # 100 / 96 = +4.2%
 
 
 def test_streams_running_and_assumed_fields():
     # 240 tok/s summed over 2 running (8 requested): 120 per stream; roofline at 2 = 200
     c = claim(240.0, streams=8, streams_running=2, assumed_fields="card,context_tokens")
-    out = v.verdict(c, ceiling(2))
+    out = judged(c, ceiling(2))
     assert out.numbers["per_stream_tok_s"] == pytest.approx(120.0)
     assert out.numbers["claim_over_roofline"] == pytest.approx(1.2)
     assert "2 streams running (8 requested)" in out.reason
@@ -353,7 +360,7 @@ def test_render_verdicts_one_line_per_claim():
     from claimcheck.verdicts.verdicts_md import render_verdicts
     rows = []
     for cid, val, kw in (("a", 83.0, {}), ("b", 250.0, {"assumed_fields": "card"})):
-        out = v.verdict(claim(val, **kw), ceiling(1), source(1))
+        out = judged(claim(val, **kw), ceiling(1), source(1))
         rows.append({"id": cid, "card": "x", "metric": "e2e_aggregate", "streams": 1,
                      "streams_running": None, "verdict": out.kind, "reason": out.reason,
                      "labels_given": "streams", "labels_supplied": "context_per_stream",
@@ -485,9 +492,9 @@ def test_an_end_to_end_twin_is_set_against_the_decode_model_scaled_by_its_run():
     assert (src.tok_s, src.floor_tok_s) == (pytest.approx(640.0), pytest.approx(8 / 0.0133))
     ratio = sm.e2e_over_decode(470.0, 626.7)
     assert ratio == pytest.approx(0.74996, abs=1e-4)
-    e2e = v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src,
+    e2e = judged(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src,
                     e2e_ratio=0.75, e2e_ratio_source="the same run's 470 over its 626.7")
-    dec = v.verdict(claim(626.7, 8, metric="decode_aggregate", metric_phase="decode"),
+    dec = judged(claim(626.7, 8, metric="decode_aggregate", metric_phase="decode"),
                     ceiling(8), src)
     assert e2e.kind == dec.kind == v.BAND
     assert "at 97.9% of its source's end-to-end ceiling 480.0 tok/s" in e2e.reason
@@ -502,7 +509,7 @@ def test_an_end_to_end_figure_without_a_ratio_is_not_comparable_under_the_floor(
     # 470 / 601.5 = 78.1% of the decode floor: without a ratio it says nothing about the
     # decode model (TTFT and ramp are in its denominator); above the ceiling it still is
     src = source(8)
-    out = v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src)
+    out = judged(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), src)
     assert out.kind == v.NOT_COMPARABLE
     assert out.reason.startswith("470.0 tok/s summed over 8 streams is end to end, not "
                                  "comparable to a decode-only model: it is 78.1% of the "
@@ -510,7 +517,7 @@ def test_an_end_to_end_figure_without_a_ratio_is_not_comparable_under_the_floor(
     # a model calibrated on an end-to-end figure is not decode-only: judged as it stands
     from dataclasses import replace
     e2e_src = replace(src, calibration_phase="end_to_end")
-    assert v.verdict(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), e2e_src,
+    assert judged(claim(470.0, 8, metric_phase="end_to_end"), ceiling(8), e2e_src,
                      e2e_ratio=0.75).kind == v.SHORT
     with pytest.raises(ValueError, match="end to end / decode"):
         sm.e2e_over_decode(700.0, 600.0)
@@ -537,13 +544,13 @@ def test_a_run_with_one_speculative_row_never_says_the_drafter_is_not_needed():
     # per-request sum of 300 (1.50x 200: a drafter keeps 1.5 tokens per step)
     agg = claim(150.0, 2, spec_method="qwen-warp drafter")
     req = claim(300.0, 2, metric="per_request_decode", spec_method="qwen-warp drafter")
-    first = {"agg": v.verdict(agg, ceiling(2)), "req": v.verdict(req, ceiling(2))}
+    first = {"agg": judged(agg, ceiling(2)), "req": judged(req, ceiling(2))}
     assert first["agg"].kind == v.WITHIN and "drafter is not needed" in first["agg"].reason
     assert first["req"].kind == v.NEEDS_SPECULATION
     runs = va.needs_drafter_runs(first, {"agg": "r1", "req": "r1"})
     assert runs == {"r1": "req needs 1.50 tokens kept per stream per step at 1 verify row "
                           "per stream"}
-    again = v.verdict(agg, ceiling(2), run_drafter=runs["r1"])
+    again = judged(agg, ceiling(2), run_drafter=runs["r1"])
     assert again.kind == v.WITHIN and "not needed" not in again.reason
     assert "is not shown unneeded: the same run's req needs 1.50 tokens" in again.reason
     # another run with no speculative figure is left as it was
@@ -597,14 +604,14 @@ def test_registry_a_source_is_a_system_a_mode_and_a_checkpoint(registry_rows):
 
 def test_a_tolerance_from_the_source_is_printed_as_it_is():
     # 4,000 / 4,444.4 = 90.0% of the floor: beyond 9.7% under it, printed with its decimal
-    out = v.verdict(claim(4000.0, streams=100, metric="decode_aggregate",
+    out = judged(claim(4000.0, streams=100, metric="decode_aggregate",
                           metric_phase="decode"), ceiling(100), source(100), tolerance=0.0974)
     assert out.kind == v.SHORT and "beyond 9.7% under it" in out.reason
-    assert v.tol_text(0.05) == "5%" and v.tol_text(0.0962) == "9.6%"
+    assert vw.tol_text(0.05) == "5%" and vw.tol_text(0.0962) == "9.6%"
     # 4,150 is 93.4% of the floor: short at 5%, in the band at the source's 9.7%
-    assert v.verdict(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
+    assert judged(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
                      ceiling(100), source(100)).kind == v.SHORT
-    assert v.verdict(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
+    assert judged(claim(4150.0, 100, metric="decode_aggregate", metric_phase="decode"),
                      ceiling(100), source(100), tolerance=0.0974).kind == v.BAND
 
 
@@ -642,9 +649,9 @@ def test_registry_tolerance_is_the_sources_own_spread(registry_rows):
 
 def test_a_bound_is_printed_with_its_qualifier():
     from claimcheck.verdicts.verdicts_md import _claim_words
-    out = v.verdict(claim(900.0, 1, bound="at_most", bound_before="up to"), ceiling(1))
+    out = judged(claim(900.0, 1, bound="at_most", bound_before="up to"), ceiling(1))
     assert out.reason.startswith("up to 900.0 tok/s at 1 stream is 9.00x the plain roofline")
-    after = v.verdict(claim(17.0, 1, bound="at_most", bound_after="or less"), ceiling(1))
+    after = judged(claim(17.0, 1, bound="at_most", bound_after="or less"), ceiling(1))
     assert after.reason.startswith("17.0 tok/s or less at 1 stream")
     row = {"id": "c", "aggregate_tok_s": 1000.0, "streams_sharing": 64, "streams": 64,
            "card": "rtx3090", "bound": "at_least", "bound_words": "over X"}

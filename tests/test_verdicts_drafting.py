@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from claimcheck.verdicts import verdict_drafting as vd
+from claimcheck.verdicts import verdict_rules as vr
+from claimcheck.verdicts import verdict_words as vw
 from claimcheck.verdicts import verdicts as v
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +93,7 @@ def test_the_verdict_says_the_rows_and_the_acceptance():
     d = vd.Drafting(12, 12, "X drafts 11 (stated), plus the target's own position",
                     vd.tau_at_rows(1600, 8, 10, 1, 12), vd.tau_at_rows(1600, 8, 10, 1, 12),
                     kept=2.0, kept_words="its model card")
-    out = v.verdict(_claim(1600.0, 8), v.Ceiling(800.0, "memory"), drafting=d)
+    out = vw.verdict(vr.Evidence(_claim(1600.0, 8), v.Ceiling(800.0, "memory"), drafting=d))
     assert out.kind == v.NEEDS_SPECULATION
     assert out.numbers["tau_needed"] == pytest.approx(2.4)
     assert out.numbers["verify_rows_per_stream"] == 12

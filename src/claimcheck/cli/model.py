@@ -99,16 +99,15 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     from claimcheck.runs.steptable import lanes_of, metric_rows
 
     run = load_run(a.run_dir, load_cards(user_path=cards_file(a)))
-    prov = run.provenance.raw
-    proto = prov.get("protocol_config", {})
+    prov = run.provenance
+    proto = prov.protocol_config
     rows = [{**{k: v for k, v in m.items() if not k.startswith("lanes_")},
              "lanes": lanes_of(m)} for m in metric_rows(run)]
     ctx = context_words(run.rows)  # each step's lengths, the protocol's where it has none
-    status = prov.get("status")
-    lines = [f"{run.name}: {prov.get('card', '?')}, engine "
-             f"{prov.get('engine', '?')}, protocol {proto.get('name', '?')}"
-             + ("" if status == "complete" else f"; run {status}: {prov.get('failure')}"),
-             f"streams: {relation_words(proto.get('kind'))}; context per stream: {ctx}"]
+    lines = [f"{run.name}: {prov.card}, engine {prov.engine}, protocol "
+             f"{proto.get('name', '?')}"
+             + ("" if prov.complete else f"; run {prov.status}: {prov.failure}"),
+             f"streams: {relation_words(prov.protocol_kind)}; context per stream: {ctx}"]
     w = max(len(n) for n in DEFINITIONS)  # the definitions' column, as wide as the longest
     for st, r in zip(run.traces, rows, strict=True):
         lines.append("")
@@ -141,8 +140,8 @@ def cmd_metrics(a: argparse.Namespace) -> int:
     own = [n for n, v in DEFINITIONS.items() if v.scope != "aggregate"]
     lines.append("aggregate = summed over the streams; per stream = aggregate / streams "
                  f"running at once ({', '.join(own)}: one stream's own speed)")
-    out = {"run": run.name, "card": prov.get("card"),
-           "engine": prov.get("engine"), "protocol": proto.get("name"),
+    out = {"run": run.name, "card": prov.card, "engine": prov.engine,
+           "protocol": proto.get("name"),
            "definitions": {k: {"label": v.label, "unit": v.unit, "scope": v.scope,
                                "phase": v.phase, "divides_by": v.divides_by,
                                "leaves_out": v.leaves_out,
@@ -179,8 +178,8 @@ def cmd_model(a: argparse.Namespace) -> int:
         sibs = [target] + [load_run(p, cards) for p in find_runs(here.parent)
                            if p.resolve() != here]
         out = predict_run(target, choose_for(target, sibs))
-    proto = target.provenance.raw.get("protocol_config", {})
-    card = get_card(target.provenance.raw["card"], user_path=cards_file(a))
+    proto = target.provenance.protocol_config
+    card = get_card(target.provenance.card, user_path=cards_file(a))
     out["calibration"]["bandwidth_share_of_datasheet"] = (
         out["calibration"]["bandwidth_gb_s"] / card.memory_bw_gb_s)
     for r in out["steps"]:

@@ -44,7 +44,7 @@ def load_client(kind: str | None) -> str:
 
 def max_num_seqs(run: Run) -> int | None:
     """The server's max-num-seqs as the run's provenance records it."""
-    return (run.provenance.raw.get("engine_config") or {}).get("max_num_seqs")
+    return run.provenance.engine_config.max_num_seqs
 
 
 def queued(run: Run, i: int) -> bool:
@@ -155,7 +155,7 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     h2, l2 = ax2.get_legend_handles_labels()
     ax_tl.legend(h1 + h2, l1 + l2, loc="upper left", bbox_to_anchor=(1.09, 1.0))
     ax_tl.set_title(f"{s.label}: token timeline", loc="left")
-    weights = run.provenance.raw.get("weights_label") or run.provenance.raw.get("weights") or ""
+    weights = run.provenance.weights_label or run.provenance.weights or ""
     if run.drafts:  # "dummy weights, acceptance forced" (the words in the source line)
         weights += ", acceptance forced" if "forced" in str(run.acceptance) else ", drafting"
     fig.suptitle(f"{run.name}" + (f" ({weights})" if weights else "")
@@ -186,7 +186,7 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     ax_win.set_xlabel("time from the first request sent, s")
     ax_win.grid(axis="y", visible=False)
 
-    kind = (run.provenance.raw.get("protocol_config") or {}).get("kind")
+    kind = run.provenance.protocol_kind
     fs.source_line(fig, f"data/raw/runs/{run.name}/steps/{s.record['dir']}/bench.json "
                    f"({load_client(kind)}) and server.log; "
                    + (f"{weights}; " if weights else "")
@@ -203,11 +203,11 @@ def write(run: str | Path | Run, out_base: str | Path,
     ``out_base`` is the path without suffix; returns the paths written.
     """
     data = run if isinstance(run, Run) else load_run(run)
-    status = data.provenance.raw.get("status")
+    status = data.provenance.status
     if not data.traces and status in (None, "complete"):
         raise ValueError(f"{data.path}: no step has a bench.json")
     if not data.traces:  # an interrupted or failed run before its first result: say so
         return fs.save(fs.notice(f"{data.path.name}: run {status}, no step measured\n"
-                                 f"{data.provenance.raw.get('failure')}"), out_base,
+                                 f"{data.provenance.failure}"), out_base,
                        fs.RUN_FORMATS)
     return fs.save(figure(data, step_index), out_base, fs.RUN_FORMATS)

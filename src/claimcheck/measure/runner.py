@@ -231,6 +231,13 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
                       "interval_s": sampler.interval_s},
         "server_alive_at_end": server.alive() and server.healthy(),
     })
+    schema_error = _record_problem(base, steps, run_dir)
+    if schema_error:  # checked before the one end write: the record never says complete
+        print(f"claimcheck: error: the run record does not match its schema: {schema_error}",
+              file=sys.stderr)
+        status = "failed"
+        base.update({"status": status, "failure": "the run record does not match its "
+                     f"schema: {schema_error}"})
     try:
         _write_json(run_dir / "provenance.json", base)  # first: nothing measured is lost
     except OSError as e:  # not even the record fits: the last one written stays
@@ -240,20 +247,23 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         if stopped is not None:
             raise stopped from None
         return run_dir, "failed"
-    try:  # the record's schema (claimcheck/schemas/provenance.schema.json), checked on write
-        validate_provenance(json.loads((run_dir / "provenance.json").read_text()),
-                            str(run_dir / "provenance.json"))
-        validate_steps(steps, str(run_dir / "steps.json"))
-    except InputError as e:
-        print(f"claimcheck: error: the run record does not match its schema: {e}",
-              file=sys.stderr)
-        status = "failed"  # and the record says so (it said what the loop ended with)
-        base.update({"status": status, "failure": f"the run record does not match its "
-                     f"schema: {_one_line(e)}"})
-        _write_json(run_dir / "provenance.json", base)
     if stopped is not None:
         raise stopped  # everything measured is written; no further protocol
     return run_dir, status
+
+
+def _record_problem(base: dict[str, Any], steps: list[dict[str, Any]], run_dir: Path) -> str:
+    """What the end record's schema (claimcheck/schemas/provenance.schema.json, steps too)
+    refuses in the record as it will be written (JSON, ``default=str`` as
+    :func:`_write_json` writes it), in one line; "" when it passes."""
+    try:
+        validate_provenance(json.loads(json.dumps(base, default=str)),
+                            str(run_dir / "provenance.json"))
+        validate_steps(json.loads(json.dumps(steps, default=str)),
+                       str(run_dir / "steps.json"))
+    except InputError as e:
+        return _one_line(e)
+    return ""
 
 
 def interrupted_reason(e: BaseException, steps: list[dict[str, Any]], planned: int) -> str:

@@ -117,7 +117,7 @@ def started_before(run: Run, written: str | None) -> bool:
     git): such a run was measured before the prediction existed, so it is no test of it.
     False where git cannot date the commit (a copy without git: every run of the
     prediction's card, engine and protocol is set against it)."""
-    started = run.provenance.raw.get("started_utc")
+    started = run.provenance.started_utc
     if written is None or not started:
         return False
     return datetime.fromisoformat(started) < datetime.fromisoformat(written)

@@ -7,7 +7,6 @@ where each input came from. Bytes are bytes; the token budget is tokens per engi
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from claimcheck.files.errors import InputError
@@ -15,6 +14,7 @@ from claimcheck.model.model import EngineShape, shape_for
 from claimcheck.physics.engine_inputs import EngineInputs
 from claimcheck.physics.geometry import Geometry
 from claimcheck.readings import serverlog
+from claimcheck.runs.runrecord import Provenance
 
 BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")
 VLLM_DEFAULT_BATCHED_TOKENS = 8192
@@ -23,20 +23,19 @@ the start log does not print it)."""
 
 
 def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
-                 provenance: Mapping[str, Any], start_log: str, run_dir: str
+                 provenance: Provenance, start_log: str, run_dir: str
                  ) -> tuple[EngineShape, dict[str, Any]]:
     """The model's view of a run's engine, and where each input came from. ``provenance``:
-    the run's provenance.json object; ``start_log``: its server-start.log text; ``run_dir``
+    the run's provenance.json record; ``start_log``: its server-start.log text; ``run_dir``
     names the files in errors. Refused (InputError) when the run's model config is not in
     the checkout (no ``geom`` or ``ei``) or the start log's block size cannot be read."""
     if ei is None or geom is None:
         raise InputError(f"{run_dir}/provenance.json", "model config "
-                         f"{provenance.get('model_config')!r} is not in this checkout",
+                         f"{provenance.model_config!r} is not in this checkout",
                          key="model_config")
-    eng = provenance.get("engine_config", {})
     m = BATCHED_TOKENS.search(start_log)
     budget = int(m.group(1)) if m else VLLM_DEFAULT_BATCHED_TOKENS
-    seqs = int(eng.get("max_num_seqs") or 256)
+    seqs = int(provenance.engine_config.max_num_seqs or 256)
     try:
         align = serverlog.mamba_align_block_tokens(start_log)
     except ValueError as e:
@@ -51,7 +50,7 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
             "max_num_batched_tokens": budget,
             "max_num_batched_tokens_source": "server-start.log" if m else
             f"vLLM default {VLLM_DEFAULT_BATCHED_TOKENS} (assumed)",
-            "max_num_seqs": seqs, "config": provenance["model_config"],
+            "max_num_seqs": seqs, "config": provenance.model_config,
             "mamba_align_block_tokens": align,
             "prefill_chunks": (f"aligned to {align}-token blocks (Mamba cache 'align' mode, "
                                "server-start.log)") if align else "split anywhere",

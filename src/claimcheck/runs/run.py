@@ -173,7 +173,7 @@ class Run:
 
     @cached_property
     def _engine(self) -> tuple[EngineShape, dict[str, Any]]:
-        return engine_shape(self.geometry, self.engine_inputs, self.provenance.raw,
+        return engine_shape(self.geometry, self.engine_inputs, self.provenance,
                             self.start_log, str(self.path))
 
 
@@ -261,7 +261,7 @@ def to_record(run: Run) -> dict[str, Any]:
     """The run as one JSON object (the run record the figures read): the validated
     provenance, the engine's own report and its inputs, and the step table's rows once."""
     ei = run.engine_inputs.as_dict() if run.engine_inputs else None
-    return {"path": str(run.path), "provenance": run.provenance.raw,
+    return {"path": str(run.path), "provenance": run.provenance.as_recorded,
             "weights_gib": run.weights_gib, "linear_kernel": run.linear_kernel,
             "kv_pool_tokens": run.kv_pool_tokens,
             "engine_inputs": ei, "steps": run.rows}

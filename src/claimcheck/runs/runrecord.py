@@ -12,6 +12,7 @@ naming the file and the key path.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ class StepRecord:
     end_unix_s: float | None = None
     completed: int | None = None
     failed_requests: int | None = None
+    recorded: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The step's record as written, every key (client argv, counters, energy, log offsets,
+    ...): what a step reads beyond the fields above (:func:`claimcheck.runs.runload.read_step`)."""
 
     @property
     def ok(self) -> bool:
@@ -83,6 +87,18 @@ class EngineRecord:
     max_num_seqs: int | None = None
     speculative: dict[str, Any] | None = None
     """The drafter (method, num_speculative_tokens, acceptance), None without one."""
+    weights: str | None = None
+    """The checkpoint the engine served (a Hugging Face repository or a local path), as
+    ``engine_config.weights`` records it; None where it is not recorded."""
+    tensor_parallel_size: int | None = None
+    """GPUs the model is split over by tensor parallelism; None where not recorded (one)."""
+    extra_args: tuple[str, ...] = ()
+    """The further ``vllm serve`` arguments, in order, each as a string
+    (``engine_config.extra_args``)."""
+    recorded: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """``engine_config`` as recorded, every key (the typed fields above included): for code
+    that takes an engine's configuration whole (the parallel layout, a twin engine's
+    fields compared by name); read a field above where there is one."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +139,47 @@ class Provenance:
     telemetry: TelemetrySummary
     steps: tuple[StepRecord, ...]
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    """The whole validated object; read only here and through :attr:`as_recorded`
+    (tests/test_provenance_reads.py holds the reads elsewhere to a list that only shrinks):
+    every key read elsewhere has a field of its own."""
+    run_dir: str | None = None
+    """The directory name the runner made for the run (a copied directory names another);
+    None in records older than the field."""
+    model_config: str | None = None
+    """The model's ``config.json`` the run read (a path relative to the repository root, or
+    the engine's model name where the runner found no file); None where not recorded."""
+    duration_s: float | None = None
+    """Seconds from the runner's start to its end (``ended_utc`` - ``started_utc``); None for
+    a run that never recorded its end."""
+    verify: Mapping[str, Any] | None = None
+    """A verify run's predictions, made before it measured and kept as they were
+    (``verify``: the predicted steps by index, the protocol's predicted load); None for a
+    run not in verify mode."""
 
     @property
     def dummy(self) -> bool:
         return self.weights == "dummy"
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run recorded itself complete (status ``complete``)."""
+        return self.status == STEP_OK
+
+    @property
+    def protocol_name(self) -> str | None:
+        """The protocol's name as its recorded configuration gives it (``protocol_config``)."""
+        return self.protocol_config.get("name")
+
+    @property
+    def protocol_kind(self) -> str | None:
+        """How the protocol's streams relate (``protocol_config.kind``: "closed_loop", ...)."""
+        return self.protocol_config.get("kind")
+
+    @property
+    def as_recorded(self) -> dict[str, Any]:
+        """The validated provenance.json object whole, for writing it out as it is (the run
+        record, :func:`claimcheck.runs.run.to_record`); never to be read key by key."""
+        return self.raw
 
     def sw(self, name: str) -> str:
         """A software version, or '?' when not recorded."""
@@ -172,7 +225,8 @@ def step_record(d: dict[str, Any]) -> StepRecord:
                       requests=d["requests"], dir=d["dir"], status=d["status"],
                       reason=d.get("reason"), seed=d.get("seed"),
                       start_unix_s=d.get("start_unix_s"), end_unix_s=d.get("end_unix_s"),
-                      completed=d.get("completed"), failed_requests=d.get("failed_requests"))
+                      completed=d.get("completed"), failed_requests=d.get("failed_requests"),
+                      recorded=d)
 
 
 def provenance_of(obj: dict[str, Any]) -> Provenance:
@@ -191,7 +245,9 @@ def provenance_of(obj: dict[str, Any]) -> Provenance:
             quantization=eng.get("quantization"), kv_cache_dtype=eng.get("kv_cache_dtype"),
             mamba_ssm_cache_dtype=eng.get("mamba_ssm_cache_dtype"),
             prefix_caching=eng.get("prefix_caching"), max_num_seqs=eng.get("max_num_seqs"),
-            speculative=eng.get("speculative")),
+            speculative=eng.get("speculative"), weights=eng.get("weights"),
+            tensor_parallel_size=eng.get("tensor_parallel_size"),
+            extra_args=tuple(str(a) for a in eng.get("extra_args") or ()), recorded=eng),
         protocol_config=obj["protocol_config"],
         gpu=Gpu(name=gpu.get("name"), power_limit_enforced_w=gpu.get("power_limit_enforced_w"),
                 power_limit_default_w=gpu.get("power_limit_default_w"),
@@ -206,7 +262,9 @@ def provenance_of(obj: dict[str, Any]) -> Provenance:
             mean_power_w=summ.get("mean_power_w"), max_power_w=summ.get("max_power_w"),
             mean_sm_clock_mhz=summ.get("mean_sm_clock_mhz"),
             max_temp_c=summ.get("max_temp_c")),
-        steps=tuple(step_record(d) for d in obj["steps"]), raw=obj)
+        steps=tuple(step_record(d) for d in obj["steps"]), raw=obj,
+        run_dir=obj.get("run_dir"), model_config=obj.get("model_config"),
+        duration_s=obj.get("duration_s"), verify=obj.get("verify"))
 
 
 def protocol_from_record(d: dict[str, Any]) -> Protocol:

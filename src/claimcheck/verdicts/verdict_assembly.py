@@ -2,7 +2,7 @@
 (:func:`claimcheck.claims.claim_roofline.claim_roofline`), its source's model
 (:mod:`claimcheck.verdicts.sourcemodel`), the measured evidence beside it
 (:mod:`claimcheck.verdicts.verdict_evidence`) and a seed's own reproduction, judged by the rules
-of :mod:`claimcheck.verdicts.verdicts`, with each claim's label audit
+of :mod:`claimcheck.verdicts.verdict_rules`, with each claim's label audit
 (:mod:`claimcheck.claims.labels`). Registries and step rows come in loaded; one row per claim comes
 out (tok/s, ms).
 """
@@ -28,34 +28,9 @@ from claimcheck.verdicts import sourcemodel as sm
 from claimcheck.verdicts import verdict_carried as vc
 from claimcheck.verdicts import verdict_drafting as vd
 from claimcheck.verdicts import verdict_evidence as ev
+from claimcheck.verdicts import verdict_rules as vr
+from claimcheck.verdicts import verdict_words as vw
 from claimcheck.verdicts import verdicts as v
-
-
-@dataclass(frozen=True)
-class VerdictCall:
-    """One claim's inputs to :func:`claimcheck.verdicts.verdicts.verdict`, each by name (no
-    positional tuple: reordering the rule's parameters cannot swap two of them)."""
-
-    claim: Mapping[str, Any]
-    ceiling: v.Ceiling
-    source: sm.SourceModel | None
-    inflation: float | None
-    inflation_source: str
-    reproduction: v.Reproduction | None
-    tolerance: float
-    seed_reproduction: v.SeedReproduction | None
-    e2e_ratio: float | None
-    e2e_ratio_source: str
-    drafting: vd.Drafting | None
-
-    def judge(self, run_drafter: str = "") -> v.Verdict:
-        """The verdict on these inputs; ``run_drafter``: a sibling figure needing a drafter."""
-        return v.verdict(self.claim, self.ceiling, self.source, inflation=self.inflation,
-                         inflation_source=self.inflation_source,
-                         reproduction=self.reproduction, tolerance=self.tolerance,
-                         seed_reproduction=self.seed_reproduction, e2e_ratio=self.e2e_ratio,
-                         e2e_ratio_source=self.e2e_ratio_source, run_drafter=run_drafter,
-                         drafting=self.drafting)
 
 
 @dataclass(frozen=True)
@@ -256,7 +231,7 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
     documented = vd.documented_rows(c.row for c in claims)
 
     rows = []
-    calls: dict[str, VerdictCall] = {}
+    calls: dict[str, vr.Evidence] = {}
     for c in claims:
         before, after = bound_words(c.row.get("bound") or "", c["quote"], c["value"])
         t = {**c.tidy(), "bound_before": before, "bound_after": after}
@@ -272,13 +247,13 @@ def verdict_rows(claims: list[Claim], cards: dict[str, Card], ceilings: dict[str
         protos = protos_of.get(c["id"], [])
         replays, repro = ev.protocol_replays(c, protos, steps, col)
         e2e_r, e2e_src = ev.e2e_ratio(c, claims, steps)
-        calls[c["id"]] = VerdictCall(
+        calls[c["id"]] = vr.Evidence(
             claim=t, ceiling=ceil, source=source, inflation=infl, inflation_source=infl_src,
             reproduction=repro, tolerance=c_tol, seed_reproduction=seed_rep, e2e_ratio=e2e_r,
             e2e_ratio_source=e2e_src,
             drafting=drafting_of(c, t["aggregate_tok_s"], claims, plain, documented,
                                  lambda a, b: key[a["id"]] == key[b["id"]]))
-        res = calls[c["id"]].judge()
+        res = vw.verdict(calls[c["id"]])
         plain_floor = (sm.band(c.streams_sharing, p["roofline_memory_ms"] / 1e3,
                                p["roofline_compute_ms"] / 1e3)[1]
                        if p["roofline_tok_s"] else None)
@@ -366,7 +341,7 @@ def needs_drafter_runs(verdicts: Mapping[str, v.Verdict], run_of: Mapping[str, s
     return out
 
 
-def run_as_a_whole(rows: list[dict[str, Any]], calls: Mapping[str, VerdictCall],
+def run_as_a_whole(rows: list[dict[str, Any]], calls: Mapping[str, vr.Evidence],
                     run_of: dict[str, str]) -> list[dict[str, Any]]:
     """A run is judged as a whole (issue 28 item 7): where any figure of a run needs a
     drafter (:func:`needs_drafter_runs`), every sibling is judged
@@ -377,7 +352,7 @@ def run_as_a_whole(rows: list[dict[str, Any]], calls: Mapping[str, VerdictCall],
     for r in rows:
         sib = speculative.get(run_of[r["id"]], "")
         if sib and not sib.startswith(f"{r['id']} "):
-            res = calls[r["id"]].judge(run_drafter=sib)
+            res = vw.verdict(replace(calls[r["id"]], run_drafter=sib))
             r = {**r, "verdict": res.kind, "reason": res.reason, **res.numbers,
                  "run_needs_drafter": sib}
         out.append(r)

@@ -5,8 +5,9 @@ figure's own configuration (card, power limit, weight format, streams, context, 
 on its own card from the local card's runs alone, every term moved by the claim's card's
 datasheet. It gives :class:`Carried`: a prediction in tok/s summed over the streams sharing
 the figure (the scale of ``aggregate_tok_s``), the terms carried or assumed in words, or the
-reason there is none. The source-calibrated verdict (:func:`claimcheck.verdicts.verdicts.verdict`)
-is computed first and stays beside it as the cross-check (``source_verdict``).
+reason there is none. The source-calibrated verdict
+(:func:`claimcheck.verdicts.verdict_words.verdict`) is computed first and stays beside it as
+the cross-check (``source_verdict``).
 
 The rule (:func:`carried_verdict`), in order:
 
@@ -49,6 +50,7 @@ from typing import Any
 
 from claimcheck.verdicts import verdicts as v
 from claimcheck.verdicts.sourcemodel import pct, within
+from claimcheck.verdicts.verdict_words import tol_text
 
 MATCHES, ABOVE, SHORT = v.MATCHES_CARRIED, v.ABOVE_CARRIED, v.SHORT_CARRIED
 KINDS = (MATCHES, ABOVE, SHORT)
@@ -94,7 +96,7 @@ def _sentence(agg: float, c: Carried, tol: float) -> str:
     r = agg / c.tok_s  # type: ignore[operator]
     side = ("within" if within(r, tol) else "beyond")
     return (f"this card's carried model gives {c.tok_s:,.1f} tok/s for it "
-            f"({c.assumptions}), {pct(r)} from it, {side} {v.tol_text(tol)}")
+            f"({c.assumptions}), {pct(r)} from it, {side} {tol_text(tol)}")
 
 
 def carried_verdict(res: v.Verdict, claim: Mapping[str, Any], carried: Carried | None,
