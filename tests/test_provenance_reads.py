@@ -30,14 +30,10 @@ PENDING: dict[str, int] = {
     "calibration/layout.py": 1,
     "calibration/picks.py": 4,
     "predict/beforehand.py": 2,
-    "predict/carry.py": 1,
     "predict/crossval.py": 1,
     "predict/modeltable.py": 1,
-    "predict/newcard.py": 1,
     "predict/protocolpredict.py": 6,
     "predict/verify.py": 3,
-    "runs/runchecks.py": 2,
-    "runs/runload.py": 4,
 }
 """Modules still reading the raw object, and how many reads each: convert them through the
 record's fields (``Provenance.run_dir``, ``model_config``, ``duration_s``, ``verify``,

@@ -77,7 +77,7 @@ def _engines_on(runs: list[Run], card: str) -> dict[str, list[Run]]:
 
 
 def _cfg(r: Run) -> dict[str, Any]:
-    return r.provenance.raw.get("engine_config") or {}
+    return dict(r.provenance.engine_config.recorded)
 
 
 def _newest(versions: set[str | None]) -> str | None:

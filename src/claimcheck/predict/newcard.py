@@ -169,7 +169,7 @@ def predict_new_card(runs: list[Run], card: str, engine: str, proto: Any,
                     f"past the memory wall on {card} ({wall} streams fit)")
         steps.append(out)
     fits(shape, new, 0, gpus)  # the weights and one stream at least
-    calib_protos = sorted({p.run.provenance.raw.get("protocol") or "" for p in
+    calib_protos = sorted({p.run.provenance.protocol or "" for p in
                            (choice.bandwidth, choice.overhead, choice.compute,
                             *choice.rows, *choice.admission, *choice.kv) if p is not None} - {""})
     gpu_s = 0.0

@@ -39,12 +39,12 @@ def check_provenance(prov: Provenance, *, dir_name: str, source: str,
                      cards: Mapping[str, Card]) -> Card | None:
     """The run-level facts of ``provenance.json``; returns the run's card (None for a run
     without a GPU)."""
-    recorded_dir = prov.raw.get("run_dir")
+    recorded_dir = prov.run_dir
     if recorded_dir is not None and recorded_dir != dir_name:
         raise InputError(source, f"names directory {recorded_dir!r} but this is "
                          f"{dir_name!r}: a copied run directory is not a new run",
                          key="run_dir")
-    dur = prov.raw.get("duration_s")
+    dur = prov.duration_s
     if dur is not None and not dur > 0:
         raise InputError(source, f"{dur} s is impossible: a run's duration must be > 0 s",
                          key="duration_s")

@@ -90,12 +90,12 @@ def run_engine_inputs(prov: Provenance, start_log: str, where: str, root: Path =
                       ) -> tuple[EngineInputs | None, Geometry | None]:
     """The engine's inputs for a run and its model's geometry (None, None when its model
     config is not in the checkout)."""
-    cfg_path = root / prov.raw.get("model_config", "")
-    if not prov.raw.get("model_config") or not cfg_path.is_file():
+    cfg_path = root / (prov.model_config or "")
+    if not prov.model_config or not cfg_path.is_file():
         return None, None
     geom: Geometry = geometry_from_file(cfg_path)
     try:
-        return engine_inputs(geom, load_config(cfg_path), prov.raw.get("engine_config", {}),
+        return engine_inputs(geom, load_config(cfg_path), dict(prov.engine_config.recorded),
                              serverlog.weights_gib(start_log)), geom
     except ValueError as e:
         raise InputError(where, str(e), key="engine_config") from None
@@ -141,7 +141,7 @@ def read_steps(p: Path, prov: Provenance, proto: Protocol) -> tuple[RunStep, ...
     if prov.steps and not (p / "steps").is_dir():
         raise InputError(str(p / "steps"), "missing: provenance.json lists "
                          f"{len(prov.steps)} steps")
-    raws = prov.raw.get("steps") or [{} for _ in prov.steps]
+    raws = [dict(s.recorded) for s in prov.steps]
     mpath = p.parent / runfiles.BENCH_MANIFEST
     manifest = runfiles.read_manifest(mpath) if mpath.is_file() else None
     return tuple(read_step(p, rec, raw, proto, manifest)
