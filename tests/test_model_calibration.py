@@ -62,8 +62,10 @@ def test_every_run_gets_a_calibration_on_its_card_and_a_row_per_step(committed_r
     assert drafting  # the forced-acceptance run: no plain model of a drafting step
     assert len(unmodelled) == len(drafting)
     assert all("its engine drafts" in w for w in unmodelled)
+    # steps.json per run; a run the runner stopped before writing it (interrupted in its
+    # first step, tests/test_record.py) has no step to model
     steps = sum(len(json.loads((d / "steps.json").read_text())) for d in dirs
-                if d not in drafting)
+                if d not in drafting and (d / "steps.json").is_file())
     assert len(rows) == steps
     for r in rows:
         assert r["bandwidth_gb_s"] < H200_GB_S

@@ -41,8 +41,11 @@ def refused(r, *words):
 def test_committed_runs_match_the_schemas():
     for d in sorted(RUNS.glob("*/provenance.json")):
         prov = validate_provenance(json.loads(d.read_text()), str(d))
-        steps = validate_steps(json.loads((d.parent / "steps.json").read_text()), "steps")
-        assert prov.steps == steps
+        if (d.parent / "steps.json").is_file():
+            steps = validate_steps(json.loads((d.parent / "steps.json").read_text()), "steps")
+            assert prov.steps == steps
+        else:  # the runner stopped before writing it: only a run that did not complete
+            assert prov.status in ("interrupted", "failed") and prov.steps, d
         raw = json.loads(d.read_text())
         # typed attributes carry what the file says
         assert prov.gpu.power_limit_enforced_w == raw["gpu"]["gpus"][0][
