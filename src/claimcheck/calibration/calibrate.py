@@ -20,8 +20,11 @@ calibrated on its own runs; the admission interval, the load client's, is the ex
   the held-prefill step (prompts back to back, at most 2 tokens out, each prompt within one
   token budget), else a step whose prompt fits one token budget, else the longest prefill
   (split across steps); within a rank the engine's own runs, then the longest prompt, the
-  most requests; never a short prompt's TTFT when a better measurement exists. None: the
-  card's datasheet rate at the engine's compute dtype, said as a fallback.
+  most requests; never a short prompt's TTFT when a better measurement exists. Where the
+  engine's runs name a quantized kernel (:func:`~claimcheck.calibration.picks.run_kernel`),
+  steps on that kernel come before any rank of another's: a W4A16 prefill runs at its
+  kernel's rate (on the H200 Machete's held prefill gives 574 TFLOP/s, Marlin's 333). None:
+  the card's datasheet rate at the engine's compute dtype, said as a fallback.
 
 Two measured terms come by the same kind of rule (:func:`row_sources`,
 :func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
@@ -53,6 +56,7 @@ from claimcheck.calibration.picks import (
     median_prompt,
     one_stream_steps,
     one_wave,
+    run_kernel,
     run_key,
     token_budget,
 )
@@ -169,6 +173,13 @@ def _compute_rank(r: Run, s: StepTrace) -> int:
     if fits and s.held_prefill:
         return 0
     return 1 if fits else 2
+
+
+def _other_kernel(r: Run, kernel: str | None) -> bool:
+    """Whether run ``r`` used another quantized linear kernel than ``kernel`` (the predicted
+    engine's, :func:`~claimcheck.calibration.picks.run_kernel`; None: no kernel named, so
+    no run is another's)."""
+    return kernel is not None and run_kernel(r) != kernel
 
 
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
@@ -293,8 +304,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                              [r for r in pool if run_key(r)[2] == weight_format])
             for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
     cp, missing = None, ""
+    kernel = None if explicit else next(
+        (run_kernel(r) for r in pool if run_key(r)[1] == engine and run_kernel(r)), None)
     if long:
-        r, s = min(long, key=lambda p: (_compute_rank(*p), not explicit and
+        r, s = min(long, key=lambda p: (not explicit and _other_kernel(p[0], kernel),
+                                        _compute_rank(*p), not explicit and
                                         run_key(p[0])[1] != engine, -median_prompt(p[1]),
                                         -len(p[1].timeline.requests), earliest(*p)))
         rank = _compute_rank(r, s)
@@ -304,7 +318,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                   f"one-stream step(s) with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                   + ("in the run(s) given" if explicit else
                      f"of weight format {weight_format} on {card}")
-                  + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})"))
+                  + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})")
+                  + ("" if explicit or kernel is None else
+                     f"; {kernel} steps first, as the quantized GEMMs' rate is their kernel's"
+                     + (" (none on it: another kernel's)" if _other_kernel(r, kernel)
+                        else "")))
     else:
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                    + ("in the run(s) given" if explicit
