@@ -200,8 +200,12 @@ def test_admission_interval_comes_from_the_flagged_waves_send_times():
                   for p in src)
     assert cal.admission_interval_s == pytest.approx((gaps[5] + gaps[6]) / 2)
     assert 0.0001 < cal.admission_interval_s < 0.001  # sub-millisecond on this host
-    # only send times are used: the waves' speeds stay a test, never a calibration step
-    assert not any((WAVES, p.step.record["dir"]) in choice.steps() for p in src)
+    # the engine's own waves' speeds feed its sequence-prefill term: calibration steps ...
+    assert choice.sequence and all((WAVES, p.step.record["dir"]) in choice.steps()
+                                   for p in src)
+    # ... while another engine takes only their send times: a test, never a calibration step
+    assert calibrate.sequence_sources(other, "fp8-hyperqwen-dummy") == ()
+    assert len(calibrate.sequence_sources(src, "bf16-dummy-256")) == 12
 
 
 ATD_FP8 = "h200-20261129-fp8-hyperqwen-dummy-16k-admit-then-decode"  # 8-64 x 7,681, one wave

@@ -103,6 +103,9 @@ class Choice:
     kv_base: Choice | None = None
     """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
     rate and mixed-prefill factor are taken."""
+    sequence: tuple[Pick, ...] = ()
+    """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
+    engine's own admission steps, whose walls it is fitted to."""
     rows_kind: str = ROWS_ONE_WAVE
     """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
     engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
@@ -124,7 +127,7 @@ class Choice:
         their send times, so their speeds remain a test of the model)."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
         return {(p.run.name, p.step.record["dir"])
-                for p in picks + list(self.rows) + list(self.kv)}
+                for p in picks + list(self.rows) + list(self.kv) + list(self.sequence)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
@@ -132,7 +135,8 @@ class Choice:
                 "compute_missing": self.compute_missing,
                 "rows": [p.as_dict() for p in self.rows],
                 "admission": [p.as_dict() for p in self.admission],
-                "kv": [p.as_dict() for p in self.kv]}
+                "kv": [p.as_dict() for p in self.kv],
+                "sequence": [p.as_dict() for p in self.sequence]}
 
 
 def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
@@ -253,6 +257,19 @@ def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | No
     return ()
 
 
+def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
+    """The per-sequence prefill term's source steps: the admission term's steps
+    (:func:`admission_sources`) when they are the engine's own (their walls are its
+    prefill, not only the client's send times); () otherwise."""
+    own = tuple(p for p in admission if run_key(p.run)[1] == engine)
+    if not own:
+        return ()
+    why = (f"sequence prefill: {len(own)} one-wave step(s) of engine {engine} whose requests "
+           "are only their admission and prefill: the cost per prefilling request in a step "
+           "at which the simulated wall equals the measured one")
+    return tuple(Pick(p.run, p.step, why) for p in own)
+
+
 def _has_datasheet(card: str) -> bool:
     """Whether ``card`` has datasheet rates: every card a run names (checked against the
     cards it was read with, :func:`claimcheck.runs.run.load_run`) but a CPU engine's."""
@@ -341,6 +358,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     kv: tuple[Pick, ...] = ()
     rows_kind = ROWS_ONE_WAVE
     kv_base = None
+    sequence: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
         kv = kv_sources(pool, card, engine, terms)
@@ -359,10 +377,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
         admission = admission_sources(card_pool, card, engine, terms)  # any version
+        sequence = sequence_sources(admission, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_kind=rows_kind)
+                  rows_kind=rows_kind, sequence=sequence)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

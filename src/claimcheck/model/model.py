@@ -77,11 +77,8 @@ protocols with ``model_term: kv_read`` of :func:`kv_bandwidth_from_decode` in th
 where every stream decodes (their step time, mean context and decode-row factor). From
 admit-then-decode (one wave of 7,681-token prompts at 8-64 streams, 2026-11-29): FP8 KV
 (fp8-hyperqwen-dummy-16k) at 1.67 TB/s, against 2.56 TB/s for its weights; BF16 KV
-(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s. Tested on the steps that are not its
-source: FP8 long-prompts at 8 streams goes from +6.9% to +4.4% on decode; BF16 long-prompts
-moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lying in the
-prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
-second source once run.
+(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s; the context ladder (1K-12K tokens at
+8-48 streams) is its second source.
 
 Where an engine has no decode-row steps of its own, its decode-row factors are the
 intercepts of its own KV lines (the step at no KV over the model's decode step, at each
@@ -98,35 +95,28 @@ costs a factor x its compute term, the held one-prompt prefill's. It is measured
 KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
 requests' decode): the factor at which each step's simulated wall equals its measured one
 (:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
-1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
-every one-wave step of the engine's own runs (admission and decode-row protocols too) put
-more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142);
-so did a cost per extra prompt in a step from the engine's own one-wave short-prompt steps
-(154 in sample, 126 cross-validated), and a factor by prompt length changed nothing (145).
+1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out (cross-validated counts
+fell): the same factor from every one-wave step of the engine's own runs (145 -> 142) and
+a cost per extra prompt (126).
+
+A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
+request with a prompt chunk in a step adds a fixed time to it, fitted to the walls of the
+engine's own one-wave steps of protocols with ``model_term: admission`` (``wave-admission``:
+16-64 x 100-token and 64 x 1,000-token prompts, 2 tokens out, so each request is only its
+admission and prefill): the cost at which each step's simulated wall equals its measured one
+(:func:`sequence_cost_from_wall`), median over the steps. BF16 (bf16-dummy-256): 0.89 ms
+from the 2026-12-01 run, 1.79 ms from the 2026-12-04 run, 1.03 ms from both; left out of an
+engine with no such steps of its own (borrowed by every engine on the card it put 6 fewer
+FP8 steps within 5% under cross-validation).
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
-- prefill of many short sequences (measured, stays out): with admission in, the
-  ``wave-admission`` steps' median TTFT still reads 230 / 382 / 666 ms at 16 / 32 / 64 x
-  100-token prompts against 207 / 332 / 535 ms simulated, and 3.28 s against 2.71 s at
-  64 x 1,000 tokens: such a prefill costs more than the held 7,681-token calibration
-  (about 1.5-2 ms per 100-token sequence). Tried: a constant 1.5 ms per prefilling
-  sequence per step puts those steps within 5% but changes no other committed step's
-  error, so it would be fitted and tested on the same four steps; it stays out.
 - long prompts in one wave (prefill side not measured): BF16 long prompts (7,681 tokens)
   read up to +5% on end to end with TPOT within 3%: the wave's prefill, its prompts split
-  across steps (the split-prefill term below). On the decode side the KV-read term above
-  now carries what the one-stream bandwidth missed at 8K tokens of context (FP8
-  long-prompts at 8 streams: decode +6.9% before it, +4.4% with it); the context-ladder
-  protocol measures it between 1K and 12K tokens.
+  across steps (the split-prefill term below).
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
-  alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
-  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384, refused by
-  vLLM's character check of the prompt text before tokenizing, which the fit check in
-  :func:`claimcheck.config.protocols.check_fit` now applies beforehand); its two
-  answered requests read a median TTFT of 1.349 s against 1.244 s simulated (+8.4%), but a
-  failed step is never compared. The step is now 12,000 tokens, for the next session.
+  alone); single-stream's 12,000-token step is its source once run.
 """
 
 from __future__ import annotations
@@ -230,13 +220,18 @@ class Calibration:
     the calibrated one, which a lone prompt's held prefill measured (:func:`mixed_cost`);
     1: not measured."""
     mixed_prefill_source: str = ""
+    sequence_prefill_s: float = 0.0
+    """Seconds each request with a prompt chunk in a step adds to that step (a wave of
+    short prompts prefilled together: per-sequence work the FLOP count does not see,
+    :func:`sequence_cost`); 0: not measured."""
+    sequence_prefill_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
         :class:`ModelInputError` naming the field."""
         for name in ("bandwidth_bytes_s", "flops_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=False)
-        for name in ("request_overhead_s", "admission_interval_s"):
+        for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
         _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
                       zero_ok=False)
@@ -338,6 +333,23 @@ def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
     if at_two_s <= at_one_s:
         return None
     return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
+
+
+def sequence_cost(step_s: float, prefilling: int, per_sequence_s: float) -> float:
+    """A step's time with its ``prefilling`` requests (those with a prompt chunk in it) at
+    ``per_sequence_s`` each (``Calibration.sequence_prefill_s``) added to it."""
+    return step_s + prefilling * per_sequence_s
+
+
+def sequence_cost_from_wall(measured_s: float, at_zero_s: float, at_probe_s: float,
+                            probe_s: float) -> float | None:
+    """The per-sequence prefill cost c at which a step's simulated wall (first send to last
+    token) equals the measured one, from its simulated wall at c = 0 and at c = ``probe_s``
+    (linear in c while the same requests share the same steps):
+    ``probe_s`` x (measured - T(0)) / (T(probe) - T(0)); None when c does not move it."""
+    if at_probe_s <= at_zero_s:
+        return None
+    return probe_s * (measured_s - at_zero_s) / (at_probe_s - at_zero_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:
