@@ -51,13 +51,11 @@ Measured on the H200 on 2026-12-01 (dummy weights):
 - FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
   14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
   kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
-  1.17 / 1.12 / 1.07 / 1.01). Tested on the FP8 32-stream steps of other protocols
-  (ninfer-32, the serving gate), which read 12-13% high without it.
+  1.17 / 1.12 / 1.07 / 1.01).
 - BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
   against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
   model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
   from 192 rows the step costs more than the larger of its two terms; that is the bend.
-  Tested on the same run's 384- and 512-stream steps (queued on 256 slots; not sources).
 
 A second measured term is admission: requests sent at the same moment (a wave) reach the
 scheduler one send interval apart (:func:`send_interval_s`; ``Calibration.
@@ -95,19 +93,13 @@ costs a factor x its compute term, the held one-prompt prefill's. It is measured
 KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
 requests' decode): the factor at which each step's simulated wall equals its measured one
 (:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
-1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out (cross-validated counts
-fell): the same factor from every one-wave step of the engine's own runs (145 -> 142) and
-a cost per extra prompt (126).
+1K-12K tokens at 8-48 streams), x1.01 for FP8 (from every one-wave step: fewer held out).
 
 A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
-request with a prompt chunk in a step adds a fixed time to it, fitted to the walls of the
-engine's own one-wave steps of protocols with ``model_term: admission`` (``wave-admission``:
-16-64 x 100-token and 64 x 1,000-token prompts, 2 tokens out, so each request is only its
-admission and prefill): the cost at which each step's simulated wall equals its measured one
-(:func:`sequence_cost_from_wall`), median over the steps. BF16 (bf16-dummy-256): 0.89 ms
-from the 2026-12-01 run, 1.79 ms from the 2026-12-04 run, 1.03 ms from both; left out of an
-engine with no such steps of its own (borrowed by every engine on the card it put 6 fewer
-FP8 steps within 5% under cross-validation).
+request with a prompt chunk in a step adds a fixed time (:func:`sequence_cost_from_wall`,
+median over the engine's own ``model_term: admission`` one-wave steps): bf16-dummy-256
+0.89 ms (2026-12-01), 1.79 ms (2026-12-04), 1.03 ms (both). Not borrowed (6 fewer FP8
+steps within 5% under cross-validation when every engine on the card took it).
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
