@@ -200,8 +200,12 @@ def test_admission_interval_comes_from_the_flagged_waves_send_times():
                   for p in src)
     assert cal.admission_interval_s == pytest.approx((gaps[5] + gaps[6]) / 2)
     assert 0.0001 < cal.admission_interval_s < 0.001  # sub-millisecond on this host
-    # only send times are used: the waves' speeds stay a test, never a calibration step
-    assert not any((WAVES, p.step.record["dir"]) in choice.steps() for p in src)
+    # the engine's own waves' speeds feed its sequence-prefill term: calibration steps ...
+    assert choice.sequence and all((WAVES, p.step.record["dir"]) in choice.steps()
+                                   for p in src)
+    # ... while another engine takes only their send times: a test, never a calibration step
+    assert calibrate.sequence_sources(other, "fp8-hyperqwen-dummy") == ()
+    assert len(calibrate.sequence_sources(src, "bf16-dummy-256")) == 12
 
 
 ATD_FP8 = "h200-20261129-fp8-hyperqwen-dummy-16k-admit-then-decode"  # 8-64 x 7,681, one wave
@@ -311,3 +315,25 @@ def test_each_vllm_release_is_calibrated_on_its_own_runs(tmp_path):
     assert new.name not in {p.run.name for p in (theirs.bandwidth, theirs.overhead)}
     with pytest.raises(InputError, match="with vLLM 0.31.0"):
         calibrate.choose(runs, "h200", "bf16-dummy-16k", "bf16", version="0.31.0")
+
+
+MARLIN_SINGLE = "h200-20261204-w4a16-dummy-marlin-16k-single-stream"
+MARLIN_LONG = "h200-20261204-w4a16-dummy-marlin-16k-long-prompts"
+MACHETE_SINGLE = "h200-20261204-w4a16-dummy-machete-16k-single-stream"
+
+
+def test_compute_comes_from_the_engines_kernel_before_a_better_rank_of_another(tmp_path):
+    # Marlin's engine without its single-stream run: its long-prompts run has a one-stream
+    # step of 4 x 7,681-token prompts (rank 2: within one budget, not held); Machete's
+    # single-stream run has a held prefill (rank 1) but runs another kernel
+    long = load_run(copy_run(tmp_path, MARLIN_LONG))
+    machete = load_run(copy_run(tmp_path, MACHETE_SINGLE))
+    assert picks.run_kernel(long) != picks.run_kernel(machete)
+    c = calibrate.choose_for(long, [long, machete])
+    assert c.compute.label == f"{MARLIN_LONG} step 0 repeat 1"
+    assert "prompt within one token budget" in c.compute.why
+    assert f"{picks.run_kernel(long)} steps first" in c.compute.why
+    # with its own single-stream run the held prefill is its own, as before
+    own = load_run(copy_run(tmp_path, MARLIN_SINGLE))
+    c = calibrate.choose_for(long, [long, own, machete])
+    assert c.compute.label == f"{MARLIN_SINGLE} step 2 repeat 1"

@@ -101,7 +101,7 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
                for r in steps)
     assert out["summary"]["cross_validated"]["both_within"] == both
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
-                                 "kv"}
+                                 "kv", "sequence"}
 
 
 def test_cli_cross_validate_refuses_a_run_dir():
@@ -242,3 +242,45 @@ def test_mixed_prefill_charges_only_shared_prefill_steps():
     two = [simulator.simulate(shape, c, [1000, 1000], [1, 1], 2).timeline.requests[0].ttft_s
            for c in (cal, k)]
     assert abs(two[0] - 0.020) < 1e-9 and abs(two[1] - 0.030) < 1e-9
+
+
+def test_sequence_prefill_arithmetic_by_hand():
+    from claimcheck.model import model as m
+
+    # wall 0.20 s at c = 0, 0.26 s at c = 1 ms (60 ms more: 60 prefilling requests-steps),
+    # measured 0.23 s -> c = 1 ms x 0.03 / 0.06 = 0.5 ms
+    assert abs(m.sequence_cost_from_wall(0.23, 0.20, 0.26, 1e-3) - 0.5e-3) < 1e-15
+    assert m.sequence_cost_from_wall(0.17, 0.20, 0.26, 1e-3) < 0  # faster than the model
+    assert m.sequence_cost_from_wall(0.23, 0.20, 0.20, 1e-3) is None  # c moves nothing
+    assert m.sequence_cost(0.010, 3, 0.002) == 0.010 + 3 * 0.002
+
+
+def test_sequence_prefill_charges_each_prefilling_request_not_decode():
+    from dataclasses import replace as rep
+
+    from claimcheck.model import simulator
+
+    shape, cal = _toy()
+    c = rep(cal, sequence_prefill_s=0.004)
+    # two 1,000-token prompts sent together share one step: 20 ms + 2 x 4 ms = 28 ms
+    two = [simulator.simulate(shape, x, [1000, 1000], [1, 1], 2).timeline.requests[0].ttft_s
+           for x in (cal, c)]
+    assert abs(two[0] - 0.020) < 1e-9 and abs(two[1] - 0.028) < 1e-9
+    # one prompt then 3 decode steps (1 GB at 1 TB/s: 1 ms each, not charged): 14 + 3 ms
+    r = simulator.simulate(shape, c, [1000], [4], 1).timeline.requests[0]
+    assert abs(r.ttft_s - 0.014) < 1e-9 and abs(r.token_times_s[-1] - 0.017) < 1e-9
+
+
+def test_sequence_prefill_is_the_engines_own_waves_and_the_other_runs_under_cv(committed_runs):
+    runs = list(committed_runs)
+    waves = sorted(r.name for r in runs if r.name.endswith("bf16-dummy-256-wave-admission"))
+    assert len(waves) == 2
+    for name in waves:  # each wave-admission run's cost comes from the other one alone
+        target = next(r for r in runs if r.name == name)
+        choice = choose_for(target, [r for r in runs if r is not target])
+        assert {p.run.name for p in choice.sequence} == set(waves) - {name}
+    # another engine borrows the admission interval but not the sequence cost
+    fp8 = next(r for r in runs if r.name == "h200-20261129-fp8-hyperqwen-dummy-16k-ninfer-32")
+    choice = choose_for(fp8, runs)
+    assert choice.admission and not choice.sequence
+    assert "sequence" in term_sources(choice, "fp8-hyperqwen-dummy-16k")

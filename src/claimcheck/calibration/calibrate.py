@@ -20,8 +20,11 @@ calibrated on its own runs; the admission interval, the load client's, is the ex
   the held-prefill step (prompts back to back, at most 2 tokens out, each prompt within one
   token budget), else a step whose prompt fits one token budget, else the longest prefill
   (split across steps); within a rank the engine's own runs, then the longest prompt, the
-  most requests; never a short prompt's TTFT when a better measurement exists. None: the
-  card's datasheet rate at the engine's compute dtype, said as a fallback.
+  most requests; never a short prompt's TTFT when a better measurement exists. Where the
+  engine's runs name a quantized kernel (:func:`~claimcheck.calibration.picks.run_kernel`),
+  steps on that kernel come before any rank of another's: a W4A16 prefill runs at its
+  kernel's rate (on the H200 Machete's held prefill gives 574 TFLOP/s, Marlin's 333). None:
+  the card's datasheet rate at the engine's compute dtype, said as a fallback.
 
 Two measured terms come by the same kind of rule (:func:`row_sources`,
 :func:`admission_sources`): the decode-row factors from one-wave decode steps of protocols
@@ -53,6 +56,7 @@ from claimcheck.calibration.picks import (
     median_prompt,
     one_stream_steps,
     one_wave,
+    run_kernel,
     run_key,
     token_budget,
 )
@@ -99,6 +103,9 @@ class Choice:
     kv_base: Choice | None = None
     """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
     rate and mixed-prefill factor are taken."""
+    sequence: tuple[Pick, ...] = ()
+    """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
+    engine's own admission steps, whose walls it is fitted to."""
     rows_kind: str = ROWS_ONE_WAVE
     """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
     engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
@@ -120,7 +127,7 @@ class Choice:
         their send times, so their speeds remain a test of the model)."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
         return {(p.run.name, p.step.record["dir"])
-                for p in picks + list(self.rows) + list(self.kv)}
+                for p in picks + list(self.rows) + list(self.kv) + list(self.sequence)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
@@ -128,7 +135,8 @@ class Choice:
                 "compute_missing": self.compute_missing,
                 "rows": [p.as_dict() for p in self.rows],
                 "admission": [p.as_dict() for p in self.admission],
-                "kv": [p.as_dict() for p in self.kv]}
+                "kv": [p.as_dict() for p in self.kv],
+                "sequence": [p.as_dict() for p in self.sequence]}
 
 
 def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
@@ -169,6 +177,13 @@ def _compute_rank(r: Run, s: StepTrace) -> int:
     if fits and s.held_prefill:
         return 0
     return 1 if fits else 2
+
+
+def _other_kernel(r: Run, kernel: str | None) -> bool:
+    """Whether run ``r`` used another quantized linear kernel than ``kernel`` (the predicted
+    engine's, :func:`~claimcheck.calibration.picks.run_kernel`; None: no kernel named, so
+    no run is another's)."""
+    return kernel is not None and run_kernel(r) != kernel
 
 
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
@@ -242,6 +257,19 @@ def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | No
     return ()
 
 
+def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
+    """The per-sequence prefill term's source steps: the admission term's steps
+    (:func:`admission_sources`) when they are the engine's own (their walls are its
+    prefill, not only the client's send times); () otherwise."""
+    own = tuple(p for p in admission if run_key(p.run)[1] == engine)
+    if not own:
+        return ()
+    why = (f"sequence prefill: {len(own)} one-wave step(s) of engine {engine} whose requests "
+           "are only their admission and prefill: the cost per prefilling request in a step "
+           "at which the simulated wall equals the measured one")
+    return tuple(Pick(p.run, p.step, why) for p in own)
+
+
 def _has_datasheet(card: str) -> bool:
     """Whether ``card`` has datasheet rates: every card a run names (checked against the
     cards it was read with, :func:`claimcheck.runs.run.load_run`) but a CPU engine's."""
@@ -293,8 +321,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                              [r for r in pool if run_key(r)[2] == weight_format])
             for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
     cp, missing = None, ""
+    kernel = None if explicit else next(
+        (run_kernel(r) for r in pool if run_key(r)[1] == engine and run_kernel(r)), None)
     if long:
-        r, s = min(long, key=lambda p: (_compute_rank(*p), not explicit and
+        r, s = min(long, key=lambda p: (not explicit and _other_kernel(p[0], kernel),
+                                        _compute_rank(*p), not explicit and
                                         run_key(p[0])[1] != engine, -median_prompt(p[1]),
                                         -len(p[1].timeline.requests), earliest(*p)))
         rank = _compute_rank(r, s)
@@ -304,7 +335,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                   f"one-stream step(s) with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                   + ("in the run(s) given" if explicit else
                      f"of weight format {weight_format} on {card}")
-                  + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})"))
+                  + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})")
+                  + ("" if explicit or kernel is None else
+                     f"; {kernel} steps first, as the quantized GEMMs' rate is their kernel's"
+                     + (" (none on it: another kernel's)" if _other_kernel(r, kernel)
+                        else "")))
     else:
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                    + ("in the run(s) given" if explicit
@@ -323,6 +358,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     kv: tuple[Pick, ...] = ()
     rows_kind = ROWS_ONE_WAVE
     kv_base = None
+    sequence: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
         kv = kv_sources(pool, card, engine, terms)
@@ -341,10 +377,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
         admission = admission_sources(card_pool, card, engine, terms)  # any version
+        sequence = sequence_sources(admission, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_kind=rows_kind)
+                  rows_kind=rows_kind, sequence=sequence)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

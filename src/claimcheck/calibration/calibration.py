@@ -25,7 +25,7 @@ from claimcheck.readings import definitions as d
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
-             *choice.admission, *choice.kv]
+             *choice.admission, *choice.kv, *choice.sequence]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks), choice.rows_kind,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
@@ -89,6 +89,8 @@ def calibration(choice: Choice, compute_dtype: str,
     elif choice.kv:
         cal = kv_calibration(cal, choice.kv)
         cal = mixed_calibration(cal, choice.kv)
+    if choice.sequence:
+        cal = sequence_calibration(cal, choice.sequence)
     if cache is not None:
         cache[key] = cal
     return cal
@@ -152,6 +154,40 @@ def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrat
            f"its compute term (the held one-prompt prefill's), the median of "
            f"x{min(ks):.3f}-x{max(ks):.3f}")
     return replace(cal, mixed_prefill_factor=k, mixed_prefill_source=src)
+
+
+SEQUENCE_PROBE_S = 1e-3
+"""The per-sequence cost (s) of the second simulation :func:`sequence_calibration` solves
+from (the wall is linear in it)."""
+
+
+def sequence_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
+    """``cal`` with the per-sequence prefill cost (``Calibration.sequence_prefill_s``): over
+    the admission term's one-wave steps (``picks``: a wave of short prompts, each request
+    only its prefill), the median of the cost at which each step's simulated wall equals
+    its measured one (:func:`claimcheck.model.model.sequence_cost_from_wall`, from the
+    simulation at 0 and :data:`SEQUENCE_PROBE_S`, every other term as ``cal`` has it); a
+    negative median is no cost. No step it moves: ``cal`` unchanged."""
+    cs = []
+    for p in picks:
+        tl = p.step.timeline
+        shape, _ = p.run.engine
+        prompts = [r.prompt_tokens for r in tl.requests]
+        outputs = [r.output_tokens for r in tl.requests]
+        at = [predicted_step(shape, replace(cal, sequence_prefill_s=c), prompts, outputs,
+                             tl.streams)[0]["predicted_load_s"] for c in (0.0, SEQUENCE_PROBE_S)]
+        c = m.sequence_cost_from_wall(tl.wall_s, *at, SEQUENCE_PROBE_S)
+        if c is not None:
+            cs.append(c)
+    if not cs:
+        return cal
+    c = max(statistics.median(cs), 0.0)
+    runs = sorted({p.run.name for p in picks})
+    src = (f"{', '.join(runs)} ({len(cs)} one-wave steps of short prompts, each request only "
+           f"its prefill): their measured wall puts each request with a prompt chunk in a "
+           f"step at {c * 1e3:.2f} ms more, the median of {min(cs) * 1e3:.2f} to "
+           f"{max(cs) * 1e3:.2f} ms")
+    return replace(cal, sequence_prefill_s=c, sequence_prefill_source=src)
 
 
 def kv_window(tl: Any) -> tuple[float, float]:

@@ -1,10 +1,10 @@
 """Which runs each term of a calibration came from, and which it borrowed from another engine.
 
-A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has six terms: bandwidth,
-per-request overhead, compute, decode rows, admission and KV read. :func:`term_sources`
-names, per term, the runs its steps belong to and the engine(s) they ran, and says the term
-is borrowed when none of them is the predicted engine (``predict`` prints it; the
-cross-validation table keeps it per step).
+A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has seven terms: bandwidth,
+per-request overhead, compute, decode rows, admission, KV read and sequence prefill.
+:func:`term_sources` names, per term, the runs its steps belong to and the engine(s) they
+ran, and says the term is borrowed when none of them is the predicted engine (``predict``
+prints it; the cross-validation table keeps it per step).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, Pick, run_key
 
-TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv")
+TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequence")
 """The calibration's terms, in the order :func:`term_sources` gives them."""
 
 
 def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)
-    if term in ("rows", "admission", "kv"):
+    if term in ("rows", "admission", "kv", "sequence"):
         return tuple(one)
     return (one,) if one is not None else ()
 

@@ -51,13 +51,11 @@ Measured on the H200 on 2026-12-01 (dummy weights):
 - FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
   14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
   kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
-  1.17 / 1.12 / 1.07 / 1.01). Tested on the FP8 32-stream steps of other protocols
-  (ninfer-32, the serving gate), which read 12-13% high without it.
+  1.17 / 1.12 / 1.07 / 1.01).
 - BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
   against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
   model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
   from 192 rows the step costs more than the larger of its two terms; that is the bend.
-  Tested on the same run's 384- and 512-stream steps (queued on 256 slots; not sources).
 
 A second measured term is admission: requests sent at the same moment (a wave) reach the
 scheduler one send interval apart (:func:`send_interval_s`; ``Calibration.
@@ -77,11 +75,8 @@ protocols with ``model_term: kv_read`` of :func:`kv_bandwidth_from_decode` in th
 where every stream decodes (their step time, mean context and decode-row factor). From
 admit-then-decode (one wave of 7,681-token prompts at 8-64 streams, 2026-11-29): FP8 KV
 (fp8-hyperqwen-dummy-16k) at 1.67 TB/s, against 2.56 TB/s for its weights; BF16 KV
-(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s. Tested on the steps that are not its
-source: FP8 long-prompts at 8 streams goes from +6.9% to +4.4% on decode; BF16 long-prompts
-moves 0.6-0.9 points further over on end to end (+3.4 to +4.8%), their miss lying in the
-prefill, not the decode. The context-ladder protocol (1K-12K tokens at 8-48 streams) is its
-second source once run.
+(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s; the context ladder (1K-12K tokens at
+8-48 streams) is its second source.
 
 Where an engine has no decode-row steps of its own, its decode-row factors are the
 intercepts of its own KV lines (the step at no KV over the model's decode step, at each
@@ -98,35 +93,22 @@ costs a factor x its compute term, the held one-prompt prefill's. It is measured
 KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
 requests' decode): the factor at which each step's simulated wall equals its measured one
 (:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
-1K-12K tokens at 8-48 streams), x1.01 for FP8. Tried and left out: the same factor from
-every one-wave step of the engine's own runs (admission and decode-row protocols too) put
-more steps within 5% in sample (151 -> 157 of 171) and fewer cross-validated (145 -> 142);
-so did a cost per extra prompt in a step from the engine's own one-wave short-prompt steps
-(154 in sample, 126 cross-validated), and a factor by prompt length changed nothing (145).
+1K-12K tokens at 8-48 streams), x1.01 for FP8 (from every one-wave step: fewer held out).
+
+A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
+request with a prompt chunk in a step adds a fixed time (:func:`sequence_cost_from_wall`,
+median over the engine's own ``model_term: admission`` one-wave steps): bf16-dummy-256
+0.89 ms (2026-12-01), 1.79 ms (2026-12-04), 1.03 ms (both). Not borrowed (6 fewer FP8
+steps within 5% under cross-validation when every engine on the card took it).
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
-- prefill of many short sequences (measured, stays out): with admission in, the
-  ``wave-admission`` steps' median TTFT still reads 230 / 382 / 666 ms at 16 / 32 / 64 x
-  100-token prompts against 207 / 332 / 535 ms simulated, and 3.28 s against 2.71 s at
-  64 x 1,000 tokens: such a prefill costs more than the held 7,681-token calibration
-  (about 1.5-2 ms per 100-token sequence). Tried: a constant 1.5 ms per prefilling
-  sequence per step puts those steps within 5% but changes no other committed step's
-  error, so it would be fitted and tested on the same four steps; it stays out.
 - long prompts in one wave (prefill side not measured): BF16 long prompts (7,681 tokens)
   read up to +5% on end to end with TPOT within 3%: the wave's prefill, its prompts split
-  across steps (the split-prefill term below). On the decode side the KV-read term above
-  now carries what the one-stream bandwidth missed at 8K tokens of context (FP8
-  long-prompts at 8 streams: decode +6.9% before it, +4.4% with it); the context-ladder
-  protocol measures it between 1K and 12K tokens.
+  across steps (the split-prefill term below).
 - split prefill (not measured): a prompt continued in a later step costs more than one
   prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
-  alone). Its source, single-stream's last step, failed on 2026-12-01 (15,000-token
-  prompts: 2 of 4 requests answered 400 Bad Request on max_model_len 16,384, refused by
-  vLLM's character check of the prompt text before tokenizing, which the fit check in
-  :func:`claimcheck.config.protocols.check_fit` now applies beforehand); its two
-  answered requests read a median TTFT of 1.349 s against 1.244 s simulated (+8.4%), but a
-  failed step is never compared. The step is now 12,000 tokens, for the next session.
+  alone); single-stream's 12,000-token step is its source once run.
 """
 
 from __future__ import annotations
@@ -230,13 +212,18 @@ class Calibration:
     the calibrated one, which a lone prompt's held prefill measured (:func:`mixed_cost`);
     1: not measured."""
     mixed_prefill_source: str = ""
+    sequence_prefill_s: float = 0.0
+    """Seconds each request with a prompt chunk in a step adds to that step (a wave of
+    short prompts prefilled together: per-sequence work the FLOP count does not see,
+    :func:`sequence_cost`); 0: not measured."""
+    sequence_prefill_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
         :class:`ModelInputError` naming the field."""
         for name in ("bandwidth_bytes_s", "flops_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=False)
-        for name in ("request_overhead_s", "admission_interval_s"):
+        for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
         _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
                       zero_ok=False)
@@ -338,6 +325,23 @@ def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
     if at_two_s <= at_one_s:
         return None
     return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
+
+
+def sequence_cost(step_s: float, prefilling: int, per_sequence_s: float) -> float:
+    """A step's time with its ``prefilling`` requests (those with a prompt chunk in it) at
+    ``per_sequence_s`` each (``Calibration.sequence_prefill_s``) added to it."""
+    return step_s + prefilling * per_sequence_s
+
+
+def sequence_cost_from_wall(measured_s: float, at_zero_s: float, at_probe_s: float,
+                            probe_s: float) -> float | None:
+    """The per-sequence prefill cost c at which a step's simulated wall (first send to last
+    token) equals the measured one, from its simulated wall at c = 0 and at c = ``probe_s``
+    (linear in c while the same requests share the same steps):
+    ``probe_s`` x (measured - T(0)) / (T(probe) - T(0)); None when c does not move it."""
+    if at_probe_s <= at_zero_s:
+        return None
+    return probe_s * (measured_s - at_zero_s) / (at_probe_s - at_zero_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:

@@ -18,6 +18,7 @@ from claimcheck.model.model import (
     aligned_chunk,
     mixed_cost,
     row_factor,
+    sequence_cost,
     step_cost,
     step_cost_sum,
 )
@@ -81,6 +82,9 @@ def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
     step_s = cost.time_s
     if tokens == sampled == len(sched):  # a decode-only step
         step_s *= _decode_factor(cal, len(sched))
+    elif cal.sequence_prefill_s:  # each request with a prompt chunk in the step
+        step_s = sequence_cost(step_s, sum(r.prefilled < r.prompt for r, _ in sched),
+                               cal.sequence_prefill_s)
     return cost, step_s
 
 
