@@ -61,8 +61,10 @@ def hand_run() -> SimpleNamespace:
     rows = {id(t): {**timeline_columns(t.record, t.timeline, [], StepEnergy(None, None),
                                        t.output_len, None), **timeline_latencies(t.timeline)}
             for t in traces}  # each step's row as the run's table holds it
+    typed = SimpleNamespace(**{k: v for k, v in prov.items() if k != "engine_config"},
+                            engine_config=SimpleNamespace(recorded=prov["engine_config"]))
     return SimpleNamespace(name="hand-run", path=Path("/nowhere/hand-run"),
-                           provenance=SimpleNamespace(raw=prov), traces=traces,
+                           provenance=typed, traces=traces,
                            row_of=lambda t: rows[id(t)])
 
 

@@ -26,15 +26,7 @@ RAW_READ = re.compile(r"\bprov(?:enance)?\.raw\b|\.raw\[")
 OWNER = "runs/runrecord.py"
 """The typed record: the one module that reads the raw object."""
 
-PENDING: dict[str, int] = {
-    "calibration/layout.py": 1,
-    "calibration/picks.py": 4,
-    "predict/beforehand.py": 2,
-    "predict/crossval.py": 1,
-    "predict/modeltable.py": 1,
-    "predict/protocolpredict.py": 6,
-    "predict/verify.py": 3,
-}
+PENDING: dict[str, int] = {}
 """Modules still reading the raw object, and how many reads each: convert them through the
 record's fields (``Provenance.run_dir``, ``model_config``, ``duration_s``, ``verify``,
 ``protocol_name``, ``protocol_kind``; ``EngineRecord.weights``, ``extra_args``,

@@ -4,6 +4,8 @@
 
 
 rule carried_3090:
+    message:
+        "carried_3090: the article's RTX 3090 figures predicted from this card's runs alone (log {log})"
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,
@@ -28,6 +30,8 @@ rule carried_3090:
 # by the carried model from the local card's runs (claimcheck.predict.carry_claims); the
 # verdicts read against it first.
 rule carried_claims:
+    message:
+        "carried_claims: every registry figure against the model carried to its own card (log {log})"
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,

@@ -16,6 +16,8 @@ localrules:
 
 
 rule measure:
+    message:
+        "measure: every job of the measure configuration"
     input:
         lambda wc: expand(
             "logs/measure/{entry}.done",
@@ -24,6 +26,8 @@ rule measure:
 
 
 rule measure_job:
+    message:
+        "measure_job {wildcards.entry}: serve, run its protocols, stop (log {log})"
     input:
         engines=lambda wc: mx.job(measure_config(), CARDS, wc.entry)["engines_file"],
         protocols="config/protocols.yaml",

@@ -37,6 +37,8 @@ rule model_figures:
 # left out of every term (calibration, decode rows, KV line, admission), beside the
 # in-sample errors; the log gives the counts per engine and the Update's sentence.
 rule crossval:
+    message:
+        "crossval: every run predicted with that run left out of every term (log {log})"
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,

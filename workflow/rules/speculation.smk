@@ -5,6 +5,8 @@ HAND_PREDICTIONS = sorted(str(p) for p in Path("data/raw/predictions/hand").glob
 
 
 rule speculation:
+    message:
+        "speculation: every drafting run beside its hand prediction and the verify-rows model (log {log})"
     input:
         code=PACKAGE_SOURCES,
         runs=all_run_files,
@@ -27,6 +29,8 @@ rule speculation:
 
 
 rule speculation_figure:
+    message:
+        "speculation_figure: tokens kept needed against rows verified (log {log})"
     input:
         code=PACKAGE_SOURCES,
         verdicts="data/derived/verdicts.csv",

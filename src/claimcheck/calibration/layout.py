@@ -37,5 +37,5 @@ def layout_words(layout: tuple[tuple[str, int], ...]) -> str:
 
 def run_layout(run: Run) -> tuple[tuple[str, int], ...]:
     """A run's :func:`parallel_layout`, from its recorded ``engine_config``."""
-    return parallel_layout(run.provenance.raw.get("engine_config") or {})
+    return parallel_layout(dict(run.provenance.engine_config.recorded))
 

@@ -30,9 +30,8 @@ def decode_intervals(s: StepTrace) -> int:
 
 def run_key(run: Run) -> tuple[str, str, Any]:
     """(card, engine, weight format) of a run."""
-    p = run.provenance.raw
-    return (p.get("card"), p.get("engine"),
-            (p.get("engine_config") or {}).get("weight_format"))
+    p = run.provenance
+    return (p.card, p.engine, p.engine_config.recorded.get("weight_format"))
 
 
 def run_kernel(run: Run) -> str | None:
@@ -41,7 +40,7 @@ def run_kernel(run: Run) -> str | None:
     when neither says (an unquantized engine)."""
     if run.linear_kernel:
         return run.linear_kernel
-    args = [str(a) for a in (run.provenance.raw.get("engine_config") or {}).get(
+    args = [str(a) for a in run.provenance.engine_config.recorded.get(
         "extra_args") or []]
     if "--linear-backend" in args[:-1]:
         return args[args.index("--linear-backend") + 1].lower()
@@ -73,7 +72,7 @@ class Pick:
 
 
 def earliest(r: Run, s: StepTrace) -> tuple[str, str, int, int]:
-    return (str(r.provenance.raw.get("started_utc", "")), r.name, int(s.record["step"]),
+    return (str(r.provenance.started_utc or ""), r.name, int(s.record["step"]),
             int(s.record["repeat"]))
 
 
@@ -91,6 +90,6 @@ def one_wave(r: Run, s: StepTrace, terms: Terms, term: str) -> bool:
     """A one-wave step (requests = streams, 2 to the engine's slots) of a protocol that is
     ``term``'s source."""
     tl = s.timeline
-    name = (r.provenance.raw.get("protocol_config") or {}).get("name")
+    name = (r.provenance.protocol_config or {}).get("name")
     return (name in terms.get(term, frozenset()) and 2 <= tl.streams == len(tl.requests)
             and tl.streams <= r.engine[0].max_num_seqs)

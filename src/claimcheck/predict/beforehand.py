@@ -75,11 +75,11 @@ def check_matches(prediction: Mapping[str, Any], run: Run) -> None:
     """Refuse (InputError naming the prediction file and key) a run of another card, engine
     or protocol, or one whose step of an index has other streams, requests or lengths."""
     src = prediction.get("file", "<prediction>")
-    prov = run.provenance.raw
+    prov = run.provenance
     for k in ("card", "engine", "protocol"):
-        if prediction[k] != prov.get(k):
+        if prediction[k] != getattr(prov, k):
             raise InputError(src, f"predicted for {prediction[k]!r}, but run {run.name} is of "
-                             f"{prov.get(k)!r}: not the run this prediction was written for",
+                             f"{getattr(prov, k)!r}: not the run this prediction was written for",
                              key=k)
     by_index = {p["index"]: (i, p) for i, p in enumerate(prediction["steps"])}
     for s in run.traces:
@@ -104,13 +104,13 @@ def against(prediction: Mapping[str, Any], run: Run,
     on end to end alone. Checked first (:func:`check_matches`)."""
     check_matches(prediction, run)
     by_index = {p["index"]: p for p in prediction["steps"]}
-    prov = run.provenance.raw
+    prov = run.provenance
     base = {"prediction_file": Path(prediction.get("file", "")).name,
             "card": prediction["card"], "engine": prediction["engine"],
             "protocol": prediction["protocol"], "kind": prediction.get("kind"),
-            "weights": prov.get("weights") or prediction.get("weights"),
-            "weight_format": (prov.get("engine_config") or {}).get("weight_format"),
-            "run": run.name, "run_duration_s": number(prov.get("duration_s")),
+            "weights": prov.weights or prediction.get("weights"),
+            "weight_format": prov.engine_config.recorded.get("weight_format"),
+            "run": run.name, "run_duration_s": number(prov.duration_s),
             "prediction_repeats": by_index[min(by_index)].get("repeats")}
     rows = []
     for s in run.traces:

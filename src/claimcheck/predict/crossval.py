@@ -45,11 +45,11 @@ def held_out_rows(target: Run, runs: list[Run],
     """``target``'s steps predicted with ``target`` left out of ``runs`` (every term chosen
     among the others); with no calibration left, its steps with no prediction and why."""
     others = [r for r in runs if r is not target and r.name != target.name]
-    prov = target.provenance.raw
-    base = {"run": target.name, "card": prov.get("card"), "engine": prov.get("engine"),
+    prov = target.provenance
+    base = {"run": target.name, "card": prov.card, "engine": prov.engine,
             "weight_format": run_key(target)[2],
-            "weights": (prov.get("engine_config") or {}).get("weights"),
-            "protocol": (prov.get("protocol_config") or {}).get("name")}
+            "weights": prov.engine_config.recorded.get("weights"),
+            "protocol": (prov.protocol_config or {}).get("name")}
     try:
         choice = choose_for(target, others, terms)
         out = predict_run(target, choice, cache, user_cards)
@@ -61,7 +61,7 @@ def held_out_rows(target: Run, runs: list[Run],
                  "e2e_error": None, "decode_error": None, "borrowed_terms": "",
                  "cv_note": f"no calibration without this run: {e}",
                  **{f"{t}_runs": "" for t in TERMS}} for s in target.traces]
-    src = term_sources(choice, str(prov.get("engine")))
+    src = term_sources(choice, str(prov.engine))
     terms = {f"{t}_runs": "; ".join(src[t]["runs"]) for t in TERMS}
     rows = []
     for r in out["steps"]:

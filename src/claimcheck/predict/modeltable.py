@@ -132,13 +132,13 @@ def table_rows(runs: list[Run], unmodelled: list[str] | None = None,
             if unmodelled is not None:
                 unmodelled.append(why)
             continue
-        cal, prov = out["calibration"], target.provenance.raw
+        cal, prov = out["calibration"], target.provenance
         picks = {"bandwidth": choice.bandwidth, "overhead": choice.overhead,
                  "compute": choice.compute}
-        base = {"run": target.name, "card": prov.get("card"), "engine": prov.get("engine"),
+        base = {"run": target.name, "card": prov.card, "engine": prov.engine,
                 "weight_format": run_key(target)[2],
-                "protocol": (prov.get("protocol_config") or {}).get("name"),
-                "weights": (prov.get("engine_config") or {}).get("weights"),
+                "protocol": (prov.protocol_config or {}).get("name"),
+                "weights": prov.engine_config.recorded.get("weights"),
                 "calibrated_on": choice.bandwidth.run.name,
                 "bandwidth_gb_s": cal["bandwidth_gb_s"], "tflops": cal["tflops"],
                 "request_overhead_ms": cal["request_overhead_s"] * 1e3,

@@ -36,7 +36,7 @@ def _step_shape(run: Run, rec: dict[str, Any]
                 ) -> tuple[int, int, int, int, str]:
     """(streams, requests, input_len, output_len, kind) of a recorded step; lengths and
     kind the recorded protocol's where the step record lacks them (older records)."""
-    proto = run.provenance.raw.get("protocol_config") or {}
+    proto = run.provenance.protocol_config or {}
     steps = proto.get("steps") or []
     ps = steps[rec["step"]] if isinstance(rec.get("step"), int) and rec["step"] < len(steps) \
         else {}
@@ -59,7 +59,7 @@ def _engine_runs(runs: list[Run], card: str, engine: str
         engines = sorted({str(run_key(r)[1]) for r in on_card})
         raise InputError("--engine", f"no committed run of engine {engine!r} on {card} "
                          f"(engines with runs there: {', '.join(engines)})")
-    return sorted(own, key=lambda r: (str(r.provenance.raw.get("started_utc", "")), r.name))
+    return sorted(own, key=lambda r: (str(r.provenance.started_utc or ""), r.name))
 
 
 def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
@@ -93,7 +93,7 @@ def prefix_caching_of(run: Run | None) -> bool | None:
     (``enable_prefix_caching=True/False``); None when neither says."""
     if run is None:
         return None
-    v = (run.provenance.raw.get("engine_config") or {}).get("prefix_caching")
+    v = run.provenance.engine_config.recorded.get("prefix_caching")
     if v is not None:
         return bool(v)
     found = re.findall(r"enable_prefix_caching'?[=:] ?(True|False)", run.start_log)
@@ -138,7 +138,7 @@ def _twin(runs: list[Run], card: str, engine: str, spec: Any
     want = {k: getattr(spec, k) for k in TWIN_FIELDS}
     layout = parallel_layout(spec.__dict__)
     twins = [r for r in runs if run_key(r)[0] == card and run_layout(r) == layout and all(
-        (r.provenance.raw.get("engine_config") or {}).get(k) == v for k, v in want.items())]
+        r.provenance.engine_config.recorded.get(k) == v for k, v in want.items())]
     if not twins:
         raise InputError("--engine", f"no committed run of engine {engine!r} on {card}, nor "
                          "of an engine that differs from it only in max_num_seqs and "
@@ -146,7 +146,7 @@ def _twin(runs: list[Run], card: str, engine: str, spec: Any
                          f"{layout_words(layout)}, equal)")
     return min(twins, key=lambda r: (spec.vllm_version is not None
                                      and run_version(r) != spec.vllm_version,
-                                     str(r.provenance.raw.get("started_utc", "")), r.name))
+                                     str(r.provenance.started_utc or ""), r.name))
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
         own = _engine_runs(runs, card, engine)
         base = own[0]
         shape, info = base.engine
-        eng = base.provenance.raw.get("engine_config") or {}
+        eng = dict(base.provenance.engine_config.recorded)
         fmt, engine_run = run_key(base)[2], base.name
     except InputError as e:
         if not engines or engine not in engines or e.source != "--engine":

@@ -61,7 +61,7 @@ def plan(runs: list[Run], card: str, engine: str, proto: Any, n: int,
 def compare(run: Run, tolerance: float = TOLERANCE) -> dict[str, Any]:
     """A verify run's measured steps against the predictions in its provenance (key
     ``verify``), and its GPU seconds against the whole protocol's predicted load."""
-    rec = run.provenance.raw.get("verify")
+    rec = run.provenance.verify
     if not rec:
         raise InputError(str(run.path / "provenance.json"), "not a verify run (no 'verify' "
                          "record)", key="verify")
@@ -89,12 +89,12 @@ def compare(run: Run, tolerance: float = TOLERANCE) -> dict[str, Any]:
         row["within"] = (row["status"] == "complete"
                          and within_both(row["e2e_error"], row["decode_error"], tolerance))
         rows.append(row)
-    spent = float(run.provenance.raw.get("duration_s") or 0.0)
+    spent = float(run.provenance.duration_s or 0.0)
     return {"run": run.name, "of_protocol": rec["of_protocol"], "measured": rows,
             "within": sum(r["within"] for r in rows), "tolerance": tolerance,
             "predicted_only": [by_index[i] for i in rec["predicted_steps"]],
             "gpu_s": spent, "protocol_predicted_load_s": rec["protocol_predicted_load_s"],
-            "device": "CPU" if run.provenance.raw.get("card") == "cpu" else "GPU"}
+            "device": "CPU" if run.provenance.card == "cpu" else "GPU"}
 
 
 def render(c: dict[str, Any]) -> list[str]:
