@@ -1,5 +1,8 @@
 """Issue 40 item 7: a render prints one line a job. Snakemake prints a rule's input and
-output lists unless the rule has a ``message:``; every rule of workflow/rules has one."""
+output lists unless the rule has a ``message:``; every rule of workflow/rules has one but
+the GPU rules, whose whole job block (command, resources) ``snakemake -n -p measure`` shows
+on purpose, so that a user reads what a cluster will run before it runs
+(tests/test_cluster_matrix.py)."""
 
 import re
 
@@ -19,7 +22,10 @@ def test_the_check_finds_a_rule_without_a_message():
     assert rules_without_message(text) == ["b"]
 
 
+SHOWN_WHOLE = {"measure.smk": ["measure", "measure_job"]}
+
+
 def test_every_rule_says_one_line():
     missing = {p.name: rules_without_message(p.read_text())
                for p in sorted((ROOT / "workflow" / "rules").glob("*.smk"))}
-    assert {k: v for k, v in missing.items() if v} == {}
+    assert {k: v for k, v in missing.items() if v} == SHOWN_WHOLE

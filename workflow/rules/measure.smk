@@ -16,8 +16,6 @@ localrules:
 
 
 rule measure:
-    message:
-        "measure: every job of the measure configuration"
     input:
         lambda wc: expand(
             "logs/measure/{entry}.done",
@@ -26,8 +24,6 @@ rule measure:
 
 
 rule measure_job:
-    message:
-        "measure_job {wildcards.entry}: serve, run its protocols, stop (log {log})"
     input:
         engines=lambda wc: mx.job(measure_config(), CARDS, wc.entry)["engines_file"],
         protocols="config/protocols.yaml",
