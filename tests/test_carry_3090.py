@@ -313,9 +313,10 @@ def test_a_share_measured_at_a_lower_clock_moves_to_the_rated_clock():
 def test_step_clock_reads_the_busy_samples_of_the_step_window(tmp_path):
     # a hand-made telemetry file: two samples before the window, three inside drawing
     # >= 350 W (half of 700 W) at 1,500, 1,600 and 1,700 MHz, one inside idle at 1,980
-    rows = ["t_unix_s,power_w,power_limit_w,sm_clock_mhz",
-            "99,690,700,1400", "100.5,120,700,1980", "101,600,700,1500",
-            "102,690,700,1700", "103,200,700,1980", "104,500,700,1600", "106,690,700,1300"]
+    rows = ["t_unix_s,gpu,power_w,power_limit_w,sm_clock_mhz",
+            "99,0,690,700,1400", "100.5,0,120,700,1980", "101,0,600,700,1500",
+            "102,0,690,700,1700", "103,0,200,700,1980", "104,0,500,700,1600",
+            "106,0,690,700,1300"]
     (tmp_path / "telemetry.csv").write_text("\n".join(rows) + "\n")
     run = dataclasses.make_dataclass("R", ["path"])(tmp_path)
     step = dataclasses.make_dataclass("S", ["window_unix_s"])((100.0, 105.0))

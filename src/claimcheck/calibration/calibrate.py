@@ -228,7 +228,7 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
              and r.engine[1].get("kv_dtype") == kv_dtype and r.traces]
     for who in sorted({run_key(r)[1] for r in cands},
                       key=lambda e: min(earliest(r, r.traces[0]) for r in cands
-                                        if run_key(r)[1] == e and r.traces)):
+                                        if run_key(r)[1] == e)):
         lined = on_lines([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
                         if _is_kv_source(r, s, terms)])
         if lined:

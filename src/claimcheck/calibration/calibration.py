@@ -125,6 +125,19 @@ def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrati
     return replace(cal, row_factors=pts, row_factor_source=src)
 
 
+def _walls(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...]
+           ) -> tuple[float, list[float]]:
+    """A step's measured wall (first send to last token) and its simulated one with the
+    calibration's ``term`` at each of ``values`` (every other term as ``cal`` has it): what
+    a term solved from a step's wall is fitted from."""
+    tl = p.step.timeline
+    shape, _ = p.run.engine
+    prompts = [r.prompt_tokens for r in tl.requests]
+    outputs = [r.output_tokens for r in tl.requests]
+    return tl.wall_s, [predicted_step(shape, replace(cal, **{term: v}), prompts, outputs,
+                                      tl.streams)[0]["predicted_load_s"] for v in values]
+
+
 def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
     """``cal`` with the mixed-prefill factor (``Calibration.mixed_prefill_factor``): over
     the KV-read term's one-wave steps (``picks``: a wave's prompts prefill together and
@@ -135,13 +148,8 @@ def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrat
     unchanged."""
     ks = []
     for p in picks:
-        tl = p.step.timeline
-        shape, _ = p.run.engine
-        prompts = [r.prompt_tokens for r in tl.requests]
-        outputs = [r.output_tokens for r in tl.requests]
-        at = [predicted_step(shape, replace(cal, mixed_prefill_factor=k), prompts, outputs,
-                             tl.streams)[0]["predicted_load_s"] for k in (1.0, 2.0)]
-        k = m.mixed_factor_from_wall(tl.wall_s, *at)
+        wall, at = _walls(p, cal, "mixed_prefill_factor", (1.0, 2.0))
+        k = m.mixed_factor_from_wall(wall, *at)
         if k is not None and k > 0:
             ks.append(k)
     if not ks:
@@ -170,13 +178,8 @@ def sequence_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calib
     negative median is no cost. No step it moves: ``cal`` unchanged."""
     cs = []
     for p in picks:
-        tl = p.step.timeline
-        shape, _ = p.run.engine
-        prompts = [r.prompt_tokens for r in tl.requests]
-        outputs = [r.output_tokens for r in tl.requests]
-        at = [predicted_step(shape, replace(cal, sequence_prefill_s=c), prompts, outputs,
-                             tl.streams)[0]["predicted_load_s"] for c in (0.0, SEQUENCE_PROBE_S)]
-        c = m.sequence_cost_from_wall(tl.wall_s, *at, SEQUENCE_PROBE_S)
+        wall, at = _walls(p, cal, "sequence_prefill_s", (0.0, SEQUENCE_PROBE_S))
+        c = m.sequence_cost_from_wall(wall, *at, SEQUENCE_PROBE_S)
         if c is not None:
             cs.append(c)
     if not cs:

@@ -43,7 +43,9 @@ from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
 from claimcheck.readings import definitions as d
+from claimcheck.readings.telemetry import busy_sm_clock
 from claimcheck.runs.run import Run
+from claimcheck.runs.runload import read_telemetry
 
 ACTIVATION_PATH = {"w4a16": "bf16", "w8a16": "bf16", "bf16": "bf16", "fp16": "bf16",
                    "fp8": "fp8"}
@@ -196,20 +198,10 @@ def telemetry_at_cap(runs: list[Run], card: str) -> dict[str, Any]:
 def step_sm_clock(run: Run, step: Any) -> tuple[float | None, int]:
     """The median SM clock (MHz) of ``run``'s telemetry samples inside ``step``'s load
     window (``window_unix_s``) that draw at least half the power limit (the GPU at work, not
-    waiting for the client), and how many samples; (None, 0) without such samples."""
-    p = run.path / "telemetry.csv"
-    if not p.is_file():
-        return None, 0
-    t = pd.read_csv(p)
-    need = {"t_unix_s", "power_w", "power_limit_w", "sm_clock_mhz"}
-    if not need <= set(t.columns):
-        raise InputError(str(p), f"telemetry lacks {sorted(need - set(t.columns))}")
-    lo, hi = step.window_unix_s
-    busy = t[(t["t_unix_s"] >= lo) & (t["t_unix_s"] <= hi)
-             & (t["power_w"] >= 0.5 * t["power_limit_w"])]
-    if busy.empty:
-        return None, 0
-    return float(busy["sm_clock_mhz"].median()), len(busy)
+    waiting for the client), and how many samples (:func:`~claimcheck.readings.telemetry.
+    busy_sm_clock` over the file as :func:`~claimcheck.runs.runload.read_telemetry` reads
+    it); (None, 0) without such samples."""
+    return busy_sm_clock(read_telemetry(run.path / "telemetry.csv"), *step.window_unix_s)
 
 
 def target_weights(spec: Any, shape_run: Run) -> tuple[float, str]:

@@ -73,6 +73,18 @@ def summarize(rows: list[dict[str, Any]], t0: float | None = None,
     }
 
 
+def busy_sm_clock(rows: list[dict[str, Any]], t0: float, t1: float
+                  ) -> tuple[float | None, int]:
+    """The median SM clock (MHz) of the samples within [t0, t1] that draw at least half
+    their power limit (the GPU at work, not waiting for a client), and how many; (None, 0)
+    without such samples."""
+    clocks = [r["sm_clock_mhz"] for r in rows
+              if all(isinstance(r.get(k), float)
+                     for k in ("power_w", "power_limit_w", "sm_clock_mhz"))
+              and t0 <= r["t_unix_s"] <= t1 and r["power_w"] >= 0.5 * r["power_limit_w"]]
+    return (statistics.median(clocks), len(clocks)) if clocks else (None, 0)
+
+
 def power_samples(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
     """(time s, board power W summed over the GPUs) from telemetry rows, by time."""
     by_t: dict[float, float] = defaultdict(float)
