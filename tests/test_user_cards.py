@@ -80,6 +80,15 @@ def test_bad_rows_are_refused_in_one_line(tmp_path):
     line, p = _refused(tmp_path, row + ",1800,", header=HEADER + ",tensor_clock_mhz,"
                        "source_tensor_clock")
     assert line == f"claimcheck: error: {p}:2: source_tensor_clock: a tensor clock needs its source"
+    # impossible clocks: negative, infinite, in kHz (a unit slip), not a number
+    head = HEADER + ",tensor_clock_mhz,source_tensor_clock"
+    for v, words in [("-5", "must be > 0, got -5"),
+                     ("inf", "must be a finite number, got 'inf'"),
+                     ("1800000", "1800000 MHz is beyond any card (at most 10,000 MHz): a typo "
+                                 "or another unit?"),
+                     ("fast", "not a number: 'fast'")]:
+        line, p = _refused(tmp_path, row + f",{v},datasheet", header=head)
+        assert line == f"claimcheck: error: {p}:2: tensor_clock_mhz: {words}"
     line = one_line_error(cli("roofline", "--cards-file", tmp_path / "none.csv", "--card",
                               "l40s", "--config", QWEN, "--weights-format", "w4a16"))
     assert line.startswith(f"claimcheck: error: {tmp_path / 'none.csv'}: no such file")
