@@ -256,12 +256,19 @@ def test_lean_checkout_takes_the_runs_out_of_the_index_and_back(tmp_path):
     on = run("on")
     assert on.returncode == 0, on.stderr
     assert tracked() == 0 and (clone / "data/raw/runs/SESSIONS.md").is_file()
+    # the committed runs' names travel beside the lean tree (device.sh measure reserves
+    # them), every run directory and nothing else, dots in names kept
+    names = (clone / "data/raw/lean-run-names.txt").read_text().split()
+    dirs = sorted(p.name for p in (clone / "data/raw/runs").iterdir() if p.is_dir())
+    assert names == dirs and "SESSIONS.md" not in names
+    assert "h200-20261203-bf16-dummy-16k-mtp3-forced2.5-speculation" in names
     before, after = (int(x) for x in re.findall(r"checkout (\d+) -> (\d+) bytes", on.stdout)[0])
     assert after < before / 4
     assert run("status").stdout.strip() == "on"
     assert "already on" in run("on").stdout
     off = run("off")
     assert off.returncode == 0 and tracked() == n
+    assert not (clone / "data/raw/lean-run-names.txt").exists()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, text=True,
                             capture_output=True, check=True).stdout.split("\n")
     assert all(x.endswith("lean-checkout.sh") for x in status if x)  # only the copied script

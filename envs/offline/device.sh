@@ -54,10 +54,13 @@ case "${1:?}" in
     args=(); for p in "$@"; do args+=(--protocol "$p"); done
     # Committed run names are taken: an empty placeholder each, so a new run of the same
     # card, day, engine and protocol gets the runner's -2 suffix, never a committed name.
-    # (A lean checkout, lean-checkout.sh, carries no runs: then nothing is reserved.)
+    # (A lean checkout, lean-checkout.sh, carries their names in data/raw/lean-run-names.txt.)
     shopt -s nullglob
     mkdir -p "$RUNS"; for d in data/raw/runs/*/; do mkdir -p "$RUNS/$(basename "$d")"; done
     shopt -u nullglob
+    if [ -f data/raw/lean-run-names.txt ]; then
+      while read -r n; do [ -n "$n" ] && mkdir -p "$RUNS/$n"; done < data/raw/lean-run-names.txt
+    fi
     budget=$(( ${CALL_S:-570} - SECONDS - 20 ))
     echo "device.sh: ${budget} s left for the protocols in this call"
     rc=0; timeout --signal=INT "$budget" python3 -m claimcheck.cli measure \

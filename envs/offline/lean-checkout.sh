@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=data/raw/runs
+NAMES=data/raw/lean-run-names.txt
 LINE="/$RUNS/"
 EXCLUDE=$(git rev-parse --git-path info/exclude)
 bytes() {
@@ -27,9 +28,13 @@ case "${1:?usage: lean-checkout.sh on|off|status}" in
     before=$(bytes)
     git rm -r -q --cached "$RUNS"
     echo "$LINE" >> "$EXCLUDE"
+    # the committed runs' names travel (untracked, not ignored) so device.sh measure can
+    # reserve them: a new run of a committed card, day, engine and protocol gets a suffix
+    find "$RUNS" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort > "$NAMES"
     echo "lean-checkout: on: $RUNS out of the index; checkout $before -> $(bytes) bytes" ;;
   off)
     git reset -q -- "$RUNS"
+    rm -f "$NAMES"
     if [ -f "$EXCLUDE" ]; then
       grep -vxF "$LINE" "$EXCLUDE" > "$EXCLUDE.tmp" || true
       mv "$EXCLUDE.tmp" "$EXCLUDE"
