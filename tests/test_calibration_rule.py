@@ -148,6 +148,18 @@ def test_decode_row_sources_are_the_flagged_one_wave_steps_within_the_slots():
     assert calibrate.row_sources(runs, "h200", "fp8-hyperqwen-dummy", "fp8") == ((), None)
 
 
+def test_a_same_kernel_engine_whose_only_run_measured_nothing_is_no_row_source():
+    # an engine of the same weight format and kernel (Humming) whose one run was
+    # interrupted before any step (no trace) is passed over, not a crash: it stopped the
+    # render with "min() arg is an empty sequence" when a second Humming engine arrived
+    runs = _runs("h200-20261204-w4a8-dummy-humming-16k-ladder",
+                 "h200-20261204-w4a8-int8g-dummy-humming-16k-ladder")
+    assert not runs[0].traces and runs[1].traces
+    # (a ladder is no decode-row source, so neither engine has rows to give)
+    assert calibrate.row_sources(runs, "h200", "w4a8-int8g-dummy-humming-16k",
+                                 "w4a16") == ((), None)
+
+
 def test_the_protocols_that_calibrate_a_term_are_passed_in_not_cached():
     # issue 40 item 4: which protocols' steps calibrate a term is an input (terms), read
     # from config/protocols.yaml at the edge when not given; no module-level cache

@@ -94,7 +94,8 @@ def row_sources(runs: list[Run], card: str, engine: str, weight_format: Any,
                    and run_kernel(r)), None)
     for who in ([engine] + sorted({run_key(r)[1] for r in on_card
                                    if run_key(r)[2] == weight_format and run_key(r)[1] != engine
-                                   and (kernel is None or run_kernel(r) == kernel)},
+                                   and (kernel is None or run_kernel(r) == kernel)
+                                   and r.traces},
                                   key=lambda e: min(earliest(r, r.traces[0]) for r in on_card
                                                     if run_key(r)[1] == e and r.traces))):
         pairs = [(r, s) for r in on_card if run_key(r)[1] == who for s in r.traces
