@@ -59,3 +59,28 @@ def test_bad_inputs_name_the_field():
         cc.Term("eta", 0.7, "share", "guessed", (), "rule")
     with pytest.raises(cc.CarryError, match="value"):
         cc.Term("eta", math.nan, "share", "assumed", (), "rule")
+
+
+def test_int8_mlp_rate_solved_and_joined_back_by_hand():
+    # a body prefilled at 600 TFLOP/s, its non-MLP half at 500: 1/600 - 0.5/500 = 1/1500
+    # leaves the MLP half, so the MLP ran at 0.5 x 1500 = 750 TOP/s
+    assert cc.int8_mlp_rate(600e12, 500e12, 0.5) == pytest.approx(750e12, rel=1e-12)
+    # joined back: 1 / (0.5/750 + 0.5/500) = 600, the measured rate
+    assert cc.split_rate(0.5, 750e12, 500e12) == pytest.approx(600e12, rel=1e-12)
+    # the article's 3090 at a 0.3 share of 284 TOP/s int8 on 70% of the FLOPs, 52 TFLOP/s
+    # on the rest: 1 / (0.7/85.2 + 0.3/52) = 71.50 TFLOP/s
+    assert cc.split_rate(0.7, 0.3 * 284e12, 52e12) == pytest.approx(71.503e12, rel=1e-4)
+    assert cc.split_rate(0.0, 1e12, 52e12) == pytest.approx(52e12)
+
+
+def test_int8_mlp_rate_refuses_a_body_too_fast_for_its_rest():
+    # 1/1000 - 0.5/500 = 0: the MLP would take no time
+    with pytest.raises(cc.CarryError) as e:
+        cc.int8_mlp_rate(1000e12, 500e12, 0.5)
+    assert e.value.field == "measured_flops_s"
+    with pytest.raises(cc.CarryError) as e:
+        cc.int8_mlp_rate(600e12, 500e12, 1.5)
+    assert e.value.field == "mlp_fraction"
+    with pytest.raises(cc.CarryError) as e:
+        cc.split_rate(-0.1, 1e12, 1e12)
+    assert e.value.field == "mlp_fraction"

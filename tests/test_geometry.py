@@ -48,6 +48,14 @@ def test_weights_and_flops_per_token(g):
     assert g.flops_per_token == 2 * g.weights_per_token
 
 
+def test_mlp_weights_per_token_by_hand(g):
+    # 64 layers, each a gated MLP of 3 x 5,120 x 17,408 = 267,386,880 weights
+    assert g.mlp_weights_per_token == 64 * 3 * 5120 * 17408 == 17_112_760_320
+    # 0.703 of the body's weights (all but the 248,320 x 5,120 output head)
+    body = g.weights_per_token - 248_320 * 5120
+    assert g.mlp_weights_per_token / body == pytest.approx(0.70277, abs=1e-5)
+
+
 def test_total_params_matches_hugging_face(g):
     assert g.total_params == 27_781_427_952
     # the article's closing: embeddings 1.27 B, vision ~0.46 B, MTP ~0.42 B

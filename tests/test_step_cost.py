@@ -169,3 +169,23 @@ def test_the_decode_fast_forward_prices_as_the_step_loop_does(monkeypatch):
                         lambda self, n: (calls.append(n), orig(self, n))[1])
     simulator.simulate(*args)
     assert calls and sum(calls) > 1
+
+
+def test_prompt_positions_priced_at_their_own_rate_by_hand():
+    # F = 51.24 GFLOP per position: 100 positions, 60 of them a prompt chunk's, at 63
+    # TFLOP/s for decode and 90 for prefill: 51.24e9 x (40/63e12 + 60/90e12) s
+    shape = m.EngineShape(weight_bytes=W, state_bytes=0.0, kv_bytes_per_token=0.0,
+                          flops_body_per_token=F, flops_head_per_token=0.0,
+                          max_num_batched_tokens=2048, max_num_seqs=64)
+    cal = m.Calibration(bandwidth_bytes_s=BW, flops_s=P, request_overhead_s=0.0,
+                        bandwidth_source="", compute_source="")
+    same = m.step_cost(shape, cal, [100], 100, 1, 60)
+    assert same.compute_s == pytest.approx(100 * F / P, rel=1e-12)  # no prefill rate: one
+    fast = m.step_cost(shape, replace(cal, prefill_flops_s=90e12), [100], 100, 1, 60)
+    assert fast.compute_s == pytest.approx(51.24e9 * (40 / 63e12 + 60 / 90e12), rel=1e-12)
+    assert fast.compute_s == pytest.approx(0.066700, rel=1e-4)
+    # a prompt alone (prefill_time_s) runs every position at the prefill rate
+    assert m.prefill_time_s(shape, replace(cal, prefill_flops_s=90e12), 1024) == \
+        pytest.approx(max(1024 * F / 90e12, W / BW), rel=1e-12)
+    with pytest.raises(m.ModelInputError, match="prefill_flops_s"):
+        replace(cal, prefill_flops_s=0.0)

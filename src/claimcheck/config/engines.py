@@ -33,6 +33,10 @@ class Engine:
     tokenizer: str = "synthetic"
     weight_format: str = "bf16"
     quantization: str | None = None
+    int8_activations: str | None = None
+    """The layers whose GEMMs take int8 activations ("mlp"); None: none. Said of an engine
+    with no run (the article's RTX 3090 server) so a carried prediction prices its prefill
+    at int8; a run's own start log says what its engine built (Run.int8_activations)."""
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"

@@ -20,6 +20,13 @@ The rules:
   a compute-bound kernel's SM clock at a cap goes as the cube root of the power
   (dynamic power ~ f V^2 with V ~ f): ratio = (P / P_default) ** (1/3)
   (:func:`power_clock_ratio`), applied to compute only.
+* **int8 MLP prefill**: an engine with int8 activations on its MLP GEMMs multiplies a
+  prompt's MLP FLOPs (a share ``f`` of the body's, from the geometry) at int8 and the rest
+  at 16 bits. On the local card's int8 run, ``1/F_int8run = f/F_mlp + (1-f)/F_16``, with
+  ``F_16`` the 16-bit path's measured rate (assumed the rest's), gives the MLP's rate
+  ``F_mlp`` (:func:`int8_mlp_rate`); as a share of the dense int8 rate it is carried like
+  compute, and a prompt on the other card runs at
+  ``1 / (f/F_mlp' + (1-f)/F_16')`` (:func:`split_rate`). Decode keeps the 16-bit rate.
 * **KV read**: its share of the datasheet bandwidth, carried like eta.
 * **per-request overhead, admission interval, t0**: host-side seconds, carried unchanged.
 * **the bend**: the streams at which the compute term reaches the memory term
@@ -142,6 +149,35 @@ def share_at_rated_clock(share_measured: float, clock_mhz: float | None,
     at = share_measured * rated_clock_mhz / clock_mhz
     return at, (f"{at:.3f} at the {rated_clock_mhz:,.0f} MHz its datasheet rate is quoted "
                 f"at (x {rated_clock_mhz:,.0f} / {clock_mhz:,.0f})")
+
+
+def int8_mlp_rate(measured_flops_s: float, rest_flops_s: float, mlp_fraction: float
+                  ) -> float:
+    """The MLP GEMMs' FLOP/s on an engine with int8 activations there, from its measured
+    prefill rate over the whole body (``measured_flops_s``), the rate of the body's other
+    FLOPs (``rest_flops_s``, the 16-bit path's) and the MLP's share of the body's FLOPs
+    (``mlp_fraction``): f / (1/measured - (1-f)/rest). A :class:`CarryError` when the
+    measured rate is no faster than the rest's share of it allows (the MLP would take no
+    time or less)."""
+    _positive("measured_flops_s", measured_flops_s)
+    _positive("rest_flops_s", rest_flops_s)
+    if not 0.0 < mlp_fraction <= 1.0:
+        raise CarryError("mlp_fraction", f"must be in (0, 1], got {mlp_fraction!r}")
+    left = 1.0 / measured_flops_s - (1.0 - mlp_fraction) / rest_flops_s
+    if left <= 0:
+        raise CarryError("measured_flops_s", f"{measured_flops_s:.4g} FLOP/s over the body "
+                         f"leaves the MLP no time beside the rest at {rest_flops_s:.4g}")
+    return mlp_fraction / left
+
+
+def split_rate(mlp_fraction: float, mlp_flops_s: float, rest_flops_s: float) -> float:
+    """A body's FLOP/s when a share ``mlp_fraction`` of its FLOPs runs at ``mlp_flops_s``
+    and the rest at ``rest_flops_s``: 1 / (f/mlp + (1-f)/rest)."""
+    _positive("mlp_flops_s", mlp_flops_s)
+    _positive("rest_flops_s", rest_flops_s)
+    if not 0.0 <= mlp_fraction <= 1.0:
+        raise CarryError("mlp_fraction", f"must be in [0, 1], got {mlp_fraction!r}")
+    return 1.0 / (mlp_fraction / mlp_flops_s + (1.0 - mlp_fraction) / rest_flops_s)
 
 
 def power_clock_ratio(power_limit_w: float, default_power_w: float) -> float:

@@ -217,12 +217,20 @@ class Calibration:
     short prompts prefilled together: per-sequence work the FLOP count does not see,
     :func:`sequence_cost`); 0: not measured."""
     sequence_prefill_source: str = ""
+    prefill_flops_s: float | None = None
+    """FLOP/s of the positions of prompt chunks when they multiply at another rate than
+    decode (int8 activations on the MLP GEMMs of a prefill, as the article's RTX 3090
+    engine); None: every position at ``flops_s``."""
+    prefill_flops_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
         :class:`ModelInputError` naming the field."""
         for name in ("bandwidth_bytes_s", "flops_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=False)
+        if self.prefill_flops_s is not None:
+            _check_number("Calibration", "prefill_flops_s", self.prefill_flops_s,
+                          zero_ok=False)
         for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
         _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
@@ -269,20 +277,22 @@ class StepCost:
 
 
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
-              sampled: int) -> StepCost:
+              sampled: int, prefill_tokens: int = 0) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
     step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
 
     The two terms are the roofline's (:func:`claimcheck.physics.roofline.memory_seconds` and
     :func:`~claimcheck.physics.roofline.compute_seconds`, which the roofline's own times call)
     at B = the scheduled requests, L = their mean context and r = positions per request,
-    plus the head for sampled positions.
+    plus the head for sampled positions. ``prefill_tokens`` of the positions are prompt
+    chunks' (priced at ``cal.prefill_flops_s`` when that is set).
     """
-    return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled)
+    return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled,
+                         prefill_tokens)
 
 
 def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
-                  tokens: int, sampled: int) -> StepCost:
+                  tokens: int, sampled: int, prefill_tokens: int = 0) -> StepCost:
     """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
     contexts (tokens), which is all it depends on.
 
@@ -291,7 +301,9 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     parts are taken out of it and the rest, the KV, is re-priced at
     ``cal.kv_bandwidth_bytes_s`` when that is measured. The compute term is
     :func:`~claimcheck.physics.roofline.compute_seconds` at r = ``tokens / b`` plus the head
-    for the sampled positions. Nothing is checked here (``shape`` and ``cal`` were checked
+    for the sampled positions; when ``cal.prefill_flops_s`` is set, the ``prefill_tokens``
+    positions of prompt chunks are priced at it and the rest at ``cal.flops_s``
+    (:func:`split_compute_seconds`). Nothing is checked here (``shape`` and ``cal`` were checked
     when built; every scheduled request has at least one position)."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
@@ -304,9 +316,24 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     kv_s = rl.memory_seconds(shape.weight_bytes, b, moved, bw) - weights_s - state_s
     if cal.kv_bandwidth_bytes_s:  # KV bytes at their own rate
         kv_s *= bw / cal.kv_bandwidth_bytes_s
-    compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token, cal.flops_s)
+    if cal.prefill_flops_s is not None and prefill_tokens:
+        compute_s = split_compute_seconds(tokens, prefill_tokens,
+                                          shape.flops_body_per_token, cal.flops_s,
+                                          cal.prefill_flops_s)
+    else:
+        compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token,
+                                       cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
                     compute_s=compute_s + head_s)
+
+
+def split_compute_seconds(tokens: int, prefill_tokens: int, flops_per_token: float,
+                          flops_s: float, prefill_flops_s: float) -> float:
+    """Seconds of a step's body compute when its ``prefill_tokens`` prompt positions
+    multiply at ``prefill_flops_s`` and its other ``tokens - prefill_tokens`` at
+    ``flops_s``, F per position each."""
+    return flops_per_token * ((tokens - prefill_tokens) / flops_s
+                              + prefill_tokens / prefill_flops_s)
 
 
 def mixed_cost(cost: StepCost, factor: float) -> StepCost:
@@ -427,7 +454,8 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
                           min(shape.max_num_batched_tokens, prompt_tokens - done),
                           shape.mamba_align_block_tokens)
         done += c
-        total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0).time_s
+        total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0,
+                           c).time_s
     return total
 
 

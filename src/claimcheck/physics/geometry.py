@@ -109,6 +109,10 @@ class Geometry:
     """The part of ``weights_per_token`` that is the k routed experts of one token."""
     max_position_embeddings: int | None = None
     """The longest context the model takes, tokens (None when the config does not say)."""
+    mlp_weights_per_token: int = 0
+    """The part of ``weights_per_token`` in the layers' MLPs (the active experts of a MoE
+    layer, its shared experts and router included): what an engine with int8 activations
+    on the MLP GEMMs multiplies at int8."""
 
     @property
     def weights_all_experts(self) -> int:
@@ -291,6 +295,7 @@ def geometry(config: dict[str, Any]) -> Geometry:
         active_routed_expert_weights=n_layers_moe * mlp[5],
         max_position_embeddings=_count(text, "max_position_embeddings", default=None,
                                        prefix=px),
+        mlp_weights_per_token=n_layers_moe * mlp_active,
     )
 
 

@@ -116,7 +116,7 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
         if k is None:
             return f"{whose} start logs name no kernel"
         built = KERNEL_ARCH.get(k)
-        on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ""
+        on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ","
         return (f"{whose} kernel, {k.capitalize()}{on} is not the one {fmt} runs on the "
                 f"{card} ({target.capitalize()})")
     order = sorted(groups, key=lambda k: (k != target, k or ""))
@@ -330,6 +330,10 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                                                             shape.max_num_seqs))
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
     flops = cc.carried_rate(comp_at, new.tflops(dtype_new) * 1e12, ratio)
+    i8 = int8_prefill(runs, local, spec, s_run, src, new, comp_at * src.tflops(dtype_src) * 1e12,
+                      flops, ratio, eta_e, user_cards)
+    if i8 is not None:
+        t["int8_mlp_share"] = i8["term"]
     cal = m.Calibration(
         bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=o_cal.request_overhead_s,
         admission_interval_s=s_cal.admission_interval_s, kv_bandwidth_bytes_s=kv_bw,
@@ -339,7 +343,8 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
         f"share {comp_at:.3f} ({eta_status}) x clock ratio {ratio:.4f} at {limit:g} W",
         overhead_source=f"assumed: as measured on {local} ({o_cal.overhead_source})",
         admission_source=s_cal.admission_source, kv_source="" if kv_bw is None else
-        t["kv_read_share"].rule)
+        t["kv_read_share"].rule, prefill_flops_s=i8["prefill_flops_s"] if i8 else None,
+        prefill_flops_source=i8["term"].rule if i8 else "")
     ctx = 640.0
     bend = cc.bend_streams(w, 0.0, shape.state_bytes, shape.kv_bytes_per_token * ctx, bw,
                            shape.flops_body_per_token, flops)
@@ -353,7 +358,74 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
             "vllm": want, "terms": t, "calibration": cal, "shape": shape,
             "weights_source": w_src, "shape_run": s_run.name, "choice": e_ch,
             "power_limit_w": limit, "compute_dtype": dtype_new, "card": new,
-            "eta_not_carried": (not_carried, own_runs) if foreign and own_runs else None}
+            "eta_not_carried": (not_carried, own_runs) if foreign and own_runs else None,
+            "int8_prefill": i8}
+
+
+def int8_prefill(runs: list[Run], local: str, spec: Any, shape_run: Run, src: Any, new: Any,
+                 rest_local_flops_s: float, rest_new_flops_s: float, ratio: float,
+                 rest_engine: str, user_cards: str | None = None) -> dict[str, Any] | None:
+    """The prefill rate of a target engine with int8 activations on its MLP GEMMs
+    (``spec.int8_activations == "mlp"``), carried from the local card's run whose start log
+    names an int8-activation scheme (:attr:`Run.int8_activations`; the first by name):
+    its MLP rate solved from its measured prefill rate with the rest at the 16-bit path's
+    rate (``rest_local_flops_s``, at the rated clock; assumed), as a share of the local
+    dense int8 rate at its rated clock, carried by the target's dense int8 rate and the
+    power clock ratio, and joined with the target's 16-bit rate (``rest_new_flops_s``) by
+    the MLP's share of the body FLOPs (:func:`claimcheck.model.carry.split_rate`). None
+    when the target has no int8 layers, no such local run exists, the geometry is unknown
+    or a card has no int8 rate; decode is left at the 16-bit rate."""
+    if getattr(spec, "int8_activations", None) != "mlp" or shape_run.geometry is None:
+        return None
+    if "int8" not in src.tensor_tflops or "int8" not in new.tensor_tflops:
+        return None
+    own = sorted((r for r in runs if run_key(r)[0] == local and r.int8_activations),
+                 key=lambda r: r.name)
+    if not own:
+        return None
+    i8_engine = run_key(own[0])[1]
+    i_cal, i_ch, _ = _cal(runs, local, i8_engine, user_cards)
+    if i_ch.compute is None:
+        return None
+    g = shape_run.geometry
+    f = g.mlp_weights_per_token / (g.weights_per_token - g.vocab_size * g.hidden_size)
+    dense8 = src.tflops("int8") * 1e12
+    clk, n_clk = step_sm_clock(i_ch.compute.run, i_ch.compute.step)
+    body_at, clock_words = cc.share_at_rated_clock(cc.share(i_cal.flops_s, dense8,
+                                                            "int8_body"),
+                                                   clk, src.tensor_clock_mhz)
+    mlp_local = cc.int8_mlp_rate(body_at * dense8, rest_local_flops_s, f)
+    s8 = cc.share(mlp_local, dense8, "int8_mlp")
+    mlp_new = cc.carried_rate(s8, new.tflops("int8") * 1e12, ratio)
+    prefill = cc.split_rate(f, mlp_new, rest_new_flops_s)
+    clocked = (f" at a median SM clock of {clk:,.0f} MHz ({n_clk} samples), "
+               f"{body_at * dense8 / 1e12:,.0f} TFLOP/s at its rated clock" if clk
+               else f" ({clock_words})")
+    rule = (f"prefill with int8 activations on the MLP GEMMs ({spec.name}): engine "
+            f"{i8_engine} on {local} (its start log: {own[0].int8_activations}) prefilled at "
+            f"{i_cal.flops_s / 1e12:,.0f} TFLOP/s{clocked}; with the MLP {f:.3f} of the "
+            f"body's FLOPs and the rest at the 16-bit path's "
+            f"{rest_local_flops_s / 1e12:,.0f} TFLOP/s ({rest_engine}, at the rated clock; "
+            f"assumed for the rest), the MLP ran at {mlp_local / 1e12:,.0f} TOP/s, "
+            f"{s8:.3f} of {local}'s dense int8 {src.tflops('int8'):g}; on {new.card}: "
+            f"{s8:.3f} x dense int8 {new.tflops('int8'):g} TOP/s x the power clock ratio = "
+            f"{mlp_new / 1e12:,.1f} TOP/s on the MLP and {rest_new_flops_s / 1e12:,.1f} "
+            f"TFLOP/s on the rest: a prompt at {prefill / 1e12:,.1f} TFLOP/s; decode stays "
+            "at the 16-bit rate (the article's 64-stream decode is bound by fp16 tensor "
+            "math, seed 000)")
+    term = cc.Term("int8_mlp_share", s8, "share of dense int8 at its rated clock", "carried",
+                   (i_ch.compute.run.name,), rule)
+    return {"term": term, "prefill_flops_s": prefill, "engine": i8_engine,
+            "mlp_fraction": f}
+
+
+def int8_words(t: dict[str, Any]) -> str:
+    """:func:`int8_prefill`'s term in short words, from :func:`carried_terms`' output."""
+    i8 = t["int8_prefill"]
+    return (f"int8 activations on the MLPs: prompts at "
+            f"{t['calibration'].prefill_flops_s / 1e12:,.1f} TFLOP/s, the MLP's share of the "
+            f"dense int8 rate carried from {i8['engine']}'s run on the "
+            f"{t['local_card'].upper()}, decode on the 16-bit path")
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

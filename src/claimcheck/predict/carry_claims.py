@@ -37,7 +37,7 @@ from claimcheck.claims.metrics import METRICS
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
-from claimcheck.predict.carry import ACTIVATION_PATH, carried_terms
+from claimcheck.predict.carry import ACTIVATION_PATH, carried_terms, int8_words
 from claimcheck.predict.carry_table import LOG_METRICS, _requests, metric_of
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import plan_step
@@ -62,7 +62,8 @@ def _spec(base: Any, c: Claim, fmt: str, row: Any, streams: int) -> Any:
     model = (c.get("checkpoint") or "").split("@")[0] or base.model
     return replace(base, weight_format=fmt, kv_cache_dtype="auto" if kv == "bf16" else kv,
                    mamba_ssm_cache_dtype=STATE.get(state, state), model=model,
-                   max_num_seqs=max(streams, 1), vllm_version=None, speculative=None)
+                   max_num_seqs=max(streams, 1), vllm_version=None, speculative=None,
+                   int8_activations="mlp" if c["int8_layers"] == "mlp" else None)
 
 
 def _name(card: str) -> str:
@@ -129,7 +130,7 @@ def claim_row(c: Claim, runs: list[Run], base: Any, documented: dict[str, tuple[
     power = c["power_limit_w"] or None
     version = (c.get("engine_version") or "").removeprefix("vLLM ").strip() or None
     key = (card, fmt, spec.kv_cache_dtype, spec.mamba_ssm_cache_dtype, power, version,
-           spec.model)
+           spec.model, spec.int8_activations)
     if key not in cache:
         try:
             cache[key] = carried_terms(runs, card, spec, power, version)
@@ -142,7 +143,9 @@ def claim_row(c: Claim, runs: list[Run], base: Any, documented: dict[str, tuple[
     if row is not None:  # the weights the roofline uses for the claim
         shape = replace(shape, weight_bytes=row.bytes)
     words = _words(t, fmt, card)
-    if c["int8_layers"] or q == "w4a8":
+    if t.get("int8_prefill"):
+        words.append(int8_words(t))
+    elif c["int8_layers"] or q == "w4a8":
         words.append(f"int8 activations on {LAYERS.get(c['int8_layers'], 'the GEMMs')} not "
                      "modelled, the 16-bit path stands in")
     src = " ".join(sorted({s for k, term in t["terms"].items() for s in term.source_runs

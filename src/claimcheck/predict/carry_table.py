@@ -25,7 +25,7 @@ from typing import Any
 
 from claimcheck.config.protocols import FIT_MARGIN_TOKENS
 from claimcheck.model import model as m
-from claimcheck.predict.carry import carried_terms
+from claimcheck.predict.carry import carried_terms, int8_words
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import plan_step
 from claimcheck.runs.run import Run
@@ -93,7 +93,9 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
             r = int(c.get("streams_running") or b)
             step = m.step_cost_sum(shape, cal, r, r * (i + o // 2), r, r).time_s
             value = r / step
-        if c.get("int8_layers"):
+        if c.get("int8_layers") and t.get("int8_prefill"):
+            note = "; ".join(x for x in (note, int8_words(t)) if x)
+        elif c.get("int8_layers"):
             note = "; ".join(x for x in (note, f"int8 activations on {c['int8_layers']} "
                              "not modelled: no local int8 run, the 16-bit path stands in")
                              if x)

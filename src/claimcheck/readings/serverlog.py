@@ -75,6 +75,20 @@ def linear_kernel(text: str) -> str | None:
     return m["kernel"].lower() if m else None
 
 
+INT8_ACTIVATIONS = re.compile(
+    r"Using [A-Za-z0-9]+LinearKernel for (?P<scheme>CompressedTensors(?:WNA8Int|W4A8Int|"
+    r"W8A8Int8))\b")
+
+
+def int8_activation_scheme(text: str) -> str | None:
+    """The quantization scheme with int8 activations the engine built, as its start log
+    names it ("Using HummingLinearKernel for CompressedTensorsWNA8Int":
+    "CompressedTensorsWNA8Int"); None when no layer takes int8 activations (an FP8 W4A8
+    scheme, "CompressedTensorsW4A8Fp8", is not int8)."""
+    m = INT8_ACTIVATIONS.search(text)
+    return m["scheme"] if m else None
+
+
 def weights_gib(text: str) -> float | None:
     """GiB the engine reports for the weights ("Model loading took X GiB")."""
     m = WEIGHTS.search(text)

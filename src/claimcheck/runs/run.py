@@ -116,6 +116,13 @@ class Run:
         return self.provenance.dummy
 
     @property
+    def int8_activations(self) -> str | None:
+        """The int8-activation scheme the engine's start log names
+        (:func:`~claimcheck.readings.serverlog.int8_activation_scheme`); None when it names
+        none, or the run has no start log here (a run read back from its record)."""
+        return serverlog.int8_activation_scheme(self.start_log)
+
+    @property
     def drafts(self) -> bool:
         """True when the run's engine drafts (speculative decoding): each step verifies
         k + 1 positions per stream and keeps a variable number of tokens, which the plain

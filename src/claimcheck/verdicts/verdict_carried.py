@@ -38,7 +38,8 @@ The rule (:func:`carried_verdict`), in order:
 
 :data:`CARRIED_TOLERANCE` is 10%: what the carried model is held to on the article's own
 RTX 3090 ladder (issue 42's done-when: each figure within 10%), which it meets at 1 to 16
-streams and misses at 64 (compute-bound steps, the int8 MLP path not modelled): a tighter
+streams and misses at 32 and 64 (the step model's sharp bend; int8 MLP prefill carried,
+int8 decode not): a tighter
 band would judge the model's known error, not the claim.
 """
 
