@@ -126,7 +126,7 @@ def test_row_factors_from_kv_line_intercepts(committed_runs):
     assert {p.run.name for p in choice.rows} == {
         "h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"}
     f = dict(calibration(choice, "fp8").row_factors)
-    assert sorted(f) == [8, 24, 48]
+    assert sorted(f) == [8, 24, 48]  # no closed loop of its own above 48 rows
     assert abs(f[8] - 1.0) < 0.02 and abs(f[24] - 1.17) < 0.02 and abs(f[48] - 1.01) < 0.02
     # with the decode-rows run in, its own steps are the term (not the lines)
     assert not choose_for(rows_run, runs).rows_from_lines
@@ -284,3 +284,77 @@ def test_sequence_prefill_is_the_engines_own_waves_and_the_other_runs_under_cv(c
     choice = choose_for(fp8, runs)
     assert choice.admission and not choice.sequence
     assert "sequence" in term_sources(choice, "fp8-hyperqwen-dummy-16k")
+
+
+def test_rows_beyond_are_closed_loops_above_the_better_sources_rows():
+    """Hand-made picks: the decode-row term measured at 8, 24 and 48 rows; closed loops at
+    16 and 64 streams: only the 64-stream one (above 48) extends the term."""
+    from types import SimpleNamespace as NS
+
+    from claimcheck.calibration.calibrate import Pick
+    from claimcheck.calibration.rowterm import beyond_rows
+
+    def pick(n):
+        return Pick(NS(name=f"r{n}"), NS(timeline=NS(streams=n), record={"dir": f"s{n}"}),
+                    "closed loop")
+
+    rows = tuple(pick(n) for n in (8, 24, 48))
+    got = beyond_rows(rows, (pick(16), pick(64)))
+    assert [p.step.timeline.streams for p in got] == [64]
+    assert "above the 48 rows" in got[0].why
+    assert beyond_rows((), (pick(64),)) == () and beyond_rows(rows, ()) == ()
+
+
+def test_held_out_marlin_rows_take_its_own_closed_loops_above_its_lines(committed_runs):
+    """Marlin's decode-rows run left out: its rows are its KV lines' intercepts (8 / 24 / 48)
+    and, above 48, its own 64-stream closed loops (ladder, hyperqwen-batch), which its
+    decode-rows run measured as a one-wave step at 18.25 ms: the factor there is that
+    step's 18.23 ms over the model's, within 3% of the one-wave factor (x1.232)."""
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-decode-rows-to-64"))
+    choice = choose_for(held, [r for r in runs if r is not held])
+    assert {p.step.timeline.streams for p in choice.rows_beyond} == {64}
+    assert {p.run.name for p in choice.rows_beyond} == {
+        "h200-20261204-w4a16-dummy-marlin-16k-ladder",
+        "h200-20261204-w4a16-dummy-marlin-16k-hyperqwen-batch"}
+    assert held.name not in term_sources(choice, "w4a16-dummy-marlin-16k")["rows"]["runs"]
+    assert {(p.run.name, p.step.record["dir"]) for p in choice.rows_beyond} <= choice.steps()
+    f = dict(calibration(choice, "fp16").row_factors)
+    assert sorted(f) == [8, 24, 48, 64] and abs(f[64] / 1.232 - 1) < 0.03
+
+
+def test_kv_read_borrowed_across_weight_formats_by_kv_dtype(committed_runs):
+    """Marlin's context ladder left out, Marlin (W4A16, FP8 KV) has no KV-read steps: it
+    borrows the FP8 engine's context-ladder lines (KV dtype fp8, another weight format),
+    said so, and not that engine's mixed-prefill factor (a GEMM's): its own is 1."""
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-context-ladder"))
+    choice = choose_for(held, [r for r in runs if r is not held])
+    src = term_sources(choice, "w4a16-dummy-marlin-16k")
+    assert src["kv"]["runs"] == ["h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"]
+    assert src["kv"]["borrowed_from"] == "fp8-hyperqwen-dummy-16k"
+    assert "weight format fp8, not w4a16" in choice.kv[0].why
+    cal = calibration(choice, "fp16")
+    assert cal.kv_source.startswith("borrowed from engine fp8-hyperqwen-dummy-16k")
+    assert cal.mixed_prefill_factor == 1.0 and cal.mixed_prefill_source == ""
+
+
+def test_native_kernel_compute_stands_in_from_a_dense_engine(committed_runs):
+    """Machete's single-stream run (its only held prefill) left out: Machete is built for
+    the H200's architecture (hopper), so a dense 16-bit engine's held prefill stands in
+    for its compute (before Marlin's, another kernel's, 333 TFLOP/s), said so."""
+    runs = list(committed_runs)
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-machete-16k-single-stream"))
+    choice = choose_for(held, [r for r in runs if r is not held])
+    assert "marlin" not in choice.compute.run.name
+    assert choice.compute.run.engine[1]["compute_dtype"] == "bf16"
+    assert "built for this card's architecture" in choice.compute.why
+    assert term_sources(choice, "w4a16-dummy-machete-16k")["compute"]["borrowed_from"]
+    # Marlin (built for ampere and ada) never takes a dense engine's compute
+    marlin = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-single-stream"))
+    mc = choose_for(marlin, [r for r in runs if r is not marlin]).compute
+    assert "marlin" in mc.run.name

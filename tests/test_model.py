@@ -257,14 +257,31 @@ def test_row_factor_by_hand():
     assert m.row_factor(((96, 1.05),), 96) == 1.05 and m.row_factor(((96, 1.05),), 97) == 1.0
 
 
+def test_plain_decode_row_factor_outside_the_measured_rows_by_hand():
+    f = simulator.decode_row_factor
+    pts = ((16, 1.0), (24, 1.2), (32, 1.1))
+    assert f(pts, 20) == pytest.approx(1.1)                 # between: as row_factor
+    assert f(pts, 8) == pytest.approx(1.0)                  # (1, 1) -> (16, 1.0)
+    assert f(pts, 64) == pytest.approx(1.1)                 # above: the last factor
+    assert f((), 24) == 1.0
+    one = ((96, 1.05),)
+    assert f(one, 96) == 1.05 and f(one, 97) == 1.05
+    assert f(one, 48) == pytest.approx(1 + 0.05 * 47 / 95)  # (1, 1) -> (96, 1.05)
+    two = ((8, 1.2), (24, 1.5))
+    assert f(two, 1) == pytest.approx(1.0)
+    assert f(two, 4) == pytest.approx(1 + 0.2 * 3 / 7)      # 3/7 of the way 1 -> 1.2
+    assert f(two, 30) == pytest.approx(1.5)
+
+
 def test_a_row_factor_scales_decode_only_steps_by_hand():
     # prompt 4 fits one 8-token step (10 ms: a prefill step, never scaled); then two decode
-    # steps of 1 row at factor 1.5: 15 ms each. At 2 rows (not measured) nothing changes.
+    # steps of 1 row at factor 1.5: 15 ms each. At 2 rows (above the one measured) the last
+    # factor holds: the shared 10 ms prefill step, then 2-row decode steps of 15 ms.
     cal = m.Calibration(1e12, 1e18, 0.0, "t", "t", row_factors=((1, 1.5),))
     sim = simulator.simulate(shape(), cal, prompts=[4], outputs=[3], streams=1)
     assert sim.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
     two = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[3, 3], streams=2)
-    assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.020, 0.030))
+    assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
 
 
 def test_send_interval_by_hand():

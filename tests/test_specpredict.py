@@ -56,10 +56,11 @@ def test_every_step_within_3_percent_fitted_and_4_left_out(out):
     by = {s["streams"]: s for s in out["steps"]}
     assert by[1]["bend"] == 1.0 and by[8]["bend"] == 1.0
     assert by[64]["bend"] == pytest.approx(1.143, abs=1e-3)
-    # without it the step would read 11% under: (plain + rows) + draft, no bend
+    # without it the step would read 9.7% under: (plain + rows) + draft, no bend (11% before
+    # the plain 64-row step took its engine's last measured row factor, x1.021 at 48 rows)
     flat = by[64]["plain_step_ms"] + by[64]["extra_rows_ms"] + by[64]["draft_bytes_ms"] \
         + by[64]["draft_overhead_ms"]
-    assert flat / MEASURED[64] - 1 < -0.10
+    assert flat / MEASURED[64] - 1 < -0.09
 
 
 def test_tokens_kept_moves_only_the_tpot(committed_runs):

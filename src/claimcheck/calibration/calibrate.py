@@ -61,6 +61,7 @@ from claimcheck.calibration.picks import (
     token_budget,
 )
 from claimcheck.calibration.rowterm import (
+    beyond_rows,
     closed_loop_rows,
     line_rows,
     on_lines,
@@ -70,6 +71,8 @@ from claimcheck.config.configfiles import load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
+from claimcheck.physics.cardfiles import get_card
+from claimcheck.physics.formats import KERNEL_ARCH
 from claimcheck.readings import definitions as d
 from claimcheck.runs.run import Run, StepTrace
 from claimcheck.runs.runchecks import NO_CARD
@@ -106,6 +109,8 @@ class Choice:
     sequence: tuple[Pick, ...] = ()
     """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
     engine's own admission steps, whose walls it is fitted to."""
+    rows_beyond: tuple[Pick, ...] = ()
+    """The engine's own closed loops above the rows ``rows`` measured (:func:`beyond_rows`)."""
     rows_kind: str = ROWS_ONE_WAVE
     """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
     engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
@@ -127,13 +132,14 @@ class Choice:
         their send times, so their speeds remain a test of the model)."""
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
         return {(p.run.name, p.step.record["dir"])
-                for p in picks + list(self.rows) + list(self.kv) + list(self.sequence)}
+                for p in picks + list(self.rows) + list(self.rows_beyond) + list(self.kv)
+                + list(self.sequence)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
                 "compute": self.compute.as_dict() if self.compute else None,
                 "compute_missing": self.compute_missing,
-                "rows": [p.as_dict() for p in self.rows],
+                "rows": [p.as_dict() for p in self.rows + self.rows_beyond],
                 "admission": [p.as_dict() for p in self.admission],
                 "kv": [p.as_dict() for p in self.kv],
                 "sequence": [p.as_dict() for p in self.sequence]}
@@ -186,6 +192,32 @@ def _other_kernel(r: Run, kernel: str | None) -> bool:
     return kernel is not None and run_kernel(r) != kernel
 
 
+def _dense_stand_in(pool: list[Run], card: str, engine: str, kernel: str | None
+                    ) -> list[Run]:
+    """The runs of unquantized engines on ``card`` whose GEMMs run at the tensor rate of
+    ``engine``'s compute dtype, when ``engine``'s quantized ``kernel`` was built for the
+    card's architecture (:data:`~claimcheck.physics.formats.KERNEL_ARCH`) and no run of
+    the pool used that kernel for a prefill: a native kernel's prefill dequantizes into the
+    card's own tensor-core path (on the H200 Machete's held prefill reads 574 TFLOP/s, the
+    BF16 engine's about 620; Marlin, built for Ampere, 333). [] otherwise."""
+    if kernel is None or any(run_kernel(r) == kernel and any(
+            median_prompt(s) >= m.LONG_PROMPT_TOKENS for s in one_stream_steps(r))
+            for r in pool):
+        return []
+    try:
+        c = get_card(card)
+    except (InputError, KeyError, ValueError):
+        return []
+    if c.arch is None or c.arch not in KERNEL_ARCH.get(kernel, ()):
+        return []
+    own = next((r for r in pool if run_key(r)[1] == engine), None)
+    if own is None:
+        return []
+    rate = c.tflops(own.engine[1]["compute_dtype"])
+    return [r for r in pool if run_kernel(r) is None and run_key(r)[1] != engine
+            and c.tflops(r.engine[1]["compute_dtype"]) == rate]
+
+
 def _is_kv_source(r: Run, s: StepTrace, terms: Terms) -> bool:
     """A one-wave step of a KV-read source with a span in which every stream decodes."""
     return (one_wave(r, s, terms, KV_TERM) and decode_intervals(s) > 0
@@ -217,27 +249,39 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
                 terms: Terms) -> tuple[Pick, ...]:
     """The KV-read term of another engine for one with none of its own: the KV lines
     (:func:`on_lines`) of the first engine (earliest run) of the same weight format and KV
-    dtype on the card, said as borrowed; () when the engine has no run to tell its KV
-    dtype or no such engine has lines."""
+    dtype on the card, else of another weight format with that KV dtype (the KV read is the
+    attention kernel's, which the KV dtype picks; :func:`same_format_kv`), said as
+    borrowed; () when the engine has no run to tell its KV dtype or none has lines."""
     on_card = [r for r in runs if run_key(r)[0] == card]
     own = [r for r in on_card if run_key(r)[1] == engine]
     if not own:
         return ()
     kv_dtype = own[0].engine[1].get("kv_dtype")
-    cands = [r for r in on_card if run_key(r)[1] != engine and run_key(r)[2] == weight_format
+    cands = [r for r in on_card if run_key(r)[1] != engine
              and r.engine[1].get("kv_dtype") == kv_dtype and r.traces]
     for who in sorted({run_key(r)[1] for r in cands},
-                      key=lambda e: min(earliest(r, r.traces[0]) for r in cands
-                                        if run_key(r)[1] == e)):
+                      key=lambda e: (run_key(next(r for r in cands if run_key(r)[1] == e))[2]
+                                     != weight_format,
+                                     min(earliest(r, r.traces[0]) for r in cands
+                                         if run_key(r)[1] == e))):
         lined = on_lines([(r, s) for r in cands if run_key(r)[1] == who for s in r.traces
                         if _is_kv_source(r, s, terms)])
         if lined:
+            fmt = run_key(lined[0][0])[2]
+            same = (f"same weight format {weight_format}, " if fmt == weight_format else
+                    f"weight format {fmt}, not {weight_format}: the KV read is the attention "
+                    "kernel's, which the KV dtype picks; ")
             why = (f"KV read: borrowed from engine {who} ({len(lined)} one-wave steps at "
-                   f"three or more contexts per stream count of one run; same weight format "
-                   f"{weight_format}, KV dtype {kv_dtype} and card {card}; engine {engine} "
-                   "has no KV-read steps)")
+                   f"three or more contexts per stream count of one run; {same}KV dtype "
+                   f"{kv_dtype} and card {card}; engine {engine} has no KV-read steps)")
             return tuple(Pick(r, s, why) for r, s in sorted(lined, key=lambda p: earliest(*p)))
     return ()
+
+
+def same_format_kv(choice: Choice) -> bool:
+    """Whether the KV term's lending engine has ``choice``'s weight format (then its
+    mixed-prefill factor, a GEMM's, is borrowed with it)."""
+    return choice.kv_base is not None and choice.kv_base.weight_format == choice.weight_format
 
 
 def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
@@ -317,14 +361,16 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     else:
         ov = Pick(bw.run, bw.step, "overhead: the bandwidth step (no one-stream step with "
                   f"prompts under {m.LONG_PROMPT_TOKENS} tokens)")
-    long = [(r, s) for r in (pool if explicit else
-                             [r for r in pool if run_key(r)[2] == weight_format])
-            for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
-    cp, missing = None, ""
     kernel = None if explicit else next(
         (run_kernel(r) for r in pool if run_key(r)[1] == engine and run_kernel(r)), None)
+    dense = _dense_stand_in(pool, card, engine, kernel) if not explicit else []
+    long = [(r, s) for r in (pool if explicit else
+                             [r for r in pool if run_key(r)[2] == weight_format] + dense)
+            for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
+    cp, missing = None, ""
     if long:
         r, s = min(long, key=lambda p: (not explicit and _other_kernel(p[0], kernel),
+                                        p[0] not in dense,
                                         _compute_rank(*p), not explicit and
                                         run_key(p[0])[1] != engine, -median_prompt(p[1]),
                                         -len(p[1].timeline.requests), earliest(*p)))
@@ -338,7 +384,10 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                   + ("" if explicit or run_key(r)[1] == engine else f" (engine {run_key(r)[1]})")
                   + ("" if explicit or kernel is None else
                      f"; {kernel} steps first, as the quantized GEMMs' rate is their kernel's"
-                     + (" (none on it: another kernel's)" if _other_kernel(r, kernel)
+                     + (f" (none on it: {kernel} is built for this card's architecture, so "
+                        "an unquantized engine's GEMMs at the same tensor rate stand in, "
+                        "before another kernel's)" if r in dense else
+                        " (none on it: another kernel's)" if _other_kernel(r, kernel)
                         else "")))
     else:
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
@@ -357,6 +406,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     admission: tuple[Pick, ...] = ()
     kv: tuple[Pick, ...] = ()
     rows_kind = ROWS_ONE_WAVE
+    rows_beyond: tuple[Pick, ...] = ()
     kv_base = None
     sequence: tuple[Pick, ...] = ()
     if with_rows and not explicit:
@@ -371,8 +421,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         if not kv:
             kv = borrowed_kv(card_pool, card, engine, weight_format, terms)
             if kv:
-                kv_base = choose(card_pool, card, str(run_key(kv[0].run)[1]), weight_format,
-                                 layout=layout, version=run_version(kv[0].run), terms=terms)
+                _, who_kv, fmt_kv = run_key(kv[0].run)
+                kv_base = choose(card_pool, card, str(who_kv), fmt_kv, layout=layout,
+                                 version=run_version(kv[0].run), terms=terms)
+        if rows and who == engine and rows_kind != ROWS_CLOSED_LOOP:
+            rows_beyond = beyond_rows(rows, closed_loop_rows(pool, card, engine))
         if rows and who != engine:
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
@@ -380,6 +433,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         sequence = sequence_sources(admission, engine)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
+                  rows_beyond=rows_beyond,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
                   rows_kind=rows_kind, sequence=sequence)
 

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from claimcheck.calibration.calibrate import Choice, Pick, median_prompt
+from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 from claimcheck.model import model as m
 from claimcheck.model import simulator
@@ -25,7 +25,7 @@ from claimcheck.readings import definitions as d
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
-             *choice.admission, *choice.kv, *choice.sequence]
+             *choice.rows_beyond, *choice.admission, *choice.kv, *choice.sequence]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks), choice.rows_kind,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
@@ -62,30 +62,32 @@ def calibration(choice: Choice, compute_dtype: str,
             src_cal = replace(base_calibration(choice.rows_base, info["compute_dtype"],
                                                user_cards),
                               admission_interval_s=cal.admission_interval_s)
-        by_rows: dict[int, list[float]] = {}
-        for p in choice.rows:
-            tl = p.step.timeline
-            shape, _ = p.run.engine
-            pred, _ = predicted_step(shape, src_cal, [r.prompt_tokens for r in tl.requests],
-                           [r.output_tokens for r in tl.requests], tl.streams)
-            by_rows.setdefault(tl.streams, []).append(
-                statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
-        pts = tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
+        pts = step_row_factors(src_cal, choice.rows)
         src = (f"{', '.join(sorted({p.run.name for p in choice.rows}))} ({len(choice.rows)} "
                f"{choice.rows_kind} steps): "
                "measured median TPOT / the model's at "
                + ", ".join(f"{n} rows x{f:.3f}" for n, f in pts)
-               + "; linear between, 1 outside")
+               + "; linear between, the nearest outside")
         cal = replace(cal, row_factors=pts, row_factor_source=src)
+    if choice.rows_beyond:  # the engine's own closed loops past the measured rows
+        more = step_row_factors(cal, choice.rows_beyond)
+        pts = tuple(sorted(dict(cal.row_factors + more).items()))
+        cal = replace(cal, row_factors=pts, row_factor_source=(
+            f"{cal.row_factor_source}; beyond those rows, "
+            f"{', '.join(sorted({p.run.name for p in choice.rows_beyond}))} "
+            f"({len(choice.rows_beyond)} closed-loop short-prompt steps, measured median TPOT "
+            "/ the model's of the same closed loop) at "
+            + ", ".join(f"{n} rows x{f:.3f}" for n, f in more)))
     if choice.kv_base is not None:  # another engine's KV steps: its own calibration's terms
         _, info = choice.kv[0].run.engine
         src = calibration(choice.kv_base, info["compute_dtype"], cache, user_cards)
         said = f"borrowed from engine {choice.kv_base.engine}: "
         cal = replace(cal, kv_bandwidth_bytes_s=src.kv_bandwidth_bytes_s,
-                      kv_source=said + src.kv_source,
-                      mixed_prefill_factor=src.mixed_prefill_factor,
-                      mixed_prefill_source=(said + src.mixed_prefill_source
-                                            if src.mixed_prefill_source else ""))
+                      kv_source=said + src.kv_source)
+        if same_format_kv(choice):  # a GEMM's factor: only from the same weight format
+            cal = replace(cal, mixed_prefill_factor=src.mixed_prefill_factor,
+                          mixed_prefill_source=(said + src.mixed_prefill_source
+                                                if src.mixed_prefill_source else ""))
     elif choice.kv:
         cal = kv_calibration(cal, choice.kv)
         cal = mixed_calibration(cal, choice.kv)
@@ -94,6 +96,23 @@ def calibration(choice: Choice, compute_dtype: str,
     if cache is not None:
         cache[key] = cal
     return cal
+
+
+def step_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]
+                     ) -> tuple[tuple[int, float], ...]:
+    """(rows, factor) at each stream count of ``picks``: the median over its steps of the
+    measured median TPOT over the model's (each step simulated with ``cal``, no factors:
+    its own prompts, outputs and streams)."""
+    cal = replace(cal, row_factors=())
+    by_rows: dict[int, list[float]] = {}
+    for p in picks:
+        tl = p.step.timeline
+        shape, _ = p.run.engine
+        pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in tl.requests],
+                                 [r.output_tokens for r in tl.requests], tl.streams)
+        by_rows.setdefault(tl.streams, []).append(
+            statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
+    return tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
 
 
 def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
@@ -121,7 +140,7 @@ def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrati
     src = (f"{', '.join(sorted({run for run, _ in groups}))} ({len(picks)} one-wave steps on "
            f"{len(groups)} KV line(s) {LINES_MARK}): each line's intercept (the step at no KV) "
            "over the model's decode step at " + ", ".join(f"{b} rows x{f:.3f}" for b, f in pts)
-           + "; linear between, 1 outside")
+           + "; linear between, the nearest outside")
     return replace(cal, row_factors=pts, row_factor_source=src)
 
 
@@ -218,7 +237,7 @@ def kv_lines(cal: m.Calibration, picks: tuple[Pick, ...]) -> list[tuple[str, int
         shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
-        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        factor = simulator.decode_row_factor(cal.row_factors, b)
         groups.setdefault((p.run.name, b), []).append(
             (b * shape.kv_bytes_per_token * ctx, step_s / factor))
     out = []
@@ -257,7 +276,7 @@ def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration
         shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
-        factor = m.row_factor(cal.row_factors, b) if cal.row_factors else 1.0
+        factor = simulator.decode_row_factor(cal.row_factors, b)
         rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
     rate = statistics.median(rates)
     streams = sorted({p.step.timeline.streams for p in picks})

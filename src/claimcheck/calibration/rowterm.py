@@ -58,6 +58,19 @@ def closed_loop_rows(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...
     return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p: earliest(*p)))
 
 
+def beyond_rows(rows: tuple[Pick, ...], closed: tuple[Pick, ...]) -> tuple[Pick, ...]:
+    """The closed-loop steps (:func:`closed_loop_rows`) at stream counts above the most rows
+    the decode-row term's ``rows`` steps measured: there a measured closed loop of the
+    engine's own gives the factor, where the last measured one would stand in (a kernel's
+    tile changes past it: on the H200 Marlin's step at 56 and 64 rows is x1.23-1.28 the
+    model's, its KV lines' top, 48 rows, x1.15)."""
+    if not rows or not closed:
+        return ()
+    hi = max(p.step.timeline.streams for p in rows)
+    return tuple(Pick(p.run, p.step, p.why + f"; above the {hi} rows of the better source")
+                 for p in closed if p.step.timeline.streams > hi)
+
+
 def on_lines(pairs: list[tuple[Run, StepTrace]]) -> list[tuple[Run, StepTrace]]:
     """The pairs that lie on lines: one run's steps at the same streams and
     :data:`~claimcheck.calibration.context_cost.MIN_CONTEXTS` or more prompt lengths."""

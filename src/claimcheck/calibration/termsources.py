@@ -19,7 +19,9 @@ TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequenc
 
 def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)
-    if term in ("rows", "admission", "kv", "sequence"):
+    if term == "rows":
+        return tuple(one) + tuple(choice.rows_beyond)
+    if term in ("admission", "kv", "sequence"):
         return tuple(one)
     return (one,) if one is not None else ()
 

@@ -45,7 +45,8 @@ One term comes from one-wave decode ladders (protocols with ``model_term: decode
 config/protocols.yaml, chosen in :mod:`claimcheck.calibration.calibrate` by the same rule, the
 engine's own runs on the card, else its weight format's): a decode-only step of b rows
 costs :func:`row_factor` x the model's, the factor being the measured median TPOT over the
-simulated one at each measured row count (linear between, 1 outside: never extrapolated).
+simulated one at each measured row count (linear between; outside, as
+:func:`claimcheck.model.simulator.decode_row_factor` says).
 Measured on the H200 on 2026-12-01 (dummy weights):
 
 - FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
@@ -66,8 +67,7 @@ next, as the ``wave-admission`` steps show in every one of their 12 waves (64 x 
 first token at 386 ms, the other 63 at 670-675 ms); a wave's requests then start and finish
 staggered, and a replacement's prefill lands in the others' decode window. Tested on the
 64- and 128-stream waves of other protocols (ladder, hyperqwen-batch, serving gate), whose
-decode aggregate read 5-8% high without it and is within 5% with it. Only the send times of
-those steps are used, so their speeds stay a test of the model.
+decode aggregate read 5-8% high without it and is within 5% with it.
 
 A third measured term is the KV read: a step reads its KV cache at its own rate
 (``Calibration.kv_bandwidth_bytes_s``), the median over the engine's own one-wave steps of
@@ -97,9 +97,7 @@ requests' decode): the factor at which each step's simulated wall equals its mea
 
 A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
 request with a prompt chunk in a step adds a fixed time (:func:`sequence_cost_from_wall`,
-median over the engine's own ``model_term: admission`` one-wave steps): bf16-dummy-256
-0.89 ms (2026-12-01), 1.79 ms (2026-12-04), 1.03 ms (both). Not borrowed (6 fewer FP8
-steps within 5% under cross-validation when every engine on the card took it).
+median over the engine's own ``model_term: admission`` one-wave steps; not borrowed).
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
@@ -107,8 +105,7 @@ Terms the model does not have, each named where a step misses by more than 5%:
   read up to +5% on end to end with TPOT within 3%: the wave's prefill, its prompts split
   across steps (the split-prefill term below).
 - split prefill (not measured): a prompt continued in a later step costs more than one
-  prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each against about 0.59 s
-  alone); single-stream's 12,000-token step is its source once run.
+  prefilled in a single step (BF16 one-wave 8K prompts: 0.71 s each, 0.59 s alone).
 """
 
 from __future__ import annotations
@@ -382,8 +379,8 @@ def send_interval_s(start_times_s: list[float]) -> float | None:
 def row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float:
     """The decode-row term: measured decode-step time over the model's at ``rows`` decode
     rows, from ``points`` ((rows, factor), rows ascending, each measured on a one-wave
-    decode step). Linear between measured row counts; 1 outside them (not measured there,
-    so nothing is charged: never extrapolated)."""
+    decode step). Linear between measured row counts; 1 outside them (never extrapolated:
+    the plain simulation's :func:`~claimcheck.model.simulator.decode_row_factor` extends it)."""
     if not points or rows < points[0][0] or rows > points[-1][0]:
         return 1.0
     for (r0, f0), (r1, f1) in zip(points, points[1:], strict=False):
