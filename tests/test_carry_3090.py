@@ -143,6 +143,13 @@ def test_int8_activations_read_from_the_start_log(runs):
         "INFO [compressed_tensors_w4a8_fp8.py:70] Using HummingLinearKernel for "
         "CompressedTensorsW4A8Fp8") is None
     assert by["h200-20261204-w4a16-dummy-marlin-16k-ladder"].int8_activations is None
+    # kept in the run record the findings read back (its steps are a series of their own)
+    from claimcheck.findings.stepframe import engine_rows
+    from claimcheck.runs.run import from_record, to_record
+    r = by["h200-20261204-w4a8-int8g-dummy-humming-16k-ladder"]
+    back = from_record(json.loads(json.dumps(to_record(r))), "record")
+    assert back.int8_activations == "CompressedTensorsWNA8Int"
+    assert engine_rows([back])["weight_format"].tolist() == ["w4a16:humming+int8"]
 
 
 def test_the_int8_prefill_term_and_its_rate(predicted):

@@ -171,7 +171,8 @@ def test_a_format_on_another_kernel_is_its_own_sentence_by_hand():
     assert low["share.low.name"].text == "W4A16" and low["share.low.one_ms"].text == "8.0"
     alt = {x.name: x for x in FV.alt_values(f)}
     assert alt["share.alt.has"].value is True
-    assert alt["share.alt.kernel"].text == "Machete" and alt["share.alt.name"].text == "W4A16"
+    assert alt["share.alt.kernel"].text == "Machete kernels"
+    assert alt["share.alt.name"].text == "W4A16"
     assert alt["share.alt.one_ms"].text == "10.0"       # 1 x 1000 / 100
     assert alt["share.alt.top_ms"].text == "16.0"       # 64 x 1000 / 4,000
     assert alt["share.alt.base_one_ms"].text == "8.0"
@@ -181,6 +182,14 @@ def test_a_format_on_another_kernel_is_its_own_sentence_by_hand():
     assert not [x for x in FV.share_values(f) if "machete" in x.name]
     # no second kernel: no sentence
     assert FV.alt_values(f[f.weight_format != "w4a16:machete"])[0].value is False
+    # a kernel whose start log names int8 activations gets the second slot, said so
+    f2 = pd.concat([f, pd.DataFrame(_fmt_rows("w4a16:humming+int8", 16e9, 0.39,
+                                              {1: 125.0, 64: 5000.0}))])
+    alt = {x.name: x for x in FV.alt_values(f2)}
+    assert alt["share.alt.kernel"].text == "Machete kernels"
+    assert alt["share.alt2.kernel"].text == ("Humming kernels with int8 activations on the "
+                                             "MLP")
+    assert alt["share.alt2.top_ms"].text == "12.8"      # 64 x 1000 / 5,000
 
 
 def test_a_run_that_measured_nothing_is_named_not_counted():

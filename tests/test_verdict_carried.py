@@ -157,6 +157,12 @@ def test_the_ladder_sentence_values_by_hand():
     assert (v_["carry.short_lo"].text, v_["carry.short_hi"].text) == ("16.6%", "26.7%")
     assert v_["carry.assumed"].text == ("W4A16 eta and compute assumed from BF16, no W4A16 "
                                         "run on the H200")
+    assert v_["carry.int8.has"].value is False  # nothing said of int8 activations
+    said[0]["carried_assumptions"] += ("; int8 activations on the MLPs: prompts run at "
+                                       "73.1 TFLOP/s, from x's run")
+    v_ = {x.name: x for x in CW.ladder_values(rows, said)}
+    assert v_["carry.int8.has"].value is True
+    assert v_["carry.int8"].text == "prompts run at 73.1 TFLOP/s, from x's run"
     over = {x.name: x for x in CW.ladder_values(ladder([1.0] * 9 + [1.2]))}
     assert over["carry.under"].value is False and over["carry.misses"].value is True
     assert {x.name: x for x in CW.ladder_values([])}["carry.has"].value is False

@@ -50,19 +50,27 @@ def fmt_name(f: str) -> str:
     claim card's, :func:`series_format`: "W4A16 (Machete)")."""
     fmt, _, kernel = str(f).lower().partition(KERNEL_SEP)
     name = FORMAT_WORDS.get(fmt, fmt.upper())
-    return f"{name} ({kernel.capitalize()})" if kernel else name
+    kernel, _, acts = kernel.partition(INT8_SEP)
+    acts = ", int8 MLP" if acts else ""
+    return f"{name} ({kernel.capitalize()}{acts})" if kernel else name
 
 
 KERNEL_SEP = ":"
+INT8_SEP = "+"
+"""Between a kernel and "int8" in :func:`series_format`'s label of a run whose start log
+names an int8-activation scheme ("w4a16:humming+int8")."""
 """Between a weight format and its kernel in the step frame's ``weight_format``
 (:func:`series_format`)."""
 
 
-def series_format(fmt: Any, kernel: str | None) -> str:
+def series_format(fmt: Any, kernel: str | None, int8: str | None = None) -> str:
     """A run's weight format as the step frame groups it: the format alone where the run's
     quantized kernel is the one the format runs on the claim cards
     (:data:`claimcheck.physics.formats.KERNEL_PATH`) or none is named, else "format:kernel"
-    ("w4a16:machete"), a series of its own in the findings and figures."""
+    ("w4a16:machete"), a series of its own in the findings and figures; "+int8" after the
+    kernel when the run's start log names an int8-activation scheme (``int8``)."""
+    if int8:
+        return f"{fmt}{KERNEL_SEP}{kernel or 'unnamed'}{INT8_SEP}int8"
     if kernel is None or kernel == KERNEL_PATH.get(str(fmt)):
         return str(fmt)
     return f"{fmt}{KERNEL_SEP}{kernel}"
@@ -97,8 +105,8 @@ def engine_rows(runs: Iterable[Any]) -> pd.DataFrame:
     for r in runs:
         ec, ei = r.provenance.engine_config, r.engine_inputs
         extra = " ".join(str(a) for a in (getattr(ec, "extra_args", None) or []))
-        out.append({"run": r.name, "weight_format": series_format(ec.weight_format,
-                                                                  run_kernel(r)),
+        out.append({"run": r.name, "weight_format": series_format(
+                        ec.weight_format, run_kernel(r), r.int8_activations),
                     "kv_dtype": ei.kv_dtype if ei else None,
                     "state_dtype": ei.state_dtype if ei else None,
                     "weight_bytes": ei.weight_bytes if ei else None,

@@ -422,10 +422,10 @@ def int8_prefill(runs: list[Run], local: str, spec: Any, shape_run: Run, src: An
 def int8_words(t: dict[str, Any]) -> str:
     """:func:`int8_prefill`'s term in short words, from :func:`carried_terms`' output."""
     i8 = t["int8_prefill"]
-    return (f"int8 activations on the MLPs: prompts at "
-            f"{t['calibration'].prefill_flops_s / 1e12:,.1f} TFLOP/s, the MLP's share of the "
+    return (f"int8 activations on the MLPs: prompts run at "
+            f"{t['calibration'].prefill_flops_s / 1e12:,.1f} TFLOP/s (the MLP's share of the "
             f"dense int8 rate carried from {i8['engine']}'s run on the "
-            f"{t['local_card'].upper()}, decode on the 16-bit path")
+            f"{t['local_card'].upper()}), decode at the 16-bit rate")
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

@@ -102,6 +102,9 @@ class Run:
     skipped: tuple[str, ...] = ()
     weights_gib: float | None = None
     linear_kernel: str | None = None
+    int8_activations: str | None = None
+    """The int8-activation scheme the engine's start log names
+    (:func:`~claimcheck.readings.serverlog.int8_activation_scheme`); None: none."""
     kv_pool_tokens: int | None = None
     engine_inputs: EngineInputs | None = None
     geometry: Geometry | None = field(default=None, repr=False)
@@ -115,12 +118,6 @@ class Run:
     def dummy(self) -> bool:
         return self.provenance.dummy
 
-    @property
-    def int8_activations(self) -> str | None:
-        """The int8-activation scheme the engine's start log names
-        (:func:`~claimcheck.readings.serverlog.int8_activation_scheme`); None when it names
-        none, or the run has no start log here (a run read back from its record)."""
-        return serverlog.int8_activation_scheme(self.start_log)
 
     @property
     def drafts(self) -> bool:
@@ -239,6 +236,7 @@ def load_run(path: str | Path, cards: Mapping[str, Card] | None = None) -> Run:
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
                weights_gib=weights_gib, linear_kernel=serverlog.linear_kernel(start_text),
+               int8_activations=serverlog.int8_activation_scheme(start_text),
                kv_pool_tokens=serverlog.kv_pool_tokens(start_text), engine_inputs=ei,
                geometry=geom, start_log=start_text)
 
@@ -270,6 +268,7 @@ def to_record(run: Run) -> dict[str, Any]:
     ei = run.engine_inputs.as_dict() if run.engine_inputs else None
     return {"path": str(run.path), "provenance": run.provenance.as_recorded,
             "weights_gib": run.weights_gib, "linear_kernel": run.linear_kernel,
+            "int8_activations": run.int8_activations,
             "kv_pool_tokens": run.kv_pool_tokens,
             "engine_inputs": ei, "steps": run.rows}
 
@@ -283,6 +282,7 @@ def from_record(obj: dict[str, Any], source: str) -> Run:
                    protocol=protocol_from_record(prov.protocol_config),
                    table=to_frame(obj["steps"]), weights_gib=obj["weights_gib"],
                    linear_kernel=obj.get("linear_kernel"),
+                   int8_activations=obj.get("int8_activations"),
                    kv_pool_tokens=obj["kv_pool_tokens"],
                    engine_inputs=EngineInputs(**obj["engine_inputs"])
                    if obj.get("engine_inputs") else None)

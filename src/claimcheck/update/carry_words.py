@@ -42,8 +42,9 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
         return [flag("carry.has", False, SOURCE)] + [
             word(f"carry.{k}", "none", SOURCE) for k in
             ("card", "power", "n", "within", "tol", "median", "miss_streams", "miss_lo",
-             "miss_hi", "short_lo", "short_hi", "assumed")] + [
-                flag("carry.under", False, SOURCE), flag("carry.misses", False, SOURCE)]
+             "miss_hi", "short_lo", "short_hi", "assumed", "int8")] + [
+                flag("carry.under", False, SOURCE), flag("carry.misses", False, SOURCE),
+                flag("carry.int8.has", False, SOURCE)]
     ratio = {r["claim_id"]: float(r["predicted_over_published"]) for r in lad}
     miss = {k: x for k, x in ratio.items() if not within(x, LADDER_TOLERANCE)}
     streams = sorted({int(LADDER.match(k).group(1)) for k in miss})  # type: ignore[union-attr]
@@ -52,6 +53,8 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
     said = [str(v.get("carried_assumptions") or "") for v in verdicts if v.get("id") in ids]
     parts = [p for s in said[:1] for p in s.split("; ") if "assumed from" in p
              or "measured for" in p]
+    int8 = [p for s in said[:1] for p in s.split("; ") if p.startswith("int8 activations")
+            and "prompts run at" in p]
     power = {float(r["power_limit_w"]) for r in lad}
     return [flag("carry.has", True, SOURCE),
             word("carry.card", "RTX 3090", SOURCE + " (the card it predicts)"),
@@ -72,6 +75,9 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
             num("carry.short_hi", -errs[0] if errs else None, "fraction", SOURCE, "{:.1%}"),
             word("carry.assumed",
                  parts[0] if parts else "eta and compute measured for the format here",
+                 "verdicts.json carried_assumptions"),
+            flag("carry.int8.has", bool(int8), "verdicts.json carried_assumptions"),
+            word("carry.int8", int8[0].split(": ", 1)[1] if int8 else "none",
                  "verdicts.json carried_assumptions")]
 
 

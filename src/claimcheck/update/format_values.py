@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from claimcheck.findings.stepframe import KERNEL_SEP, decode_levels, fmt_name, main_context
+from claimcheck.findings.stepframe import (
+    INT8_SEP,
+    KERNEL_SEP,
+    decode_levels,
+    fmt_name,
+    main_context,
+)
 from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
 from claimcheck.update.template import Value, flag, num, word
 
@@ -99,38 +105,55 @@ def low_values(f: pd.DataFrame) -> list[Value]:
             num("share.low.vs_top_ms", step(b, n), "ms", src, "{:.1f}")]
 
 
-ALT = ("share.alt.name", "share.alt.kernel", "share.alt.eta", "share.alt.top",
-       "share.alt.one_ms", "share.alt.top_ms", "share.alt.base", "share.alt.base_kernel",
-       "share.alt.base_one_ms", "share.alt.base_top_ms")
+ALT = ("name", "kernel", "eta", "top", "one_ms", "top_ms", "base", "base_kernel",
+       "base_one_ms", "base_top_ms")
+ALT_SLOTS = ("share.alt", "share.alt2")
+"""The Update's sentences on a weight format run on other kernels, one slot each."""
+
+
+def _kernel_words(kernel: str) -> str:
+    """"machete": "Machete kernels"; "humming+int8": "Humming kernels with int8
+    activations on the MLP"."""
+    k, _, acts = kernel.partition(INT8_SEP)
+    return f"{k.capitalize()} kernels" + (" with int8 activations on the MLP" if acts else "")
 
 
 def alt_values(f: pd.DataFrame) -> list[Value]:
-    """A weight format also run on a kernel other than the claim cards'
-    (:func:`~claimcheck.findings.stepframe.series_format`, the first by name): its median η at
-    its main context and its step at one stream and at the most streams both kernels ran,
-    against the same format on the claim cards' kernel; ``share.alt.has`` where both have
-    one stream."""
+    """Each weight format also run on a kernel other than the claim cards'
+    (:func:`~claimcheck.findings.stepframe.series_format`; those without int8 activations
+    first, then by name), one per slot of :data:`ALT_SLOTS`: its median η at its main
+    context and its step at one stream and at the most streams both kernels ran, against
+    the same format on the claim cards' kernel; ``<slot>.has`` where both have one
+    stream."""
     src = "runs.csv, steps where every stream decodes"
     d = main_context(decode_levels(f))
-    alts = sorted(str(x) for x in d["weight_format"].unique() if KERNEL_SEP in str(x))
-    none = [flag("share.alt.has", False, src)] + [Value(n, None, "", "", src) for n in ALT]
-    if not alts:
+    alts = sorted((str(x) for x in d["weight_format"].unique() if KERNEL_SEP in str(x)),
+                  key=lambda x: (INT8_SEP in x, x))
+    out: list[Value] = []
+    for i, slot in enumerate(ALT_SLOTS):
+        out += _alt(d, alts[i] if i < len(alts) else None, slot, src)
+    return out
+
+
+def _alt(d: pd.DataFrame, alt: str | None, slot: str, src: str) -> list[Value]:
+    none = [flag(f"{slot}.has", False, src)] + [Value(f"{slot}.{n}", None, "", "", src)
+                                                for n in ALT]
+    if alt is None:
         return none
-    alt = alts[0]
     base, _, kernel = alt.partition(KERNEL_SEP)
     pair = steps_of(d, alt, base)
     if pair is None:
         return none
     a, b, n = pair
-    return [flag("share.alt.has", True, src),
-            word("share.alt.name", fmt_name(base), src),
-            word("share.alt.kernel", kernel.capitalize(), src),
-            num("share.alt.eta", a["share"].median(), "fraction", src, PCT),
-            num("share.alt.top", n, "streams", src, "{:,.0f}"),
-            num("share.alt.one_ms", step(a, 1), "ms", src, "{:.1f}"),
-            num("share.alt.top_ms", step(a, n), "ms", src, "{:.1f}"),
-            word("share.alt.base", fmt_name(base), src),
-            word("share.alt.base_kernel", (KERNEL_PATH.get(base) or "its kernel").capitalize(),
+    return [flag(f"{slot}.has", True, src),
+            word(f"{slot}.name", fmt_name(base), src),
+            word(f"{slot}.kernel", _kernel_words(kernel), src),
+            num(f"{slot}.eta", a["share"].median(), "fraction", src, PCT),
+            num(f"{slot}.top", n, "streams", src, "{:,.0f}"),
+            num(f"{slot}.one_ms", step(a, 1), "ms", src, "{:.1f}"),
+            num(f"{slot}.top_ms", step(a, n), "ms", src, "{:.1f}"),
+            word(f"{slot}.base", fmt_name(base), src),
+            word(f"{slot}.base_kernel", (KERNEL_PATH.get(base) or "its kernel").capitalize(),
                  src),
-            num("share.alt.base_one_ms", step(b, 1), "ms", src, "{:.1f}"),
-            num("share.alt.base_top_ms", step(b, n), "ms", src, "{:.1f}")]
+            num(f"{slot}.base_one_ms", step(b, 1), "ms", src, "{:.1f}"),
+            num(f"{slot}.base_top_ms", step(b, n), "ms", src, "{:.1f}")]
