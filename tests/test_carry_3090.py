@@ -52,10 +52,10 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
     # each run's kernel as its start log names it: 6 Marlin runs, 3 Humming runs (the int8
-    # MLP engine; no architecture on record for Humming) and 3 Machete runs
+    # MLP engine; no architecture on record for Humming) and 4 Machete runs
     assert ("the w4a16 runs on h200 are not carried, as 6 ran Marlin, built for Ampere and "
             "Ada, and the NVIDIA H200 is Hopper, while 3 ran Humming, not the kernel w4a16 runs "
-            "on the NVIDIA GeForce RTX 3090 (Marlin), while 3 ran Machete, built for Hopper, "
+            "on the NVIDIA GeForce RTX 3090 (Marlin), while 4 ran Machete, built for Hopper, "
             "not the kernel w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)"
             ) in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]

@@ -69,6 +69,18 @@ def test_a_failing_condition_is_left_out_and_named():
                    f"({x.why})"]
 
 
+def test_bands_are_set_against_each_other_at_a_shared_context_only():
+    # fp8 at 8,000 tokens (0.68) above bf16's lowest (0.65, at 1,000): bf16 has no step at
+    # 8,000, so the two contexts are not compared and the finding holds
+    rows = [step("a", 1, 70, 100), step("a", 8, 520, 800),
+            step("b", 1, 50, 100), step("b", 8, 680, 1000, ctx=8000, input_len=7000)]
+    assert FD.bandwidth_share(frame(rows)).holds
+    # bf16 measured there too, at 0.60: under fp8's 0.68 at 8,000 tokens, named
+    x = FD.bandwidth_share(frame(rows + [step("a", 8, 600, 1000, ctx=8000, input_len=7000)]))
+    assert not x.holds
+    assert x.why == "BF16 60% and FP8 68% overlap at 8,000 tokens of context per stream"
+
+
 def test_fp8_buys_against_its_byte_ratio():
     x = FD.fp8_buys(frame(ROWS))
     # 1 stream, 1000 ctx: bytes bf16 50 + 0.2 + 0.1 = 50.3, fp8 25 + 0.1 + 0.05 = 25.15

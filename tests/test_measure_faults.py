@@ -195,6 +195,8 @@ def test_a_signal_mid_step_marks_the_run_interrupted(env, sig, code):
     assert prov["failure"] == (f"interrupted by {name} during step 1 of 1 (00-c4-r1); the 0 "
                                "complete step(s) before it are kept")
     assert prov["steps"][0]["status"] == "interrupted"
+    # steps.json says the same, the cut step's record included
+    assert json.loads((run / "steps.json").read_text()) == prov["steps"]
     pid = prov["server"]["pid"]
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(
         f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

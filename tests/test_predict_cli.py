@@ -48,8 +48,9 @@ def test_every_protocol_on_every_engine_with_committed_runs(committed):
     # a drafting engine has its own model (tests/test_specpredict.py)
     # (and an engine whose one run measured no step prices nothing: w4a8-dummy-humming-16k)
     engines = sorted({r.provenance.engine for r in committed if not r.drafts and r.traces})
-    assert len(engines) == 9  # bf16-dummy(-16k, -16k-vllm033, -256),
-    # fp8-hyperqwen-dummy(-16k, -16k-vllm033), w4a16-dummy-marlin-16k and -machete-16k
+    assert len(engines) == 10  # bf16-dummy(-16k, -16k-vllm033, -256),
+    # fp8-hyperqwen-dummy(-16k, -16k-vllm033), w4a16-dummy-marlin-16k and -machete-16k,
+    # w4a8-int8g-dummy-humming-16k
     for e in engines:
         for name, proto in protos.items():
             out = protocolpredict.predict_protocol(committed, "h200", e, proto).report

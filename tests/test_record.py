@@ -43,7 +43,12 @@ def test_committed_runs_match_the_schemas():
         prov = validate_provenance(json.loads(d.read_text()), str(d))
         if (d.parent / "steps.json").is_file():
             steps = validate_steps(json.loads((d.parent / "steps.json").read_text()), "steps")
-            assert prov.steps == steps
+            if prov.status == "interrupted" and len(prov.steps) == len(steps) + 1:
+                # recorded before the runner wrote the cut step's record to steps.json too
+                # (h200-20261204-w4a16-dummy-machete-16k-long-prompts): the rest agree
+                assert prov.steps[:-1] == steps and prov.steps[-1].status == "interrupted", d
+            else:
+                assert prov.steps == steps, d
         else:  # the runner stopped before writing it: only a run that did not complete
             assert prov.status in ("interrupted", "failed") and prov.steps, d
         raw = json.loads(d.read_text())

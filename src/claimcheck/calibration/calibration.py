@@ -18,7 +18,7 @@ from typing import Any
 from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 from claimcheck.model import model as m
-from claimcheck.model import simulator
+from claimcheck.model import simulator, solve
 from claimcheck.physics.cardfiles import get_card
 from claimcheck.readings import definitions as d
 
@@ -46,7 +46,7 @@ def calibration(choice: Choice, compute_dtype: str,
         return cache[key]
     cal = base_calibration(choice, compute_dtype, user_cards)
     if choice.admission:
-        gaps = [m.send_interval_s([r.start_s for r in p.step.timeline.requests])
+        gaps = [solve.send_interval_s([r.start_s for r in p.step.timeline.requests])
                 for p in choice.admission]
         gap = statistics.median(g for g in gaps if g is not None)
         cal = replace(cal, admission_interval_s=gap, admission_source=(
@@ -162,13 +162,13 @@ def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrat
     the KV-read term's one-wave steps (``picks``: a wave's prompts prefill together and
     beside its first requests' decode), the median of the factor at which each step's
     simulated wall (first send to last token) equals its measured one
-    (:func:`claimcheck.model.model.mixed_factor_from_wall`, from the simulation at factors
+    (:func:`claimcheck.model.solve.mixed_factor_from_wall`, from the simulation at factors
     1 and 2, every other term as ``cal`` has it). No step the factor moves: ``cal``
     unchanged."""
     ks = []
     for p in picks:
         wall, at = _walls(p, cal, "mixed_prefill_factor", (1.0, 2.0))
-        k = m.mixed_factor_from_wall(wall, *at)
+        k = solve.mixed_factor_from_wall(wall, *at)
         if k is not None and k > 0:
             ks.append(k)
     if not ks:
@@ -192,13 +192,13 @@ def sequence_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calib
     """``cal`` with the per-sequence prefill cost (``Calibration.sequence_prefill_s``): over
     the admission term's one-wave steps (``picks``: a wave of short prompts, each request
     only its prefill), the median of the cost at which each step's simulated wall equals
-    its measured one (:func:`claimcheck.model.model.sequence_cost_from_wall`, from the
+    its measured one (:func:`claimcheck.model.solve.sequence_cost_from_wall`, from the
     simulation at 0 and :data:`SEQUENCE_PROBE_S`, every other term as ``cal`` has it); a
     negative median is no cost. No step it moves: ``cal`` unchanged."""
     cs = []
     for p in picks:
         wall, at = _walls(p, cal, "sequence_prefill_s", (0.0, SEQUENCE_PROBE_S))
-        c = m.sequence_cost_from_wall(wall, *at, SEQUENCE_PROBE_S)
+        c = solve.sequence_cost_from_wall(wall, *at, SEQUENCE_PROBE_S)
         if c is not None:
             cs.append(c)
     if not cs:

@@ -33,9 +33,10 @@ from claimcheck.physics.units import GB
 def bandwidth_share(f: pd.DataFrame) -> Finding:
     """Each weight format's share of its bandwidth line across streams and context (every
     step where all streams decode at once), its lowest and highest, and whether the
-    formats' bands, highest first, do not overlap (a format measured at one context only
-    is said so; a format's kernels, :func:`~claimcheck.findings.stepframe.series_format`,
-    make one band)."""
+    formats' bands, highest first, do not overlap at any context both were measured at (a
+    format measured at one context only is said so; a format's kernels,
+    :func:`~claimcheck.findings.stepframe.series_format`, make one band; η falls with
+    context, so bands of different contexts are not set against each other)."""
     cond = "the formats' bands do not overlap"
     d = decode_levels(f)
     if d.empty:
@@ -52,12 +53,17 @@ def bandwidth_share(f: pd.DataFrame) -> Finding:
                      + at)
     # one band per weight format, its kernels together (series_format): two kernels of one
     # format are not two formats
-    base = d["weight_format"].astype(str).str.partition(KERNEL_SEP)[0]
-    band = d.groupby(base)["share"].agg(["min", "max"])
-    order = [(fmt_name(b), r["min"], r["max"]) for b, r in
-             sorted(band.iterrows(), key=lambda kv: -kv[1]["max"])]
-    why = [f"{a[0]} {a[1]:.0%} and {b[0]} {b[2]:.0%} overlap"
-           for a, b in zip(order, order[1:], strict=False) if a[1] <= b[2]]
+    d = d.assign(base=d["weight_format"].astype(str).str.partition(KERNEL_SEP)[0])
+    band = d.groupby(["base", "context_tokens_per_stream"])["share"].agg(["min", "max"])
+    order = list(d.groupby("base")["share"].max().sort_values(ascending=False).index)
+    why = []
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            for c in sorted(set(band.loc[a].index) & set(band.loc[b].index)):
+                lo, hi = band.loc[(a, c), "min"], band.loc[(b, c), "max"]
+                if lo <= hi:
+                    why.append(f"{fmt_name(a)} {lo:.0%} and {fmt_name(b)} {hi:.0%} overlap at "
+                               f"{c:,.0f} tokens of context per stream")
     return Finding("bandwidth share", "; ".join(parts) + ".", nums, cond, not why,
                    "; ".join(why), row_dicts(d))
 

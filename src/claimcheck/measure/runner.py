@@ -247,6 +247,12 @@ def run_protocol(*, protocol: Protocol, engine: Engine, card: str, server: srv.S
         if stopped is not None:
             raise stopped from None
         return run_dir, "failed"
+    if status == "interrupted" and steps:  # the cut step's record, as provenance.json has it
+        try:
+            _write_json(run_dir / "steps.json", steps)
+        except OSError as e:
+            print(f"claimcheck: {protocol.name}: steps.json keeps the complete steps only: "
+                  f"{_one_line(e)}", file=sys.stderr, flush=True)
     if stopped is not None:
         raise stopped  # everything measured is written; no further protocol
     return run_dir, status

@@ -59,7 +59,7 @@ Measured on the H200 on 2026-12-01 (dummy weights):
   from 192 rows the step costs more than the larger of its two terms; that is the bend.
 
 A second measured term is admission: requests sent at the same moment (a wave) reach the
-scheduler one send interval apart (:func:`send_interval_s`; ``Calibration.
+scheduler one send interval apart (:func:`~.solve.send_interval_s`; ``Calibration.
 admission_interval_s``), taken from the client's recorded send times in the one-wave steps
 of protocols with ``model_term: admission`` (``wave-admission``: 0.26 ms median on the
 H200's host). So the first request of a wave gets a step of its own and the rest join the
@@ -92,11 +92,11 @@ which a prompt chunk shares the step with other requests (other prompts, or deco
 costs a factor x its compute term, the held one-prompt prefill's. It is measured on the
 KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
 requests' decode): the factor at which each step's simulated wall equals its measured one
-(:func:`mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
+(:func:`~.solve.mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
 1K-12K tokens at 8-48 streams), x1.01 for FP8 (from every one-wave step: fewer held out).
 
 A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
-request with a prompt chunk in a step adds a fixed time (:func:`sequence_cost_from_wall`,
+request with a prompt chunk in a step adds a fixed time (:func:`~.solve.sequence_cost_from_wall`,
 median over the engine's own ``model_term: admission`` one-wave steps; not borrowed).
 
 Terms the model does not have, each named where a step misses by more than 5%:
@@ -197,7 +197,7 @@ class Calibration:
     row_factor_source: str = ""
     admission_interval_s: float = 0.0
     """Seconds between the arrivals of requests sent at the same moment (a wave): the i-th
-    of them reaches the scheduler i x this after the first (:func:`send_interval_s`)."""
+    of them reaches the scheduler i x this after the first (:func:`~.solve.send_interval_s`)."""
     admission_source: str = ""
     kv_bandwidth_bytes_s: float | None = None
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:
@@ -340,40 +340,10 @@ def mixed_cost(cost: StepCost, factor: float) -> StepCost:
     return replace(cost, compute_s=cost.compute_s * factor)
 
 
-def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
-                           ) -> float | None:
-    """The mixed-prefill factor k at which a step's simulated wall (first send to last
-    token) equals the measured one, from its simulated wall at k = 1 and k = 2 (linear in
-    k while the same steps stay compute-bound): 1 + (measured - T(1)) / (T(2) - T(1));
-    None when k does not move it (no shared prefill step)."""
-    if at_two_s <= at_one_s:
-        return None
-    return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)
-
-
 def sequence_cost(step_s: float, prefilling: int, per_sequence_s: float) -> float:
     """A step's time with its ``prefilling`` requests (those with a prompt chunk in it) at
     ``per_sequence_s`` each (``Calibration.sequence_prefill_s``) added to it."""
     return step_s + prefilling * per_sequence_s
-
-
-def sequence_cost_from_wall(measured_s: float, at_zero_s: float, at_probe_s: float,
-                            probe_s: float) -> float | None:
-    """The per-sequence prefill cost c at which a step's simulated wall (first send to last
-    token) equals the measured one, from its simulated wall at c = 0 and at c = ``probe_s``
-    (linear in c while the same requests share the same steps):
-    ``probe_s`` x (measured - T(0)) / (T(probe) - T(0)); None when c does not move it."""
-    if at_probe_s <= at_zero_s:
-        return None
-    return probe_s * (measured_s - at_zero_s) / (at_probe_s - at_zero_s)
-
-
-def send_interval_s(start_times_s: list[float]) -> float | None:
-    """The mean interval between the sends of a wave's requests, s: (last send - first
-    send) / (requests - 1); None for fewer than two requests."""
-    if len(start_times_s) < 2:
-        return None
-    return (max(start_times_s) - min(start_times_s)) / (len(start_times_s) - 1)
 
 
 def row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float:

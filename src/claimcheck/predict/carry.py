@@ -40,6 +40,7 @@ from claimcheck.model import carry as cc
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
 from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
+from claimcheck.predict.carry_int8 import int8_term
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
 from claimcheck.readings import definitions as d
@@ -365,16 +366,9 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
 def int8_prefill(runs: list[Run], local: str, spec: Any, shape_run: Run, src: Any, new: Any,
                  rest_local_flops_s: float, rest_new_flops_s: float, ratio: float,
                  rest_engine: str, user_cards: str | None = None) -> dict[str, Any] | None:
-    """The prefill rate of a target engine with int8 activations on its MLP GEMMs
-    (``spec.int8_activations == "mlp"``), carried from the local card's run whose start log
-    names an int8-activation scheme (:attr:`Run.int8_activations`; the first by name):
-    its MLP rate solved from its measured prefill rate with the rest at the 16-bit path's
-    rate (``rest_local_flops_s``, at the rated clock; assumed), as a share of the local
-    dense int8 rate at its rated clock, carried by the target's dense int8 rate and the
-    power clock ratio, and joined with the target's 16-bit rate (``rest_new_flops_s``) by
-    the MLP's share of the body FLOPs (:func:`claimcheck.model.carry.split_rate`). None
-    when the target has no int8 layers, no such local run exists, the geometry is unknown
-    or a card has no int8 rate; decode is left at the 16-bit rate."""
+    """The prompt rate of ``spec`` with int8 activations on its MLP GEMMs from the first
+    local run whose start log names an int8 scheme (:func:`~.carry_int8.int8_term`); None
+    without int8 layers, such a run, the geometry or a card's int8 rate."""
     if getattr(spec, "int8_activations", None) != "mlp" or shape_run.geometry is None:
         return None
     if "int8" not in src.tensor_tflops or "int8" not in new.tensor_tflops:
@@ -387,45 +381,10 @@ def int8_prefill(runs: list[Run], local: str, spec: Any, shape_run: Run, src: An
     i_cal, i_ch, _ = _cal(runs, local, i8_engine, user_cards)
     if i_ch.compute is None:
         return None
-    g = shape_run.geometry
-    f = g.mlp_weights_per_token / (g.weights_per_token - g.vocab_size * g.hidden_size)
-    dense8 = src.tflops("int8") * 1e12
-    clk, n_clk = step_sm_clock(i_ch.compute.run, i_ch.compute.step)
-    body_at, clock_words = cc.share_at_rated_clock(cc.share(i_cal.flops_s, dense8,
-                                                            "int8_body"),
-                                                   clk, src.tensor_clock_mhz)
-    mlp_local = cc.int8_mlp_rate(body_at * dense8, rest_local_flops_s, f)
-    s8 = cc.share(mlp_local, dense8, "int8_mlp")
-    mlp_new = cc.carried_rate(s8, new.tflops("int8") * 1e12, ratio)
-    prefill = cc.split_rate(f, mlp_new, rest_new_flops_s)
-    clocked = (f" at a median SM clock of {clk:,.0f} MHz ({n_clk} samples), "
-               f"{body_at * dense8 / 1e12:,.0f} TFLOP/s at its rated clock" if clk
-               else f" ({clock_words})")
-    rule = (f"prefill with int8 activations on the MLP GEMMs ({spec.name}): engine "
-            f"{i8_engine} on {local} (its start log: {own[0].int8_activations}) prefilled at "
-            f"{i_cal.flops_s / 1e12:,.0f} TFLOP/s{clocked}; with the MLP {f:.3f} of the "
-            f"body's FLOPs and the rest at the 16-bit path's "
-            f"{rest_local_flops_s / 1e12:,.0f} TFLOP/s ({rest_engine}, at the rated clock; "
-            f"assumed for the rest), the MLP ran at {mlp_local / 1e12:,.0f} TOP/s, "
-            f"{s8:.3f} of {local}'s dense int8 {src.tflops('int8'):g}; on {new.card}: "
-            f"{s8:.3f} x dense int8 {new.tflops('int8'):g} TOP/s x the power clock ratio = "
-            f"{mlp_new / 1e12:,.1f} TOP/s on the MLP and {rest_new_flops_s / 1e12:,.1f} "
-            f"TFLOP/s on the rest: a prompt at {prefill / 1e12:,.1f} TFLOP/s; decode stays "
-            "at the 16-bit rate (the article's 64-stream decode is bound by fp16 tensor "
-            "math, seed 000)")
-    term = cc.Term("int8_mlp_share", s8, "share of dense int8 at its rated clock", "carried",
-                   (i_ch.compute.run.name,), rule)
-    return {"term": term, "prefill_flops_s": prefill, "engine": i8_engine,
-            "mlp_fraction": f}
-
-
-def int8_words(t: dict[str, Any]) -> str:
-    """:func:`int8_prefill`'s term in short words, from :func:`carried_terms`' output."""
-    i8 = t["int8_prefill"]
-    return (f"int8 activations on the MLPs: prompts run at "
-            f"{t['calibration'].prefill_flops_s / 1e12:,.1f} TFLOP/s (the MLP's share of the "
-            f"dense int8 rate carried from {i8['engine']}'s run on the "
-            f"{t['local_card'].upper()}), decode at the 16-bit rate")
+    return int8_term(spec.name, i8_engine, str(own[0].int8_activations),
+                     i_ch.compute.run.name, i_cal.flops_s,
+                     step_sm_clock(i_ch.compute.run, i_ch.compute.step), shape_run.geometry,
+                     src, new, rest_local_flops_s, rest_new_flops_s, ratio, rest_engine)
 
 
 def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,

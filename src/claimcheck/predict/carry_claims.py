@@ -37,7 +37,8 @@ from claimcheck.claims.metrics import METRICS
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
-from claimcheck.predict.carry import ACTIVATION_PATH, carried_terms, int8_words
+from claimcheck.predict.carry import ACTIVATION_PATH, carried_terms
+from claimcheck.predict.carry_int8 import int8_words
 from claimcheck.predict.carry_table import LOG_METRICS, _requests, metric_of
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import plan_step

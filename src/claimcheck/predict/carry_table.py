@@ -25,7 +25,8 @@ from typing import Any
 
 from claimcheck.config.protocols import FIT_MARGIN_TOKENS
 from claimcheck.model import model as m
-from claimcheck.predict.carry import carried_terms, int8_words
+from claimcheck.predict.carry import carried_terms
+from claimcheck.predict.carry_int8 import int8_words
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import plan_step
 from claimcheck.runs.run import Run
