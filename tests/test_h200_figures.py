@@ -129,7 +129,7 @@ def test_long_prompt_figure_draws_the_finding_rows(committed):
     assert list(lines["BF16: end to end"].get_ydata()) == [r["e2e_aggregate_tok_s"] for r in bf]
     # the body's long table: BF16 at 8 streams, 460.0 all decoding and 289.7 end to end
     assert (round(bf[0]["decode"], 1), round(bf[0]["e2e_aggregate_tok_s"], 1)) == (460.0, 289.7)
-    short = {ln.get_label(): ln for ln in a2.get_lines()}["BF16, short prompts, same streams"]
+    short = {ln.get_label(): ln for ln in a2.get_lines()}["BF16, short prompts"]
     assert list(short.get_ydata()) == [r["short_share"] for r in bf]
 
 

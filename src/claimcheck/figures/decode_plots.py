@@ -103,12 +103,12 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
             a1.plot(x, [r[key] for r in g], marker=marker, ls=ls, color=col, ms=4.5,
                     lw=1.2, label=f"{fmt_name(fm)}: {words}")
         a2.plot(x, [r["share"] for r in g], marker="o", ls="-", color=col, ms=4.5, lw=1.2,
-                label=f"{fmt_name(fm)}, long prompts: all streams decoding")
+                label=f"{fmt_name(fm)}, long prompts")
         sx = [(r["streams"], r["short_share"]) for r in g
               if r.get("short_share") == r.get("short_share") and r.get("short_share")]
         if sx:
             a2.plot(*zip(*sx, strict=True), marker="o", ls="--", color=col, ms=5, lw=1.0,
-                    mfc="white", label=f"{fmt_name(fm)}, short prompts, same streams")
+                    mfc="white", label=f"{fmt_name(fm)}, short prompts")
     xs = [r["streams"] for r in rows]
     for ax in (a1, a2):
         pow2_axis(ax, min(xs), max(xs))
@@ -118,7 +118,7 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     a1.set_title("Three readings of the same steps", loc="left")
     eta_axis(a2, "All streams decoding, long vs short prompts")
     a1.legend(loc="upper left", fontsize=6.5)
-    a2.legend(loc="lower left", fontsize=6.5)
+    a2.legend(loc="lower left", fontsize=6.5, ncol=2)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)
     return fig
