@@ -50,17 +50,23 @@ def fmt_name(f: str) -> str:
     claim card's, :func:`series_format`: "W4A16 (Machete)")."""
     fmt, _, kernel = str(f).lower().partition(KERNEL_SEP)
     name = FORMAT_WORDS.get(fmt, fmt.upper())
-    kernel, _, acts = kernel.partition(INT8_SEP)
-    acts = ", int8 MLP" if acts else ""
-    return f"{name} ({kernel.capitalize()}{acts})" if kernel else name
+    kernel, int8 = kernel_parts(kernel)
+    return f"{name} ({kernel.capitalize()}{', int8 MLP' if int8 else ''})" if kernel else name
 
 
 KERNEL_SEP = ":"
+"""Between a weight format and its kernel in the step frame's ``weight_format``
+(:func:`series_format`)."""
 INT8_SEP = "+"
 """Between a kernel and "int8" in :func:`series_format`'s label of a run whose start log
 names an int8-activation scheme ("w4a16:humming+int8")."""
-"""Between a weight format and its kernel in the step frame's ``weight_format``
-(:func:`series_format`)."""
+
+
+def kernel_parts(kernel: str) -> tuple[str, bool]:
+    """The kernel part of a :func:`series_format` label, read: its name and whether the
+    run took int8 activations ("humming+int8": ("humming", True))."""
+    name, _, int8 = kernel.partition(INT8_SEP)
+    return name, bool(int8)
 
 
 def series_format(fmt: Any, kernel: str | None, int8: str | None = None) -> str:

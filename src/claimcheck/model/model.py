@@ -434,12 +434,12 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
     The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
     short-convolution state at ``conv_dtype``; both are read and written every step.
     """
-    head = geom.vocab_size * geom.hidden_size
     conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
     return EngineShape(
         weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
-        flops_body_per_token=2.0 * (geom.weights_per_token - head),
-        flops_head_per_token=2.0 * head, max_num_batched_tokens=max_num_batched_tokens,
+        flops_body_per_token=2.0 * geom.body_weights_per_token,
+        flops_head_per_token=2.0 * geom.head_weights,
+        max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         mamba_align_block_tokens=mamba_align_block_tokens)

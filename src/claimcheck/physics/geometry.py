@@ -127,6 +127,16 @@ class Geometry:
         return sum(self.components.values())
 
     @property
+    def head_weights(self) -> int:
+        """The output head's weights, read every token: vocabulary x hidden size."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def body_weights_per_token(self) -> int:
+        """``weights_per_token`` less the output head: what every position multiplies."""
+        return self.weights_per_token - self.head_weights
+
+    @property
     def flops_per_token(self) -> int:
         """Forward FLOPs per generated token from the weights: 2 per weight touched."""
         return 2 * self.weights_per_token

@@ -20,9 +20,8 @@ def int8_term(target: str, i8_engine: str, scheme: str, source_run: str, flops_s
     as a share of the local dense int8 rate, carried by ``new``'s dense int8 rate and the
     power clock ratio, and joined with ``new``'s 16-bit rate ``rest_new_flops_s``
     (:func:`claimcheck.model.carry.split_rate`). Returns the term, the prompt rate, the
-    engine and the MLP share."""
-    f = geom.mlp_weights_per_token / (geom.weights_per_token
-                                      - geom.vocab_size * geom.hidden_size)
+    engine."""
+    f = geom.mlp_weights_per_token / geom.body_weights_per_token
     dense8 = src.tflops("int8") * 1e12
     clk, n_clk = clock
     body_at, clock_words = cc.share_at_rated_clock(cc.share(flops_s, dense8, "int8_body"),
@@ -48,15 +47,19 @@ def int8_term(target: str, i8_engine: str, scheme: str, source_run: str, flops_s
             "math, seed 000)")
     term = cc.Term("int8_mlp_share", s8, "share of dense int8 at its rated clock", "carried",
                    (source_run,), rule)
-    return {"term": term, "prefill_flops_s": prefill, "engine": i8_engine,
-            "mlp_fraction": f}
+    return {"term": term, "prefill_flops_s": prefill, "engine": i8_engine}
+
+
+INT8_WORDS = "int8 activations on the MLPs: "
+"""How :func:`int8_words` starts: the Update finds the phrase among a verdict's carried
+assumptions by it (:func:`claimcheck.update.carry_words.ladder_values`)."""
 
 
 def int8_words(t: dict[str, Any]) -> str:
     """The int8 prompt term in short words, from
     :func:`claimcheck.predict.carry.carried_terms`' output."""
     i8 = t["int8_prefill"]
-    return (f"int8 activations on the MLPs: prompts run at "
+    return (f"{INT8_WORDS}prompts run at "
             f"{t['calibration'].prefill_flops_s / 1e12:,.1f} TFLOP/s (the MLP's share of the "
             f"dense int8 rate carried from {i8['engine']}'s run on the "
             f"{t['local_card'].upper()}), decode at the 16-bit rate")

@@ -118,7 +118,6 @@ class Run:
     def dummy(self) -> bool:
         return self.provenance.dummy
 
-
     @property
     def drafts(self) -> bool:
         """True when the run's engine drafts (speculative decoding): each step verifies

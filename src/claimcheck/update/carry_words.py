@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from claimcheck.predict.carry_int8 import INT8_WORDS
 from claimcheck.update.template import Value, flag, num, word
 from claimcheck.verdicts.sourcemodel import within
 
@@ -53,8 +54,8 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
     said = [str(v.get("carried_assumptions") or "") for v in verdicts if v.get("id") in ids]
     parts = [p for s in said[:1] for p in s.split("; ") if "assumed from" in p
              or "measured for" in p]
-    int8 = [p for s in said[:1] for p in s.split("; ") if p.startswith("int8 activations")
-            and "prompts run at" in p]
+    int8 = [p.removeprefix(INT8_WORDS) for s in said[:1] for p in s.split("; ")
+            if p.startswith(INT8_WORDS)]
     power = {float(r["power_limit_w"]) for r in lad}
     return [flag("carry.has", True, SOURCE),
             word("carry.card", "RTX 3090", SOURCE + " (the card it predicts)"),
@@ -77,7 +78,7 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
                  parts[0] if parts else "eta and compute measured for the format here",
                  "verdicts.json carried_assumptions"),
             flag("carry.int8.has", bool(int8), "verdicts.json carried_assumptions"),
-            word("carry.int8", int8[0].split(": ", 1)[1] if int8 else "none",
+            word("carry.int8", int8[0] if int8 else "none",
                  "verdicts.json carried_assumptions")]
 
 

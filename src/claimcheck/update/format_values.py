@@ -12,6 +12,7 @@ from claimcheck.findings.stepframe import (
     KERNEL_SEP,
     decode_levels,
     fmt_name,
+    kernel_parts,
     main_context,
 )
 from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
@@ -114,8 +115,8 @@ ALT_SLOTS = ("share.alt", "share.alt2")
 def _kernel_words(kernel: str) -> str:
     """"machete": "Machete kernels"; "humming+int8": "Humming kernels with int8
     activations on the MLP"."""
-    k, _, acts = kernel.partition(INT8_SEP)
-    return f"{k.capitalize()} kernels" + (" with int8 activations on the MLP" if acts else "")
+    k, int8 = kernel_parts(kernel)
+    return f"{k.capitalize()} kernels" + (" with int8 activations on the MLP" if int8 else "")
 
 
 def alt_values(f: pd.DataFrame) -> list[Value]:
