@@ -359,3 +359,17 @@ def test_step_clock_reads_the_busy_samples_of_the_step_window(tmp_path):
     step = dataclasses.make_dataclass("S", ["window_unix_s"])((100.0, 105.0))
     assert carry.step_sm_clock(run, step) == (1600.0, 3)
     assert carry.step_sm_clock(run, step.__class__((200.0, 300.0))) == (None, 0)
+
+
+@pytest.mark.parametrize("value", ["attention", "true", "8"])
+def test_an_engines_int8_activations_other_than_mlp_is_refused_on_its_key(tmp_path, value):
+    from claimcheck.config.configfiles import load_engines as load
+    from claimcheck.files.errors import InputError
+    p = tmp_path / "engines.yaml"
+    p.write_text("engines:\n  d:\n    description: x\n    model: m\n    weights: dummy\n"
+                 f"    served_model_name: m\n    int8_activations: {value}\n")
+    with pytest.raises(InputError) as e:
+        load(p)
+    words = str(e.value)
+    assert words.startswith(str(p)) and "int8_activations" in words
+    assert "is not one of ['mlp', None]" in words and "\n" not in words
