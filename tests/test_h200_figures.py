@@ -183,3 +183,13 @@ def test_other_cards_published_points_name_their_card():
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "published on B200 (its own card), same definition" in labels
     assert "published on RTX3090 (its own card), other definitions" in labels
+
+
+def test_a_run_cut_short_says_so_in_its_figure_title(committed):
+    from claimcheck.pipeline.run_figures import run_title
+    runs = {r.name: r for r in committed[0]}
+    cut = runs["h200-20261204-w4a16-dummy-machete-16k-long-prompts"]  # 3 of 4 steps
+    assert run_title(cut) == (f"{cut.name}: {cut.label} · run interrupted: its complete "
+                              "steps")
+    whole = runs["h200-20261204-w4a16-dummy-marlin-16k-long-prompts"]
+    assert run_title(whole) == f"{whole.name}: {whole.label}"

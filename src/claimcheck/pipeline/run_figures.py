@@ -34,6 +34,14 @@ def _cards(user_cards_csv: str | None) -> Any:
     return load_cards(user_path=at_root(user_cards_csv) if user_cards_csv else None)
 
 
+def run_title(run: Any) -> str:
+    """A measured-run figure's title: the run and its label, and for a run that did not
+    complete, its status (the figure draws the steps it completed)."""
+    title = f"{run.name}: {run.label}"
+    status = run.provenance.status
+    return title if status == "complete" else f"{title} · run {status}: its complete steps"
+
+
 def measured_run(run_record: str, claims_json: str, model_config: str,
                  user_cards_csv: str | None = None) -> tuple[Any, str]:
     """One run against the roofline at its own configuration, headlined by the metric its
@@ -82,7 +90,7 @@ def measured_run(run_record: str, claims_json: str, model_config: str,
     for q in queued:
         q["roofline_tok_s"] = roof_at.get(q["running"])
     fig = run_plots.measured_figure(
-        points, queued=queued, title=f"{run.name}: {run.label}", headline=in_prose(col),
+        points, queued=queued, title=run_title(run), headline=in_prose(col),
         drafts=run.drafts,
         claims=replayed_points(run, claims, metric),
         source=(f"{run.path} (provenance.json, bench.json, server.log, telemetry.csv); "
@@ -127,7 +135,7 @@ def wave_run_figure(run: Any, done: list[dict[str, Any]],
     replayed = replayed_points(run, claims or [], headline_metric(run.protocol))
     named = "; ".join(f"{c['id']} ({c['card']})" for c in replayed)
     return run_plots.wave_figure(
-        series, title=f"{run.name}: {run.label}",
+        series, title=run_title(run),
         source=(f"{run.path}/steps/*/bench.json (each request's send time and first "
                 f"token); {run.provenance.weights_label}; every request asks "
                 f"{max(s['output_len'] for s in done)} tokens, so a step has no decode "
@@ -152,7 +160,7 @@ def gate_run_figure(run: Any, rows: list[dict[str, Any]], model_config: str,
     line += "".join(f"; plateau {p.from_streams} -> {p.to_streams} streams "
                     f"({p.growth_pct:+.1f}%), set by {p.cause}" for p in res.plateaus)
     return run_plots.gate_figure(
-        list(res.levels), seqs, line, title=f"{run.name}: {run.label}",
+        list(res.levels), seqs, line, title=run_title(run),
         claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path} (bench.json per repeat); {run.provenance.weights_label}; "
                 f"roofline from {model_config} and data/raw/cards.csv at η = 1; published "
@@ -174,7 +182,7 @@ def lanes_run_figure(run: Any, step: dict[str, Any],
     return run_plots.lanes_figure(
         [(r.start_s, r.first_token_s, r.last_token_s) for r in tl.requests],
         tl.token_times(), step.get("lanes_stats") or "",
-        title=f"{run.name}: {run.label}",
+        title=run_title(run),
         roofline_tok_s=step.get("roofline_tok_s"),
         claims=replayed_points(run, claims or [], headline_metric(run.protocol)),
         source=(f"{run.path}/steps/{sd.record['dir']}/bench.json (per-token times and "
