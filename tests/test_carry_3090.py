@@ -52,11 +52,10 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
     # each run's kernel as its start log names it: 6 Marlin runs, 3 Humming runs (the int8
-    # MLP engine; no architecture on record for Humming) and 4 Machete runs
+    # MLP engine; no architecture on record for Humming) and 5 Machete runs
     assert ("the w4a16 runs on h200 are not carried, as 6 ran Marlin, built for Ampere and "
-            "Ada, and the NVIDIA H200 is Hopper, while 3 ran Humming, not the kernel w4a16 runs "
-            "on the NVIDIA GeForce RTX 3090 (Marlin), while 4 ran Machete, built for Hopper, "
-            "not the kernel w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)"
+            "Ada (the NVIDIA H200 is Hopper), 5 Machete (built for Hopper) and 3 Humming, "
+            "kernels other than the one w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)"
             ) in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-machete-16k-ladder" in terms["eta"]["rule"]
@@ -177,9 +176,13 @@ def test_not_carried_words_by_kernel():
     # the target's kernel first, whatever the dict's order
     assert carry.not_carried_words({"machete": ["c"], "marlin": ["a", "b"]}, "w4a16",
                                    "hopper", h200, r3090) == (
-        "2 ran Marlin, built for Ampere and Ada, and the NVIDIA H200 is Hopper, while 1 ran "
-        "Machete, built for Hopper, not the kernel w4a16 runs on the NVIDIA GeForce RTX 3090 "
-        "(Marlin)")
+        "2 ran Marlin, built for Ampere and Ada (the NVIDIA H200 is Hopper) and 1 Machete "
+        "(built for Hopper), not the one w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)")
+    # no run of the target's kernel; a run whose log names none is said last
+    assert carry.not_carried_words({None: ["d"], "machete": ["c"], "humming": ["e", "f"]},
+                                   "w4a16", "hopper", h200, r3090) == (
+        "2 ran Humming, 1 Machete (built for Hopper), kernels other than the one w4a16 runs "
+        "on the NVIDIA GeForce RTX 3090 (Marlin) and 1 whose start logs name no kernel")
 
 
 def test_a_run_of_the_format_is_used_when_one_exists(runs):

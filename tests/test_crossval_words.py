@@ -34,6 +34,21 @@ def test_values_by_hand():
     assert v["cv.worst_protocol"].text == "`wave`"
     assert v["cv.worst_misses"].value == 2
     assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+10.0%", "+20.0%")
+    assert v["cv.worst_measure"].text == "end to end"
+
+
+def test_the_range_is_of_the_measure_the_steps_miss_on():
+    # c's three context steps miss on decode (-16%, -9%, -7%), their end to end within
+    # 5% but for one (+9%): decode misses 3 times, end to end once, so the range is decode's
+    rows = [_row("c-ctx", "c", "ctx", 0.09, -0.04),
+            _row("c-ctx", "c", "ctx", -0.01, -0.16),
+            _row("c-ctx", "c", "ctx", -0.03, -0.09),
+            _row("c-ctx", "c", "ctx", 0.02, -0.07),
+            _row("c-lad", "c", "lad", 0.0, 0.0)]
+    v = {x.name: x for x in CVW.cv_values(rows)}
+    assert v["cv.worst_misses"].value == 4
+    assert v["cv.worst_measure"].text == "decode aggregate"
+    assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("-16.0%", "-4.0%")
 
 
 def test_no_rows_no_sentence():

@@ -107,8 +107,9 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
                       local: str, card: str) -> str:
     """Why a format's local runs, grouped by kernel (:func:`run_kernel`), do not stand for
     that format's kernel on ``card``, a local card of ``arch`` (:data:`KERNEL_PATH`): one
-    group, "their kernel, K, ..."; several, "N ran K, ..., while M ran L, ..." (the
-    target's kernel first; no semicolon, as the assumptions are joined by them)."""
+    group, "their kernel, K, ..."; several, "N ran K, built for ... (the card is ...), M L
+    (built for ...) and P Q, kernels other than the one ..." (the target's kernel first,
+    then the most runs; no semicolon, as the assumptions are joined by them)."""
     target = KERNEL_PATH.get(str(fmt)) or ""
 
     def why(k: str | None, whose: str) -> str:
@@ -120,13 +121,27 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
         on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ","
         return (f"{whose} kernel, {k.capitalize()}{on} is not the one {fmt} runs on the "
                 f"{card} ({target.capitalize()})")
-    order = sorted(groups, key=lambda k: (k != target, k or ""))
-    if len(order) == 1:
-        return why(order[0], "its" if len(groups[order[0]]) == 1 else "their")
-    return ", while ".join(f"{len(groups[k])} ran " + why(k, "their").split(", ", 1)[1]
-                     .replace("was built for", "built for")
-                     .replace(" is not the one", " not the kernel")
-                     if k else f"{len(groups[k])} name no kernel" for k in order)
+    if len(groups) == 1:
+        k = next(iter(groups))
+        return why(k, "its" if len(groups[k]) == 1 else "their")
+    out = []
+    if target in groups:
+        native = KERNEL_ARCH.get(target)
+        out.append(f"{len(groups[target])} ran {target.capitalize()}" + (
+            f", built for {' and '.join(a.capitalize() for a in native)} (the {local} is "
+            f"{arch.capitalize()})" if foreign_kernel(fmt, arch, local) and native else ""))
+    others = sorted((k for k in groups if k not in (target, None)),
+                    key=lambda k: (-len(groups[k]), k))
+    for k in others:
+        built = KERNEL_ARCH.get(k)
+        out.append(f"{len(groups[k])}{'' if out else ' ran'} {k.capitalize()}" + (
+            f" (built for {' and '.join(a.capitalize() for a in built)})" if built else ""))
+    if others:
+        out[-1] += (f", {'kernels other than' if len(others) > 1 else 'not'} the one {fmt} "
+                    f"runs on the {card} ({target.capitalize()})")
+    if None in groups:
+        out.append(f"{len(groups[None])} whose start logs name no kernel")
+    return ", ".join(out[:-1]) + " and " + out[-1]
 
 
 def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,
