@@ -37,7 +37,7 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
     bottom = min((v for ps in panels.values() for p in ps for _, v, _ in p.points),
                  default=1.0)
     # room above the lines for the legend's three rows per format (log scale)
-    headroom = {1: 1.5, 2: 1.5, 3: 10.0}.get(len(colour), 150.0)
+    headroom = {1: 1.5, 2: 1.5, 3: 10.0, 4: 150.0}.get(len(colour), 400.0)
     for ax, ctx in zip(axes, ctxs, strict=False):
         hi = max(n for p in panels[ctx] for n, _ in p.line)
         for p in panels[ctx]:
@@ -74,7 +74,9 @@ def decode_lines_figure(panels: dict[int, list[Any]], crossover: dict[str, float
         ax.set_title(f"{ctx:,} tokens of context per stream", loc="left")
     axes[0].set_ylabel("decode, tok/s summed over the streams (log scale)")
     handles, labels = axes[0].get_legend_handles_labels()
-    axes[0].legend(handles, labels, loc="upper left", fontsize=6.5)
+    # in the last panel: its context's lines are the lowest, so the rows clear them there
+    axes[-1].legend(handles, labels, loc="upper left", fontsize=6.5,
+                    title="both panels" if len(ctxs) > 1 else None, title_fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)
     return fig
