@@ -14,7 +14,7 @@ from claimcheck.calibration.picks import run_kernel
 from claimcheck.config.configfiles import load_engines, load_protocols
 from claimcheck.files.paths import CONFIG, RAW
 from claimcheck.model import model as m
-from claimcheck.predict import carry, carry_table
+from claimcheck.predict import carry, carry_table, kernelwords
 from claimcheck.runs.runrecord import provenance_of
 from tests._cli import cli
 
@@ -167,19 +167,19 @@ def test_the_int8_prefill_term_and_its_rate(predicted):
 
 def test_not_carried_words_by_kernel():
     h200, r3090 = "NVIDIA H200", "NVIDIA GeForce RTX 3090"
-    assert carry.not_carried_words({"marlin": ["a"]}, "w4a16", "hopper", h200, r3090) == (
+    assert kernelwords.not_carried_words({"marlin": ["a"]}, "w4a16", "hopper", h200, r3090) == (
         "its kernel, Marlin, was built for Ampere and Ada, and the NVIDIA H200 is Hopper")
-    assert carry.not_carried_words({"machete": ["a", "b"]}, "w4a16", "hopper", h200,
+    assert kernelwords.not_carried_words({"machete": ["a", "b"]}, "w4a16", "hopper", h200,
                                    r3090) == ("their kernel, Machete, built for Hopper, is not "
                                               "the one w4a16 runs on the NVIDIA GeForce RTX "
                                               "3090 (Marlin)")
     # the target's kernel first, whatever the dict's order
-    assert carry.not_carried_words({"machete": ["c"], "marlin": ["a", "b"]}, "w4a16",
+    assert kernelwords.not_carried_words({"machete": ["c"], "marlin": ["a", "b"]}, "w4a16",
                                    "hopper", h200, r3090) == (
         "2 ran Marlin, built for Ampere and Ada (the NVIDIA H200 is Hopper) and 1 Machete "
         "(built for Hopper), not the one w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)")
     # no run of the target's kernel; a run whose log names none is said last
-    assert carry.not_carried_words({None: ["d"], "machete": ["c"], "humming": ["e", "f"]},
+    assert kernelwords.not_carried_words({None: ["d"], "machete": ["c"], "humming": ["e", "f"]},
                                    "w4a16", "hopper", h200, r3090) == (
         "2 ran Humming, 1 Machete (built for Hopper), kernels other than the one w4a16 runs "
         "on the NVIDIA GeForce RTX 3090 (Marlin) and 1 whose start logs name no kernel")

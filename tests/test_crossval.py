@@ -328,14 +328,16 @@ def test_held_out_marlin_rows_take_its_own_closed_loops_above_its_lines(committe
 
 
 def test_kv_read_borrowed_across_weight_formats_by_kv_dtype(committed_runs):
-    """Marlin's context ladder left out, Marlin (W4A16, FP8 KV) has no KV-read steps: it
-    borrows the FP8 engine's context-ladder lines (KV dtype fp8, another weight format),
-    said so, and not that engine's mixed-prefill factor (a GEMM's): its own is 1."""
+    """Marlin's and Machete's context ladders left out, Marlin (W4A16, FP8 KV) has no
+    KV-read steps of its weight format: it borrows the FP8 engine's context-ladder lines
+    (KV dtype fp8, another weight format), said so, and not that engine's mixed-prefill
+    factor (a GEMM's): its own is 1."""
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
     held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-context-ladder"))
-    choice = choose_for(held, [r for r in runs if r is not held])
+    out = {held.name, held.name.replace("marlin", "machete")}
+    choice = choose_for(held, [r for r in runs if r.name not in out])
     src = term_sources(choice, "w4a16-dummy-marlin-16k")
     assert src["kv"]["runs"] == ["h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"]
     assert src["kv"]["borrowed_from"] == "fp8-hyperqwen-dummy-16k"
@@ -343,6 +345,18 @@ def test_kv_read_borrowed_across_weight_formats_by_kv_dtype(committed_runs):
     cal = calibration(choice, "fp16")
     assert cal.kv_source.startswith("borrowed from engine fp8-hyperqwen-dummy-16k")
     assert cal.mixed_prefill_factor == 1.0 and cal.mixed_prefill_source == ""
+
+
+def test_kv_read_borrowed_from_the_same_weight_format_first(committed_runs):
+    """Marlin's context ladder alone left out: Machete's (W4A16 too, FP8 KV; its run
+    interrupted in step 9, 8 complete steps, lines at 8 and 24 streams) comes before the
+    FP8 engine's."""
+    runs = list(committed_runs)
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-context-ladder"))
+    choice = choose_for(held, [r for r in runs if r is not held])
+    src = term_sources(choice, "w4a16-dummy-marlin-16k")
+    assert src["kv"]["runs"] == ["h200-20261204-w4a16-dummy-machete-16k-context-ladder"]
+    assert src["kv"]["borrowed_from"] == "w4a16-dummy-machete-16k"
 
 
 def test_native_kernel_compute_stands_in_from_a_dense_engine(committed_runs):

@@ -233,6 +233,8 @@ def test_context_table_per_stream_divides_by_the_column_streams(body):
     head = cells(t[0])
     for row in t[2:]:
         for h, v in zip(head[2:], cells(row)[2:], strict=True):
+            if v == "no line":  # fewer than three contexts at those streams: no line
+                continue
             n = float(h.split(" ")[0].replace(",", ""))
             m = re.fullmatch(r"([\d,.]+) \(([\d,.]+)\), (\d+)%", v)
             assert m, v

@@ -83,6 +83,10 @@ def share_words(x: Any, buys: bool) -> str:
                 if buys else "."))
 
 
+NO_LINE = "no line"
+"""A context table's cell where the format has no KV line at the column's streams."""
+
+
 def context_table(x: Any) -> str:
     """Decode while every stream decodes at each context of the context finding: one row
     per format and context, one column per stream count (tok/s summed, per stream, η)."""
@@ -93,7 +97,7 @@ def context_table(x: Any) -> str:
     keys = sorted({(r["weight_format"], r["context_tokens_per_stream"]) for r in rows})
     body = [[SF.fmt_name(fm), f"{t:,.0f}"]
             + [(f"{ps_cell(c['decode'], n)}, {c['share']:.0%}" if (c := cell.get((fm, t, n)))
-                else "not measured") for n in streams] for fm, t in keys]
+                else NO_LINE) for n in streams] for fm, t in keys]
     return (md.table(["Weights", "Context per stream, tokens"]
                      + [f"{n:,.0f} streams, tok/s summed (per stream), η" for n in streams],
                      body)
@@ -101,7 +105,10 @@ def context_table(x: Any) -> str:
                                   "output tokens at the end of the request) and stream "
                                   "count; one wave per step, every prompt prefilled before "
                                   "the decode that is read.", rows, "Per stream = the sum "
-                                  "divided by the streams of the column."))
+                                  "divided by the streams of the column. "
+                                  f"'{NO_LINE}': the format has no run measured at three or "
+                                  "more contexts at those streams (a line needs three), "
+                                  "whatever was measured there."))
 
 
 def context_words(x: Any) -> str:

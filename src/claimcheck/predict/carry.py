@@ -39,8 +39,9 @@ from claimcheck.files.errors import InputError
 from claimcheck.model import carry as cc
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
-from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
+from claimcheck.physics.formats import KERNEL_PATH
 from claimcheck.predict.carry_int8 import int8_term
+from claimcheck.predict.kernelwords import foreign_kernel, not_carried_words
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
 from claimcheck.readings import definitions as d
@@ -87,61 +88,6 @@ def _newest(versions: set[str | None]) -> str | None:
     vs = sorted((v for v in versions if v), key=lambda v: tuple(int(x) for x in
                                                                   v.split(".") if x.isdigit()))
     return vs[-1] if vs else None
-
-
-def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
-                   ) -> str | None:
-    """Why a run of ``fmt`` on a card of ``arch`` does not stand for the format's kernel
-    (:data:`KERNEL_ARCH`), its words starting ``whose kernel``; None when it does, or when
-    the format or the architecture has no kernel or architecture on record."""
-    kernel = KERNEL_PATH.get(str(fmt))
-    native = KERNEL_ARCH.get(kernel or "")
-    if not native or arch is None or arch in native:
-        return None
-    return (f"{whose} kernel, {kernel.capitalize()}, was built for "
-            f"{' and '.join(a.capitalize() for a in native)}, and the {card} is "
-            f"{arch.capitalize()}")
-
-
-def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
-                      local: str, card: str) -> str:
-    """Why a format's local runs, grouped by kernel (:func:`run_kernel`), do not stand for
-    that format's kernel on ``card``, a local card of ``arch`` (:data:`KERNEL_PATH`): one
-    group, "their kernel, K, ..."; several, "N ran K, built for ... (the card is ...), M L
-    (built for ...) and P Q, kernels other than the one ..." (the target's kernel first,
-    then the most runs; no semicolon, as the assumptions are joined by them)."""
-    target = KERNEL_PATH.get(str(fmt)) or ""
-
-    def why(k: str | None, whose: str) -> str:
-        if k == target:
-            return foreign_kernel(fmt, arch, local, whose) or ""
-        if k is None:
-            return f"{whose} start logs name no kernel"
-        built = KERNEL_ARCH.get(k)
-        on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ","
-        return (f"{whose} kernel, {k.capitalize()}{on} is not the one {fmt} runs on the "
-                f"{card} ({target.capitalize()})")
-    if len(groups) == 1:
-        k = next(iter(groups))
-        return why(k, "its" if len(groups[k]) == 1 else "their")
-    out = []
-    if target in groups:
-        native = KERNEL_ARCH.get(target)
-        out.append(f"{len(groups[target])} ran {target.capitalize()}" + (
-            f", built for {' and '.join(a.capitalize() for a in native)} (the {local} is "
-            f"{arch.capitalize()})" if foreign_kernel(fmt, arch, local) and native else ""))
-    others = sorted((k for k in groups if k not in (target, None)),
-                    key=lambda k: (-len(groups[k]), k))
-    for k in others:
-        built = KERNEL_ARCH.get(k)
-        out.append(f"{len(groups[k])}{'' if out else ' ran'} {k.capitalize()}" + (
-            f" (built for {' and '.join(a.capitalize() for a in built)})" if built else ""))
-    if others:
-        out[-1] += (f", {'kernels other than' if len(others) > 1 else 'not'} the one {fmt} "
-                    f"runs on the {card} ({target.capitalize()})")
-    if None in groups:
-        out.append(f"{len(groups[None])} whose start logs name no kernel")
-    return ", ".join(out[:-1]) + " and " + out[-1]
 
 
 def pick_engines(runs: list[Run], local: str, spec: Any, version: str | None,

@@ -66,7 +66,7 @@ def low_values(f: pd.DataFrame) -> list[Value]:
     kernel (:data:`claimcheck.physics.formats.KERNEL_PATH`) was built for other architectures
     than the card's (the carried model then takes none of its runs)."""
     from claimcheck.physics.cardfiles import load_cards
-    from claimcheck.predict.carry import foreign_kernel
+    from claimcheck.predict.kernelwords import foreign_kernel
     src = "runs.csv, steps where every stream decodes"
     d = main_context(decode_levels(f))
     d = d[~d["weight_format"].astype(str).str.contains(KERNEL_SEP, regex=False)]
