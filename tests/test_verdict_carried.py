@@ -166,3 +166,26 @@ def test_the_ladder_sentence_values_by_hand():
     over = {x.name: x for x in CW.ladder_values(ladder([1.0] * 9 + [1.2]))}
     assert over["carry.under"].value is False and over["carry.misses"].value is True
     assert {x.name: x for x in CW.ladder_values([])}["carry.has"].value is False
+
+
+def test_carried_words_said_once_then_pointed_back_to():
+    """A later claim's carried-model words name the earlier claim that assumed nothing it
+    does not, then only what differs (hand-made assumption lists)."""
+    first = ("carried from the H200's runs; SM clock at 250 W assumed (x0.894); host "
+             "overheads assumed as on the H200; int8 activations on the MLPs: 63 TFLOP/s")
+    earlier = [("1,035", first)]
+    # the int8 assumption replaced, one added: both said after "but"
+    later = ("carried from the H200's runs; SM clock at 250 W assumed (x0.894); host "
+             "overheads assumed as on the H200; int8 activations on the GEMMs not modelled; "
+             "context not stated: 640 tokens assumed")
+    assert UV.words_after(later, earlier) == (
+        "as for the 1,035 tok/s above, but int8 activations on the GEMMs not modelled; "
+        "context not stated: 640 tokens assumed")
+    assert UV.words_after(first, earlier) == "as for the 1,035 tok/s above"
+    # the earlier claim assumed int8 prompts, which this one does not: not pointed back to
+    no_int8 = "carried from the H200's runs; SM clock at 350 W assumed (x1.000)"
+    assert UV.words_after(no_int8, earlier) == no_int8
+    # of two candidates, the one with fewer differences
+    two = earlier + [("127", later)]
+    assert UV.words_after(later + "", two) == "as for the 127 tok/s above"
+    assert UV.words_after("other; words", []) == "other; words"

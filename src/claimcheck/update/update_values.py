@@ -153,6 +153,34 @@ def claim_values(c: Mapping[str, Any], v: Mapping[str, Any],
     return out
 
 
+def _subject(part: str) -> str:
+    """An assumption's subject: its first two words ("SM clock", "int8 activations")."""
+    return " ".join(part.split()[:2])
+
+
+def words_after(words: str, earlier: Sequence[tuple[str, str]]) -> str:
+    """A claim's carried-model words (assumptions joined by "; ") said against a claim the
+    Update printed before it: ``earlier`` is (printed figure, words) in the Update's order.
+    Of the earlier claims that assumed nothing this one does not (each of their assumptions'
+    subjects is among this claim's), the one with the fewest differences is named, "as for
+    the 1,035 tok/s above", followed by "but" and this claim's assumptions that differ or
+    are new; unchanged when no earlier claim qualifies."""
+    parts = words.split("; ")
+    mine = {_subject(p) for p in parts}
+    best: tuple[int, str, list[str]] | None = None
+    for printed, prev in earlier:
+        had = prev.split("; ")
+        if not had or any(_subject(p) not in mine for p in had):
+            continue
+        rest = [p for p in parts if p not in had]
+        if best is None or len(rest) < best[0]:
+            best = (len(rest), printed, rest)
+    if best is None or len(best[2]) == len(parts):
+        return words
+    _, printed, rest = best
+    return f"as for the {printed} tok/s above" + (f", but {'; '.join(rest)}" if rest else "")
+
+
 def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mapping[str, Any]],
                   verdicts: Sequence[Mapping[str, Any]], source: str,
                   predictions: Mapping[str, float] | None = None) -> list[Value]:
@@ -163,6 +191,7 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
     out: list[Value] = []
     kinds: list[str] = []
     predicted = 0
+    said_before: list[tuple[str, str]] = []  # (printed figure, carried-model words)
     carried = sum(1 for fam in families for i in fam["claims"]
                   if i in by_v and by_v[i]["verdict"] in CARRIED_KINDS)
     for fam in families:
@@ -171,6 +200,12 @@ def family_values(families: Sequence[Mapping[str, Any]], claims: Sequence[Mappin
                 raise ValueError(f"{source}: family '{fam['key']}': claim '{i}' is not "
                                  + ("in the registry" if i not in by_c else "in verdicts.json"))
             vals = claim_values(by_c[i], by_v[i], predictions)
+            at = {x.name: n for n, x in enumerate(vals)}
+            said = vals[at[f"{i}.local_words"]]
+            if vals[at[f"{i}.has_local_words"]].value:
+                short = words_after(str(said.value), said_before)
+                said_before.append((vals[at[f"{i}.printed"]].text, str(said.value)))
+                vals[at[f"{i}.local_words"]] = word(said.name, short, said.source)
             predicted += sum(1 for x in vals if x.name == f"{i}.predicted" and x.value)
             out += vals
             kinds.append(str(by_v[i]["verdict"]))
