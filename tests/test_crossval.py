@@ -101,7 +101,7 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
                for r in steps)
     assert out["summary"]["cross_validated"]["both_within"] == both
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
-                                 "kv", "sequence"}
+                                 "kv", "sequence", "cold"}
 
 
 def test_cli_cross_validate_refuses_a_run_dir():
@@ -143,7 +143,9 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
     assert src["admission"]["borrowed_from"] == "bf16-dummy-256"
     assert src["kv"]["runs"] == ["h200-20261202-bf16-dummy-16k-context-ladder"]
     assert src["kv"]["borrowed_from"] is None
-    assert out["borrowed_terms"] == ["admission (bf16-dummy-256)"]
+    # no cold first wave of its own (its runs recorded no counters): the other engines'
+    assert out["borrowed_terms"] == ["admission (bf16-dummy-256)", "cold (bf16-dummy-256, "
+                                     "w4a16-dummy-machete-16k, w4a16-dummy-marlin-16k)"]
     text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
                "ladder").stdout
     assert "borrowed from another engine: admission (bf16-dummy-256)" in text
@@ -375,3 +377,41 @@ def test_native_kernel_compute_stands_in_from_a_dense_engine(committed_runs):
     marlin = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-single-stream"))
     mc = choose_for(marlin, [r for r in runs if r is not marlin]).compute
     assert "marlin" in mc.run.name
+
+
+def test_engine_fresh_from_the_prompt_counter_by_hand():
+    """A step's engine is fresh when its prompt-token counter read 0 before it; unknown
+    where the step recorded no counters."""
+    from types import SimpleNamespace
+
+    from claimcheck.calibration.wavesources import engine_fresh
+
+    def step(before):
+        rec = {"server_counters": {"before": {"counters": before}}} if before else {}
+        return SimpleNamespace(record=rec)
+    key = 'vllm:prompt_tokens_total{engine="0"}'
+    assert engine_fresh(step({key: 0.0, "vllm:generation_tokens_total": 0.0})) is True
+    assert engine_fresh(step({key: 8192.0})) is False
+    assert engine_fresh(step(None)) is None
+
+
+def test_cold_start_from_other_engines_first_waves(committed_runs):
+    """Machete's context ladder left out (the first protocol on its engine: 8 prompts of
+    1,024 tokens, median TTFT 1.595 s): Machete has no other cold first wave, so the term is
+    the median over the other engines' (Marlin's context ladder and BF16's decode rows to
+    256, each the first on its engine, 0.51-0.53 s over their warm models in the model
+    table); the 2026-12-02 runs recorded no counters and are not among them."""
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-machete-16k-context-ladder"))
+    choice = choose_for(held, [r for r in runs if r is not held])
+    src = term_sources(choice, "w4a16-dummy-machete-16k")
+    assert src["cold"]["runs"] == ["h200-20261204-bf16-dummy-256-decode-rows-to-256",
+                                   "h200-20261204-w4a16-dummy-marlin-16k-context-ladder"]
+    assert src["cold"]["borrowed_from"] == "bf16-dummy-256, w4a16-dummy-marlin-16k"
+    cal = calibration(choice, "fp16")
+    assert 0.45 < cal.cold_start_s < 0.60
+    # and its step 0, predicted cold, is within 6% end to end (16.7% warm)
+    rows = {(r["step"], r["repeat"]): r for r in cv.held_out_rows(held, runs)}
+    assert abs(rows[(0, 1)]["e2e_error"]) < 0.06

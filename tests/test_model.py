@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -68,6 +69,23 @@ def test_two_streams_share_every_step():
     one = simulator.simulate(shape(), CAL, prompts=[4, 4], outputs=[2, 2], streams=1)
     assert one.timeline.requests[1].start_s == pytest.approx(0.02)
     assert d.e2e_aggregate_tok_s(one.timeline) == pytest.approx(4 / 0.04)
+
+
+def test_a_cold_engine_delays_a_first_wave_of_several_prompts_by_hand():
+    # the two-stream step above on an engine that has served nothing: with a cold start of
+    # 0.5 s both requests reach the scheduler 0.5 s later: tokens at 0.51 and 0.52 s
+    cal = dataclasses.replace(CAL, cold_start_s=0.5)
+    sim = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=2,
+                             cold=True)
+    assert [r.token_times_s for r in sim.timeline.requests] == [
+        pytest.approx((0.51, 0.52))] * 2
+    assert d.e2e_aggregate_tok_s(sim.timeline) == pytest.approx(4 / 0.52)
+    # warm (the default), or one prompt in the first wave: no delay
+    warm = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=2)
+    assert warm.timeline.requests[0].ttft_s == pytest.approx(0.01)
+    one = simulator.simulate(shape(), cal, prompts=[4, 4], outputs=[2, 2], streams=1,
+                             cold=True)
+    assert one.timeline.requests[0].ttft_s == pytest.approx(0.01)
 
 
 def test_prefill_chunk_shares_a_step_with_decode_under_the_budget():

@@ -48,7 +48,6 @@ from typing import Any
 
 from claimcheck.calibration.layout import layout_words, run_layout, run_version
 from claimcheck.calibration.picks import (
-    ADMISSION_TERM,
     KV_TERM,
     Pick,
     decode_intervals,
@@ -67,6 +66,7 @@ from claimcheck.calibration.rowterm import (
     on_lines,
     row_sources,
 )
+from claimcheck.calibration.wavesources import admission_sources, cold_sources, sequence_sources
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
@@ -111,6 +111,10 @@ class Choice:
     engine's own admission steps, whose walls it is fitted to."""
     rows_beyond: tuple[Pick, ...] = ()
     """The engine's own closed loops above the rows ``rows`` measured (:func:`beyond_rows`)."""
+    cold: tuple[Pick, ...] = ()
+    """The cold-start term's source steps (:func:`~.wavesources.cold_sources`)."""
+    cold_base: tuple[Choice | None, ...] = ()
+    """Per ``cold`` step, its engine's calibration (None: this engine's own)."""
     rows_kind: str = ROWS_ONE_WAVE
     """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
     engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
@@ -133,7 +137,7 @@ class Choice:
         picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
         return {(p.run.name, p.step.record["dir"])
                 for p in picks + list(self.rows) + list(self.rows_beyond) + list(self.kv)
-                + list(self.sequence)}
+                + list(self.sequence) + list(self.cold)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
@@ -142,7 +146,8 @@ class Choice:
                 "rows": [p.as_dict() for p in self.rows + self.rows_beyond],
                 "admission": [p.as_dict() for p in self.admission],
                 "kv": [p.as_dict() for p in self.kv],
-                "sequence": [p.as_dict() for p in self.sequence]}
+                "sequence": [p.as_dict() for p in self.sequence],
+                "cold": [p.as_dict() for p in self.cold]}
 
 
 def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
@@ -284,36 +289,6 @@ def same_format_kv(choice: Choice) -> bool:
     return choice.kv_base is not None and choice.kv_base.weight_format == choice.weight_format
 
 
-def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
-                      ) -> tuple[Pick, ...]:
-    """The admission term's source steps: one-wave steps of the engine's own runs on the
-    card, else of every run on the card (the interval is the load client's, on its host)."""
-    terms = load_model_terms() if terms is None else terms
-    on_card = [r for r in runs if run_key(r)[0] == card]
-    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
-                        (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.traces if one_wave(r, s, terms, ADMISSION_TERM)]
-        if pairs:
-            why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
-                   "interval between a wave's sends")
-            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              earliest(*p)))
-    return ()
-
-
-def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
-    """The per-sequence prefill term's source steps: the admission term's steps
-    (:func:`admission_sources`) when they are the engine's own (their walls are its
-    prefill, not only the client's send times); () otherwise."""
-    own = tuple(p for p in admission if run_key(p.run)[1] == engine)
-    if not own:
-        return ()
-    why = (f"sequence prefill: {len(own)} one-wave step(s) of engine {engine} whose requests "
-           "are only their admission and prefill: the cost per prefilling request in a step "
-           "at which the simulated wall equals the measured one")
-    return tuple(Pick(p.run, p.step, why) for p in own)
-
-
 def _has_datasheet(card: str) -> bool:
     """Whether ``card`` has datasheet rates: every card a run names (checked against the
     cards it was read with, :func:`claimcheck.runs.run.load_run`) but a CPU engine's."""
@@ -323,13 +298,15 @@ def _has_datasheet(card: str) -> bool:
 def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True,
            layout: tuple[tuple[str, int], ...] | None = None,
-           version: str | None = None, terms: Terms | None = None) -> Choice:
+           version: str | None = None, terms: Terms | None = None,
+           with_cold: bool = True) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
     from``), so any engine and format among them counts. ``layout``
     (:func:`parallel_layout`): only runs of that parallel layout are borrowed; ``version``
     (:func:`run_version`): only runs of that vLLM release (each engine version is
-    calibrated on its own runs); ``terms`` as for :func:`kv_sources`. Raises InputError
+    calibrated on its own runs); ``terms`` as for :func:`kv_sources`; ``with_cold``: the
+    cold-start term too (off for the calibrations of its source steps). Raises InputError
     naming the card, engine and format when no one-stream decode step exists."""
     terms = load_model_terms() if terms is None else terms
     card_pool = [r for r in runs if run_key(r)[0] == card and not r.drafts
@@ -423,7 +400,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             if kv:
                 _, who_kv, fmt_kv = run_key(kv[0].run)
                 kv_base = choose(card_pool, card, str(who_kv), fmt_kv, layout=layout,
-                                 version=run_version(kv[0].run), terms=terms)
+                                 version=run_version(kv[0].run), terms=terms,
+                                 with_cold=False)
         if rows and who == engine and rows_kind != ROWS_CLOSED_LOOP:
             rows_beyond = beyond_rows(rows, closed_loop_rows(pool, card, engine))
         if rows and who != engine:
@@ -431,11 +409,16 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
         admission = admission_sources(card_pool, card, engine, terms)  # any version
         sequence = sequence_sources(admission, engine)
+    cold = (cold_sources(card_pool, card, engine) if with_rows and with_cold
+            and not explicit else ())
+    cold_base = tuple(None if run_key(p.run)[1] == engine else choose(
+        card_pool, card, str(run_key(p.run)[1]), run_key(p.run)[2], layout=run_layout(p.run),
+        version=run_version(p.run), terms=terms, with_cold=False) for p in cold)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_beyond=rows_beyond,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_kind=rows_kind, sequence=sequence)
+                  rows_kind=rows_kind, sequence=sequence, cold=cold, cold_base=cold_base)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

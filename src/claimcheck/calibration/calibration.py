@@ -25,11 +25,13 @@ from claimcheck.readings import definitions as d
 
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
-             *choice.rows_beyond, *choice.admission, *choice.kv, *choice.sequence]
+             *choice.rows_beyond, *choice.admission, *choice.kv, *choice.sequence,
+             *choice.cold]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks), choice.rows_kind,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
-            _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None)
+            _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None,
+            tuple(_choice_key(b, compute_dtype) if b else None for b in choice.cold_base))
 
 
 def calibration(choice: Choice, compute_dtype: str,
@@ -93,9 +95,38 @@ def calibration(choice: Choice, compute_dtype: str,
         cal = mixed_calibration(cal, choice.kv)
     if choice.sequence:
         cal = sequence_calibration(cal, choice.sequence)
+    if choice.cold:
+        cal = cold_calibration(cal, choice, cache, user_cards)
     if cache is not None:
         cache[key] = cal
     return cal
+
+
+def cold_calibration(cal: m.Calibration, choice: Choice,
+                     cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                     user_cards: str | None = None) -> m.Calibration:
+    """``cal`` with the cold-start term: the median over ``choice.cold``'s steps of the
+    measured median TTFT less the model's (each step simulated warm with its own engine's
+    calibration: ``cal`` for this engine's, ``choice.cold_base``'s for another's); 0 where
+    that median is not above 0."""
+    gaps = []
+    for p, base in zip(choice.cold, choice.cold_base, strict=True):
+        shape, info = p.run.engine
+        own = cal if base is None else calibration(base, info["compute_dtype"], cache,
+                                                   user_cards)
+        tl = p.step.timeline
+        pred, _ = predicted_step(shape, replace(own, cold_start_s=0.0),
+                                 [r.prompt_tokens for r in tl.requests],
+                                 [r.output_tokens for r in tl.requests], tl.streams)
+        gaps.append(statistics.median(r.ttft_s for r in tl.requests)
+                    - pred["predicted_median_ttft_s"])
+    gap = max(statistics.median(gaps), 0.0)
+    runs = sorted({p.run.name for p in choice.cold})
+    return replace(cal, cold_start_s=gap, cold_start_source=(
+        f"{', '.join(runs)} ({len(gaps)} one-wave step(s), each the first on a freshly "
+        f"started engine): the first wave of several prompts reaches its first tokens "
+        f"{gap * 1e3:,.0f} ms later than the warm model, the median of "
+        + ", ".join(f"{g * 1e3:+,.0f}" for g in sorted(gaps)) + " ms"))
 
 
 def step_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]
@@ -337,10 +368,11 @@ def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None 
 
 
 def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: list[int],
-         streams: int) -> tuple[dict[str, Any], simulator.Simulation]:
+         streams: int, cold: bool = False) -> tuple[dict[str, Any], simulator.Simulation]:
     """Predicted end to end, decode aggregate, median TPOT and TTFT of one simulated step
-    (decode None for a held-prefill step)."""
-    sim = simulator.simulate(shape, cal, prompts, outputs, streams)
+    (decode None for a held-prefill step); ``cold``: the first step on a freshly started
+    engine (:func:`claimcheck.model.simulator.simulate`)."""
+    sim = simulator.simulate(shape, cal, prompts, outputs, streams, cold)
     tl = sim.timeline
     held = d.is_held_prefill(max(outputs, default=None), d.max_output_tokens(tl))
     tpots = d.tpots_ms(tl)

@@ -1,7 +1,8 @@
 """Which runs each term of a calibration came from, and which it borrowed from another engine.
 
-A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has seven terms: bandwidth,
-per-request overhead, compute, decode rows, admission, KV read and sequence prefill.
+A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has eight terms: bandwidth,
+per-request overhead, compute, decode rows, admission, KV read, sequence prefill and cold
+start.
 :func:`term_sources` names, per term, the runs its steps belong to and the engine(s) they
 ran, and says the term is borrowed when none of them is the predicted engine (``predict``
 prints it; the cross-validation table keeps it per step).
@@ -13,7 +14,7 @@ from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, Pick, run_key
 
-TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequence")
+TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequence", "cold")
 """The calibration's terms, in the order :func:`term_sources` gives them."""
 
 
@@ -21,7 +22,7 @@ def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)
     if term == "rows":
         return tuple(one) + tuple(choice.rows_beyond)
-    if term in ("admission", "kv", "sequence"):
+    if term in ("admission", "kv", "sequence", "cold"):
         return tuple(one)
     return (one,) if one is not None else ()
 

@@ -18,7 +18,7 @@ from claimcheck.physics.cardfiles import get_card, load_cards
 def term_lines(c: dict[str, Any]) -> list[str]:
     """One line per measured term of a calibration (``Calibration.as_dict()``), with its
     source: decode-row factors, the admission interval, the KV-read rate, the mixed-prefill
-    factor."""
+    factor, the cold start."""
     out = []
     if c.get("row_factor_source"):
         out.append(f"  decode rows: {c['row_factor_source']}")
@@ -28,6 +28,8 @@ def term_lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  KV read: {c['kv_source']}")
     if c.get("mixed_prefill_source"):
         out.append(f"  mixed prefill: {c['mixed_prefill_source']}")
+    if c.get("cold_start_source"):
+        out.append(f"  cold start: {c['cold_start_source']}")
     return out
 
 
@@ -43,7 +45,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="a run directory (data/raw/runs/<run>); none with --cross-validate")
     s.add_argument("--cross-validate", action="store_true",
                    help="instead: every committed run's steps predicted with that run left "
-                        "out of every term (calibration, decode rows, KV line, admission); "
+                        "out of every term (calibration, decode rows, KV line, admission, cold "
+                        "start); "
                         "per step and per engine and term, beside the in-sample errors")
     s.add_argument("--runs", default=None,
                    help="runs folder for --cross-validate (default data/raw/runs)")

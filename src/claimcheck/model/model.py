@@ -219,6 +219,10 @@ class Calibration:
     decode (int8 activations on the MLP GEMMs of a prefill, as the article's RTX 3090
     engine); None: every position at ``flops_s``."""
     prefill_flops_source: str = ""
+    cold_start_s: float = 0.0
+    """Seconds the first wave of several prompts on a freshly started engine reaches its
+    first tokens later than on a warm one (:func:`~.simulator.simulate`); 0: not measured."""
+    cold_start_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
@@ -228,7 +232,8 @@ class Calibration:
         if self.prefill_flops_s is not None:
             _check_number("Calibration", "prefill_flops_s", self.prefill_flops_s,
                           zero_ok=False)
-        for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s"):
+        for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s",
+                     "cold_start_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
         _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
                       zero_ok=False)

@@ -128,10 +128,11 @@ class _Loop:
     """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
     wave_n: int = 0
 
-    def send_first_wave(self, streams: int) -> None:
+    def send_first_wave(self, streams: int, cold_s: float = 0.0) -> None:
         """Each of the ``streams`` clients sends one request at 0 s (one wave): the k-th
-        reaches the scheduler after the overhead plus k admission intervals."""
-        ov, gap = self.cal.request_overhead_s, self.cal.admission_interval_s
+        reaches the scheduler after the overhead plus k admission intervals, and ``cold_s``
+        later on a freshly started engine."""
+        ov, gap = self.cal.request_overhead_s + cold_s, self.cal.admission_interval_s
         for k in range(min(streams, len(self.prompts))):
             i = self.pending.popleft()
             self.waiting.append(_Req(i, self.prompts[i], self.outputs[i], 0.0, ov + k * gap))
@@ -267,17 +268,19 @@ class _Loop:
 
 
 def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: list[int],
-             streams: int) -> Simulation:
+             streams: int, cold: bool = False) -> Simulation:
     """Run ``len(prompts)`` requests through the engine at ``streams`` concurrent clients (a
     closed loop): step by step, each scheduled (:meth:`_Loop.schedule`), priced
     (:func:`_price`) and advanced, except runs of decode-only steps, fast-forwarded
-    (:meth:`_Loop.fast_forward`)."""
+    (:meth:`_Loop.fast_forward`). ``cold``: the engine has served nothing yet, so a first
+    wave of several prompts arrives ``cal.cold_start_s`` later (one prompt: no later)."""
     if len(prompts) != len(outputs) or not prompts:
         raise ValueError("prompts and outputs must be equally long and not empty")
     if streams < 1:
         raise ValueError(f"streams must be >= 1, got {streams}")
     loop = _Loop(shape, cal, prompts, outputs, deque(range(len(prompts))))
-    loop.send_first_wave(streams)
+    loop.send_first_wave(streams, cal.cold_start_s if cold and min(streams, len(prompts)) > 1
+                         else 0.0)
     while loop.running or loop.waiting:
         loop.idle_until_arrival()
         n_ff = loop.decode_run()

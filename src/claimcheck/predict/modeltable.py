@@ -12,6 +12,7 @@ from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, choose, choose_for, run_key
 from claimcheck.calibration.calibration import calibration, predicted_step
+from claimcheck.calibration.wavesources import cold_step
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
@@ -35,7 +36,7 @@ def predict_run(target: Run, choice: Choice,
         tl = s.timeline
         reqs = tl.requests
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
-                       [r.output_tokens for r in reqs], tl.streams)
+                       [r.output_tokens for r in reqs], tl.streams, cold_step(s))
         held = s.held_prefill
         got = measured_values(target, s)
         m_e2e, m_dec = got["e2e"], got["decode"]

@@ -29,7 +29,10 @@ PROTOCOL_ASSUMPTIONS = (
     "every request has the step's input_len prompt tokens and runs to its output_len (as "
     "with --ignore-eos, or dummy weights that never stop); closed-loop clients at the step's "
     "streams (a new request is sent when one finishes); load seconds = first send to last "
-    "token as simulated, engine start and each step's client start-up not counted")
+    "token as simulated, engine start and each step's client start-up not counted; the "
+    "engine already warm (the cold start, where a term line gives one, is not added: a "
+    "protocol sent first to a freshly started engine reaches its first wave's tokens that "
+    "much later)")
 
 
 def _step_shape(run: Run, rec: dict[str, Any]

@@ -1,0 +1,78 @@
+"""The calibration terms read off a wave of requests sent together: the admission interval
+(the load client's sends), the per-sequence prefill (the engine's own one-wave steps) and
+the cold start (the first wave of several prompts on a freshly started engine).
+:func:`claimcheck.calibration.calibrate.choose` takes their source steps from here; the
+arithmetic on them is :mod:`claimcheck.calibration.calibration`'s."""
+
+from __future__ import annotations
+
+from claimcheck.calibration.picks import ADMISSION_TERM, Pick, earliest, one_wave, run_key
+from claimcheck.config.configfiles import load_model_terms
+from claimcheck.config.protocols import Terms
+from claimcheck.runs.run import Run, StepTrace
+
+PROMPT_COUNTER = "vllm:prompt_tokens_total"
+"""The server counter (``GET /metrics``, each step's ``server_counters``) whose value 0
+before a step says the engine has prefilled nothing since it started."""
+
+
+def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
+                      ) -> tuple[Pick, ...]:
+    """The admission term's source steps: one-wave steps of the engine's own runs on the
+    card, else of every run on the card (the interval is the load client's, on its host)."""
+    terms = load_model_terms() if terms is None else terms
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
+                        (on_card, f"any engine (engine {engine} has none)")):
+        pairs = [(r, s) for r in pool for s in r.traces if one_wave(r, s, terms, ADMISSION_TERM)]
+        if pairs:
+            why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
+                   "interval between a wave's sends")
+            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              earliest(*p)))
+    return ()
+
+
+def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
+    """The per-sequence prefill term's source steps: the admission term's steps
+    (:func:`admission_sources`) when they are the engine's own (their walls are its
+    prefill, not only the client's send times); () otherwise."""
+    own = tuple(p for p in admission if run_key(p.run)[1] == engine)
+    if not own:
+        return ()
+    why = (f"sequence prefill: {len(own)} one-wave step(s) of engine {engine} whose requests "
+           "are only their admission and prefill: the cost per prefilling request in a step "
+           "at which the simulated wall equals the measured one")
+    return tuple(Pick(p.run, p.step, why) for p in own)
+
+
+def engine_fresh(s: StepTrace) -> bool | None:
+    """Whether the engine had prefilled no prompt token when step ``s`` began (its server
+    counters read before it: :data:`PROMPT_COUNTER` 0); None where the step recorded no
+    counters (runs before 2026-12-03)."""
+    before = ((s.record.get("server_counters") or {}).get("before") or {}).get("counters")
+    if not before:
+        return None
+    return sum(v for k, v in before.items() if k.startswith(PROMPT_COUNTER)) == 0
+
+
+def cold_step(s: StepTrace) -> bool:
+    """A step whose first wave met a freshly started engine (:func:`engine_fresh`)."""
+    return bool(engine_fresh(s))
+
+
+def cold_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
+    """The cold-start term's source steps: one-wave steps of two or more prompts that met
+    a freshly started engine (:func:`cold_step`), of the engine's own runs on the card,
+    else of every run on the card."""
+    on_card = [r for r in runs if run_key(r)[0] == card and not r.drafts]
+    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
+                        (on_card, f"any engine (engine {engine} has none)")):
+        pairs = [(r, s) for r in pool for s in r.traces if cold_step(s)
+                 and 2 <= s.timeline.streams == len(s.timeline.requests)]
+        if pairs:
+            why = (f"cold start: {len(pairs)} one-wave step(s) of several prompts of {where} "
+                   f"on {card}, each the first on a freshly started engine")
+            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
+                                                              earliest(*p)))
+    return ()
