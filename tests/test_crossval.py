@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from claimcheck.calibration.calibrate import choose_for
 from claimcheck.calibration.termsources import term_sources
 from claimcheck.predict import crossval as cv
@@ -415,3 +417,24 @@ def test_cold_start_from_other_engines_first_waves(committed_runs):
     # and its step 0, predicted cold, is within 6% end to end (16.7% warm)
     rows = {(r["step"], r["repeat"]): r for r in cv.held_out_rows(held, runs)}
     assert abs(rows[(0, 1)]["e2e_error"]) < 0.06
+
+
+def test_predict_for_a_fresh_engine_adds_the_cold_start_to_its_first_step(committed_runs):
+    """--fresh-engine: the protocol's first step pays the cold start (Machete's own context
+    ladder's first wave, about 0.78 s over the warm model); every other step is as warm."""
+    from claimcheck.config.configfiles import load_protocols
+    from claimcheck.predict.protocolpredict import predict_protocol
+
+    runs, proto = list(committed_runs), load_protocols()["context-ladder"]
+    warm = predict_protocol(runs, "h200", "w4a16-dummy-machete-16k", proto)
+    fresh = predict_protocol(runs, "h200", "w4a16-dummy-machete-16k", proto,
+                             fresh_engine=True)
+    cold = fresh.calibration.cold_start_s
+    assert 0.7 < cold < 0.9
+    w, f = warm.report["steps"], fresh.report["steps"]
+    assert f[0]["predicted_median_ttft_s"] == pytest.approx(
+        w[0]["predicted_median_ttft_s"] + cold)
+    assert f[0]["predicted_e2e_tok_s"] < w[0]["predicted_e2e_tok_s"]
+    assert [s["predicted_e2e_tok_s"] for s in f[1:]] == [s["predicted_e2e_tok_s"] for s in w[1:]]
+    assert "freshly started" in fresh.report["assumptions"]
+    assert "already warm" in warm.report["assumptions"]

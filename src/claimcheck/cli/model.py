@@ -85,6 +85,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tokens-kept", type=float, default=None, metavar="TAU",
                    help="for an engine that drafts: tokens kept per verify (1 to k + 1; "
                         "default: the engine's forced acceptance length)")
+    s.add_argument("--fresh-engine", action="store_true",
+                   help="the protocol is the first on a freshly started engine (as device.sh "
+                        "serve then measure): its first step pays the cold-start term")
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
@@ -336,7 +339,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
             raise InputError("--power-limit", f"{a.card} has committed runs, measured at its "
                              "own limit; --power-limit carries terms to a card with none")
         pred = predict_protocol(runs, a.card, a.engine, protos[a.protocol], engines,
-                                cards_file(a))
+                                cards_file(a), fresh_engine=getattr(a, "fresh_engine", False))
     elif getattr(a, "carry", False) or power is not None or (
             a.engine in engines and not newcard.has_format(runs, engines, a.engine)):
         # every term carried from the local card, each said measured/carried/assumed

@@ -29,10 +29,12 @@ PROTOCOL_ASSUMPTIONS = (
     "every request has the step's input_len prompt tokens and runs to its output_len (as "
     "with --ignore-eos, or dummy weights that never stop); closed-loop clients at the step's "
     "streams (a new request is sent when one finishes); load seconds = first send to last "
-    "token as simulated, engine start and each step's client start-up not counted; the "
-    "engine already warm (the cold start, where a term line gives one, is not added: a "
-    "protocol sent first to a freshly started engine reaches its first wave's tokens that "
-    "much later)")
+    "token as simulated, engine start and each step's client start-up not counted")
+WARM = ("the engine already warm (the cold start, where a term line gives one, is not added: "
+        "a protocol sent first to a freshly started engine reaches its first wave's tokens "
+        "that much later; --fresh-engine adds it)")
+FRESH = ("the engine freshly started (--fresh-engine): the first step's first repeat pays the "
+         "cold start where a term line gives one, every later step and repeat finds it warm")
 
 
 def _step_shape(run: Run, rec: dict[str, Any]
@@ -82,11 +84,12 @@ def _fit(step: Any, proto: Any, eng: dict[str, Any]) -> tuple[bool, str]:
 
 
 def plan_step(shape: m.EngineShape, cal: m.Calibration, streams: int, requests: int,
-              input_len: int, output_len: int) -> dict[str, Any]:
+              input_len: int, output_len: int, cold: bool = False) -> dict[str, Any]:
     """:func:`~claimcheck.calibration.calibration.predicted_step` of a planned step: ``requests``
-    requests of ``input_len`` prompt and ``output_len`` output tokens at ``streams``."""
+    requests of ``input_len`` prompt and ``output_len`` output tokens at ``streams``
+    (``cold``: on a freshly started engine)."""
     pred, _ = predicted_step(shape, cal, [input_len] * requests, [output_len] * requests,
-                             streams)
+                             streams, cold)
     return pred
 
 
@@ -168,7 +171,8 @@ class ProtocolPrediction:
 
 def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
                      engines: dict[str, Any] | None = None,
-                     user_cards: str | None = None) -> ProtocolPrediction:
+                     user_cards: str | None = None,
+                     fresh_engine: bool = False) -> ProtocolPrediction:
     """Every step of protocol ``proto`` predicted for ``engine`` on ``card`` from the
     committed ``runs`` (calibration by :func:`choose`, engine shape from the engine's first
     run); a step measured already (same streams, requests, lengths and kind in a run of the
@@ -176,7 +180,8 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
     the matching steps) and the errors. An engine of ``engines`` (config/engines.yaml) with
     no run on the card takes the shape of its twin's first run (:func:`_twin`) with its own
     slots and context length, said in ``engine_run``. ``user_cards``: a cards file merged
-    over the registry (:func:`claimcheck.physics.cardfiles.load_cards`)."""
+    over the registry (:func:`claimcheck.physics.cardfiles.load_cards`). ``fresh_engine``:
+    the protocol is the first on a freshly started engine (its first step cold)."""
     try:
         own = _engine_runs(runs, card, engine)
         base = own[0]
@@ -217,7 +222,7 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
             "input_len": st.input_len, "output_len": st.output_len,
             "repeats": proto.repeats, "fits": fits, "note": note}
         row.update(plan_step(shape, cal, st.streams, st.requests, st.input_len,
-                              st.output_len) if fits else
+                             st.output_len, fresh_engine and i == 0) if fits else
                    {k: None for k in ("predicted_e2e_tok_s", "predicted_decode_tok_s",
                                       "predicted_median_tpot_ms", "predicted_median_ttft_s",
                                       "predicted_load_s")})
@@ -241,7 +246,8 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
         report={"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
                 "weights": eng.get("weights"), "engine_run": engine_run,
                 "engine_shape": info, "calibration": cal.as_dict(),
-                "choice": choice.as_dict(), "assumptions": PROTOCOL_ASSUMPTIONS,
+                "choice": choice.as_dict(),
+                "assumptions": f"{PROTOCOL_ASSUMPTIONS}; {FRESH if fresh_engine else WARM}",
                 "term_sources": sources,
                 "prefix_cache": prefix_cache_hits(getattr(proto, "seed", "fresh"),
                                                   prefix_caching_of(base)),
