@@ -386,6 +386,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     rows_beyond: tuple[Pick, ...] = ()
     kv_base = None
     sequence: tuple[Pick, ...] = ()
+    cold: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
         kv = kv_sources(pool, card, engine, terms)
@@ -409,8 +410,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
         admission = admission_sources(card_pool, card, engine, terms)  # any version
         sequence = sequence_sources(admission, engine)
-    cold = (cold_sources(card_pool, card, engine) if with_rows and with_cold
-            and not explicit else ())
+        cold = cold_sources(card_pool, card, engine) if with_cold else ()
     cold_base = tuple(None if run_key(p.run)[1] == engine else choose(
         card_pool, card, str(run_key(p.run)[1]), run_key(p.run)[2], layout=run_layout(p.run),
         version=run_version(p.run), terms=terms, with_cold=False) for p in cold)

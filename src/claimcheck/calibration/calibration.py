@@ -115,8 +115,7 @@ def cold_calibration(cal: m.Calibration, choice: Choice,
         own = cal if base is None else calibration(base, info["compute_dtype"], cache,
                                                    user_cards)
         tl = p.step.timeline
-        pred, _ = predicted_step(shape, replace(own, cold_start_s=0.0),
-                                 [r.prompt_tokens for r in tl.requests],
+        pred, _ = predicted_step(shape, own, [r.prompt_tokens for r in tl.requests],
                                  [r.output_tokens for r in tl.requests], tl.streams)
         gaps.append(statistics.median(r.ttft_s for r in tl.requests)
                     - pred["predicted_median_ttft_s"])

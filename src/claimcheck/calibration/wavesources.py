@@ -6,9 +6,12 @@ arithmetic on them is :mod:`claimcheck.calibration.calibration`'s."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from claimcheck.calibration.picks import ADMISSION_TERM, Pick, earliest, one_wave, run_key
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.config.protocols import Terms
+from claimcheck.readings.promtext import counter_sum
 from claimcheck.runs.run import Run, StepTrace
 
 PROMPT_COUNTER = "vllm:prompt_tokens_total"
@@ -16,21 +19,31 @@ PROMPT_COUNTER = "vllm:prompt_tokens_total"
 before a step says the engine has prefilled nothing since it started."""
 
 
+def _own_else_card(runs: list[Run], card: str, engine: str,
+                   usable: Callable[[Run, StepTrace], bool], what: str) -> tuple[Pick, ...]:
+    """The ``usable`` steps of the engine's own runs on the card, else of every run on the
+    card, earliest first, each picked with why ("WHAT: N one-wave step(s) of WHERE on
+    CARD...")."""
+    on_card = [r for r in runs if run_key(r)[0] == card]
+    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
+                        (on_card, f"any engine (engine {engine} has none)")):
+        pairs = sorted(((r, s) for r in pool for s in r.traces if usable(r, s)),
+                       key=lambda p: earliest(*p))
+        if pairs:
+            why = what.format(n=len(pairs), where=where, card=card)
+            return tuple(Pick(r, s, why) for r, s in pairs)
+    return ()
+
+
 def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | None = None
                       ) -> tuple[Pick, ...]:
     """The admission term's source steps: one-wave steps of the engine's own runs on the
     card, else of every run on the card (the interval is the load client's, on its host)."""
     terms = load_model_terms() if terms is None else terms
-    on_card = [r for r in runs if run_key(r)[0] == card]
-    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
-                        (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.traces if one_wave(r, s, terms, ADMISSION_TERM)]
-        if pairs:
-            why = (f"admission: {len(pairs)} one-wave step(s) of {where} on {card}: the "
-                   "interval between a wave's sends")
-            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              earliest(*p)))
-    return ()
+    return _own_else_card(runs, card, engine,
+                          lambda r, s: one_wave(r, s, terms, ADMISSION_TERM),
+                          "admission: {n} one-wave step(s) of {where} on {card}: the "
+                          "interval between a wave's sends")
 
 
 def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
@@ -51,9 +64,7 @@ def engine_fresh(s: StepTrace) -> bool | None:
     counters read before it: :data:`PROMPT_COUNTER` 0); None where the step recorded no
     counters (runs before 2026-12-03)."""
     before = ((s.record.get("server_counters") or {}).get("before") or {}).get("counters")
-    if not before:
-        return None
-    return sum(v for k, v in before.items() if k.startswith(PROMPT_COUNTER)) == 0
+    return None if not before else counter_sum(before, PROMPT_COUNTER) == 0
 
 
 def cold_step(s: StepTrace) -> bool:
@@ -65,14 +76,8 @@ def cold_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     """The cold-start term's source steps: one-wave steps of two or more prompts that met
     a freshly started engine (:func:`cold_step`), of the engine's own runs on the card,
     else of every run on the card."""
-    on_card = [r for r in runs if run_key(r)[0] == card and not r.drafts]
-    for pool, where in (([r for r in on_card if run_key(r)[1] == engine], f"engine {engine}"),
-                        (on_card, f"any engine (engine {engine} has none)")):
-        pairs = [(r, s) for r in pool for s in r.traces if cold_step(s)
-                 and 2 <= s.timeline.streams == len(s.timeline.requests)]
-        if pairs:
-            why = (f"cold start: {len(pairs)} one-wave step(s) of several prompts of {where} "
-                   f"on {card}, each the first on a freshly started engine")
-            return tuple(Pick(r, s, why) for r, s in sorted(pairs, key=lambda p:
-                                                              earliest(*p)))
-    return ()
+    return _own_else_card([r for r in runs if not r.drafts], card, engine,
+                          lambda r, s: cold_step(s)
+                          and 2 <= s.timeline.streams == len(s.timeline.requests),
+                          "cold start: {n} one-wave step(s) of several prompts of {where} "
+                          "on {card}, each the first on a freshly started engine")

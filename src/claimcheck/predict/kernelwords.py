@@ -9,6 +9,11 @@ from typing import Any
 from claimcheck.physics.formats import KERNEL_ARCH, KERNEL_PATH
 
 
+def _built_for(archs: Any) -> str:
+    """("ampere", "ada") -> "Ampere and Ada"."""
+    return " and ".join(a.capitalize() for a in archs)
+
+
 def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
                    ) -> str | None:
     """Why a run of ``fmt`` on a card of ``arch`` does not stand for the format's kernel
@@ -18,9 +23,8 @@ def foreign_kernel(fmt: Any, arch: str | None, card: str, whose: str = "their"
     native = KERNEL_ARCH.get(kernel or "")
     if not native or arch is None or arch in native:
         return None
-    return (f"{whose} kernel, {kernel.capitalize()}, was built for "
-            f"{' and '.join(a.capitalize() for a in native)}, and the {card} is "
-            f"{arch.capitalize()}")
+    return (f"{whose} kernel, {kernel.capitalize()}, was built for {_built_for(native)}, "
+            f"and the {card} is {arch.capitalize()}")
 
 
 def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
@@ -38,7 +42,7 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
         if k is None:
             return f"{whose} start logs name no kernel"
         built = KERNEL_ARCH.get(k)
-        on = f", built for {' and '.join(a.capitalize() for a in built)}," if built else ","
+        on = f", built for {_built_for(built)}," if built else ","
         return (f"{whose} kernel, {k.capitalize()}{on} is not the one {fmt} runs on the "
                 f"{card} ({target.capitalize()})")
     if len(groups) == 1:
@@ -46,16 +50,15 @@ def not_carried_words(groups: dict[str | None, list[str]], fmt: Any, arch: str,
         return why(k, "its" if len(groups[k]) == 1 else "their")
     out = []
     if target in groups:
-        native = KERNEL_ARCH.get(target)
         out.append(f"{len(groups[target])} ran {target.capitalize()}" + (
-            f", built for {' and '.join(a.capitalize() for a in native)} (the {local} is "
-            f"{arch.capitalize()})" if foreign_kernel(fmt, arch, local) and native else ""))
+            f", built for {_built_for(KERNEL_ARCH[target])} (the {local} is "
+            f"{arch.capitalize()})" if foreign_kernel(fmt, arch, local) else ""))
     others = sorted((k for k in groups if k not in (target, None)),
                     key=lambda k: (-len(groups[k]), k))
     for k in others:
         built = KERNEL_ARCH.get(k)
         out.append(f"{len(groups[k])}{'' if out else ' ran'} {k.capitalize()}" + (
-            f" (built for {' and '.join(a.capitalize() for a in built)})" if built else ""))
+            f" (built for {_built_for(built)})" if built else ""))
     if others:
         out[-1] += (f", {'kernels other than' if len(others) > 1 else 'not'} the one {fmt} "
                     f"runs on the {card} ({target.capitalize()})")

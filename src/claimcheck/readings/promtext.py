@@ -64,6 +64,11 @@ def counters(text: str, prefix: str = "vllm:") -> dict[str, float]:
     return out
 
 
+def counter_sum(counts: Mapping[str, float], name: str) -> float:
+    """A counter summed over its labels (one engine or several)."""
+    return sum(v for k, v in counts.items() if k == name or k.startswith(name + "{"))
+
+
 def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
     """``after - before`` for every counter in ``after`` (a counter absent before counts
     from 0). A counter that went down (a restarted server) raises ValueError naming it."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from claimcheck.config.engines import acceptance_words
-from claimcheck.readings.promtext import delta
+from claimcheck.readings.promtext import counter_sum, delta
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFTED = "vllm:spec_decode_num_draft_tokens_total"
@@ -29,11 +29,6 @@ COLUMNS = ("verify_rows_per_stream", "spec_drafts", "spec_draft_tokens",
 without a drafter), the step's counts, accepted drafts and tokens kept per verify, the
 acceptance rate (accepted / drafted), the rate per drafted position ("1,0.496,0"), and how
 acceptance was set (forced, or left to the weights)."""
-
-
-def _sum(counts: Mapping[str, float], name: str) -> float:
-    """A counter summed over its labels (one engine or several)."""
-    return sum(v for k, v in counts.items() if k == name or k.startswith(name + "{"))
 
 
 def _position(key: str) -> int | None:
@@ -60,7 +55,8 @@ def speculation_columns(spec: Mapping[str, Any] | None,
     if before is None or after is None:
         return out
     d = delta(before, after)
-    drafts, drafted, accepted = _sum(d, DRAFTS), _sum(d, DRAFTED), _sum(d, ACCEPTED)
+    drafts, drafted, accepted = (counter_sum(d, DRAFTS), counter_sum(d, DRAFTED),
+                                 counter_sum(d, ACCEPTED))
     out.update(spec_drafts=int(drafts), spec_draft_tokens=int(drafted),
                spec_accepted_tokens=int(accepted))
     if drafts > 0:
