@@ -395,6 +395,13 @@ def test_engine_fresh_from_the_prompt_counter_by_hand():
     assert engine_fresh(step({key: 0.0, "vllm:generation_tokens_total": 0.0})) is True
     assert engine_fresh(step({key: 8192.0})) is False
     assert engine_fresh(step(None)) is None
+    # a counter that no server writes: refused, naming the step and the counter
+    for bad in (-1.0, float("inf"), float("nan")):
+        s = step({key: bad})
+        s.record["dir"] = "00-c8-r1"
+        with pytest.raises(ValueError, match=r"step 00-c8-r1: server_counters before: "
+                           r"vllm:prompt_tokens_total is .*, not a count >= 0"):
+            engine_fresh(s)
 
 
 def test_cold_start_from_other_engines_first_waves(committed_runs):
@@ -438,3 +445,11 @@ def test_predict_for_a_fresh_engine_adds_the_cold_start_to_its_first_step(commit
     assert [s["predicted_e2e_tok_s"] for s in f[1:]] == [s["predicted_e2e_tok_s"] for s in w[1:]]
     assert "freshly started" in fresh.report["assumptions"]
     assert "already warm" in warm.report["assumptions"]
+
+
+def test_fresh_engine_on_a_card_with_no_run_is_refused():
+    p = cli("predict", "--card", "rtx3090", "--engine", "w4a16-hyperqwen", "--protocol",
+            "ladder", "--fresh-engine")
+    assert p.returncode != 0
+    assert ("--fresh-engine: rtx3090 has no committed run, so no cold start measured there; "
+            "a prediction carried to it takes the engine warm") in p.stderr

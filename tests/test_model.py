@@ -88,6 +88,13 @@ def test_a_cold_engine_delays_a_first_wave_of_several_prompts_by_hand():
     assert one.timeline.requests[0].ttft_s == pytest.approx(0.01)
 
 
+@pytest.mark.parametrize("bad", [-0.5, float("inf"), float("nan"), "0.5"])
+def test_a_cold_start_that_is_not_a_time_is_refused(bad):
+    with pytest.raises(m.ModelInputError, match=r"Calibration.cold_start_s must be a finite "
+                       r"number >= 0, got"):
+        dataclasses.replace(CAL, cold_start_s=bad)
+
+
 def test_prefill_chunk_shares_a_step_with_decode_under_the_budget():
     # budget 8: A (prompt 4) prefills in step 1; B is sent with A at once but only 4 tokens
     # of budget remain for its prompt of 6, so B finishes its prompt in step 2 beside A's

@@ -6,6 +6,7 @@ arithmetic on them is :mod:`claimcheck.calibration.calibration`'s."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from claimcheck.calibration.picks import ADMISSION_TERM, Pick, earliest, one_wave, run_key
@@ -64,7 +65,13 @@ def engine_fresh(s: StepTrace) -> bool | None:
     counters read before it: :data:`PROMPT_COUNTER` 0); None where the step recorded no
     counters (runs before 2026-12-03)."""
     before = ((s.record.get("server_counters") or {}).get("before") or {}).get("counters")
-    return None if not before else counter_sum(before, PROMPT_COUNTER) == 0
+    if not before:
+        return None
+    n = counter_sum(before, PROMPT_COUNTER)
+    if not (isinstance(n, (int, float)) and math.isfinite(n) and n >= 0):
+        raise ValueError(f"step {s.record.get('dir')}: server_counters before: "
+                         f"{PROMPT_COUNTER} is {n!r}, not a count >= 0")
+    return n == 0
 
 
 def cold_step(s: StepTrace) -> bool:

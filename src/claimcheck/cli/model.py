@@ -334,6 +334,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
     if power is not None and not (power > 0 and power < float("inf")):
         raise InputError("--power-limit", f"must be a number of W > 0, got {power}")
     carried = None
+    if getattr(a, "fresh_engine", False) and not newcard.has_runs(runs, a.card):
+        raise InputError("--fresh-engine", f"{a.card} has no committed run, so no cold start "
+                         "measured there; a prediction carried to it takes the engine warm")
     if newcard.has_runs(runs, a.card):
         if power is not None:
             raise InputError("--power-limit", f"{a.card} has committed runs, measured at its "
