@@ -141,6 +141,10 @@ def test_what_this_card_showed_answers_the_open_question_first(body):
                              "stream at once, and timing only the decode, close its gap?")
     assert showed.split("\n")[1].startswith("Admitted together, 8 BF16 streams of "
                                             "7,681-token prompts decode at")
+    # the sum says its streams, per-stream speed, context per stream and the window read
+    assert re.search(r"decode at [\d,.]+ tok/s summed, [\d.]+ tok/s per stream", showed)
+    assert "independent requests sent as one wave, each holding 8,192 tokens of context" in showed
+    assert "prefill, ramp and tail are left out, and nothing drafts" in showed
 
 
 def test_the_corrected_sentences_are_gone(body):

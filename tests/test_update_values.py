@@ -71,6 +71,13 @@ def test_the_open_question_reads_one_wave_of_the_several_wave_prompt_length():
     assert (v["open.bf16.decode"].text, v["open.bf16.mean"].text) == ("460.0", "380.0")
     assert v["open.bf16.eta"].text == "70%"  # 460 / 660
     assert v["open.fp8.eta"].text == "51%"  # 646 / 1260
+    # per stream: the sum over the 8 streams / 8; context per stream is the step's level
+    assert (v["open.bf16.per_stream"].text, v["open.bf16.mean_per_stream"].text,
+            v["open.fp8.per_stream"].text) == ("57.5", "47.5", "80.8")
+    assert v["open.context"].text == "8,192"
+    rows[3]["context_tokens_per_stream"] = 8000  # fp8 at another context: no one level
+    with pytest.raises(ValueError, match="different contexts per stream"):
+        UV.open_question(frame(rows))
 
 
 def test_a_claims_five_asks_and_its_verdict_by_name():

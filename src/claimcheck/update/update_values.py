@@ -241,14 +241,24 @@ def open_question(f: pd.DataFrame) -> list[Value]:
             & f["decode"].notna()]
     one = levels(one, ["weight_format"]) if not one.empty else one
     out = []
+    contexts = set()
     for fm in ("bf16", "fp8"):
         r = _one(one[one["weight_format"] == fm], f"{fm} eight long prompts in one wave")
+        n = int(r["streams"])
+        contexts.add(int(r["context_tokens_per_stream"]))
         out += [num(f"open.{fm}.decode", r["decode"], "tok/s", src, "{:,.1f}"),
+                num(f"open.{fm}.per_stream", r["decode"] / n, "tok/s", src, "{:,.1f}"),
                 num(f"open.{fm}.eta", r["share"], "fraction", src, PCT),
                 num(f"open.{fm}.mean", r["streams_x_1000_over_mean_tpot_tok_s"], "tok/s",
-                    src, "{:,.1f}")]
+                    src, "{:,.1f}"),
+                num(f"open.{fm}.mean_per_stream",
+                    r["streams_x_1000_over_mean_tpot_tok_s"] / n, "tok/s", src, "{:,.1f}")]
+    if len(contexts) != 1:
+        raise ValueError(f"update values: open question: the formats' steps hold different "
+                         f"contexts per stream ({sorted(contexts)}), not one level")
     out += [num("open.streams", 8, "streams", src, "{:,}"),
-            num("open.prompt", int(prompt), "tokens", src, "{:,}")]
+            num("open.prompt", int(prompt), "tokens", src, "{:,}"),
+            num("open.context", contexts.pop(), "tokens", src, "{:,}")]
     return out
 
 
