@@ -275,8 +275,8 @@ def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
     """With a run that measured 8, 24 and 48 streams at five contexts each, the KV-read
     term is the median of three lines' inverse slopes (step time over KV bytes at fixed
     streams), worked out here with numpy's least squares; admit-then-decode's one context
-    per stream count is no line, so its steps are no source and the model is tested on
-    them."""
+    per stream count is no line, so its steps are no source of it (they are of the output
+    lag, read off each one-wave step's first token)."""
     import numpy as np
 
     from claimcheck.model import model as m
@@ -300,7 +300,8 @@ def test_kv_read_from_a_ladder_is_its_lines_and_the_other_waves_become_tests():
     assert cal.kv_bandwidth_bytes_s == pytest.approx(sorted(rates)[1], rel=1e-9)
     assert 1.2e12 < cal.kv_bandwidth_bytes_s < 1.8e12  # FP8 KV well below its weights
     assert LADDER_FP8 in cal.kv_source and "3 line(s)" in cal.kv_source
-    assert not any(n == ATD_FP8 for n, _ in choice.steps())
+    assert not any(p.run.name == ATD_FP8 for p in choice.kv)
+    assert {p.run.name for p in choice.lag} >= {ATD_FP8}
 
 
 def test_each_vllm_release_is_calibrated_on_its_own_runs(tmp_path):

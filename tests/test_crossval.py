@@ -103,7 +103,7 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
                for r in steps)
     assert out["summary"]["cross_validated"]["both_within"] == both
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
-                                 "kv", "sequence", "cold"}
+                                 "kv", "sequence", "cold", "lag"}
 
 
 def test_cli_cross_validate_refuses_a_run_dir():
@@ -424,6 +424,29 @@ def test_cold_start_from_other_engines_first_waves(committed_runs):
     # and its step 0, predicted cold, is within 6% end to end (16.7% warm)
     rows = {(r["step"], r["repeat"]): r for r in cv.held_out_rows(held, runs)}
     assert abs(rows[(0, 1)]["e2e_error"]) < 0.06
+
+
+def test_output_lag_is_each_engines_own_else_its_releases_on_the_card(committed_runs):
+    """The output lag, solved per one-wave step from its measured first token: Marlin's own
+    steps (decode rows to 64, context ladder) put it near 0.7 of a step, Machete's (its
+    context ladder) near 0.33; with Machete's context ladder left out it has no one-wave
+    step of its own and takes the other vLLM 0.26.0 engines' on the card, said as
+    borrowed, never a vLLM 0.33.0 run's."""
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    marlin = next(r for r in runs if r.name.endswith("marlin-16k-decode-rows-to-64"))
+    cal = calibration(choose_for(marlin, runs), "fp16")
+    assert 0.6 < cal.output_lag < 0.8
+    assert "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64" in cal.output_lag_source
+    held = next(r for r in runs if r.name.endswith("w4a16-dummy-machete-16k-context-ladder"))
+    own = calibration(choose_for(held, runs), "fp16")
+    assert 0.25 < own.output_lag < 0.45
+    choice = choose_for(held, [r for r in runs if r is not held])
+    src = term_sources(choice, "w4a16-dummy-machete-16k")
+    assert src["lag"]["borrowed_from"] and "machete" not in src["lag"]["borrowed_from"]
+    assert not any("vllm033" in n for n in src["lag"]["runs"])
+    assert calibration(choice, "fp16").output_lag > own.output_lag
 
 
 def test_predict_for_a_fresh_engine_adds_the_cold_start_to_its_first_step(committed_runs):

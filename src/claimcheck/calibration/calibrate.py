@@ -43,9 +43,14 @@ later does not take over. The arithmetic on the chosen steps is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from claimcheck.calibration.choice import (
+    ROWS_CLOSED_LOOP,
+    ROWS_LINES,
+    ROWS_ONE_WAVE,
+    Choice,
+)
 from claimcheck.calibration.layout import layout_words, run_layout, run_version
 from claimcheck.calibration.picks import (
     KV_TERM,
@@ -66,7 +71,12 @@ from claimcheck.calibration.rowterm import (
     on_lines,
     row_sources,
 )
-from claimcheck.calibration.wavesources import admission_sources, cold_sources, sequence_sources
+from claimcheck.calibration.wavesources import (
+    admission_sources,
+    cold_sources,
+    lag_sources,
+    sequence_sources,
+)
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
@@ -76,78 +86,6 @@ from claimcheck.physics.formats import KERNEL_ARCH
 from claimcheck.readings import definitions as d
 from claimcheck.runs.run import Run, StepTrace
 from claimcheck.runs.runchecks import NO_CARD
-
-ROWS_ONE_WAVE, ROWS_LINES = "one-wave decode", "KV lines"
-ROWS_CLOSED_LOOP = "closed-loop short-prompt"
-"""The kinds of decode-row source steps (:attr:`Choice.rows_kind`), as the source is said."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The calibration inputs of one card + engine + weight format (see the module doc)."""
-
-    card: str
-    engine: str
-    weight_format: Any
-    bandwidth: Pick
-    overhead: Pick
-    compute: Pick | None
-    compute_missing: str = ""
-    """Why no compute step was chosen (then the datasheet fallback is used)."""
-    rows: tuple[Pick, ...] = ()
-    """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
-    admission: tuple[Pick, ...] = ()
-    """The admission term's source steps (:func:`admission_sources`)."""
-    kv: tuple[Pick, ...] = ()
-    """The KV-read term's source steps (:func:`kv_sources`)."""
-    rows_base: Choice | None = None
-    """The calibration of the rows' own engine when it is not this one (the factors are
-    that engine's measured step over its own model)."""
-    kv_base: Choice | None = None
-    """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
-    rate and mixed-prefill factor are taken."""
-    sequence: tuple[Pick, ...] = ()
-    """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
-    engine's own admission steps, whose walls it is fitted to."""
-    rows_beyond: tuple[Pick, ...] = ()
-    """The engine's own closed loops above the rows ``rows`` measured (:func:`beyond_rows`)."""
-    cold: tuple[Pick, ...] = ()
-    """The cold-start term's source steps (:func:`~.wavesources.cold_sources`)."""
-    cold_base: tuple[Choice | None, ...] = ()
-    """Per ``cold`` step, its engine's calibration (None: this engine's own)."""
-    rows_kind: str = ROWS_ONE_WAVE
-    """What the ``rows`` steps are: one-wave decode steps (:func:`row_sources`), the
-    engine's own KV lines (:data:`ROWS_LINES`, :func:`line_rows`; their intercepts,
-    :func:`claimcheck.calibration.calibration.line_row_factors`) or its own closed-loop
-    short-prompt steps (:data:`ROWS_CLOSED_LOOP`, :func:`closed_loop_rows`: no one-wave
-    decode step of it or of its weight format)."""
-
-    @property
-    def rows_from_lines(self) -> bool:
-        return self.rows_kind == ROWS_LINES
-
-    @property
-    def rows_closed_loop(self) -> bool:
-        return self.rows_kind == ROWS_CLOSED_LOOP
-
-    def steps(self) -> set[tuple[str, str]]:
-        """(run name, step dir) of every step whose measured speed the calibration used,
-        the decode-row and KV-read terms' sources included (the admission term's take only
-        their send times, so their speeds remain a test of the model)."""
-        picks = [self.bandwidth, self.overhead] + ([self.compute] if self.compute else [])
-        return {(p.run.name, p.step.record["dir"])
-                for p in picks + list(self.rows) + list(self.rows_beyond) + list(self.kv)
-                + list(self.sequence) + list(self.cold)}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
-                "compute": self.compute.as_dict() if self.compute else None,
-                "compute_missing": self.compute_missing,
-                "rows": [p.as_dict() for p in self.rows + self.rows_beyond],
-                "admission": [p.as_dict() for p in self.admission],
-                "kv": [p.as_dict() for p in self.kv],
-                "sequence": [p.as_dict() for p in self.sequence],
-                "cold": [p.as_dict() for p in self.cold]}
 
 
 def _scope(runs: list[Run], card: str, engine: str, fmt: Any,
@@ -299,14 +237,15 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
            *, explicit: bool = False, with_rows: bool = True,
            layout: tuple[tuple[str, int], ...] | None = None,
            version: str | None = None, terms: Terms | None = None,
-           with_cold: bool = True) -> Choice:
+           with_cold: bool = True, with_lag: bool = True) -> Choice:
     """The calibration of ``engine`` (``weight_format``) on ``card`` chosen among ``runs``
     by the module's rule. ``explicit``: ``runs`` were named by the user (``--calibrate-
     from``), so any engine and format among them counts. ``layout``
     (:func:`parallel_layout`): only runs of that parallel layout are borrowed; ``version``
     (:func:`run_version`): only runs of that vLLM release (each engine version is
     calibrated on its own runs); ``terms`` as for :func:`kv_sources`; ``with_cold``: the
-    cold-start term too (off for the calibrations of its source steps). Raises InputError
+    cold-start term too (off for the calibrations of its source steps); ``with_lag``: the
+    output-lag term too (likewise). Raises InputError
     naming the card, engine and format when no one-stream decode step exists."""
     terms = load_model_terms() if terms is None else terms
     card_pool = [r for r in runs if run_key(r)[0] == card and not r.drafts
@@ -387,6 +326,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     kv_base = None
     sequence: tuple[Pick, ...] = ()
     cold: tuple[Pick, ...] = ()
+    lag: tuple[Pick, ...] = ()
     if with_rows and not explicit:
         rows, who = row_sources(pool, card, engine, weight_format, terms)
         kv = kv_sources(pool, card, engine, terms)
@@ -402,7 +342,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                 _, who_kv, fmt_kv = run_key(kv[0].run)
                 kv_base = choose(card_pool, card, str(who_kv), fmt_kv, layout=layout,
                                  version=run_version(kv[0].run), terms=terms,
-                                 with_cold=False)
+                                 with_cold=False, with_lag=False)
         if rows and who == engine and rows_kind != ROWS_CLOSED_LOOP:
             rows_beyond = beyond_rows(rows, closed_loop_rows(pool, card, engine))
         if rows and who != engine:
@@ -411,14 +351,27 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         admission = admission_sources(card_pool, card, engine, terms)  # any version
         sequence = sequence_sources(admission, engine)
         cold = cold_sources(card_pool, card, engine) if with_cold else ()
-    cold_base = tuple(None if run_key(p.run)[1] == engine else choose(
-        card_pool, card, str(run_key(p.run)[1]), run_key(p.run)[2], layout=run_layout(p.run),
-        version=run_version(p.run), terms=terms, with_cold=False) for p in cold)
+        lag = lag_sources(pool, card, engine) if with_lag else ()  # its release only
+
+    bases: dict[tuple[Any, ...], Choice] = {}
+
+    def base(p: Pick) -> Choice | None:  # a source step's own engine's calibration
+        _, who, fmt = run_key(p.run)
+        if who == engine:
+            return None
+        key = (who, fmt, run_layout(p.run), run_version(p.run))
+        if key not in bases:
+            bases[key] = choose(card_pool, card, str(who), fmt, layout=key[2],
+                                version=key[3], terms=terms, with_cold=False, with_lag=False)
+        return bases[key]
+    cold_base = tuple(base(p) for p in cold)
+    lag_base = tuple(base(p) for p in lag)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
                   overhead=ov, compute=cp, compute_missing=missing, rows=rows,
                   rows_beyond=rows_beyond,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
-                  rows_kind=rows_kind, sequence=sequence, cold=cold, cold_base=cold_base)
+                  rows_kind=rows_kind, sequence=sequence, cold=cold, cold_base=cold_base,
+                  lag=lag, lag_base=lag_base)
 
 
 def choose_for(target: Run, runs: list[Run], terms: Terms | None = None) -> Choice:

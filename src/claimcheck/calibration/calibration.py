@@ -26,12 +26,13 @@ from claimcheck.readings import definitions as d
 def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
     picks = [choice.bandwidth, choice.overhead, choice.compute, *choice.rows,
              *choice.rows_beyond, *choice.admission, *choice.kv, *choice.sequence,
-             *choice.cold]
+             *choice.cold, *choice.lag]
     return (choice.card, choice.engine, compute_dtype,
             tuple(p.label if p else "" for p in picks), choice.rows_kind,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
             _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None,
-            tuple(_choice_key(b, compute_dtype) if b else None for b in choice.cold_base))
+            tuple(_choice_key(b, compute_dtype) if b else None for b in choice.cold_base),
+            tuple(_choice_key(b, compute_dtype) if b else None for b in choice.lag_base))
 
 
 def calibration(choice: Choice, compute_dtype: str,
@@ -95,6 +96,8 @@ def calibration(choice: Choice, compute_dtype: str,
         cal = mixed_calibration(cal, choice.kv)
     if choice.sequence:
         cal = sequence_calibration(cal, choice.sequence)
+    if choice.lag:  # before the cold start, whose gap is read against the first tokens
+        cal = lag_calibration(cal, choice, cache, user_cards)
     if choice.cold:
         cal = cold_calibration(cal, choice, cache, user_cards)
     if cache is not None:
@@ -110,6 +113,7 @@ def cold_calibration(cal: m.Calibration, choice: Choice,
     calibration: ``cal`` for this engine's, ``choice.cold_base``'s for another's); 0 where
     that median is not above 0."""
     gaps = []
+    cache = {} if cache is None else cache  # one calibration per source engine
     for p, base in zip(choice.cold, choice.cold_base, strict=True):
         shape, info = p.run.engine
         own = cal if base is None else calibration(base, info["compute_dtype"], cache,
@@ -172,6 +176,44 @@ def line_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrati
            "over the model's decode step at " + ", ".join(f"{b} rows x{f:.3f}" for b, f in pts)
            + "; linear between, the nearest outside")
     return replace(cal, row_factors=pts, row_factor_source=src)
+
+
+def lag_calibration(cal: m.Calibration, choice: Choice,
+                    cache: dict[tuple[Any, ...], m.Calibration] | None = None,
+                    user_cards: str | None = None) -> m.Calibration:
+    """``cal`` with the output lag: over ``choice.lag``'s steps, the median of the lag at
+    which the step's simulated first token (its earliest, from the first send) comes when
+    the measured one did (:func:`claimcheck.model.solve.lag_from_first_token`, from the
+    simulation at 0 and that token a whole next step later at 1, nothing before it moving;
+    each step with its own engine's calibration: ``cal`` for this
+    engine's, ``choice.lag_base``'s for another's; no cold start, as the steps are warm),
+    within 0 to 1. No step it moves: ``cal`` unchanged."""
+    fs = []
+    cache = {} if cache is None else cache  # one calibration per source engine
+    for p, base in zip(choice.lag, choice.lag_base, strict=True):
+        shape, info = p.run.engine
+        own = cal if base is None else calibration(base, info["compute_dtype"], cache,
+                                                   user_cards)
+        tl = p.step.timeline
+        prompts = [r.prompt_tokens for r in tl.requests]
+        outputs = [r.output_tokens for r in tl.requests]
+        first, after = simulator.first_token(shape, own, prompts, outputs, tl.streams)
+        at = (first, first + after)  # at a lag of 1 a whole next step later
+        sent = min(r.start_s for r in tl.requests)
+        lag = solve.lag_from_first_token(min(r.first_token_s for r in tl.requests) - sent,
+                                         *at)
+        if lag is not None:
+            fs.append(lag)
+    if not fs:
+        return cal
+    lag = min(max(statistics.median(fs), 0.0), 1.0)
+    runs = sorted({p.run.name for p in choice.lag})
+    return replace(cal, output_lag=lag, output_lag_source=(
+        f"{', '.join(runs)} ({len(fs)} one-wave steps of several prompts on a warm engine): "
+        f"a token sampled at the end of one step reaches its client {lag:.2f} of the next "
+        f"step later (0: at its step's end, 1: at the next one's), the median of "
+        f"{min(fs):+.2f} to {max(fs):+.2f} over the steps, each the lag at which the "
+        f"model's first token of the wave comes when the measured one did"))
 
 
 def _walls(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...]

@@ -1,8 +1,8 @@
 """Which runs each term of a calibration came from, and which it borrowed from another engine.
 
-A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has eight terms: bandwidth,
-per-request overhead, compute, decode rows, admission, KV read, sequence prefill and cold
-start.
+A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has nine terms: bandwidth,
+per-request overhead, compute, decode rows, admission, KV read, sequence prefill, cold
+start and output lag.
 :func:`term_sources` names, per term, the runs its steps belong to and the engine(s) they
 ran, and says the term is borrowed when none of them is the predicted engine (``predict``
 prints it; the cross-validation table keeps it per step).
@@ -14,7 +14,8 @@ from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, Pick, run_key
 
-TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequence", "cold")
+TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequence", "cold",
+         "lag")
 """The calibration's terms, in the order :func:`term_sources` gives them."""
 
 
@@ -22,7 +23,7 @@ def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)
     if term == "rows":
         return tuple(one) + tuple(choice.rows_beyond)
-    if term in ("admission", "kv", "sequence", "cold"):
+    if term in ("admission", "kv", "sequence", "cold", "lag"):
         return tuple(one)
     return (one,) if one is not None else ()
 

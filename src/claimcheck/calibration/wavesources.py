@@ -1,6 +1,7 @@
 """The calibration terms read off a wave of requests sent together: the admission interval
-(the load client's sends), the per-sequence prefill (the engine's own one-wave steps) and
-the cold start (the first wave of several prompts on a freshly started engine).
+(the load client's sends), the per-sequence prefill (the engine's own one-wave steps), the
+cold start (the first wave of several prompts on a freshly started engine) and the output
+lag (when the wave's first request's first token reaches its client).
 :func:`claimcheck.calibration.calibrate.choose` takes their source steps from here; the
 arithmetic on them is :mod:`claimcheck.calibration.calibration`'s."""
 
@@ -88,3 +89,16 @@ def cold_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
                           and 2 <= s.timeline.streams == len(s.timeline.requests),
                           "cold start: {n} one-wave step(s) of several prompts of {where} "
                           "on {card}, each the first on a freshly started engine")
+
+
+def lag_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
+    """The output-lag term's source steps: one-wave steps of two or more prompts on a warm
+    engine (not :func:`cold_step`), of the engine's own runs on the card, else of every
+    run on the card (the lag differs by engine: on the H200 a median 0.33 of a step with
+    Machete, 0.71 with Marlin). ``runs``: those of the engine's vLLM release alone, as
+    the hand-back is the engine loop's (:func:`~.calibrate.choose` passes them)."""
+    return _own_else_card([r for r in runs if not r.drafts], card, engine,
+                          lambda r, s: not cold_step(s)
+                          and 2 <= s.timeline.streams == len(s.timeline.requests),
+                          "output lag: {n} one-wave step(s) of several prompts of {where} on "
+                          "{card}, each on a warm engine")

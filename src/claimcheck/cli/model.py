@@ -18,7 +18,7 @@ from claimcheck.physics.cardfiles import get_card, load_cards
 def term_lines(c: dict[str, Any]) -> list[str]:
     """One line per measured term of a calibration (``Calibration.as_dict()``), with its
     source: decode-row factors, the admission interval, the KV-read rate, the mixed-prefill
-    factor, the cold start."""
+    factor, the output lag, the cold start."""
     out = []
     if c.get("row_factor_source"):
         out.append(f"  decode rows: {c['row_factor_source']}")
@@ -28,6 +28,8 @@ def term_lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  KV read: {c['kv_source']}")
     if c.get("mixed_prefill_source"):
         out.append(f"  mixed prefill: {c['mixed_prefill_source']}")
+    if c.get("output_lag_source"):
+        out.append(f"  output lag: {c['output_lag_source']}")
     if c.get("cold_start_source"):
         out.append(f"  cold start: {c['cold_start_source']}")
     return out

@@ -31,6 +31,9 @@ The rules:
 * **per-request overhead, admission interval, t0**: host-side seconds, carried unchanged.
 * **the bend**: the streams at which the compute term reaches the memory term
   (:func:`bend_streams`), derived from the carried terms.
+* **output lag** (a step's tokens reaching their clients during the next step): not
+  carried; it is measured per engine and vLLM release on the local card, and a carried
+  prediction sees each token at its step's end.
 """
 
 from __future__ import annotations

@@ -41,63 +41,10 @@ the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4,
 1,485-1,800 MHz, as batched prefill does), else a prompt within one token budget, else the
 longest prefill.
 
-One term comes from one-wave decode ladders (protocols with ``model_term: decode_rows`` in
-config/protocols.yaml, chosen in :mod:`claimcheck.calibration.calibrate` by the same rule, the
-engine's own runs on the card, else its weight format's): a decode-only step of b rows
-costs :func:`row_factor` x the model's, the factor being the measured median TPOT over the
-simulated one at each measured row count (linear between; outside, as
-:func:`claimcheck.model.simulator.decode_row_factor` says).
-Measured on the H200 on 2026-12-01 (dummy weights):
-
-- FP8 (fp8-hyperqwen-dummy-16k, decode-rows, 3 repeats): median TPOT 11.64 / 14.33 /
-  14.23 / 14.16 / 13.98 ms at 16 / 24 / 32 / 40 / 48 rows, flat from 24 rows: the FP8
-  kernel changes between 16 and 24 rows, a cost the byte count cannot see (factors 1.00 /
-  1.17 / 1.12 / 1.07 / 1.01).
-- BF16 (bf16-dummy-256, bend): 25.5 / 28.3 / 38.3 / 47.2 ms at 96 / 128 / 192 / 256 rows
-  against the model's 24.9 / 28.0 / 34.8 / 41.0 (factors 1.02 / 1.01 / 1.10 / 1.15): the
-  model calls these steps memory-bound (compute is 53% of the memory term at 256 rows), yet
-  from 192 rows the step costs more than the larger of its two terms; that is the bend.
-
-A second measured term is admission: requests sent at the same moment (a wave) reach the
-scheduler one send interval apart (:func:`~.solve.send_interval_s`; ``Calibration.
-admission_interval_s``), taken from the client's recorded send times in the one-wave steps
-of protocols with ``model_term: admission`` (``wave-admission``: 0.26 ms median on the
-H200's host). So the first request of a wave gets a step of its own and the rest join the
-next, as the ``wave-admission`` steps show in every one of their 12 waves (64 x 100 tokens:
-first token at 386 ms, the other 63 at 670-675 ms); a wave's requests then start and finish
-staggered, and a replacement's prefill lands in the others' decode window. Tested on the
-64- and 128-stream waves of other protocols (ladder, hyperqwen-batch, serving gate), whose
-decode aggregate read 5-8% high without it and is within 5% with it.
-
-A third measured term is the KV read: a step reads its KV cache at its own rate
-(``Calibration.kv_bandwidth_bytes_s``), the median over the engine's own one-wave steps of
-protocols with ``model_term: kv_read`` of :func:`kv_bandwidth_from_decode` in the spans
-where every stream decodes (their step time, mean context and decode-row factor). From
-admit-then-decode (one wave of 7,681-token prompts at 8-64 streams, 2026-11-29): FP8 KV
-(fp8-hyperqwen-dummy-16k) at 1.67 TB/s, against 2.56 TB/s for its weights; BF16 KV
-(bf16-dummy-16k) at 3.79 TB/s, against 3.36 TB/s; the context ladder (1K-12K tokens at
-8-48 streams) is its second source.
-
-Where an engine has no decode-row steps of its own, its decode-row factors are the
-intercepts of its own KV lines (the step at no KV over the model's decode step, at each
-line's streams): FP8's context ladder gives 1.00 / 1.18 / 1.02 at 8 / 24 / 48 rows, the
-kernel step its decode-rows run measured; BF16 (bf16-dummy-16k) 1.025 / 1.027 / 1.021. An
-engine with no KV-read steps borrows the KV rate (and the mixed-prefill factor below) from
-an engine of the same weight format, KV dtype and card, as that engine's calibration has
-them, said as borrowed; one with no decode-row steps on its vLLM release borrows them from
-its weight format's engine of another release, said as well.
-
-A fourth measured term is mixed prefill (``Calibration.mixed_prefill_factor``): a step in
-which a prompt chunk shares the step with other requests (other prompts, or decode rows)
-costs a factor x its compute term, the held one-prompt prefill's. It is measured on the
-KV-read term's one-wave steps (a wave's prompts prefill together, beside its first
-requests' decode): the factor at which each step's simulated wall equals its measured one
-(:func:`~.solve.mixed_factor_from_wall`), median over the steps: x1.10 for BF16 (context ladder,
-1K-12K tokens at 8-48 streams), x1.01 for FP8 (from every one-wave step: fewer held out).
-
-A fifth measured term is sequence prefill (``Calibration.sequence_prefill_s``): each
-request with a prompt chunk in a step adds a fixed time (:func:`~.solve.sequence_cost_from_wall`,
-median over the engine's own ``model_term: admission`` one-wave steps; not borrowed).
+The measured terms (decode rows, admission, KV read, mixed prefill, sequence prefill, cold
+start, output lag) are chosen in :mod:`claimcheck.calibration.calibrate`, worked out in
+:mod:`claimcheck.calibration.calibration`, and described with what each measured on the H200
+in docs/model.md ("What the terms measured on the H200").
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
@@ -223,6 +170,12 @@ class Calibration:
     """Seconds the first wave of several prompts on a freshly started engine reaches its
     first tokens later than on a warm one (:func:`~.simulator.simulate`); 0: not measured."""
     cold_start_source: str = ""
+    output_lag: float = 0.0
+    """The share of the next engine step that passes before a request's first token,
+    sampled at the end of one step, reaches its client when another step follows at once
+    (:func:`~.simulator.simulate`): 0 at the step's end, 1 at the next step's end; 0: not
+    measured."""
+    output_lag_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
@@ -235,6 +188,10 @@ class Calibration:
         for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s",
                      "cold_start_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
+        _check_number("Calibration", "output_lag", self.output_lag, zero_ok=True)
+        if self.output_lag > 1:
+            raise ModelInputError("Calibration.output_lag", "Calibration.output_lag is a "
+                                  f"share of one step, 0 to 1, got {self.output_lag!r}")
         _check_number("Calibration", "mixed_prefill_factor", self.mixed_prefill_factor,
                       zero_ok=False)
         if self.kv_bandwidth_bytes_s is not None:

@@ -3,13 +3,15 @@
 requests admitted while slots and the token budget last), each step priced by
 :func:`claimcheck.model.model.step_cost` (times the decode-row factor when it only decodes),
 runs of decode-only steps fast-forwarded. Clients are a closed loop of C streams; a wave's
-requests reach the scheduler one admission interval apart. The simulated requests become a
-:class:`~claimcheck.readings.timeline.Timeline`. Pure; seconds and tokens."""
+requests reach the scheduler one admission interval apart; a request's first token reaches
+its client the calibrated share of the next step late (the output lag). The simulated
+requests become a :class:`~claimcheck.readings.timeline.Timeline`. Pure; seconds and
+tokens."""
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from claimcheck.model.model import (
     Calibration,
@@ -127,6 +129,11 @@ class _Loop:
     wave_t: float = 0.0
     """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
     wave_n: int = 0
+    next_step_s: dict[float, float] = field(default_factory=dict)
+    """For each step end (s) at which the next step began at once, that next step's length
+    (s): where the output lag (:meth:`seen`) applies."""
+    last_step: tuple[float, float] = (0.0, -1.0)
+    """The latest step's (length, end), s."""
 
     def send_first_wave(self, streams: int, cold_s: float = 0.0) -> None:
         """Each of the ``streams`` clients sends one request at 0 s (one wave): the k-th
@@ -138,17 +145,22 @@ class _Loop:
             self.waiting.append(_Req(i, self.prompts[i], self.outputs[i], 0.0, ov + k * gap))
 
     def finish(self, r: _Req) -> None:
-        """``r`` is done at ``t``: its client sends the next request, if any, which reaches
-        the scheduler after the overhead plus one admission interval per request sent
-        before it at the same moment."""
+        """``r`` is done at ``t``: its client sends the next request, if any, once it sees
+        the last token (the output lag's share of a step later while requests that have
+        not finished keep the engine stepping, the step that sampled it standing in for
+        the next one), and
+        that request reaches the scheduler after the overhead plus one admission interval
+        per request sent before it at the same moment."""
         self.running.remove(r)
         self.done.append(r)
         if self.pending:
             i = self.pending.popleft()
             self.wave_n = self.wave_n + 1 if self.wave_t == self.t else 0
             self.wave_t = self.t
+            going = any(len(x.times) < x.output for x in self.running)
+            sent = self.t + (self.cal.output_lag * self.last_step[0] if going else 0.0)
             self.waiting.append(_Req(
-                i, self.prompts[i], self.outputs[i], self.t, self.t
+                i, self.prompts[i], self.outputs[i], sent, sent
                 + self.cal.request_overhead_s + self.wave_n * self.cal.admission_interval_s))
 
     def idle_until_arrival(self) -> None:
@@ -157,6 +169,14 @@ class _Loop:
         if not self.running and self.waiting[0].arrival > self.t:
             self.spent["idle"] += self.waiting[0].arrival - self.t
             self.t = self.waiting[0].arrival
+
+    def took(self, step_s: float) -> None:
+        """A step of ``step_s`` seconds runs from ``t`` and the clock moves on; where it
+        began as the previous step ended, its length is kept for that end (:meth:`seen`)."""
+        if self.last_step[1] == self.t:
+            self.next_step_s[self.t] = step_s
+        self.last_step = (step_s, self.t + step_s)
+        self.t += step_s
 
     def charge(self, cost: StepCost, step_s: float) -> None:
         """Count a step of ``step_s`` seconds to the term that bounds it (and a memory-bound
@@ -197,7 +217,7 @@ class _Loop:
             ctx += b
             cost = step_cost_sum(self.shape, self.cal, b, ctx, b, b)
             step_s = cost.time_s * factor
-            self.t += step_s
+            self.took(step_s)
             seg.append(self.t)
             self.charge(cost, step_s)
         self.steps += n_steps
@@ -244,7 +264,8 @@ class _Loop:
 
     def advance(self, sched: list[tuple[_Req, int]]) -> None:
         """The step's results at ``t``: prompt chunks computed, a token for each request
-        that decoded or finished its prompt; requests at their output length finish."""
+        that decoded or finished its prompt; then the requests at their output length
+        finish, in the step's order."""
         for r, n in sched:
             if r.prefilled < r.prompt:
                 r.prefilled += n
@@ -252,17 +273,28 @@ class _Loop:
                     r.times.append(self.t)
             else:
                 r.times.append(self.t)
-            if len(r.times) >= r.output:
-                self.finish(r)
+        for r in [r for r, _ in sched if len(r.times) >= r.output]:
+            self.finish(r)
+
+    def seen(self, r: _Req) -> tuple[float, ...]:
+        """``r``'s token times as its client sees them: each token sampled at the end of a
+        step that another step followed at once reaches it the calibrated output lag's
+        share of that next step later (a step's outputs handed back while the next one
+        runs); a token of the last step, or of one before the engine idled, at its end."""
+        lag, nxt = self.cal.output_lag, self.next_step_s
+        if not lag:
+            return tuple(r.times)
+        return tuple(t + lag * nxt.get(t, 0.0) for t in r.times)
 
     def result(self, streams: int) -> Simulation:
         """The finished requests as a timeline (in the order sent) and the time accounts."""
-        reqs = tuple(
-            RequestTimeline(start_s=r.sent, ttft_s=r.times[0] - r.sent,
-                            prompt_tokens=r.prompt, token_times_s=tuple(r.times),
-                            chunks=len(r.times))
-            for r in sorted(self.done, key=lambda r: r.idx))
-        return Simulation(timeline=Timeline(streams=streams, requests=reqs),
+        reqs = []
+        for r in sorted(self.done, key=lambda r: r.idx):
+            times = self.seen(r)
+            reqs.append(RequestTimeline(start_s=r.sent, ttft_s=times[0] - r.sent,
+                                        prompt_tokens=r.prompt, token_times_s=times,
+                                        chunks=len(times)))
+        return Simulation(timeline=Timeline(streams=streams, requests=tuple(reqs)),
                           engine_steps=self.steps, time_s=self.spent,
                           memory_parts_s=self.parts)
 
@@ -289,11 +321,44 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
             continue
         sched = loop.schedule()
         cost, step_s = _price(shape, cal, sched)
-        loop.t += step_s
+        loop.took(step_s)
         loop.steps += 1
         loop.charge(cost, step_s)
         loop.advance(sched)
     return loop.result(streams)
+
+
+def first_token(shape: EngineShape, cal: Calibration, prompts: list[int],
+                outputs: list[int], streams: int) -> tuple[float, float]:
+    """When the first token of :func:`simulate`'s step is sampled (s from the first send)
+    and the length of the step after it where one follows at once (else 0), both with no
+    output lag: the simulation stopped there, as nothing later moves them."""
+    if len(prompts) != len(outputs) or not prompts:
+        raise ValueError("prompts and outputs must be equally long and not empty")
+    loop = _Loop(shape, replace(cal, output_lag=0.0), prompts, outputs,
+                 deque(range(len(prompts))))
+    loop.send_first_wave(streams)
+    first = None
+    while loop.running or loop.waiting:
+        if first is not None and loop.t > first:
+            break
+        loop.idle_until_arrival()
+        n_ff = loop.decode_run()
+        if n_ff:
+            loop.fast_forward(n_ff)
+        else:
+            sched = loop.schedule()
+            cost, step_s = _price(shape, loop.cal, sched)
+            loop.took(step_s)
+            loop.steps += 1
+            loop.charge(cost, step_s)
+            loop.advance(sched)
+        if first is None:
+            got = [r.times[0] for r in loop.running + loop.done if r.times]
+            first = min(got) if got else None
+    if first is None:
+        raise ValueError("no request sampled a token")
+    return first, loop.next_step_s.get(first, 0.0)
 
 
 def shares(sim: Simulation) -> dict[str, float]:

@@ -1,5 +1,5 @@
-"""Terms solved from measurements: the factor, per-sequence cost or interval at which the
-step model gives back what a run measured. Pure arithmetic, no I/O."""
+"""Terms solved from measurements: the factor, per-sequence cost, output lag or interval at
+which the step model gives back what a run measured. Pure arithmetic, no I/O."""
 
 from __future__ import annotations
 
@@ -24,6 +24,17 @@ def sequence_cost_from_wall(measured_s: float, at_zero_s: float, at_probe_s: flo
     if at_probe_s <= at_zero_s:
         return None
     return probe_s * (measured_s - at_zero_s) / (at_probe_s - at_zero_s)
+
+
+def lag_from_first_token(measured_s: float, at_zero_s: float, at_one_s: float
+                         ) -> float | None:
+    """The output lag f (a share of the next step) at which a step's simulated first token
+    (the earliest, from the first send) comes when the measured one did, from the simulated
+    one at f = 0 and at f = 1 (linear in f: the token moves f of the step after the one
+    that sampled it): (measured - T(0)) / (T(1) - T(0)); None when f does not move it."""
+    if at_one_s <= at_zero_s:
+        return None
+    return (measured_s - at_zero_s) / (at_one_s - at_zero_s)
 
 
 def send_interval_s(start_times_s: list[float]) -> float | None:
