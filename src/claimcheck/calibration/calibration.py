@@ -12,6 +12,7 @@ prediction all read.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -105,6 +106,20 @@ def calibration(choice: Choice, compute_dtype: str,
     return cal
 
 
+def _sources(cal: m.Calibration, picks: tuple[Pick, ...], bases: tuple[Choice | None, ...],
+             cache: dict[tuple[Any, ...], m.Calibration] | None, user_cards: str | None
+             ) -> Iterator[tuple[m.EngineShape, m.Calibration, Any]]:
+    """Each source step's engine shape, the calibration it is simulated with (``cal`` for
+    this engine's steps, its own engine's, from ``bases``, for another's: one per engine,
+    kept in ``cache``) and its timeline."""
+    cache = {} if cache is None else cache
+    for p, base in zip(picks, bases, strict=True):
+        shape, info = p.run.engine
+        own = cal if base is None else calibration(base, info["compute_dtype"], cache,
+                                                   user_cards)
+        yield shape, own, p.step.timeline
+
+
 def cold_calibration(cal: m.Calibration, choice: Choice,
                      cache: dict[tuple[Any, ...], m.Calibration] | None = None,
                      user_cards: str | None = None) -> m.Calibration:
@@ -113,12 +128,7 @@ def cold_calibration(cal: m.Calibration, choice: Choice,
     calibration: ``cal`` for this engine's, ``choice.cold_base``'s for another's); 0 where
     that median is not above 0."""
     gaps = []
-    cache = {} if cache is None else cache  # one calibration per source engine
-    for p, base in zip(choice.cold, choice.cold_base, strict=True):
-        shape, info = p.run.engine
-        own = cal if base is None else calibration(base, info["compute_dtype"], cache,
-                                                   user_cards)
-        tl = p.step.timeline
+    for shape, own, tl in _sources(cal, choice.cold, choice.cold_base, cache, user_cards):
         pred, _ = predicted_step(shape, own, [r.prompt_tokens for r in tl.requests],
                                  [r.output_tokens for r in tl.requests], tl.streams)
         gaps.append(statistics.median(r.ttft_s for r in tl.requests)
@@ -189,12 +199,7 @@ def lag_calibration(cal: m.Calibration, choice: Choice,
     engine's, ``choice.lag_base``'s for another's; no cold start, as the steps are warm),
     within 0 to 1. No step it moves: ``cal`` unchanged."""
     fs = []
-    cache = {} if cache is None else cache  # one calibration per source engine
-    for p, base in zip(choice.lag, choice.lag_base, strict=True):
-        shape, info = p.run.engine
-        own = cal if base is None else calibration(base, info["compute_dtype"], cache,
-                                                   user_cards)
-        tl = p.step.timeline
+    for shape, own, tl in _sources(cal, choice.lag, choice.lag_base, cache, user_cards):
         prompts = [r.prompt_tokens for r in tl.requests]
         outputs = [r.output_tokens for r in tl.requests]
         first, after = simulator.first_token(shape, own, prompts, outputs, tl.streams)
