@@ -63,6 +63,10 @@ def test_appendix_tables_by_hand():
     assert "| `a` | 3 | 2 | 3 |" in text and "| `b` | 4 | 1 | 4 |" in text
     assert "| all | 7 | 3 | 7 |" in text
     assert "| b-wave | 2 | 0 | 2 |" in text and "| b-rows | 2 | 1 | 2 |" in text
+    # every term the cross-validation leaves the run out of is named, the last one too
+    assert ("left out of every term of the model (bandwidth, per-request overhead, compute, "
+            "decode rows, admission, KV read, sequence prefill, cold start, output lag: "
+            "`claimcheck model --cross-validate`)") in text
     assert CVW.appendix_section([]) == ""
 
 

@@ -18,6 +18,12 @@ TERMS = ("bandwidth", "overhead", "compute", "rows", "admission", "kv", "sequenc
          "lag")
 """The calibration's terms, in the order :func:`term_sources` gives them."""
 
+TERM_WORDS = {"bandwidth": "bandwidth", "overhead": "per-request overhead",
+              "compute": "compute", "rows": "decode rows", "admission": "admission",
+              "kv": "KV read", "sequence": "sequence prefill", "cold": "cold start",
+              "lag": "output lag"}
+"""Each term of :data:`TERMS` as a sentence names it."""
+
 
 def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)

@@ -47,8 +47,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="a run directory (data/raw/runs/<run>); none with --cross-validate")
     s.add_argument("--cross-validate", action="store_true",
                    help="instead: every committed run's steps predicted with that run left "
-                        "out of every term (calibration, decode rows, KV line, admission, cold "
-                        "start); "
+                        "out of every term (bandwidth, overhead, compute, decode rows, "
+                        "admission, KV read, sequence prefill, cold start, output lag); "
                         "per step and per engine and term, beside the in-sample errors")
     s.add_argument("--runs", default=None,
                    help="runs folder for --cross-validate (default data/raw/runs)")
