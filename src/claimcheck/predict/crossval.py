@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from claimcheck.calibration.calibrate import choose_for, run_key
-from claimcheck.calibration.termsources import TERMS, borrowed_terms, term_sources
+from claimcheck.calibration.termsources import TERM_WORDS, TERMS, borrowed_terms, term_sources
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
@@ -36,6 +36,11 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "borrowed_terms",
            *(f"{t}_runs" for t in TERMS))
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
+
+
+def left_out_words() -> str:
+    """Every term a run is left out of under cross-validation, as a sentence lists them."""
+    return ", ".join(TERM_WORDS[t] for t in TERMS)
 
 
 def held_out_rows(target: Run, runs: list[Run],

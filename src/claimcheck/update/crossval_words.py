@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from claimcheck.calibration.termsources import TERM_WORDS, TERMS
 from claimcheck.predict import crossval as cv
 from claimcheck.update.template import Value, flag, num, word
 from claimcheck.verdicts.accuracy import within_both
@@ -90,7 +89,7 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
             "|---|---:|---:|---:|\n")
     out = ["### The model with each run left out\n\n",
            "Each committed run's steps predicted with that run left out of every term of the "
-           f"model ({', '.join(TERM_WORDS[t] for t in TERMS)}: `claimcheck model "
+           f"model ({cv.left_out_words()}: `claimcheck model "
            "--cross-validate`), against the same steps predicted with every run in. Within: "
            "on both end to end and decode (a held prefill's decode is no miss). "
            + _provenance(rows) + "\n\n",
