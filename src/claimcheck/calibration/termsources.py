@@ -29,8 +29,8 @@ def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
     one = getattr(choice, term)
     if term == "rows":
         return tuple(one) + tuple(choice.rows_beyond)
-    if term in ("admission", "kv", "sequence", "cold", "lag"):
-        return tuple(one)
+    if isinstance(one, tuple):  # a term of several source steps
+        return one
     return (one,) if one is not None else ()
 
 

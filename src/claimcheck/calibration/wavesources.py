@@ -80,13 +80,17 @@ def cold_step(s: StepTrace) -> bool:
     return bool(engine_fresh(s))
 
 
+def _several_at_once(s: StepTrace) -> bool:
+    """One wave of two or more prompts: as many requests as streams."""
+    return 2 <= s.timeline.streams == len(s.timeline.requests)
+
+
 def cold_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     """The cold-start term's source steps: one-wave steps of two or more prompts that met
     a freshly started engine (:func:`cold_step`), of the engine's own runs on the card,
     else of every run on the card."""
     return _own_else_card([r for r in runs if not r.drafts], card, engine,
-                          lambda r, s: cold_step(s)
-                          and 2 <= s.timeline.streams == len(s.timeline.requests),
+                          lambda r, s: cold_step(s) and _several_at_once(s),
                           "cold start: {n} one-wave step(s) of several prompts of {where} "
                           "on {card}, each the first on a freshly started engine")
 
@@ -98,7 +102,6 @@ def lag_sources(runs: list[Run], card: str, engine: str) -> tuple[Pick, ...]:
     Machete, 0.71 with Marlin). ``runs``: those of the engine's vLLM release alone, as
     the hand-back is the engine loop's (:func:`~.calibrate.choose` passes them)."""
     return _own_else_card([r for r in runs if not r.drafts], card, engine,
-                          lambda r, s: not cold_step(s)
-                          and 2 <= s.timeline.streams == len(s.timeline.requests),
+                          lambda r, s: not cold_step(s) and _several_at_once(s),
                           "output lag: {n} one-wave step(s) of several prompts of {where} on "
                           "{card}, each on a warm engine")

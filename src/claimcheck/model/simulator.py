@@ -3,10 +3,10 @@
 requests admitted while slots and the token budget last), each step priced by
 :func:`claimcheck.model.model.step_cost` (times the decode-row factor when it only decodes),
 runs of decode-only steps fast-forwarded. Clients are a closed loop of C streams; a wave's
-requests reach the scheduler one admission interval apart; a request's first token reaches
-its client the calibrated share of the next step late (the output lag). The simulated
-requests become a :class:`~claimcheck.readings.timeline.Timeline`. Pure; seconds and
-tokens."""
+requests reach the scheduler one admission interval apart; a token sampled at the end of a
+step that another follows at once reaches its client the calibrated share of that next step
+late (the output lag). The simulated requests become a
+:class:`~claimcheck.readings.timeline.Timeline`. Pure; seconds and tokens."""
 
 from __future__ import annotations
 
@@ -129,6 +129,9 @@ class _Loop:
     wave_t: float = 0.0
     """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
     wave_n: int = 0
+    keep_next: bool = False
+    """Whether :meth:`took` keeps ``next_step_s`` (an output lag to apply, or the first
+    token's next step asked for); off, the fast path adds nothing per step."""
     next_step_s: dict[float, float] = field(default_factory=dict)
     """For each step end (s) at which the next step began at once, that next step's length
     (s): where the output lag (:meth:`seen`) applies."""
@@ -148,9 +151,8 @@ class _Loop:
         """``r`` is done at ``t``: its client sends the next request, if any, once it sees
         the last token (the output lag's share of a step later while requests that have
         not finished keep the engine stepping, the step that sampled it standing in for
-        the next one), and
-        that request reaches the scheduler after the overhead plus one admission interval
-        per request sent before it at the same moment."""
+        the next one), and that request reaches the scheduler after the overhead plus one
+        admission interval per request sent before it at the same moment."""
         self.running.remove(r)
         self.done.append(r)
         if self.pending:
@@ -173,7 +175,7 @@ class _Loop:
     def took(self, step_s: float) -> None:
         """A step of ``step_s`` seconds runs from ``t`` and the clock moves on; where it
         began as the previous step ended, its length is kept for that end (:meth:`seen`)."""
-        if self.last_step[1] == self.t:
+        if self.keep_next and self.last_step[1] == self.t:
             self.next_step_s[self.t] = step_s
         self.last_step = (step_s, self.t + step_s)
         self.t += step_s
@@ -276,6 +278,22 @@ class _Loop:
         for r in [r for r, _ in sched if len(r.times) >= r.output]:
             self.finish(r)
 
+    def step(self) -> None:
+        """One pass of the scheduler loop: idle until an arrival if nothing runs, then a
+        run of decode-only steps fast-forwarded, or one step scheduled, priced and
+        advanced."""
+        self.idle_until_arrival()
+        n_ff = self.decode_run()
+        if n_ff:
+            self.fast_forward(n_ff)
+            return
+        sched = self.schedule()
+        cost, step_s = _price(self.shape, self.cal, sched)
+        self.took(step_s)
+        self.steps += 1
+        self.charge(cost, step_s)
+        self.advance(sched)
+
     def seen(self, r: _Req) -> tuple[float, ...]:
         """``r``'s token times as its client sees them: each token sampled at the end of a
         step that another step followed at once reaches it the calibrated output lag's
@@ -310,21 +328,12 @@ def simulate(shape: EngineShape, cal: Calibration, prompts: list[int], outputs: 
         raise ValueError("prompts and outputs must be equally long and not empty")
     if streams < 1:
         raise ValueError(f"streams must be >= 1, got {streams}")
-    loop = _Loop(shape, cal, prompts, outputs, deque(range(len(prompts))))
+    loop = _Loop(shape, cal, prompts, outputs, deque(range(len(prompts))),
+                 keep_next=cal.output_lag > 0)
     loop.send_first_wave(streams, cal.cold_start_s if cold and min(streams, len(prompts)) > 1
                          else 0.0)
     while loop.running or loop.waiting:
-        loop.idle_until_arrival()
-        n_ff = loop.decode_run()
-        if n_ff:
-            loop.fast_forward(n_ff)
-            continue
-        sched = loop.schedule()
-        cost, step_s = _price(shape, cal, sched)
-        loop.took(step_s)
-        loop.steps += 1
-        loop.charge(cost, step_s)
-        loop.advance(sched)
+        loop.step()
     return loop.result(streams)
 
 
@@ -336,23 +345,11 @@ def first_token(shape: EngineShape, cal: Calibration, prompts: list[int],
     if len(prompts) != len(outputs) or not prompts:
         raise ValueError("prompts and outputs must be equally long and not empty")
     loop = _Loop(shape, replace(cal, output_lag=0.0), prompts, outputs,
-                 deque(range(len(prompts))))
+                 deque(range(len(prompts))), keep_next=True)
     loop.send_first_wave(streams)
     first = None
-    while loop.running or loop.waiting:
-        if first is not None and loop.t > first:
-            break
-        loop.idle_until_arrival()
-        n_ff = loop.decode_run()
-        if n_ff:
-            loop.fast_forward(n_ff)
-        else:
-            sched = loop.schedule()
-            cost, step_s = _price(shape, loop.cal, sched)
-            loop.took(step_s)
-            loop.steps += 1
-            loop.charge(cost, step_s)
-            loop.advance(sched)
+    while (loop.running or loop.waiting) and (first is None or loop.t <= first):
+        loop.step()
         if first is None:
             got = [r.times[0] for r in loop.running + loop.done if r.times]
             first = min(got) if got else None
