@@ -68,6 +68,19 @@ def test_a_name_given_twice_with_two_values_is_refused():
         T.table([T.num("x", 1, "tok/s", "one"), T.num("x", 2, "tok/s", "two")])
 
 
+def test_a_weight_format_with_a_plus_names_its_slots_and_a_space_is_refused():
+    """The int8 engine's format, w4a16:humming+int8, keys the long-prompt and context
+    slots (2026-12-05: its first long-prompt run stopped `snakemake all` at this table)."""
+    vals = T.table([T.num("long.w4a16:humming+int8.gap", 3.2, "points", "hand", "{:.0f}"),
+                    T.flag("long.w4a16:humming+int8.under", True, "hand")])
+    out = T.render("<!-- if long.w4a16:humming+int8.under -->\n"
+                   "up to {{long.w4a16:humming+int8.gap}} points\n"
+                   "<!-- end long.w4a16:humming+int8.under -->", vals)
+    assert out == "up to 3 points\n"
+    with pytest.raises(T.TemplateError, match=r"name 'long gap' is not a slot name"):
+        T.table([T.num("long gap", 1, "points", "hand")])
+
+
 def test_the_values_table_is_written_as_csv(tmp_path):
     p = tmp_path / "update_values.csv"
     T.write_values(VALUES, p)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SLOT = re.compile(r"\{\{\s*([^{}\s]*)\s*\}\}")
-NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
-BLOCK = re.compile(r"^<!-- (if|unless|end) ([A-Za-z0-9_.:-]+) -->$")
+NAME = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+BLOCK = re.compile(r"^<!-- (if|unless|end) ([A-Za-z0-9_.:+-]+) -->$")
 COLUMNS = ("name", "value", "unit", "text", "source")
 
 
@@ -65,7 +65,8 @@ def table(values: Iterable[Value]) -> dict[str, Value]:
     for v in values:
         if not NAME.match(v.name):
             raise TemplateError(f"values table: name {v.name!r} is not a slot name "
-                                "(letters, digits, _ . : - only)")
+                                "(letters, digits, _ . : + - only; + as in a weight format "
+                                "such as w4a16:humming+int8)")
         if v.name in out and out[v.name] != v:
             raise TemplateError(f"values table: {v.name!r} given twice ({out[v.name].source}; "
                                 f"{v.source})")
