@@ -51,10 +51,11 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     # the W4A16 runs on the H200 are Marlin on Hopper, off the kernel's architectures: eta
     # and compute stand in from the 16-bit path, said assumed, naming why and which runs
     assert terms["eta"]["status"] == terms["compute_share"]["status"] == "assumed"
-    # each run's kernel as its start log names it: 6 Marlin runs, 3 Humming runs (the int8
-    # MLP engine; no architecture on record for Humming) and 5 Machete runs
+    # each run's kernel as its start log names it: 6 Marlin runs, 7 Humming runs (the int8
+    # MLP engine's, 3 of 2026-12-04 and 4 with steps of 2026-12-05; no architecture on
+    # record for Humming) and 5 Machete runs
     assert ("the w4a16 runs on h200 are not carried, as 6 ran Marlin, built for Ampere and "
-            "Ada (the NVIDIA H200 is Hopper), 5 Machete (built for Hopper) and 3 Humming, "
+            "Ada (the NVIDIA H200 is Hopper), 7 Humming and 5 Machete (built for Hopper), "
             "kernels other than the one w4a16 runs on the NVIDIA GeForce RTX 3090 (Marlin)"
             ) in terms["eta"]["rule"]
     assert "h200-20261204-w4a16-dummy-marlin-16k-ladder" in terms["eta"]["rule"]

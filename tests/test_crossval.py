@@ -332,15 +332,23 @@ def test_held_out_marlin_rows_take_its_own_closed_loops_above_its_lines(committe
 
 
 def test_kv_read_borrowed_across_weight_formats_by_kv_dtype(committed_runs):
-    """Marlin's and Machete's context ladders left out, Marlin (W4A16, FP8 KV) has no
-    KV-read steps of its weight format: it borrows the FP8 engine's context-ladder lines
-    (KV dtype fp8, another weight format), said so, and not that engine's mixed-prefill
-    factor (a GEMM's): its own is 1."""
+    """Marlin's and Machete's context ladders left out, Marlin (W4A16, FP8 KV) borrows the
+    KV read of the int8 engine's two context ladders first: the same weight format, KV
+    dtype and card (2026-12-05). With those left out too, Marlin has no KV-read steps of
+    its weight format: it borrows the FP8 engine's context-ladder lines (KV dtype fp8,
+    another weight format), said so, and not that engine's mixed-prefill factor (a
+    GEMM's): its own is 1."""
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
     held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-context-ladder"))
     out = {held.name, held.name.replace("marlin", "machete")}
+    choice = choose_for(held, [r for r in runs if r.name not in out])
+    src = term_sources(choice, "w4a16-dummy-marlin-16k")
+    assert src["kv"]["runs"] == ["h200-20261205-w4a8-int8g-dummy-humming-16k-context-ladder",
+                                 "h200-20261205-w4a8-int8g-dummy-humming-16k-context-ladder-2"]
+    assert "same weight format w4a16, KV dtype fp8 and card h200" in choice.kv[0].why
+    out |= {r.name for r in runs if "int8g" in r.name and "context-ladder" in r.name}
     choice = choose_for(held, [r for r in runs if r.name not in out])
     src = term_sources(choice, "w4a16-dummy-marlin-16k")
     assert src["kv"]["runs"] == ["h200-20261202-fp8-hyperqwen-dummy-16k-context-ladder"]

@@ -117,13 +117,15 @@ def test_long_prompt_figure_draws_the_finding_rows(committed):
     assert sorted((r["weight_format"], r["streams"]) for r in lr) == [
         ("bf16", 8), ("bf16", 16), ("bf16", 32), ("fp8", 8), ("fp8", 16), ("fp8", 32),
         ("w4a16", 8), ("w4a16", 16), ("w4a16", 32),
+        # the int8 engine's run of 2026-12-05, complete
+        ("w4a16:humming+int8", 8), ("w4a16:humming+int8", 16), ("w4a16:humming+int8", 32),
         # Machete's run was cut in its 32-stream step: 8 and 16 only
         ("w4a16:machete", 8), ("w4a16:machete", 16)]
     fig = h200_fig.long_figure(runs, "h200", "NVIDIA H200")
     assert len(fig._suptitle.get_text()) < 80 and "dummy weights" in fig._suptitle.get_text()
     a1, a2 = fig.axes
     lines = {ln.get_label(): ln for ln in a1.get_lines()}
-    assert len(lines) == 12  # three readings of three formats and of W4A16 on Machete
+    assert len(lines) == 15  # three readings of three formats, of Machete and of the int8 engine
     bf = sorted((r for r in lr if r["weight_format"] == "bf16"), key=lambda r: r["streams"])
     assert list(lines["BF16: all streams decoding"].get_ydata()) == [r["decode"] for r in bf]
     assert list(lines["BF16: end to end"].get_ydata()) == [r["e2e_aggregate_tok_s"] for r in bf]

@@ -59,7 +59,10 @@ def draw(rows: list[dict[str, Any]], title: str, caption: str, source: str) -> A
     a1.set_ylabel("all streams decoding, tok/s summed (log)")
     a1.set_title("Decode (markers) and bandwidth line (dashed)", loc="left")
     eta_axis(a2, "Share of the bandwidth line")
-    a2.legend(loc="lower left", fontsize=6.5, ncol=2, title="both panels", title_fontsize=6.5)
+    # beside the panels, not over them: with four formats at three stream counts the
+    # legend's 12+ lines covered the η curves (2026-12-05)
+    a2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=6.5, ncol=1,
+              title="both panels", title_fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)
     return fig

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from claimcheck.figures import figstyle as fs
 from claimcheck.figures.plot_common import eta_axis, format_colours, pow2_axis
@@ -119,8 +120,16 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     a1.set_ylabel("tok/s summed over the streams")
     a1.set_title("Three readings of the same steps", loc="left")
     eta_axis(a2, "All streams decoding, long vs short prompts")
-    a1.legend(loc="upper left", fontsize=6.5)
-    a2.legend(loc="lower left", fontsize=6.5, ncol=2)
+    # one legend beside the panels, colour for the format and line for the reading, not
+    # one entry per line over the data (five formats, 2026-12-05: it covered the lines)
+    key = [Line2D([], [], color=col, lw=2.5, label=fmt_name(fm)) for fm, col in colour.items()]
+    key += [Line2D([], [], color="0.35", marker=mk, ls=ls, ms=4.5, lw=1.2,
+                   label=f"left: {words}") for _, words, mk, ls in LONG_READINGS]
+    key += [Line2D([], [], color="0.35", marker="o", ls="-", ms=4.5, lw=1.2,
+                   label="right: long prompts"),
+            Line2D([], [], color="0.35", marker="o", ls="--", ms=5, lw=1.0, mfc="white",
+                   label="right: short prompts")]
+    a2.legend(handles=key, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)
     return fig
