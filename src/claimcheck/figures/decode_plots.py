@@ -88,6 +88,9 @@ LONG_READINGS = (("decode", "all streams decoding", "o", "-"),
                  ("e2e_aggregate_tok_s", "end to end", "^", ":"))
 """The long-prompt figure's three readings of the same steps: row key, words, marker,
 line style."""
+LONG_STYLE = {"marker": "o", "ls": "-", "ms": 4.5, "lw": 1.2}
+SHORT_STYLE = {"marker": "o", "ls": "--", "ms": 5, "lw": 1.0, "mfc": "white"}
+"""The right panel's long-prompt and short-prompt lines, drawn and keyed alike."""
 
 
 def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
@@ -105,13 +108,13 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
         for key, words, marker, ls in LONG_READINGS:
             a1.plot(x, [r[key] for r in g], marker=marker, ls=ls, color=col, ms=4.5,
                     lw=1.2, label=f"{fmt_name(fm)}: {words}")
-        a2.plot(x, [r["share"] for r in g], marker="o", ls="-", color=col, ms=4.5, lw=1.2,
-                label=f"{fmt_name(fm)}, long prompts")
+        a2.plot(x, [r["share"] for r in g], color=col, label=f"{fmt_name(fm)}, long prompts",
+                **LONG_STYLE)
         sx = [(r["streams"], r["short_share"]) for r in g
               if r.get("short_share") == r.get("short_share") and r.get("short_share")]
         if sx:
-            a2.plot(*zip(*sx, strict=True), marker="o", ls="--", color=col, ms=5, lw=1.0,
-                    mfc="white", label=f"{fmt_name(fm)}, short prompts")
+            a2.plot(*zip(*sx, strict=True), color=col, label=f"{fmt_name(fm)}, short prompts",
+                    **SHORT_STYLE)
     xs = [r["streams"] for r in rows]
     for ax in (a1, a2):
         pow2_axis(ax, min(xs), max(xs))
@@ -125,10 +128,8 @@ def long_prompts_figure(rows: list[dict[str, Any]], title: str, caption: str,
     key = [Line2D([], [], color=col, lw=2.5, label=fmt_name(fm)) for fm, col in colour.items()]
     key += [Line2D([], [], color="0.35", marker=mk, ls=ls, ms=4.5, lw=1.2,
                    label=f"left: {words}") for _, words, mk, ls in LONG_READINGS]
-    key += [Line2D([], [], color="0.35", marker="o", ls="-", ms=4.5, lw=1.2,
-                   label="right: long prompts"),
-            Line2D([], [], color="0.35", marker="o", ls="--", ms=5, lw=1.0, mfc="white",
-                   label="right: short prompts")]
+    key += [Line2D([], [], color="0.35", label="right: long prompts", **LONG_STYLE),
+            Line2D([], [], color="0.35", label="right: short prompts", **SHORT_STYLE)]
     a2.legend(handles=key, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=6.5)
     fig.suptitle(title, x=0.0, ha="left", fontsize=10)
     fs.caption_and_source(fig, caption, source)

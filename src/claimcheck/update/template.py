@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SLOT = re.compile(r"\{\{\s*([^{}\s]*)\s*\}\}")
-NAME = re.compile(r"^[A-Za-z0-9_.:+-]+$")
-BLOCK = re.compile(r"^<!-- (if|unless|end) ([A-Za-z0-9_.:+-]+) -->$")
+NAME_CHARS = r"[A-Za-z0-9_.:+-]+"
+"""What a slot name is made of, one class for the values table and the blocks."""
+NAME = re.compile(rf"^{NAME_CHARS}$")
+BLOCK = re.compile(rf"^<!-- (if|unless|end) ({NAME_CHARS}) -->$")
 COLUMNS = ("name", "value", "unit", "text", "source")
 
 
