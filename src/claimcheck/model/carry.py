@@ -210,3 +210,38 @@ def bend_streams(weight_bytes: float, t0_s: float, state_bytes: float,
     if per <= 0:
         return None
     return (weight_bytes / bandwidth_bytes_s + t0_s) / per
+
+
+BEND_GRID = tuple(1.0 + 0.05 * i for i in range(181))
+"""The exponents :func:`fit_bend_exponent` tries: 1 (memory and math in series) to 10
+(within 0.1% of ``max(memory, compute)`` at equal terms) by 0.05."""
+
+
+def bend_factor(ratio: float, p: float) -> float:
+    """A step's time over ``max(memory, compute)`` when the smaller term is ``ratio`` x the
+    larger and the two overlap as ``(m^p + c^p)^(1/p)``: ``(1 + ratio^p)^(1/p)``."""
+    if not 0.0 <= ratio <= 1.0:
+        raise CarryError("ratio", f"must be in [0, 1], got {ratio!r}")
+    _positive("p", p)
+    return (1.0 + ratio ** p) ** (1.0 / p)
+
+
+def fit_bend_exponent(points: Sequence[tuple[float, float]]) -> float:
+    """The exponent p of the bend ``(memory^p + compute^p)^(1/p)`` from decode steps
+    ``(ratio, factor)``: the smaller of a step's modelled memory and compute times over the
+    larger, and its measured time over the larger. Least squares on log factor over
+    :data:`BEND_GRID` (the first of equal fits). Needs a step whose ratio is 0.3 or more,
+    where the exponents differ by more than a step's noise (at 0.3, p = 2 gives x1.044 and
+    p = 4 x1.002)."""
+    if not points:
+        raise CarryError("points", "the bend needs decode steps, got none")
+    for r, f in points:
+        if not 0.0 <= r <= 1.0:
+            raise CarryError("points.ratio", f"must be in [0, 1], got {r!r}")
+        _positive("points.factor", f)
+    if max(r for r, _ in points) < 0.3:
+        raise CarryError("points", "no step has its smaller term 0.3 or more of its larger "
+                         f"(largest {max(r for r, _ in points):.2f}): the exponent is not "
+                         "measured there")
+    return min(BEND_GRID, key=lambda p: sum((math.log(f) - math.log(bend_factor(r, p))) ** 2
+                                            for r, f in points))

@@ -176,6 +176,13 @@ class Calibration:
     (:func:`~.simulator.simulate`): 0 at the step's end, 1 at the next step's end; 0: not
     measured."""
     output_lag_source: str = ""
+    bend_exponent: float | None = None
+    """A decode-only step with no measured decode-row factor costs
+    ``(memory^p + compute^p)^(1/p)`` (:func:`bend_seconds`) with this ``p``: how a kernel
+    overlaps its weight reads with its math near the bend, measured on the local card's
+    decode rows of the same kernel and carried to another card; None: ``max(memory,
+    compute)``."""
+    bend_source: str = ""
 
     def __post_init__(self) -> None:
         """The one check of the calibration's inputs (not repeated per simulated step): a
@@ -197,6 +204,11 @@ class Calibration:
         if self.kv_bandwidth_bytes_s is not None:
             _check_number("Calibration", "kv_bandwidth_bytes_s", self.kv_bandwidth_bytes_s,
                           zero_ok=False)
+        if self.bend_exponent is not None:
+            _check_number("Calibration", "bend_exponent", self.bend_exponent, zero_ok=False)
+            if self.bend_exponent < 1:
+                raise ModelInputError("Calibration.bend_exponent", "Calibration.bend_exponent "
+                                      f"must be 1 or more, got {self.bend_exponent!r}")
         last = 0
         for rows, factor in self.row_factors:
             _check_count("Calibration", "row_factors", rows)
@@ -284,6 +296,17 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
                                        cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
                     compute_s=compute_s + head_s)
+
+
+def bend_seconds(memory_s: float, compute_s: float, p: float) -> float:
+    """A step's time when its weight reads and its math overlap only in part:
+    ``(memory^p + compute^p)^(1/p)``, the sum at ``p`` = 1 and ``max(memory, compute)`` as
+    ``p`` grows (at equal terms, ``2^(1/p)`` x either). Computed from the larger term so no
+    power overflows."""
+    hi, lo = max(memory_s, compute_s), min(memory_s, compute_s)
+    if hi <= 0:
+        return 0.0
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
 
 
 def split_compute_seconds(tokens: int, prefill_tokens: int, flops_per_token: float,

@@ -18,6 +18,7 @@ from claimcheck.model.model import (
     EngineShape,
     StepCost,
     aligned_chunk,
+    bend_seconds,
     mixed_cost,
     row_factor,
     sequence_cost,
@@ -79,6 +80,15 @@ def _decode_factor(cal: Calibration, rows: int) -> float:
     return decode_row_factor(cal.row_factors, rows) if cal.row_factors else 1.0
 
 
+def _decode_step_s(cal: Calibration, cost: StepCost, rows: int) -> float:
+    """A decode-only step's time: the cost's time x the decode-row factor at ``rows``
+    (:func:`_decode_factor`); with a bend exponent and no measured factor, the bend's
+    (:func:`~claimcheck.model.model.bend_seconds`)."""
+    if cal.bend_exponent is not None and not cal.row_factors:
+        return bend_seconds(cost.memory_s, cost.compute_s, cal.bend_exponent)
+    return cost.time_s * _decode_factor(cal, rows)
+
+
 def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
            ) -> tuple[StepCost, float]:
     """Price one scheduled step ((request, new positions) pairs): its :func:`step_cost`
@@ -99,7 +109,7 @@ def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
         cost = mixed_cost(cost, cal.mixed_prefill_factor)
     step_s = cost.time_s
     if tokens == sampled == len(sched):  # a decode-only step
-        step_s *= _decode_factor(cal, len(sched))
+        step_s = _decode_step_s(cal, cost, len(sched))
     elif cal.sequence_prefill_s:  # each request with a prompt chunk in the step
         step_s = sequence_cost(step_s, sum(r.prefilled < r.prompt for r, _ in sched),
                                cal.sequence_prefill_s)
@@ -213,12 +223,14 @@ class _Loop:
         running = self.running
         b = len(running)
         ctx = sum(r.prefilled + len(r.times) for r in running)
+        bend = self.cal.bend_exponent if not self.cal.row_factors else None
         factor = _decode_factor(self.cal, b)
         seg: list[float] = []
         for _ in range(n_steps):
             ctx += b
             cost = step_cost_sum(self.shape, self.cal, b, ctx, b, b)
-            step_s = cost.time_s * factor
+            step_s = (cost.time_s * factor if bend is None
+                      else bend_seconds(cost.memory_s, cost.compute_s, bend))
             self.took(step_s)
             seg.append(self.t)
             self.charge(cost, step_s)

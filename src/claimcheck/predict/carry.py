@@ -40,7 +40,8 @@ from claimcheck.model import carry as cc
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
 from claimcheck.physics.formats import KERNEL_PATH
-from claimcheck.predict.carry_int8 import int8_term
+from claimcheck.predict.carry_bend import bend_term, path_engines
+from claimcheck.predict.carry_int8 import INT8_WORDS, int8_term
 from claimcheck.predict.kernelwords import foreign_kernel, not_carried_words
 from claimcheck.predict.newcard import fits
 from claimcheck.predict.protocolpredict import PROTOCOL_ASSUMPTIONS, _fit, plan_step
@@ -296,22 +297,36 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                       flops, ratio, eta_e, user_cards)
     if i8 is not None:
         t["int8_mlp_share"] = i8["term"]
+    # the bend of the path whose eta and compute are carried: the format's own kernel, or
+    # the path that stands in for it (a foreign kernel's rows are not the format's)
+    e_fmt = str(run_key(e_run)[2])
+    b_kernel = KERNEL_PATH.get(e_fmt) if eta_status == "carried" else None
+    b_words = (f"the {b_kernel.capitalize()} kernel" if b_kernel else
+               f"the {e_fmt} path" + ("" if eta_status == "carried" else
+                                      f" (standing in for {fmt}, as for eta and compute)"))
+    bend = bend_term(path_engines(runs, local, e_fmt, b_kernel), b_words, local,
+                     lambda e: _cal(runs, local, e, user_cards))
+    if bend is not None:
+        t["bend_exponent"] = bend
     cal = m.Calibration(
-        bandwidth_bytes_s=bw, flops_s=flops, request_overhead_s=o_cal.request_overhead_s,
+        bandwidth_bytes_s=bw, flops_s=i8["prefill_flops_s"] if i8 else flops,
+        request_overhead_s=o_cal.request_overhead_s,
         admission_interval_s=s_cal.admission_interval_s, kv_bandwidth_bytes_s=kv_bw,
         bandwidth_source=f"{new.name} datasheet {new.memory_bw_gb_s:g} GB/s x eta "
         f"{eta:.3f} ({eta_status}, {bw_run})",
-        compute_source=f"{new.name} dense {dtype_new} {new.tflops(dtype_new):g} TFLOP/s x "
+        compute_source=(f"{INT8_WORDS}{i8['prefill_flops_s'] / 1e12:,.1f} TFLOP/s with the "
+                        f"rest of the body at " if i8 else "")
+        + f"{new.name} dense {dtype_new} {new.tflops(dtype_new):g} TFLOP/s x "
         f"share {comp_at:.3f} ({eta_status}) x clock ratio {ratio:.4f} at {limit:g} W",
         overhead_source=f"assumed: as measured on {local} ({o_cal.overhead_source})",
         admission_source=s_cal.admission_source, kv_source="" if kv_bw is None else
-        t["kv_read_share"].rule, prefill_flops_s=i8["prefill_flops_s"] if i8 else None,
-        prefill_flops_source=i8["term"].rule if i8 else "")
+        t["kv_read_share"].rule, bend_exponent=bend.value if bend else None,
+        bend_source=bend.rule if bend else "")
     ctx = 640.0
-    bend = cc.bend_streams(w, 0.0, shape.state_bytes, shape.kv_bytes_per_token * ctx, bw,
-                           shape.flops_body_per_token, flops)
-    if bend is not None:
-        t["bend_streams"] = cc.Term("bend_streams", bend, "streams", eta_status,
+    meet = cc.bend_streams(w, 0.0, shape.state_bytes, shape.kv_bytes_per_token * ctx, bw,
+                           shape.flops_body_per_token, cal.flops_s)
+    if meet is not None:
+        t["bend_streams"] = cc.Term("bend_streams", meet, "streams", eta_status,
                                     t["eta"].source_runs + t["compute_share"].source_runs,
                                     "streams where a decode step's compute reaches its memory "
                                     f"time at {ctx:.0f} tokens of context, from the eta and "
