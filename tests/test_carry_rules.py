@@ -84,3 +84,42 @@ def test_int8_mlp_rate_refuses_a_body_too_fast_for_its_rest():
     with pytest.raises(cc.CarryError) as e:
         cc.split_rate(-0.1, 1e12, 1e12)
     assert e.value.field == "mlp_fraction"
+
+
+def test_bend_seconds_and_factor_by_hand():
+    from claimcheck.model.model import bend_seconds
+
+    # p = 1: the sum; p = 2: the hypotenuse (30 and 40 ms: 50 ms); equal terms x 2^(1/p)
+    assert bend_seconds(0.030, 0.040, 1.0) == pytest.approx(0.070)
+    assert bend_seconds(0.030, 0.040, 2.0) == pytest.approx(0.050)
+    assert bend_seconds(0.020, 0.020, 2.0) == pytest.approx(0.020 * math.sqrt(2))
+    # large p: within 0.1% of the larger term
+    assert bend_seconds(0.030, 0.040, 40.0) == pytest.approx(0.040, rel=1e-3)
+    # the factor over max: (1 + 0.75^2)^(1/2) = 1.25
+    assert cc.bend_factor(0.75, 2.0) == pytest.approx(1.25)
+    assert cc.bend_factor(0.0, 1.7) == 1.0
+
+
+def test_bend_exponent_fitted_back_from_its_own_curve():
+    # steps drawn from p = 2.5 at ratios 0.3-0.9: the fit finds 2.5 on its 0.05 grid
+    pts = [(r, cc.bend_factor(r, 2.5)) for r in (0.3, 0.5, 0.7, 0.9)]
+    assert cc.fit_bend_exponent(pts) == pytest.approx(2.5)
+    # (0.75, 1.25) is the 3-4-5 triangle: p = 2
+    assert cc.fit_bend_exponent([(0.75, 1.25)]) == pytest.approx(2.0)
+    # the largest step below a ratio of 0.3 does not show the exponent: refused, named
+    with pytest.raises(cc.CarryError, match="points"):
+        cc.fit_bend_exponent([(0.1, 1.02), (0.25, 1.03)])
+    with pytest.raises(cc.CarryError, match="points.ratio"):
+        cc.fit_bend_exponent([(1.5, 1.2)])
+    with pytest.raises(cc.CarryError, match="points"):
+        cc.fit_bend_exponent([])
+
+
+def test_a_bend_exponent_below_one_is_refused_on_its_field():
+    from claimcheck.model.model import Calibration, ModelInputError
+
+    base = {"bandwidth_bytes_s": 1e12, "flops_s": 1e14, "request_overhead_s": 0.05,
+            "bandwidth_source": "", "compute_source": ""}
+    assert Calibration(**base, bend_exponent=1.95).bend_exponent == 1.95
+    with pytest.raises(ModelInputError, match="Calibration.bend_exponent"):
+        Calibration(**base, bend_exponent=0.5)

@@ -140,17 +140,25 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     src = out["term_sources"]
-    assert src["admission"]["runs"] == ["h200-20261201-bf16-dummy-256-wave-admission",
-                                         "h200-20261204-bf16-dummy-256-wave-admission"]
-    assert src["admission"]["borrowed_from"] == "bf16-dummy-256"
+    # every engine's wave-admission runs on the card (two of the 256-slot BF16 engine's,
+    # two of the int8 engine's of 2026-12-05)
+    assert src["admission"]["runs"] == [
+        "h200-20261201-bf16-dummy-256-wave-admission",
+        "h200-20261204-bf16-dummy-256-wave-admission",
+        "h200-20261205-w4a8-int8g-dummy-humming-16k-wave-admission",
+        "h200-20261205-w4a8-int8g-dummy-humming-16k-wave-admission-2"]
+    assert src["admission"]["borrowed_from"] == "bf16-dummy-256, w4a8-int8g-dummy-humming-16k"
     assert src["kv"]["runs"] == ["h200-20261202-bf16-dummy-16k-context-ladder"]
     assert src["kv"]["borrowed_from"] is None
     # no cold first wave of its own (its runs recorded no counters): the other engines'
-    assert out["borrowed_terms"] == ["admission (bf16-dummy-256)", "cold (bf16-dummy-256, "
-                                     "w4a16-dummy-machete-16k, w4a16-dummy-marlin-16k)"]
+    assert out["borrowed_terms"] == [
+        "admission (bf16-dummy-256, w4a8-int8g-dummy-humming-16k)",
+        "cold (bf16-dummy-256, w4a16-dummy-machete-16k, w4a16-dummy-marlin-16k, "
+        "w4a8-int8g-dummy-humming-16k)"]
     text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
                "ladder").stdout
-    assert "borrowed from another engine: admission (bf16-dummy-256)" in text
+    assert ("borrowed from another engine: admission (bf16-dummy-256, "
+            "w4a8-int8g-dummy-humming-16k)") in text
 
 
 def test_kv_and_rows_borrowed_across_engines_said(committed_runs):
@@ -415,9 +423,9 @@ def test_engine_fresh_from_the_prompt_counter_by_hand():
 def test_cold_start_from_other_engines_first_waves(committed_runs):
     """Machete's context ladder left out (the first protocol on its engine: 8 prompts of
     1,024 tokens, median TTFT 1.595 s): Machete has no other cold first wave, so the term is
-    the median over the other engines' (Marlin's context ladder and BF16's decode rows to
-    256, each the first on its engine, 0.51-0.53 s over their warm models in the model
-    table); the 2026-12-02 runs recorded no counters and are not among them."""
+    the median over the other engines' (Marlin's context ladder, BF16's decode rows to 256
+    and the int8 engine's wave admission, each the first on its engine); the 2026-12-02
+    runs recorded no counters and are not among them."""
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
@@ -425,8 +433,10 @@ def test_cold_start_from_other_engines_first_waves(committed_runs):
     choice = choose_for(held, [r for r in runs if r is not held])
     src = term_sources(choice, "w4a16-dummy-machete-16k")
     assert src["cold"]["runs"] == ["h200-20261204-bf16-dummy-256-decode-rows-to-256",
-                                   "h200-20261204-w4a16-dummy-marlin-16k-context-ladder"]
-    assert src["cold"]["borrowed_from"] == "bf16-dummy-256, w4a16-dummy-marlin-16k"
+                                   "h200-20261204-w4a16-dummy-marlin-16k-context-ladder",
+                                   "h200-20261205-w4a8-int8g-dummy-humming-16k-wave-admission"]
+    assert src["cold"]["borrowed_from"] == ("bf16-dummy-256, w4a16-dummy-marlin-16k, "
+                                            "w4a8-int8g-dummy-humming-16k")
     cal = calibration(choice, "fp16")
     assert 0.45 < cal.cold_start_s < 0.60
     # and its step 0, predicted cold, is within 6% end to end (16.7% warm)

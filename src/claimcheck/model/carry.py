@@ -26,11 +26,14 @@ The rules:
   ``F_16`` the 16-bit path's measured rate (assumed the rest's), gives the MLP's rate
   ``F_mlp`` (:func:`int8_mlp_rate`); as a share of the dense int8 rate it is carried like
   compute, and a prompt on the other card runs at
-  ``1 / (f/F_mlp' + (1-f)/F_16')`` (:func:`split_rate`). Decode keeps the 16-bit rate.
+  ``1 / (f/F_mlp' + (1-f)/F_16')`` (:func:`split_rate`), decode as well: vLLM applies a
+  layer's quantization method on every forward pass.
 * **KV read**: its share of the datasheet bandwidth, carried like eta.
 * **per-request overhead, admission interval, t0**: host-side seconds, carried unchanged.
 * **the bend**: the streams at which the compute term reaches the memory term
-  (:func:`bend_streams`), derived from the carried terms.
+  (:func:`bend_streams`), derived from the carried terms; and how the two join near it, a
+  decode step as ``(memory^p + compute^p)^(1/p)`` with p fitted on the local card's measured
+  decode-row factors (:func:`fit_bend_exponent`), carried unchanged.
 * **output lag** (a step's tokens reaching their clients during the next step): not
   carried; it is measured per engine and vLLM release on the local card, and a carried
   prediction sees each token at its step's end.

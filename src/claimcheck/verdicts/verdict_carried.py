@@ -37,10 +37,9 @@ The rule (:func:`carried_verdict`), in order:
    The source model's kind and numbers follow as the cross-check.
 
 :data:`CARRIED_TOLERANCE` is 10%: what the carried model is held to on the article's own
-RTX 3090 ladder (issue 42's done-when: each figure within 10%), which it meets at 1 to 16
-streams and misses at 32 and 64 (the step model's sharp bend; int8 MLP prefill carried,
-int8 decode not): a tighter
-band would judge the model's known error, not the claim.
+RTX 3090 ladder (issue 42's done-when: each figure within 10%), where its largest miss is
+about a tenth (data/derived/carried_3090.csv): a tighter band would judge the model's known
+error, not the claim.
 """
 
 from __future__ import annotations
