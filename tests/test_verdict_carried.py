@@ -155,6 +155,14 @@ def test_the_ladder_sentence_values_by_hand():
     # |errors| sorted: .012 .018 .025 .040 .045 .063 .079 .098 .166 .267: median .054
     assert v_["carry.median"].text == "5.4%"
     assert (v_["carry.short_lo"].text, v_["carry.short_hi"].text) == ("16.6%", "26.7%")
+    assert v_["carry.short"].text == "16.6% to 26.7%"
+    # every figure under (1.018 is over): not all under
+    assert v_["carry.all_under"].value is False
+    under = {x.name: x for x in CW.ladder_values(ladder([0.99] * 9 + [0.894]))}
+    # one miss (-10.6%): one value, not "10.6% to 10.6%"; all ten under, 1.0% to 10.6%
+    assert under["carry.short"].text == "10.6%"
+    assert under["carry.all_under"].value is True
+    assert under["carry.under_span"].text == "1.0% to 10.6%"
     assert v_["carry.assumed"].text == ("W4A16 eta and compute assumed from BF16, no W4A16 "
                                         "run on the H200")
     assert v_["carry.int8.has"].value is False  # nothing said of int8 activations

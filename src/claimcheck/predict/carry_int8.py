@@ -60,7 +60,7 @@ def int8_words(t: dict[str, Any]) -> str:
     """The int8 prompt term in short words, from
     :func:`claimcheck.predict.carry.carried_terms`' output."""
     i8 = t["int8_prefill"]
-    return (f"{INT8_WORDS}every position runs at "
+    return (f"{INT8_WORDS}every position, prompt or decode, runs at "
             f"{i8['prefill_flops_s'] / 1e12:,.1f} TFLOP/s (the MLP's share of the "
             f"dense int8 rate carried from {i8['engine']}'s run on the "
-            f"{t['local_card'].upper()}), decode at the same rate")
+            f"{t['local_card'].upper()})")

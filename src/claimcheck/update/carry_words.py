@@ -43,8 +43,9 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
         return [flag("carry.has", False, SOURCE)] + [
             word(f"carry.{k}", "none", SOURCE) for k in
             ("card", "power", "n", "within", "tol", "median", "miss_streams", "miss_lo",
-             "miss_hi", "short_lo", "short_hi", "assumed", "int8")] + [
+             "miss_hi", "short_lo", "short_hi", "assumed", "int8", "short", "under_span")] + [
                 flag("carry.under", False, SOURCE), flag("carry.misses", False, SOURCE),
+                flag("carry.all_under", False, SOURCE),
                 flag("carry.int8.has", False, SOURCE)]
     ratio = {r["claim_id"]: float(r["predicted_over_published"]) for r in lad}
     miss = {k: x for k, x in ratio.items() if not within(x, LADDER_TOLERANCE)}
@@ -74,12 +75,23 @@ def ladder_values(rows: Sequence[Mapping[str, Any]],
             num("carry.miss_hi", errs[-1] if errs else None, "fraction", SOURCE, "{:+.1%}"),
             num("carry.short_lo", -errs[-1] if errs else None, "fraction", SOURCE, "{:.1%}"),
             num("carry.short_hi", -errs[0] if errs else None, "fraction", SOURCE, "{:.1%}"),
+            word("carry.short", _span(-errs[-1], -errs[0]) if errs else "none", SOURCE),
+            flag("carry.all_under", all(x < 1 for x in ratio.values()), SOURCE),
+            word("carry.under_span", _span(min(1 - x for x in ratio.values()),
+                                           max(1 - x for x in ratio.values())), SOURCE),
             word("carry.assumed",
                  parts[0] if parts else "eta and compute measured for the format here",
                  "verdicts.json carried_assumptions"),
             flag("carry.int8.has", bool(int8), "verdicts.json carried_assumptions"),
             word("carry.int8", int8[0] if int8 else "none",
                  "verdicts.json carried_assumptions")]
+
+
+def _span(lo: float, hi: float) -> str:
+    """Two unsigned fractions as the text says them: one value when they print alike,
+    else "lo to hi"."""
+    a, b = f"{lo:.1%}", f"{hi:.1%}"
+    return a if a == b else f"{a} to {b}"
 
 
 def carried_table(rows: Sequence[Mapping[str, Any]]) -> str:
