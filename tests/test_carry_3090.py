@@ -276,11 +276,16 @@ def test_table_reads_each_metric_from_the_prediction(runs, claims, predicted):
         8 * 1000 / ladder[8]["predicted_median_tpot_ms"])
     # the 64-stream log line (registry metric blank, 'metric=engine_log_line' in assumed)
     assert rows["article-ladder-64-logline"]["metric"] == "engine_log_line"
-    # a log line: R running over one decode step at mid-output context; the long-prompt
-    # line at 16 streams had 15 running (streams_running)
+    # a log line: R running over one decode step at mid-output context, joined by the bend
+    # exponent as the simulation joins a decode step; the long-prompt line at 16 streams
+    # had 15 running (streams_running)
     t = carry.carried_terms(runs, "rtx3090", spec, 390, "0.33.0")
-    step = m.step_cost_sum(t["shape"], t["calibration"], 15, 15 * (7681 + 255), 15, 15)
-    assert rows["article-long-16-log"]["predicted_tok_s"] == pytest.approx(15 / step.time_s)
+    cal = t["calibration"]
+    step = m.step_cost_sum(t["shape"], cal, 15, 15 * (7681 + 255), 15, 15)
+    p = cal.bend_exponent
+    assert p is not None
+    by_hand = (step.memory_s ** p + step.compute_s ** p) ** (1 / p)
+    assert rows["article-long-16-log"]["predicted_tok_s"] == pytest.approx(15 / by_hand)
     # HyperQwen's own figures at their 250 W: the power term moves compute only
     t250 = carry.carried_terms(runs, "rtx3090", spec, 250, "0.33.0")
     assert rows["hyperqwen-1035-front"]["power_limit_w"] == 250

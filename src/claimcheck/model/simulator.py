@@ -89,6 +89,14 @@ def _decode_step_s(cal: Calibration, cost: StepCost, rows: int) -> float:
     return cost.time_s * _decode_factor(cal, rows)
 
 
+def decode_step_seconds(shape: EngineShape, cal: Calibration, rows: int,
+                        context_sum: int) -> float:
+    """The simulator's time for one decode-only step of ``rows`` requests whose contexts sum
+    to ``context_sum`` tokens after it: :func:`step_cost_sum` priced as the simulation
+    prices such a step (:func:`_decode_step_s`: the decode-row factor, or the bend)."""
+    return _decode_step_s(cal, step_cost_sum(shape, cal, rows, context_sum, rows, rows), rows)
+
+
 def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
            ) -> tuple[StepCost, float]:
     """Price one scheduled step ((request, new positions) pairs): its :func:`step_cost`

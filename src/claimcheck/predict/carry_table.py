@@ -10,7 +10,7 @@ How each metric is read from the prediction:
   predicted median TPOT (ms; the model has one TPOT per step);
 * ``engine_log_steady``, ``engine_log_line``: a log line with no prompt tokens: R running
   requests (streams_running, else streams) over one decode step at mid-output context,
-  R / the model's step time.
+  R / the model's step time as the simulation prices it (the bend included).
 
 ``term_source_runs``: the runs behind every speed term (the power term reads the local
 card's telemetry only, said in ``claimcheck predict``). The local runs are those of the
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from claimcheck.config.protocols import FIT_MARGIN_TOKENS
-from claimcheck.model import model as m
+from claimcheck.model.simulator import decode_step_seconds
 from claimcheck.predict.carry import carried_terms
 from claimcheck.predict.carry_int8 import int8_words
 from claimcheck.predict.newcard import fits
@@ -92,7 +92,7 @@ def carried_rows(runs: list[Run], claims: list[dict[str, str]], spec: Any,
             value = b * 1000 / tpot
         else:
             r = int(c.get("streams_running") or b)
-            step = m.step_cost_sum(shape, cal, r, r * (i + o // 2), r, r).time_s
+            step = decode_step_seconds(shape, cal, r, r * (i + o // 2))
             value = r / step
         if c.get("int8_layers") and t.get("int8_prefill"):
             note = "; ".join(x for x in (note, int8_words(t)) if x)
