@@ -87,3 +87,28 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
     assert str(p) in str(e.value) and "missing column(s) card, weight_format" in str(e.value)
     with pytest.raises(InputError, match="no such file"):
         cv.read(str(tmp_path / "absent.csv"))
+
+
+def test_the_spread_of_the_same_steps_measured_again_by_hand():
+    """The worst protocol's steps measured in two runs and their repeats: step 0 at 100,
+    120 and 110 tok/s end to end spreads 20.0% (120 / 100 - 1); step 1 at 50 and 52 spreads
+    4.0%. One prediction within 5% of every value spans at most 1.05 / 0.95 - 1 = 10.5%:
+    step 0 is wider, step 1 not."""
+    def r(run, step, measured, err):
+        row = _row(run, "w", "wave", err, None)
+        row.update(step=step, streams=16, measured_e2e_tok_s=measured,
+                   measured_decode_tok_s=None)
+        return row
+
+    rows = [r("w-wave", 0, 100.0, 0.10), r("w-wave", 0, 120.0, -0.08),
+            r("w-wave-2", 0, 110.0, 0.06), r("w-wave", 1, 50.0, 0.07),
+            r("w-wave-2", 1, 52.0, 0.02)]
+    v = {x.name: x for x in CVW.cv_values(rows)}
+    assert v["cv.worst_protocol"].text == "`wave`" and v["cv.worst_has_spread"].value
+    assert v["cv.worst_spread"].text == "20.0%" and v["cv.worst_band"].text == "10.5%"
+    assert (v["cv.worst_wide"].value, v["cv.worst_groups"].value) == (1, 2)
+    assert v["cv.worst_runs"].value == 2
+    # a step measured once has no spread: none said
+    once = {x.name: x for x in CVW.cv_values(rows[:1] + rows[3:4])}
+    assert once["cv.worst_has_spread"].value is False
+    assert once["cv.worst_spread"].text == "none"

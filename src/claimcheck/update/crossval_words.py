@@ -18,6 +18,34 @@ NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
          "cv.worst_hi", "cv.worst_measure", "cv.tolerance")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
+MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
+SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
+                "cv.worst_runs")
+
+
+def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: str,
+           tolerance: float) -> dict[str, Any] | None:
+    """How far apart the measurements of the same steps lie: ``engine``'s complete steps of
+    ``protocol`` grouped by step (index and streams) over its runs and repeats, each group
+    of two or more measured values of ``key``'s measure spread max / min - 1. With
+    ``band`` = (1 + t) / (1 - t) - 1, the widest spread any one prediction within ``t``
+    of every value can cover, ``wide`` counts the groups spread wider. None without such a
+    group."""
+    col = MEASURED[key]
+    groups: dict[tuple[str, str], list[float]] = {}
+    runs: set[str] = set()
+    for r in rows:
+        if (str(r["engine"]) == engine and str(r["protocol"]) == protocol
+                and r.get(col) not in (None, "")):
+            groups.setdefault((str(r.get("step")), str(r.get("streams"))), []).append(
+                float(r[col]))
+            runs.add(str(r["run"]))
+    spreads = [max(v) / min(v) - 1 for v in groups.values() if len(v) >= 2 and min(v) > 0]
+    if not spreads:
+        return None
+    band = (1 + tolerance) / (1 - tolerance) - 1
+    return {"spread": max(spreads), "wide": sum(x > band for x in spreads),
+            "groups": len(spreads), "band": band, "runs": len(runs)}
 
 
 def _both(s: Mapping[str, Any]) -> int:
@@ -35,8 +63,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     with the range of its errors on the measure they miss on most often."""
     rows = cv.complete(list(rows or []))
     if not rows:
-        return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC)] + [
-            word(n, "none", SRC) for n in NAMES]
+        return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
+                *spread_values(None)] + [word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
     worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
@@ -51,7 +79,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     key, measure = max(MEASURES, key=lambda m: sum(
         r[m[0]] is not None and abs(float(r[m[0]])) > tolerance for r in misses))
     errs = [float(r[key]) for r in misses if r[key] is not None]
-    return [flag("cv.has", True, SRC),
+    sp = spread(rows, worst, proto, key, tolerance) if proto and errs else None
+    return [*spread_values(sp), flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
             num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
@@ -64,6 +93,20 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             num("cv.worst_misses", len(errs) if errs else None, "steps", SRC, "{:,}"),
             num("cv.worst_lo", min(errs) if errs else None, "fraction", SRC, "{:+.1%}"),
             num("cv.worst_hi", max(errs) if errs else None, "fraction", SRC, "{:+.1%}")]
+
+
+def spread_values(sp: dict[str, Any] | None) -> list[Value]:
+    """``cv.worst_has_spread`` and :func:`spread`'s numbers as named values ("none" when
+    there is no group measured twice)."""
+    if sp is None:
+        return [flag("cv.worst_has_spread", False, SRC)] + [
+            word(n, "none", SRC) for n in SPREAD_NAMES]
+    return [flag("cv.worst_has_spread", True, SRC),
+            num("cv.worst_spread", sp["spread"], "fraction", SRC, "{:.1%}"),
+            num("cv.worst_wide", sp["wide"], "steps", SRC, "{:,}"),
+            num("cv.worst_groups", sp["groups"], "steps", SRC, "{:,}"),
+            num("cv.worst_band", sp["band"], "fraction", SRC, "{:.1%}"),
+            num("cv.worst_runs", sp["runs"], "runs", SRC, "{:,}")]
 
 
 def _provenance(rows: Sequence[Mapping[str, Any]]) -> str:
