@@ -46,6 +46,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from claimcheck.model.model import bend_seconds
+
 STATUSES = ("measured", "carried", "assumed")
 
 
@@ -226,7 +228,7 @@ def bend_factor(ratio: float, p: float) -> float:
     if not 0.0 <= ratio <= 1.0:
         raise CarryError("ratio", f"must be in [0, 1], got {ratio!r}")
     _positive("p", p)
-    return (1.0 + ratio ** p) ** (1.0 / p)
+    return bend_seconds(1.0, ratio, p)
 
 
 def fit_bend_exponent(points: Sequence[tuple[float, float]]) -> float:

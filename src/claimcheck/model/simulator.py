@@ -11,6 +11,7 @@ late (the output lag). The simulated requests become a
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from claimcheck.model.model import (
@@ -80,21 +81,24 @@ def _decode_factor(cal: Calibration, rows: int) -> float:
     return decode_row_factor(cal.row_factors, rows) if cal.row_factors else 1.0
 
 
-def _decode_step_s(cal: Calibration, cost: StepCost, rows: int) -> float:
-    """A decode-only step's time: the cost's time x the decode-row factor at ``rows``
-    (:func:`_decode_factor`); with a bend exponent and no measured factor, the bend's
+def _decode_pricer(cal: Calibration, rows: int) -> Callable[[StepCost], float]:
+    """How a decode-only step of ``rows`` rows is timed from its cost, worked out once per
+    row count: the cost's time x the decode-row factor at ``rows`` (:func:`_decode_factor`);
+    with a bend exponent and no measured factor, the bend's
     (:func:`~claimcheck.model.model.bend_seconds`)."""
-    if cal.bend_exponent is not None and not cal.row_factors:
-        return bend_seconds(cost.memory_s, cost.compute_s, cal.bend_exponent)
-    return cost.time_s * _decode_factor(cal, rows)
+    p = cal.bend_exponent
+    if p is not None and not cal.row_factors:
+        return lambda cost: bend_seconds(cost.memory_s, cost.compute_s, p)
+    factor = _decode_factor(cal, rows)
+    return lambda cost: cost.time_s * factor
 
 
 def decode_step_seconds(shape: EngineShape, cal: Calibration, rows: int,
                         context_sum: int) -> float:
     """The simulator's time for one decode-only step of ``rows`` requests whose contexts sum
     to ``context_sum`` tokens after it: :func:`step_cost_sum` priced as the simulation
-    prices such a step (:func:`_decode_step_s`: the decode-row factor, or the bend)."""
-    return _decode_step_s(cal, step_cost_sum(shape, cal, rows, context_sum, rows, rows), rows)
+    prices such a step (:func:`_decode_pricer`: the decode-row factor, or the bend)."""
+    return _decode_pricer(cal, rows)(step_cost_sum(shape, cal, rows, context_sum, rows, rows))
 
 
 def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
@@ -117,7 +121,7 @@ def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
         cost = mixed_cost(cost, cal.mixed_prefill_factor)
     step_s = cost.time_s
     if tokens == sampled == len(sched):  # a decode-only step
-        step_s = _decode_step_s(cal, cost, len(sched))
+        step_s = _decode_pricer(cal, len(sched))(cost)
     elif cal.sequence_prefill_s:  # each request with a prompt chunk in the step
         step_s = sequence_cost(step_s, sum(r.prefilled < r.prompt for r, _ in sched),
                                cal.sequence_prefill_s)
@@ -231,14 +235,12 @@ class _Loop:
         running = self.running
         b = len(running)
         ctx = sum(r.prefilled + len(r.times) for r in running)
-        bend = self.cal.bend_exponent if not self.cal.row_factors else None
-        factor = _decode_factor(self.cal, b)
+        price = _decode_pricer(self.cal, b)
         seg: list[float] = []
         for _ in range(n_steps):
             ctx += b
             cost = step_cost_sum(self.shape, self.cal, b, ctx, b, b)
-            step_s = (cost.time_s * factor if bend is None
-                      else bend_seconds(cost.memory_s, cost.compute_s, bend))
+            step_s = price(cost)
             self.took(step_s)
             seg.append(self.t)
             self.charge(cost, step_s)

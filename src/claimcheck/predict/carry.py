@@ -304,8 +304,14 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     b_words = (f"the {b_kernel.capitalize()} kernel" if b_kernel else
                f"the {e_fmt} path" + ("" if eta_status == "carried" else
                                       f" (standing in for {fmt}, as for eta and compute)"))
-    bend = bend_term(path_engines(runs, local, e_fmt, b_kernel), b_words, local,
-                     lambda e: _cal(runs, local, e, user_cards))
+    cals = {shape_e: (s_cal, s_ch, s_run), eta_e: (e_cal, e_ch, e_run)}
+
+    def cal_of(e: str) -> tuple[m.Calibration, Any, Run]:
+        if e not in cals:
+            cals[e] = _cal(runs, local, e, user_cards)
+        return cals[e]
+
+    bend = bend_term(path_engines(runs, local, e_fmt, b_kernel), b_words, local, cal_of)
     if bend is not None:
         t["bend_exponent"] = bend
     cal = m.Calibration(
