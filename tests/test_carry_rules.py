@@ -121,5 +121,15 @@ def test_a_bend_exponent_below_one_is_refused_on_its_field():
     base = {"bandwidth_bytes_s": 1e12, "flops_s": 1e14, "request_overhead_s": 0.05,
             "bandwidth_source": "", "compute_source": ""}
     assert Calibration(**base, bend_exponent=1.95).bend_exponent == 1.95
-    with pytest.raises(ModelInputError, match="Calibration.bend_exponent"):
+    with pytest.raises(ModelInputError, match="Calibration.bend_exponent must be 1 or more, "
+                       "got 0.5"):
         Calibration(**base, bend_exponent=0.5)
+    for bad in (float("inf"), float("nan"), -2.0):
+        with pytest.raises(ModelInputError, match="Calibration.bend_exponent must be a "
+                           "finite number > 0"):
+            Calibration(**base, bend_exponent=bad)
+    # a step's factor must be a positive finite number
+    with pytest.raises(cc.CarryError, match=r"points.factor: must be a finite number > 0"):
+        cc.fit_bend_exponent([(0.5, -1.1)])
+    with pytest.raises(cc.CarryError, match=r"ratio: must be in \[0, 1\], got 1.5"):
+        cc.bend_factor(1.5, 2.0)
