@@ -64,7 +64,7 @@ case "${1:?}" in
     budget=$(( ${CALL_S:-570} - SECONDS - 20 ))
     echo "device.sh: ${budget} s left for the protocols in this call"
     rc=0; timeout --signal=INT "$budget" python3 -m claimcheck.cli measure \
-      --attach "$STATE" --card h200 --engine "$engine" "${args[@]}" "${extra[@]}" \
+      --attach "$STATE" --card "${CARD:-auto}" --engine "$engine" "${args[@]}" "${extra[@]}" \
       --one-client-process --runs-dir "$RUNS" || rc=$?
     if [ -n "${OUT:-}" ]; then
       find "$RUNS" -mindepth 1 -maxdepth 1 -type d -empty -delete
