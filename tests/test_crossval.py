@@ -91,6 +91,18 @@ def test_summary_counts_by_hand():
     assert "a 2 of 3, b 0 of 2" in cv.update_sentence(rows)
 
 
+def test_by_engine_splits_an_engine_run_on_two_cards():
+    """An engine with runs on two cards is counted per card, each under "ENGINE on CARD";
+    with one card the engine's name stands alone."""
+    rows = [{**_row("a", 0.01, 0.01), "card": "h200"}, {**_row("a", 0.2, 0.2), "card": "h100"},
+            {**_row("a", 0.02, 0.0), "card": "h200"}, {**_row("b", 0.0, 0.0), "card": "h200"}]
+    e = cv.by_engine(rows)
+    assert sorted(e) == ["a on h100", "a on h200", "b on h200"]
+    assert (e["a on h200"]["steps"], e["a on h200"]["cross_validated"]["both_within"]) == (2, 2)
+    assert (e["a on h100"]["steps"], e["a on h100"]["cross_validated"]["both_within"]) == (1, 0)
+    assert sorted(cv.by_engine([r for r in rows if r["card"] == "h200"])) == ["a", "b"]
+
+
 def test_cli_cross_validate_json_is_the_table(committed_runs):
     p = cli("model", "--cross-validate", "--json")
     assert p.returncode == 0, p.stderr
@@ -392,7 +404,8 @@ def test_native_kernel_compute_stands_in_from_a_dense_engine(committed_runs):
     assert "built for this card's architecture" in choice.compute.why
     assert term_sources(choice, "w4a16-dummy-machete-16k")["compute"]["borrowed_from"]
     # Marlin (built for ampere and ada) never takes a dense engine's compute
-    marlin = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-single-stream"))
+    marlin = next(r for r in runs if r.name.startswith("h200-")
+                  and r.name.endswith("w4a16-dummy-marlin-16k-single-stream"))
     mc = choose_for(marlin, [r for r in runs if r is not marlin]).compute
     assert "marlin" in mc.run.name
 

@@ -37,6 +37,19 @@ def test_values_by_hand():
     assert v["cv.worst_measure"].text == "end to end"
 
 
+def test_an_engine_on_two_cards_is_named_with_its_card():
+    """Engine a's one step on the h100 misses (1 of 1 missed); on the h200 it is 2 of 3
+    within and b 1 of 4: the h100 group has the smallest share, named with its card, and
+    its one miss (+30.0% end to end) is the range."""
+    rows = ROWS + [{**_row("a-h100", "a", "ladder", 0.30, 0.0), "card": "h100"}]
+    v = {x.name: x for x in CVW.cv_values(rows)}
+    assert v["cv.worst_engine"].text == "`a` on the h100"
+    assert (v["cv.worst_within"].value, v["cv.worst_steps"].value) == (0, 1)
+    assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+30.0%", "+30.0%")
+    table = CVW.appendix_section(rows)
+    assert "| `a` on the h200 | 3 | 2 | 3 |" in table and "| `a` on the h100 | 1 | 0 | 1 |" in table
+
+
 def test_the_range_is_of_the_measure_the_steps_miss_on():
     # c's three context steps miss on decode (-16%, -9%, -7%), their end to end within
     # 5% but for one (+9%): decode misses 3 times, end to end once, so the range is decode's

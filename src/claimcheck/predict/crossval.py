@@ -16,6 +16,7 @@ tolerance on end to end, on decode, and on both.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from claimcheck.calibration.calibrate import choose_for, run_key
@@ -125,12 +126,20 @@ def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[st
             "in_sample": _counts(rows, "in_sample_", tolerance)}
 
 
+def group_key(rows: list[dict[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
+    """The name a row is counted under: its engine where every row is of one card, else
+    "ENGINE on CARD", so no card's steps are counted as another card's."""
+    one_card = len({r.get("card") for r in rows}) <= 1
+    return lambda r: str(r["engine"]) if one_card else f"{r['engine']} on {r.get('card')}"
+
+
 def by_engine(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
               ) -> dict[str, dict[str, Any]]:
-    """:func:`summary` per engine (complete steps only)."""
-    engines = sorted({str(r["engine"]) for r in rows})
-    return {e: summary([r for r in rows if str(r["engine"]) == e], tolerance)
-            for e in engines}
+    """:func:`summary` per engine (per engine and card where the rows hold more than one
+    card: :func:`group_key`), complete steps only."""
+    key = group_key(rows)
+    return {e: summary([r for r in rows if key(r) == e], tolerance)
+            for e in sorted({key(r) for r in rows})}
 
 
 def by_term(rows: list[dict[str, Any]], tolerance: float = TOLERANCE

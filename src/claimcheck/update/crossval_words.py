@@ -25,7 +25,8 @@ SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst
 
 def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: str,
            tolerance: float) -> dict[str, Any] | None:
-    """How far apart the measurements of the same steps lie: ``engine``'s complete steps of
+    """How far apart the measurements of the same steps lie: ``engine``'s (a name of
+    :func:`crossval.group_key`) complete steps of
     ``protocol`` grouped by step (index and streams) over its runs and repeats, each group
     of two or more measured values of ``key``'s measure spread max / min - 1. With
     ``band`` = (1 + t) / (1 - t) - 1, the widest spread any one prediction within ``t``
@@ -34,8 +35,9 @@ def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: s
     col = MEASURED[key]
     groups: dict[tuple[str, str], list[float]] = {}
     runs: set[str] = set()
+    group = cv.group_key(list(rows))
     for r in rows:
-        if (str(r["engine"]) == engine and str(r["protocol"]) == protocol
+        if (group(r) == engine and str(r["protocol"]) == protocol
                 and r.get(col) not in (None, "")):
             groups.setdefault((str(r.get("step")), str(r.get("streams"))), []).append(
                 float(r[col]))
@@ -50,6 +52,12 @@ def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: s
 
 def _both(s: Mapping[str, Any]) -> int:
     return int(s["cross_validated"]["both_within"])
+
+
+def _engine_words(group: str) -> str:
+    """A :func:`crossval.group_key` name in words: "`ENGINE`", or "`ENGINE` on the CARD"."""
+    engine, _, card = group.partition(" on ")
+    return f"`{engine}` on the {card}" if card else f"`{engine}`"
 
 
 def _missed(r: Mapping[str, Any], tolerance: float) -> bool:
@@ -68,7 +76,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
     worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
-    missed = [r for r in rows if str(r["engine"]) == worst and _missed(r, tolerance)]
+    group = cv.group_key(rows)
+    missed = [r for r in rows if group(r) == worst and _missed(r, tolerance)]
     by_proto: dict[str, list[Mapping[str, Any]]] = {}
     for r in missed:
         by_proto.setdefault(str(r["protocol"]), []).append(r)
@@ -85,7 +94,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
             num("cv.steps", s["steps"], "steps", SRC, "{:,}"),
-            word("cv.worst_engine", f"`{worst}`", SRC),
+            word("cv.worst_engine", _engine_words(worst), SRC),
             num("cv.worst_within", _both(per[worst]), "steps", SRC, "{:,}"),
             num("cv.worst_steps", per[worst]["steps"], "steps", SRC, "{:,}"),
             word("cv.worst_protocol", f"`{proto}`" if proto else "none", SRC),
@@ -138,7 +147,7 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
            + _provenance(rows) + "\n\n",
            head.format("engine", tolerance, tolerance)]
     for e, v in cv.by_engine(rows, tolerance).items():
-        out.append(f"| `{e}` | {v['steps']:,} | {_both(v):,} | "
+        out.append(f"| {_engine_words(e)} | {v['steps']:,} | {_both(v):,} | "
                    f"{v['in_sample']['both_within']:,} |\n")
     s = cv.summary(rows, tolerance)
     out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
