@@ -50,6 +50,22 @@ def test_an_engine_on_two_cards_is_named_with_its_card():
     assert "| `a` on the h200 | 3 | 2 | 3 |" in table and "| `a` on the h100 | 1 | 0 | 1 |" in table
 
 
+def test_steps_with_no_prediction_are_counted_never_a_range():
+    """Group c: 2 steps with no prediction (cv_note) in protocol `solo` and 1 predicted miss
+    (+40.0%) in `batch`: c is the worst (0 of 3); its range is the predicted miss's, in
+    `batch` (the `solo` steps have no error to give), and 2 steps are said unpredicted."""
+    rows = ROWS + [_row("c-solo", "c", "solo", None, None, note="no calibration"),
+                   _row("c-solo", "c", "solo", None, None, note="no calibration"),
+                   _row("c-batch", "c", "batch", 0.40, 0.0)]
+    v = {x.name: x for x in CVW.cv_values(rows)}
+    assert v["cv.worst_engine"].text == "`c`"
+    assert (v["cv.worst_within"].value, v["cv.worst_steps"].value) == (0, 3)
+    assert v["cv.worst_protocol"].text == "`batch`" and v["cv.worst_misses"].value == 1
+    assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+40.0%", "+40.0%")
+    assert v["cv.has_unpredicted"].value is True and v["cv.unpredicted"].value == 2
+    assert {x.name: x for x in CVW.cv_values(ROWS)}["cv.has_unpredicted"].value is False
+
+
 def test_the_range_is_of_the_measure_the_steps_miss_on():
     # c's three context steps miss on decode (-16%, -9%, -7%), their end to end within
     # 5% but for one (+9%): decode misses 3 times, end to end once, so the range is decode's

@@ -16,7 +16,7 @@ from claimcheck.verdicts.verdicts import TOLERANCE
 SRC = "crossval.csv"
 NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
-         "cv.worst_hi", "cv.worst_measure", "cv.tolerance")
+         "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
@@ -72,12 +72,15 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     rows = cv.complete(list(rows or []))
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
+                flag("cv.has_unpredicted", False, SRC),
                 *spread_values(None)] + [word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
     worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
     group = cv.group_key(rows)
-    missed = [r for r in rows if group(r) == worst and _missed(r, tolerance)]
+    # a step with no prediction (cv_note) is a miss with no error: counted, never a range
+    missed = [r for r in rows if group(r) == worst and _missed(r, tolerance)
+              and not r["cv_note"]]
     by_proto: dict[str, list[Mapping[str, Any]]] = {}
     for r in missed:
         by_proto.setdefault(str(r["protocol"]), []).append(r)
@@ -91,6 +94,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     sp = spread(rows, worst, proto, key, tolerance) if proto and errs else None
     return [*spread_values(sp), flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
+            flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
+            num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
             num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
             num("cv.steps", s["steps"], "steps", SRC, "{:,}"),
