@@ -44,6 +44,7 @@ def test_an_engine_on_two_cards_is_named_with_its_card():
     rows = ROWS + [{**_row("a-h100", "a", "ladder", 0.30, 0.0), "card": "h100"}]
     v = {x.name: x for x in CVW.cv_values(rows)}
     assert v["cv.worst_engine"].text == "`a` on the h100"
+    assert v["cv.cards"].text == "h100 and h200"
     assert (v["cv.worst_within"].value, v["cv.worst_steps"].value) == (0, 1)
     assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+30.0%", "+30.0%")
     table = CVW.appendix_section(rows)
@@ -141,3 +142,7 @@ def test_the_spread_of_the_same_steps_measured_again_by_hand():
     once = {x.name: x for x in CVW.cv_values(rows[:1] + rows[3:4])}
     assert once["cv.worst_has_spread"].value is False
     assert once["cv.worst_spread"].text == "none"
+    # measured twice but no wider than the 10.5% band (step 1: 4.0%): none said either
+    narrow = {x.name: x for x in CVW.cv_values(rows[3:])}
+    assert narrow["cv.worst_has_spread"].value is False
+    assert {x.name: x for x in CVW.cv_values(rows)}["cv.cards"].text == "h200"

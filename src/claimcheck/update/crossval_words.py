@@ -16,7 +16,7 @@ from claimcheck.verdicts.verdicts import TOLERANCE
 SRC = "crossval.csv"
 NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
-         "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted")
+         "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted", "cv.cards")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
@@ -96,6 +96,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             flag("cv.worst_has_misses", bool(errs), SRC),
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
+            word("cv.cards", " and ".join(sorted({str(r["card"]) for r in rows})), SRC),
             num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
             num("cv.steps", s["steps"], "steps", SRC, "{:,}"),
@@ -112,7 +113,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
 def spread_values(sp: dict[str, Any] | None) -> list[Value]:
     """``cv.worst_has_spread`` and :func:`spread`'s numbers as named values ("none" when
     there is no group measured twice)."""
-    if sp is None:
+    if sp is None or not sp["wide"]:  # said only where the steps spread wider than a band
         return [flag("cv.worst_has_spread", False, SRC)] + [
             word(n, "none", SRC) for n in SPREAD_NAMES]
     return [flag("cv.worst_has_spread", True, SRC),
