@@ -5,9 +5,15 @@ import json
 
 # One model figure per engine the plain step model prices: a drafting engine's runs
 # (engine_config.speculative) are not priced by it (calibration.calibrate.choose_for).
+# The figures are of the Update's card (config update_card): its runs' engines, its steps.
 _PROVS = [json.loads((RUNS_DIR / r / "provenance.json").read_text()) for r in RUNS]
 MODEL_ENGINES = sorted(
-    {p["engine"] for p in _PROVS if not (p.get("engine_config") or {}).get("speculative")}
+    {
+        p["engine"]
+        for p in _PROVS
+        if p.get("card") == config["update_card"]
+        and not (p.get("engine_config") or {}).get("speculative")
+    }
 )
 
 
@@ -23,6 +29,7 @@ rule model_figures:
     params:
         engines=MODEL_ENGINES,
         out_base=lambda wc: "figures/model-{engine}",
+        card=config["update_card"],
     log:
         "logs/model_figures.log",
     benchmark:

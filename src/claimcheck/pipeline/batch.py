@@ -67,13 +67,15 @@ def measured_figures(runs: list[str], record_in: str, claims_json: str, model_co
         yield f"{name}: {out_base.format(run=name)}.png"
 
 
-def model_figures(model_csv: str | Path, engines: list[str], out_base: str) -> Iterator[str]:
+def model_figures(model_csv: str | Path, engines: list[str], out_base: str,
+                  card: str | None = None) -> Iterator[str]:
     """Each engine's model figure (PNG + SVG at ``out_base`` holding ``{engine}``) from one
     read of ``model_csv``: :func:`claimcheck.figures.model_fig.write_rows`, as for one engine.
-    Yields the PNG written for each engine."""
+    ``card``: that card's steps only (a figure is of one card; None: every row). Yields the
+    PNG written for each engine."""
     from claimcheck.figures import model_fig
     from claimcheck.files.framefiles import read_rows
 
-    rows = read_rows(model_csv)
+    rows = [r for r in read_rows(model_csv) if card is None or r.get("card") == card]
     for engine in engines:
         yield str(model_fig.write_rows(rows, engine, out_base.format(engine=engine))[0])

@@ -98,7 +98,10 @@ def update_documents(run_records: list[str] | None, claims_json: str, card: str,
         import csv
         with open(at_root(carried_csv), newline="") as fh:
             carried = list(csv.DictReader(fh))
-    model_rows = read_rows(at_root(model_csv)) if model_csv else []
+    # the model table's steps of this Update's card only: another card's runs are never
+    # counted as this card's (the table holds every committed run's steps)
+    model_rows = ([r for r in read_rows(at_root(model_csv)) if r.get("card") == card]
+                  if model_csv else [])
     geom = geometry_from_file(at_root(model_config)) if model_config else None
     protocols = sorted(load_protocols(at_root(protocols_yaml))) if protocols_yaml else None
     log: list[str] = []
