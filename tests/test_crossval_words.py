@@ -146,3 +146,28 @@ def test_the_spread_of_the_same_steps_measured_again_by_hand():
     narrow = {x.name: x for x in CVW.cv_values(rows[3:])}
     assert narrow["cv.worst_has_spread"].value is False
     assert {x.name: x for x in CVW.cv_values(rows)}["cv.cards"].text == "h200"
+
+
+def test_carried_steps_are_counted_and_said_with_their_cards():
+    """Two steps of one run on the h100 predicted from terms carried from the h200 (+20.0%
+    and +30.0% off end to end: 0 of 2, the worst group, b on the h200 being 1 of 4) and one
+    carried failed step (never compared): 2 carried steps, none unpredicted, and the
+    appendix says how many and from which card."""
+    carried = [{**_row("c-solo", "c", "solo", 0.20, 0.0), "card": "h100", "carried_from": "h200"},
+               {**_row("c-solo", "c", "solo", 0.30, 0.0), "card": "h100", "carried_from": "h200"},
+               {**_row("c-solo", "c", "solo", 0.0, 0.0, status="failed"), "card": "h100",
+                "carried_from": "h200"}]
+    rows = [{**r, "carried_from": ""} for r in ROWS] + carried
+    v = {x.name: x for x in CVW.cv_values(rows)}
+    assert v["cv.has_carried"].value is True and v["cv.carried"].value == 2
+    assert (v["cv.carried_cards"].text, v["cv.carried_from"].text) == ("h100", "h200")
+    assert v["cv.has_unpredicted"].value is False
+    # a carried step is a prediction: its miss gives the range like any other
+    assert v["cv.worst_engine"].text == "`c` on the h100"
+    assert (v["cv.worst_lo"].text, v["cv.worst_hi"].text) == ("+20.0%", "+30.0%")
+    text = CVW.appendix_section(rows)
+    assert ("2 steps of 1 run on the h100, every term carried from the runs on the h200 by "
+            "the datasheets") in text
+    none = {x.name: x for x in CVW.cv_values(ROWS)}
+    assert none["cv.has_carried"].value is False and none["cv.carried_from"].text == "none"
+    assert "carried" not in CVW.appendix_section(ROWS)

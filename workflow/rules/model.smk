@@ -51,6 +51,11 @@ rule crossval:
         runs=all_run_files,
         model=config["model_config"],
         protocols="config/protocols.yaml",
+        # a run with no calibration left on its card: its engine's terms carried from
+        # another card's runs by the datasheets (claimcheck.predict.crossval_carry)
+        cards=config["cards"],
+        weights=config["weights"],
+        engines="config/engines.yaml",
     output:
         csv="data/derived/crossval.csv",
         dtypes="data/derived/crossval.dtypes.json",

@@ -272,7 +272,9 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
                      f"/{i['both_within']:>4} {c['e2e_within']:>5} /{c['decode_within']:>4} "
                      f"/{c['both_within']:>4}"
                      + (f"  ({v['unpredicted']} with no calibration without their run)"
-                        if v["unpredicted"] else ""))
+                        if v["unpredicted"] else "")
+                     + (f"  ({v['carried']} with every term carried from another card)"
+                        if v["carried"] else ""))
     lines.append("per term (steps with it measured, borrowed from another engine, both "
                  "within; without it):")
     for t, v in out["terms"].items():
@@ -288,6 +290,7 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
                      f"{fmt(r['in_sample_e2e_error'], '+.1%'):>8} "
                      f"{fmt(r['in_sample_decode_error'], '+.1%'):>8}"
                      + (" [calibration step]" if r["calibration_step"] else "")
+                     + (f" [carried from {r['carried_from']}]" if r["carried_from"] else "")
                      + (f" {r['cv_note']}" if r["cv_note"] else ""))
     lines.append(out["sentence"])
     emit(out, a.json, "\n".join(lines))

@@ -3,9 +3,14 @@
 Each committed run's steps are predicted with a calibration chosen by the one rule
 (:func:`claimcheck.calibration.calibrate.choose_for`) among all the OTHER runs: the run is left
 out of every term (bandwidth, overhead, compute, decode rows, admission, KV read), so no
-step's own run feeds its prediction. A run whose engine has no calibration without it (its
-only one-stream decode step was its own) is kept with no prediction and the reason
-(``cv_note``); it counts as a miss.
+step's own run feeds its prediction. A run whose engine has no calibration on its card
+without it (its only one-stream decode step was its own) is predicted by the carried path
+from the other cards' runs alone (:mod:`claimcheck.predict.crossval_carry`: every term
+carried to its card by the datasheets, nothing measured on its card in any term), the card
+the terms came from in ``carried_from``; such a step is a prediction like any other. Where
+that path refuses too (no other card runs the engine's weight format or its activation
+path), the run is kept with no prediction and both reasons (``cv_note``); it counts as a
+miss.
 
 Beside each cross-validated error stands the in-sample one (the model table's: every run in
 the pool, :func:`claimcheck.predict.modeltable.table_rows`), and ``calibration_step`` marks
@@ -21,10 +26,11 @@ from typing import Any
 
 from claimcheck.calibration.calibrate import choose_for, run_key
 from claimcheck.calibration.termsources import TERM_WORDS, TERMS, borrowed_terms, term_sources
-from claimcheck.config.configfiles import load_model_terms
+from claimcheck.config.configfiles import load_engines, load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
+from claimcheck.predict.crossval_carry import CARRY_ERRORS, carried_prediction
 from claimcheck.predict.modeltable import predict_run, table_rows
 from claimcheck.runs.run import Run
 from claimcheck.verdicts.accuracy import within, within_both
@@ -34,8 +40,8 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "streams", "requests", "step_status", "calibration_step",
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
-           "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "borrowed_terms",
-           *(f"{t}_runs" for t in TERMS))
+           "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "carried_from",
+           "borrowed_terms", *(f"{t}_runs" for t in TERMS))
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
 
 
@@ -46,10 +52,13 @@ def left_out_words() -> str:
 
 def held_out_rows(target: Run, runs: list[Run],
                   cache: dict[tuple[Any, ...], m.Calibration] | None = None,
-                  terms: Terms | None = None, user_cards: str | None = None
-                  ) -> list[dict[str, Any]]:
+                  terms: Terms | None = None, user_cards: str | None = None,
+                  engines: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """``target``'s steps predicted with ``target`` left out of ``runs`` (every term chosen
-    among the others); with no calibration left, its steps with no prediction and why."""
+    among the others); with no calibration left on its card, every term carried from the
+    other cards' runs (:func:`~claimcheck.predict.crossval_carry.carried_prediction`,
+    ``engines``: config/engines.yaml's, read here when not given); where that is refused
+    too, its steps with no prediction and why."""
     others = [r for r in runs if r is not target and r.name != target.name]
     prov = target.provenance
     base = {"run": target.name, "card": prov.card, "engine": prov.engine,
@@ -59,24 +68,34 @@ def held_out_rows(target: Run, runs: list[Run],
     try:
         choice = choose_for(target, others, terms)
         out = predict_run(target, choice, cache, user_cards)
+        src, steps, carried_from = term_sources(choice, str(prov.engine)), out["steps"], ""
     except InputError as e:
-        return [{**base, "step": s.record["step"], "repeat": s.record["repeat"],
-                 "streams": s.timeline.streams, "requests": len(s.timeline.requests),
-                 "step_status": s.record.get("status") or "complete",
-                 "predicted_e2e_tok_s": None, "predicted_decode_tok_s": None,
-                 "e2e_error": None, "decode_error": None, "borrowed_terms": "",
-                 "cv_note": f"no calibration without this run: {e}",
-                 **{f"{t}_runs": "" for t in TERMS}} for s in target.traces]
-    src = term_sources(choice, str(prov.engine))
-    terms = {f"{t}_runs": "; ".join(src[t]["runs"]) for t in TERMS}
-    rows = []
-    for r in out["steps"]:
-        rows.append({**base, **{k: r[k] for k in (
-            "step", "repeat", "streams", "requests", "step_status", "predicted_e2e_tok_s",
-            "measured_e2e_tok_s", "e2e_error", "predicted_decode_tok_s",
-            "measured_decode_tok_s", "decode_error")},
-            "cv_note": "", "borrowed_terms": "; ".join(borrowed_terms(src)), **terms})
-    return rows
+        if engines is None:
+            engines = load_engines()
+        try:
+            c = carried_prediction(target, runs, engines, user_cards)
+        except CARRY_ERRORS as e2:
+            return _unpredicted(target, base, f"no calibration without this run: {e}; nor "
+                                f"carried from another card: {e2}")
+        src, steps, carried_from = c["sources"], c["steps"], c["from_card"]
+    terms_runs = {f"{t}_runs": "; ".join(src[t]["runs"]) for t in TERMS}
+    return [{**base, **{k: r[k] for k in (
+        "step", "repeat", "streams", "requests", "step_status", "predicted_e2e_tok_s",
+        "measured_e2e_tok_s", "e2e_error", "predicted_decode_tok_s",
+        "measured_decode_tok_s", "decode_error")},
+        "cv_note": "", "carried_from": carried_from,
+        "borrowed_terms": "; ".join(borrowed_terms(src)), **terms_runs} for r in steps]
+
+
+def _unpredicted(target: Run, base: dict[str, Any], note: str) -> list[dict[str, Any]]:
+    """``target``'s steps with no prediction, ``note`` saying why."""
+    return [{**base, "step": s.record["step"], "repeat": s.record["repeat"],
+             "streams": s.timeline.streams, "requests": len(s.timeline.requests),
+             "step_status": s.record.get("status") or "complete",
+             "predicted_e2e_tok_s": None, "predicted_decode_tok_s": None,
+             "e2e_error": None, "decode_error": None, "borrowed_terms": "",
+             "cv_note": note, "carried_from": "", **{f"{t}_runs": "" for t in TERMS}}
+            for s in target.traces]
 
 
 def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[str, Any]]:
@@ -86,11 +105,12 @@ def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[
     inside = {(r["run"], r["step"], r["repeat"]): r for r in table_rows(runs, [], user_cards)}
     cache: dict[tuple[Any, ...], m.Calibration] = {}
     terms = load_model_terms()  # config/protocols.yaml, read once here
+    engines = load_engines()  # config/engines.yaml: the carried path's engine of a run
     rows = []
     for target in runs:
         if target.drafts:  # no plain model of a drafting step to validate (choose_for)
             continue
-        for r in held_out_rows(target, runs, cache, terms, user_cards):
+        for r in held_out_rows(target, runs, cache, terms, user_cards, engines):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             if r.get("measured_e2e_tok_s") is None and ins:
                 r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]
@@ -118,12 +138,26 @@ def complete(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
     """Counts over the complete ``rows``: ``steps``, ``unpredicted`` (no calibration without
-    their run), and within ``tolerance`` on e2e, decode (a held prefill's null decode is no
-    miss) and both: ``cross_validated`` and ``in_sample``."""
+    their run, nor a carried one), ``carried`` (predicted from terms carried from another
+    card: ``carried_from``), and within ``tolerance`` on e2e, decode (a held prefill's null
+    decode is no miss) and both: ``cross_validated`` and ``in_sample``."""
     rows = complete(rows)
     return {"steps": len(rows), "unpredicted": sum(bool(r["cv_note"]) for r in rows),
+            "carried": sum(bool(r.get("carried_from")) for r in rows),
             "cross_validated": _counts(rows, "", tolerance),
             "in_sample": _counts(rows, "in_sample_", tolerance)}
+
+
+def carried_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The complete steps predicted from terms carried from another card
+    (``carried_from``), per card and the card the terms came from: ``card``,
+    ``from_card``, ``steps`` and ``runs`` (counts), by card then source card."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in complete(rows):
+        if r.get("carried_from"):
+            out.setdefault((str(r["card"]), str(r["carried_from"])), []).append(r)
+    return [{"card": c, "from_card": f, "steps": len(rs), "runs": len({r["run"] for r in rs})}
+            for (c, f), rs in sorted(out.items())]
 
 
 def group_key(rows: list[dict[str, Any]]) -> Callable[[Mapping[str, Any]], str]:

@@ -8,6 +8,7 @@ within_both`), and a miss is named for its term by :func:`miss_term`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, choose, choose_for, run_key
@@ -30,7 +31,17 @@ def predict_run(target: Run, choice: Choice,
     ``user_cards``: a cards file merged over the registry for a datasheet fallback)."""
     shape, info = target.engine
     cal = calibration(choice, info["compute_dtype"], cache, user_cards)
-    used = choice.steps()
+    return {"run": target.name, "calibrated_on": choice.bandwidth.run.name,
+            "calibration": cal.as_dict(), "choice": choice.as_dict(), "engine": info,
+            "steps": step_rows(target, shape, cal, choice.steps())}
+
+
+def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
+              used: Collection[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every step of ``target`` predicted with ``shape`` and ``cal`` as its timeline ran
+    (its streams, each request's prompt and output tokens, cold where its first wave met a
+    freshly started engine) beside what it measured; a step of ``used`` (run name, step
+    dir) is marked ``calibration_step``."""
     rows = []
     for s in target.traces:
         tl = s.timeline
@@ -58,9 +69,7 @@ def predict_run(target: Run, choice: Choice,
             **{k: v for k, v in pred.items() if not k.startswith("predicted_")
                and k != "prefill_held"},
         })
-    return {"run": target.name, "calibrated_on": choice.bandwidth.run.name,
-            "calibration": cal.as_dict(), "choice": choice.as_dict(), "engine": info,
-            "steps": rows}
+    return rows
 
 
 def predict(target: Run, calib: Run,

@@ -16,7 +16,8 @@ from claimcheck.verdicts.verdicts import TOLERANCE
 SRC = "crossval.csv"
 NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
-         "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted", "cv.cards")
+         "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted", "cv.cards",
+         "cv.carried", "cv.carried_cards", "cv.carried_from")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
@@ -72,7 +73,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     rows = cv.complete(list(rows or []))
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
-                flag("cv.has_unpredicted", False, SRC),
+                flag("cv.has_unpredicted", False, SRC), flag("cv.has_carried", False, SRC),
                 *spread_values(None)] + [word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
@@ -96,6 +97,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             flag("cv.worst_has_misses", bool(errs), SRC),
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
+            *carried_values(rows),
             word("cv.cards", " and ".join(sorted({str(r["card"]) for r in rows})), SRC),
             num("cv.tolerance", tolerance, "fraction", "verdicts.verdicts TOLERANCE", "{:.0%}"),
             num("cv.within", _both(s), "steps", SRC, "{:,}"),
@@ -108,6 +110,34 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             num("cv.worst_misses", len(errs) if errs else None, "steps", SRC, "{:,}"),
             num("cv.worst_lo", min(errs) if errs else None, "fraction", SRC, "{:+.1%}"),
             num("cv.worst_hi", max(errs) if errs else None, "fraction", SRC, "{:+.1%}")]
+
+
+def _cards(cards: set[str]) -> str:
+    return " and ".join(sorted(cards)) or "none"
+
+
+def carried_values(rows: Sequence[Mapping[str, Any]]) -> list[Value]:
+    """``cv.has_carried``, and how many complete steps were predicted from terms carried
+    from another card (:func:`crossval.carried_groups`), the cards they ran on and the
+    cards the terms came from ("none" without such a step)."""
+    groups = cv.carried_groups(list(rows))
+    return [flag("cv.has_carried", bool(groups), SRC),
+            num("cv.carried", sum(g["steps"] for g in groups), "steps", SRC, "{:,}"),
+            word("cv.carried_cards", _cards({g["card"] for g in groups}), SRC),
+            word("cv.carried_from", _cards({g["from_card"] for g in groups}), SRC)]
+
+
+def carried_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The appendix's words on the steps predicted from terms carried from another card,
+    one clause per card and source card (:func:`crossval.carried_groups`); '' without."""
+    parts = [f"{g['steps']:,} steps of {g['runs']:,} run{'s' if g['runs'] != 1 else ''} on "
+             f"the {g['card']}, every term carried from the runs on the {g['from_card']} by "
+             "the datasheets" for g in cv.carried_groups(list(rows))]
+    if not parts:
+        return ""
+    return ("No calibration was left on their card with their run left out for "
+            + "; ".join(parts) + " (`carried_from`: no run measured on their card in any "
+            "term); they count like any other step.")
 
 
 def spread_values(sp: dict[str, Any] | None) -> list[Value]:
@@ -150,7 +180,8 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
            f"model ({cv.left_out_words()}: `claimcheck model "
            "--cross-validate`), against the same steps predicted with every run in. Within: "
            "on both end to end and decode (a held prefill's decode is no miss). "
-           + _provenance(rows) + "\n\n",
+           + _provenance(rows) + (" " + carried_sentence(rows) if carried_sentence(rows)
+                                  else "") + "\n\n",
            head.format("engine", tolerance, tolerance)]
     for e, v in cv.by_engine(rows, tolerance).items():
         out.append(f"| {_engine_words(e)} | {v['steps']:,} | {_both(v):,} | "
