@@ -114,16 +114,22 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
                and (r["decode_error"] is None or abs(r["decode_error"]) <= 0.05)
                for r in steps)
     assert out["summary"]["cross_validated"]["both_within"] == both
-    # the H100's two single-stream runs (4 steps each) have no calibration on their card
-    # without themselves (the only one-stream decode steps of their engines there): once 8
-    # steps with no prediction, now predicted from terms carried from the H200's runs, so
-    # no step is left unpredicted
+    # the H100's BF16 single-stream run (4 steps) has no calibration on its card without
+    # itself (its engine's only one-stream decode step there): predicted from terms carried
+    # from the H200's runs. The Marlin engine's has one since its H100 ladder (step 0, one
+    # stream): calibrated on the H100, its compute carried (no long prompt there but its own)
     assert out["summary"]["unpredicted"] == 0
-    assert out["summary"]["carried"] == sum(bool(r["carried_from"]) for r in steps) == 8
+    assert out["summary"]["carried"] == sum(bool(r["carried_from"]) for r in steps) == 4
     assert {r["carried_from"] for r in steps if r["carried_from"]} == {"h200"}
     assert {r["run"] for r in steps if r["carried_from"]} == {
-        "h100-20261205-bf16-dummy-16k-single-stream",
-        "h100-20261205-w4a16-dummy-marlin-16k-single-stream"}
+        "h100-20261205-bf16-dummy-16k-single-stream"}
+    marlin = [r for r in steps
+              if r["run"] == "h100-20261205-w4a16-dummy-marlin-16k-single-stream"]
+    assert len(marlin) == 4 and not any(r["carried_from"] for r in marlin)
+    assert {r["bandwidth_runs"] for r in marlin} == {
+        "h100-20261205-w4a16-dummy-marlin-16k-ladder"}
+    assert {r["compute_runs"] for r in marlin} == {
+        "h200-20261204-w4a16-dummy-marlin-16k-single-stream"}
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
                                  "kv", "sequence", "cold", "lag"}
 

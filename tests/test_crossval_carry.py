@@ -53,7 +53,7 @@ def test_h100_single_stream_is_carried_from_the_h200(committed_runs):
     assert (tl.streams, [q.prompt_tokens for q in tl.requests],
             [q.output_tokens for q in tl.requests]) == (1, [128] * 3, [512] * 3)
     pool = [r for r in runs if not r.name.startswith("h100-")]  # every run but the H100's
-    assert len(pool) == len(runs) - 4
+    assert len(pool) == len(runs) - 6  # the H100 runs: 2 sessions, 2 engines, 6 runs
     expected = predict_carried(pool, "h100", "bf16-dummy-16k",
                                load_protocols()["single-stream"], load_engines(),
                                power_limit_w=target.provenance.gpu.power_limit_enforced_w,
@@ -122,3 +122,53 @@ def test_carried_counts_by_hand():
     assert cv.carried_groups(rows) == [
         {"card": "x", "from_card": "y", "steps": 2, "runs": 1},
         {"card": "x", "from_card": "z", "steps": 1, "runs": 1}]
+
+
+def test_compute_carried_from_another_card_when_this_card_has_no_long_prompt(committed_runs):
+    """The Marlin engine on the H100 with its single-stream run left out: its ladder gives
+    the one-stream decode step, but no step on the H100 has prompts of 2,048+ tokens, so the
+    compute comes from the engine's own held prefill on the H200 (7,681-token prompts),
+    carried by the dense BF16 rates of the two datasheets (989.4 and 989.4 TFLOP/s: x 1), not
+    the H100's datasheet rate, which Marlin's prefill is nowhere near (333 TFLOP/s on the
+    H200, by the module doc of calibration.calibrate)."""
+    from claimcheck.calibration.calibrate import choose
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    left = "h100-20261205-w4a16-dummy-marlin-16k-single-stream"
+    pool = [r for r in runs if r.name != left]
+    ch = choose(pool, "h100", "w4a16-dummy-marlin-16k", "w4a16", version="0.26.0")
+    assert ch.compute is not None and ch.compute_missing == ""
+    assert ch.compute.run.name == "h200-20261204-w4a16-dummy-marlin-16k-single-stream"
+    assert ch.compute_scale == pytest.approx(989.4 / 989.4)
+    cal = calibration(ch, "bf16")
+    assert "carried from NVIDIA H200" in cal.compute_source
+    assert 300e12 < cal.flops_s < 370e12  # Marlin's prefill rate, not 989.4e12
+    # the same engine's own choice on the H200 measures that step at about the same rate
+    # (its own per-request overhead subtracted there)
+    own = calibration(choose(pool, "h200", "w4a16-dummy-marlin-16k", "w4a16",
+                             version="0.26.0"), "bf16")
+    assert cal.flops_s == pytest.approx(own.flops_s, rel=0.03)
+    # with every other card's runs gone, the datasheet fallback, said
+    alone = choose([r for r in pool if run_key(r)[0] == "h100"], "h100",
+                   "w4a16-dummy-marlin-16k", "w4a16", version="0.26.0")
+    assert alone.compute is None and alone.compute_scale is None
+    assert calibration(alone, "bf16").flops_s == pytest.approx(989.4e12)
+
+
+def test_marlin_on_hopper_carries_to_hopper(committed_runs):
+    """The carry rule leaves a kernel's runs out where the local card is off the kernel's
+    architectures (Marlin, built for Ampere and Ada, on the Hopper H200: not what it does on a
+    3090). Carried to a card of the same architecture (the H100, Hopper), those runs are what
+    the kernel does there too: eta is the Marlin engine's own, carried, not the BF16 path's."""
+    from claimcheck.config.configfiles import load_engines
+    from claimcheck.predict.carry import carried_terms
+
+    pool = [r for r in committed_runs if run_key(r)[0] != "h100"]
+    spec = load_engines()["w4a16-dummy-marlin-16k"]
+    to_h100 = carried_terms(pool, "h100", spec, None, "0.26.0")
+    assert to_h100["eta_engine"] == "w4a16-dummy-marlin-16k"
+    assert to_h100["terms"]["eta"].status == "carried"
+    to_3090 = carried_terms(pool, "rtx3090", spec, None, "0.26.0")
+    assert to_3090["terms"]["eta"].status == "assumed"
+    assert to_3090["eta_engine"].startswith("bf16-")

@@ -51,6 +51,7 @@ from claimcheck.calibration.choice import (
     ROWS_ONE_WAVE,
     Choice,
 )
+from claimcheck.calibration.computecarry import carried_compute
 from claimcheck.calibration.layout import layout_words, run_layout, run_version
 from claimcheck.calibration.picks import (
     KV_TERM,
@@ -283,7 +284,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     long = [(r, s) for r in (pool if explicit else
                              [r for r in pool if run_key(r)[2] == weight_format] + dense)
             for s in one_stream_steps(r) if median_prompt(s) >= m.LONG_PROMPT_TOKENS]
-    cp, missing = None, ""
+    cp, missing, scale = None, "", None
     if long:
         r, s = min(long, key=lambda p: (not explicit and _other_kernel(p[0], kernel),
                                         p[0] not in dense,
@@ -309,7 +310,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         missing = (f"no one-stream step with prompts of {m.LONG_PROMPT_TOKENS:,}+ tokens "
                    + ("in the run(s) given" if explicit
                       else f"of weight format {weight_format} on {card}"))
-        if not _has_datasheet(card):  # e.g. cpu: the longest prefill there is, said
+        carried = None if explicit or not _has_datasheet(card) else carried_compute(
+            runs, card, engine, version, _compute_rank)
+        if carried is not None:
+            cp, scale, missing = carried.pick, carried.scale, ""
+        elif not _has_datasheet(card):  # e.g. cpu: the longest prefill there is, said
             short_pf = [(r, s) for r, s in dec if median_prompt(s) > 0]
             if short_pf:
                 r, s = min(short_pf, key=lambda p: (-median_prompt(p[1]), earliest(*p)))
@@ -367,7 +372,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     cold_base = tuple(base(p) for p in cold)
     lag_base = tuple(base(p) for p in lag)
     return Choice(card=card, engine=engine, weight_format=weight_format, bandwidth=bw,
-                  overhead=ov, compute=cp, compute_missing=missing, rows=rows,
+                  overhead=ov, compute=cp, compute_missing=missing,
+                  compute_scale=scale, rows=rows,
                   rows_beyond=rows_beyond,
                   rows_base=rows_base, admission=admission, kv=kv, kv_base=kv_base,
                   rows_kind=rows_kind, sequence=sequence, cold=cold, cold_base=cold_base,

@@ -29,7 +29,7 @@ def _choice_key(choice: Choice, compute_dtype: str) -> tuple[Any, ...]:
              *choice.rows_beyond, *choice.admission, *choice.kv, *choice.sequence,
              *choice.cold, *choice.lag]
     return (choice.card, choice.engine, compute_dtype,
-            tuple(p.label if p else "" for p in picks), choice.rows_kind,
+            tuple(p.label if p else "" for p in picks), choice.rows_kind, choice.compute_scale,
             _choice_key(choice.rows_base, compute_dtype) if choice.rows_base else None,
             _choice_key(choice.kv_base, compute_dtype) if choice.kv_base else None,
             tuple(_choice_key(b, compute_dtype) if b else None for b in choice.cold_base),
@@ -400,6 +400,12 @@ def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None 
         c_src = (f"{x.label} (1 stream): {p:.0f}-token prompts x "
                  f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token over median TTFT "
                  f"{t:.3f} s less the {ov * 1e3:.1f} ms per-request overhead")
+        if choice.compute_scale is not None:
+            c_src += (f" = {flops / 1e12:.1f} TFLOP/s on {x.run.provenance.card} (this card's "
+                      f"overhead assumed there), x {choice.compute_scale:.4g}: "
+                      f"{x.why.removeprefix('compute: ')}")
+            flops *= choice.compute_scale
+            ov = overhead(flops)
     else:
         card = get_card(choice.card, user_path=user_cards)
         flops = card.tflops(compute_dtype) * 1e12

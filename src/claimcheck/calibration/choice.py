@@ -27,6 +27,10 @@ class Choice:
     compute: Pick | None
     compute_missing: str = ""
     """Why no compute step was chosen (then the datasheet fallback is used)."""
+    compute_scale: float | None = None
+    """None for a compute step on this card; for one carried from another card
+    (:mod:`~claimcheck.calibration.computecarry`), the factor on its rate: this card's
+    dense rate over that card's."""
     rows: tuple[Pick, ...] = ()
     """The decode-row term's source steps (:func:`row_sources`); empty: none measured."""
     admission: tuple[Pick, ...] = ()
@@ -80,6 +84,7 @@ class Choice:
         return {"bandwidth": self.bandwidth.as_dict(), "overhead": self.overhead.as_dict(),
                 "compute": self.compute.as_dict() if self.compute else None,
                 "compute_missing": self.compute_missing,
+                "compute_scale": self.compute_scale,
                 "rows": [p.as_dict() for p in self.rows + self.rows_beyond],
                 "admission": [p.as_dict() for p in self.admission],
                 "kv": [p.as_dict() for p in self.kv],

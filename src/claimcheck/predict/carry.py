@@ -196,7 +196,10 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     runs = [r for r in runs if r.traces]
     local = local_card(runs, card)
     src, new = get_card(local, user_path=user_cards), get_card(card, user_path=user_cards)
-    shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version, src.arch)
+    # a kernel off its architectures on the local card is off them on a card of the same
+    # architecture too: there the local runs stand for it
+    arch = None if src.arch == new.arch else src.arch
+    shape_e, eta_e, want, eta_status = pick_engines(runs, local, spec, version, arch)
     s_cal, s_ch, s_run = _cal(runs, local, shape_e, user_cards)
     e_cal, e_ch, e_run = _cal(runs, local, eta_e, user_cards)
     fmt = str(spec.weight_format)
@@ -220,7 +223,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
                 f"{fit_eta:.3f} and {fit_t0 * 1e3:.2f} ms per step (not used)"
     except cc.CarryError as e:
         split = f"; no per-step time split off ({e.reason})"
-    foreign = foreign_kernel(fmt, src.arch, src.name)
+    foreign = foreign_kernel(fmt, arch, src.name)
     own = sorted((r for r in runs if run_key(r)[0] == local and run_key(r)[2] == fmt),
                  key=lambda r: r.name)
     own_runs = [r.name for r in own]
