@@ -252,15 +252,17 @@ def test_memory_bound_ladder_steps_within_ten_percent(runs, claims):
             assert abs(r["predicted_over_published"] - 1) < 0.10, r
 
 
-@pytest.mark.xfail(strict=True, reason="issue 42's done-when not met: 9 of 10 within 10% "
-                   "(median 5.2%), every figure under the article's (-1.2% to -10.6%): the "
-                   "32-stream end to end -10.6%; the bend exponent of the H200's BF16 rows "
-                   "(1.95) puts 16 streams at -6.9% (TPOT), and prompts at the int8 rate "
-                   "carried from Humming on the H200 (73 TFLOP/s) a 32-stream median TTFT "
-                   "of 2.8 s against the article's 1.7 s")
 def test_done_when_every_ladder_figure_within_ten_percent(runs, claims):
+    """Issue 42's done-when: the article's ten ladder figures (median TPOT and end to end at
+    1, 8, 16, 32 and 64 streams) within 10%, their median within 5%. Met once the model
+    spent each request's per-request overhead in the engine step that admits it rather
+    than on its way to the scheduler (seen in the H200's long-prompts timelines, not in any
+    3090 figure): before, 9 of 10 within 10%, median 5.2%, the 32-stream end to end -10.6%.
+    Thin margins: the 32-stream end to end reads -9.7%, the median 4.8%."""
     errs = [abs(r["predicted_over_published"] - 1) for r in _ladder(runs, claims).values()]
     assert max(errs) < 0.10 and statistics.median(errs) < 0.05
+    # every figure still under the article's
+    assert all(r["predicted_over_published"] < 1 for r in _ladder(runs, claims).values())
 
 
 def test_table_reads_each_metric_from_the_prediction(runs, claims, predicted):

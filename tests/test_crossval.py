@@ -467,10 +467,13 @@ def test_cold_start_from_other_engines_first_waves(committed_runs):
     assert src["cold"]["borrowed_from"] == ("bf16-dummy-256, w4a16-dummy-marlin-16k, "
                                             "w4a8-int8g-dummy-humming-16k")
     cal = calibration(choice, "fp16")
-    assert 0.45 < cal.cold_start_s < 0.60
-    # and its step 0, predicted cold, is within 6% end to end (16.7% warm)
+    # 0.43 s: 0.45-0.60 before each admitting step took the per-request overhead (then a
+    # first wave's admission took none of it, and the cold term carried more)
+    assert 0.35 < cal.cold_start_s < 0.50
+    # and its step 0, predicted cold, is within 7% end to end (16.7% warm; +6.4% since the
+    # per-request overhead is spent in the admitting step, under 6% before)
     rows = {(r["step"], r["repeat"]): r for r in cv.held_out_rows(held, runs)}
-    assert abs(rows[(0, 1)]["e2e_error"]) < 0.06
+    assert abs(rows[(0, 1)]["e2e_error"]) < 0.07
 
 
 def test_output_lag_is_each_engines_own_else_its_releases_on_the_card(committed_runs):
