@@ -22,13 +22,12 @@ from claimcheck.runs.runchecks import NO_CARD
 
 @dataclass(frozen=True)
 class CarriedCompute:
-    """The compute step on another card and the factor that carries its rate here."""
+    """The compute step on another card (its ``why`` says how its rate is carried) and the
+    factor that carries its rate here."""
 
     pick: Pick
     scale: float
     """This card's dense rate over the step's card's, at the engine's compute dtype."""
-    words: str
-    """How the rate is carried, for the calibration's compute source."""
 
 
 def carried_compute(runs: list[Run], card: str, engine: str, version: str | None,
@@ -55,4 +54,4 @@ def carried_compute(runs: list[Run], card: str, engine: str, version: str | None
              f"{src.tflops(dtype):g} TFLOP/s (datasheets)")
     return CarriedCompute(Pick(r, s, f"compute: {words} ({len(s.timeline.requests)} x "
                                f"{median_prompt(s):,.0f}-token prompts on {run_key(r)[0]}; "
-                               "no such step on this card)"), scale, words)
+                               "no such step on this card)"), scale)
