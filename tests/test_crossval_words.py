@@ -117,6 +117,15 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
     assert str(p) in str(e.value) and "missing column(s) card, weight_format" in str(e.value)
     with pytest.raises(InputError, match="no such file"):
         cv.read(str(tmp_path / "absent.csv"))
+    # a table of the version before carried_from: every other column there, that one named
+    old = [c for c in cv.COLUMNS if c != "carried_from"]
+    q = tmp_path / "old.csv"
+    q.write_text(",".join(old) + "\n" + ",".join("1" for _ in old) + "\n")
+    (tmp_path / "old.dtypes.json").write_text(json.dumps(dict.fromkeys(old, "string")))
+    with pytest.raises(InputError) as e:
+        cv.read(str(q))
+    assert str(e.value).endswith("missing column(s) carried_from: not a cross-validation "
+                                 "table of this version (rule crossval writes one)")
 
 
 def test_the_spread_of_the_same_steps_measured_again_by_hand():

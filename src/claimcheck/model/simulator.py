@@ -309,9 +309,9 @@ class _Loop:
         advanced. A step that admits a request costs the per-request overhead more (once,
         however many it admits), and every request in it waits for it: on the H200 a
         request sent while others decode was in the engine's next step within 22 ms of
-        its send (h200-20261204-w4a16-dummy-marlin-16k-long-prompts, 8 streams), where
-        the overhead read off one-stream TTFTs is 80-100 ms, so the overhead is not on
-        the request's way to the scheduler."""
+        its send, where the overhead read off one-stream TTFTs is 80-100 ms, so the
+        overhead is not on the request's way to the scheduler (docs/model.md, "Where the
+        per-request overhead is spent", names the run)."""
         self.idle_until_arrival()
         n_ff = self.decode_run()
         if n_ff:
