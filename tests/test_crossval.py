@@ -4,6 +4,7 @@ prediction; the counts are the table's."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -160,6 +161,33 @@ def test_row_factors_from_kv_line_intercepts(committed_runs):
     assert abs(f[8] - 1.0) < 0.02 and abs(f[24] - 1.17) < 0.02 and abs(f[48] - 1.01) < 0.02
     # with the decode-rows run in, its own steps are the term (not the lines)
     assert not choose_for(rows_run, runs).rows_from_lines
+
+
+def test_fp8_rows_read_within_the_gemms_bucket_held_out(committed_runs):
+    """The FP8 engine's decode step is 11.64 ms at 16 rows and 14.33 ms at 24 (its
+    decode-rows run): CUTLASS's FP8 GEMM takes another tile above 16 rows. Held out, its
+    16-row factor is the 8-row line intercept's (same bucket), not the 8 -> 24 blend."""
+    from claimcheck.calibration.calibration import calibration, predicted_step
+    from claimcheck.model import simulator
+    from claimcheck.readings import definitions as d
+
+    runs = list(committed_runs)
+    rows_run = next(r for r in runs
+                    if r.name == "h200-20261201-fp8-hyperqwen-dummy-16k-decode-rows")
+    cal = calibration(choose_for(rows_run, [r for r in runs if r is not rows_run]), "fp8")
+    assert cal.row_buckets == (16, 64, 128)
+    assert "scaled_mm_sm90_fp8_dispatch" in cal.row_factor_source
+    f = dict(cal.row_factors)
+    assert simulator.decode_row_factor(cal.row_factors, 16, cal.row_buckets) == f[8]
+    step = next(s for s in rows_run.traces if s.timeline.streams == 16)
+    tl = step.timeline
+    measured = statistics.median(d.tpots_ms(tl))
+    pred, _ = predicted_step(rows_run.engine[0], cal, [r.prompt_tokens for r in tl.requests],
+                             [r.output_tokens for r in tl.requests], tl.streams)
+    assert abs(pred["predicted_median_tpot_ms"] / measured - 1) < 0.02  # was +9.7%
+    # the BF16 engine's GEMM has no buckets on record: every measured count is read
+    bf16 = next(r for r in runs if r.name == "h200-20261129-bf16-dummy-ladder")
+    assert calibration(choose_for(bf16, runs), "bf16").row_buckets == ()
 
 
 def test_predict_names_each_terms_runs_and_what_it_borrowed():

@@ -355,6 +355,34 @@ def test_plain_decode_row_factor_outside_the_measured_rows_by_hand():
     assert f(two, 30) == pytest.approx(1.5)
 
 
+def test_decode_row_factor_within_the_gemms_row_buckets_by_hand():
+    f = simulator.decode_row_factor
+    pts = ((8, 1.0), (24, 1.18), (48, 1.02))
+    buckets = (16, 64, 128)  # 1-16, 17-64, 65-128, 129 and up
+    assert f(pts, 16) == pytest.approx(1.0 + 0.18 * 8 / 16)  # across the bound: 1.09
+    assert f(pts, 16, buckets) == pytest.approx(1.0)         # 8 rows' bucket: its factor
+    assert f(pts, 12, buckets) == pytest.approx(1.0)         # above the bucket's one count
+    assert f(pts, 36, buckets) == pytest.approx(1.18 - 0.16 * 12 / 24)  # 24 -> 48: 1.10
+    assert f(pts, 20, buckets) == pytest.approx(1 + 0.18 * 19 / 23)     # (1, 1) -> (24, 1.18)
+    assert f(pts, 96, buckets) == pytest.approx(1.02)        # a bucket with no count: all
+    assert simulator.decode_row_factor((), 16, buckets) == 1.0
+
+
+def test_row_buckets_must_ascend():
+    with pytest.raises(m.ModelInputError, match="row_buckets must be ascending"):
+        m.Calibration(1e12, 1e15, 0.0, "t", "t", row_buckets=(64, 16))
+    with pytest.raises(m.ModelInputError, match="row_buckets must be an integer >= 1"):
+        m.Calibration(1e12, 1e15, 0.0, "t", "t", row_buckets=(0, 16))
+
+
+def test_row_bucket_and_its_words_by_hand():
+    from claimcheck.physics.formats import KERNEL_ROW_BUCKETS, row_bucket
+    assert [row_bucket((16, 64, 128), n) for n in (1, 16, 17, 64, 65, 128, 129)] == \
+        [0, 0, 1, 1, 2, 2, 3]
+    assert KERNEL_ROW_BUCKETS["cutlassfp8scaledmm"].words() == \
+        "1-16, 17-64, 65-128, 129 and up"
+
+
 def test_a_row_factor_scales_decode_only_steps_by_hand():
     # prompt 4 fits one 8-token step (10 ms: a prefill step, never scaled); then two decode
     # steps of 1 row at factor 1.5: 15 ms each. At 2 rows (above the one measured) the last

@@ -108,3 +108,21 @@ def test_ladder_rows_and_power():
 def test_fp8_engine_facts():
     run = load_run(FP8)
     assert (run.weights_gib, run.kv_pool_tokens) == (27.64, 1_329_152)
+
+
+@pytest.mark.parametrize("line, kernel", [
+    ("(EngineCore pid=2530) INFO 12-01 13:48:56 [__init__.py:635] Selected "
+     "CutlassFP8ScaledMMLinearKernel for Fp8PerTensorOnlineLinearMethod", "cutlassfp8scaledmm"),
+    ("INFO [kernel.py:1] Using MacheteLinearKernel for AutoGPTQLinearMethod", "machete"),
+    ("INFO [kernel.py:1] Using fp8 data type to store kv cache.", None),
+])
+def test_gemm_kernel_read_either_way_the_log_names_it(line, kernel):
+    assert serverlog.gemm_kernel(line) == kernel
+    # the weight-only reading keeps to "Using ...": FP8's "Selected" line is not one
+    assert serverlog.linear_kernel(line) == (None if kernel == "cutlassfp8scaledmm" else kernel)
+
+
+def test_the_fp8_runs_name_their_gemm_from_the_start_log():
+    assert load_run(FP8).gemm_kernel == "cutlassfp8scaledmm"
+    assert load_run(BATCH).gemm_kernel is None  # BF16 names none
+

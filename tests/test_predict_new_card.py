@@ -91,3 +91,17 @@ def test_the_kv_read_rate_moves_as_a_share_of_the_datasheet_not_in_gb_s():
         dataclasses.replace(cal, kv_bandwidth_bytes_s=None, kv_source=""), get_card("h200"),
         get_card("rtx4090"), "fp8")
     assert plain.kv_bandwidth_bytes_s is None and "kv_read_eta" not in assumed
+
+
+def test_gemm_row_buckets_move_only_to_a_card_of_their_architecture():
+    """The FP8 GEMM's row buckets are its Hopper dispatch: borrowed by the H100 (Hopper), not
+    by an RTX 4090 (Ada), whose CUTLASS build dispatches by other bounds."""
+    from claimcheck.model.model import Calibration
+
+    cal = Calibration(bandwidth_bytes_s=2.558e12, flops_s=7.7e14, request_overhead_s=0.08,
+                      bandwidth_source="b", compute_source="c",
+                      row_factors=((8, 1.0), (24, 1.18)), row_buckets=(16, 64, 128))
+    hopper, _ = newcard.borrowed_calibration(cal, get_card("h200"), get_card("h100"), "fp8")
+    ada, _ = newcard.borrowed_calibration(cal, get_card("h200"), get_card("rtx4090"), "fp8")
+    assert hopper.row_buckets == (16, 64, 128) and ada.row_buckets == ()
+    assert ada.row_factors == cal.row_factors  # the factors are borrowed either way

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from claimcheck.calibration.buckets import bucket_words, row_buckets
 from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 from claimcheck.model import model as m
@@ -48,7 +49,7 @@ def calibration(choice: Choice, compute_dtype: str,
     key = _choice_key(choice, compute_dtype)
     if cache is not None and key in cache:
         return cache[key]
-    cal = base_calibration(choice, compute_dtype, user_cards)
+    cal = row_buckets(base_calibration(choice, compute_dtype, user_cards), choice, user_cards)
     if choice.admission:
         gaps = [solve.send_interval_s([r.start_s for r in p.step.timeline.requests])
                 for p in choice.admission]
@@ -101,6 +102,8 @@ def calibration(choice: Choice, compute_dtype: str,
         cal = lag_calibration(cal, choice, cache, user_cards)
     if choice.cold:
         cal = cold_calibration(cal, choice, cache, user_cards)
+    if cal.row_buckets and cal.row_factors:
+        cal = replace(cal, row_factor_source=f"{cal.row_factor_source}; {bucket_words(choice)}")
     if cache is not None:
         cache[key] = cal
     return cal
@@ -314,7 +317,7 @@ def kv_lines(cal: m.Calibration, picks: tuple[Pick, ...]) -> list[tuple[str, int
         shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
-        factor = simulator.decode_row_factor(cal.row_factors, b)
+        factor = simulator.decode_row_factor(cal.row_factors, b, cal.row_buckets)
         groups.setdefault((p.run.name, b), []).append(
             (b * shape.kv_bytes_per_token * ctx, step_s / factor))
     out = []
@@ -353,7 +356,7 @@ def kv_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration
         shape, _ = p.run.engine
         step_s, ctx = kv_window(p.step.timeline)
         b = p.step.timeline.streams
-        factor = simulator.decode_row_factor(cal.row_factors, b)
+        factor = simulator.decode_row_factor(cal.row_factors, b, cal.row_buckets)
         rates.append(m.kv_bandwidth_from_decode(shape, cal, b, ctx, step_s, factor))
     rate = statistics.median(rates)
     streams = sorted({p.step.timeline.streams for p in picks})

@@ -142,6 +142,11 @@ class Calibration:
     """(rows, factor) pairs, rows ascending: a decode-only step of that many rows costs
     factor x the model's step (:func:`row_factor`); empty: no such term measured."""
     row_factor_source: str = ""
+    row_buckets: tuple[int, ...] = ()
+    """The bounds of the engine's GEMM row buckets on the card (:data:`~claimcheck.physics.
+    formats.KERNEL_ROW_BUCKETS`): a decode-row factor is read among the measured row counts
+    in the step's own bucket (:func:`~claimcheck.model.simulator.decode_row_factor`); empty:
+    none on record, every measured count."""
     admission_interval_s: float = 0.0
     """Seconds between the arrivals of requests sent at the same moment (a wave): the i-th
     of them reaches the scheduler i x this after the first (:func:`~.solve.send_interval_s`)."""
@@ -209,6 +214,13 @@ class Calibration:
             if self.bend_exponent < 1:
                 raise ModelInputError("Calibration.bend_exponent", "Calibration.bend_exponent "
                                       f"must be 1 or more, got {self.bend_exponent!r}")
+        last = 0
+        for bound in self.row_buckets:
+            _check_count("Calibration", "row_buckets", bound)
+            if bound <= last:
+                raise ModelInputError("Calibration.row_buckets", "Calibration.row_buckets "
+                                      f"must be ascending, got {self.row_buckets!r}")
+            last = bound
         last = 0
         for rows, factor in self.row_factors:
             _check_count("Calibration", "row_factors", rows)

@@ -26,6 +26,7 @@ from claimcheck.model.model import (
     step_cost,
     step_cost_sum,
 )
+from claimcheck.physics.formats import row_bucket
 from claimcheck.readings.timeline import RequestTimeline, Timeline
 
 
@@ -61,11 +62,18 @@ class Simulation:
         return max(("memory", "compute"), key=lambda k: self.time_s[k])
 
 
-def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float:
+def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int,
+                      buckets: tuple[int, ...] = ()) -> float:
     """The decode-row factor of a plain decode-only step of ``rows`` rows: :func:`row_factor`
     between the measured row counts of ``points``; below the fewest, linear from 1 at one
     row (the step the bandwidth is calibrated on); above the most, the last factor (held
-    out, Marlin's 56- and 64-row steps read +21-25% at 1 past its 48 measured rows)."""
+    out, Marlin's 56- and 64-row steps read +21-25% at 1 past its 48 measured rows). With
+    the GEMM's row ``buckets`` (``Calibration.row_buckets``), only the measured counts in
+    ``rows``' own bucket are read, where it has any (held out, the FP8 engine's 16-row step
+    read -10% on decode from its 8- and 24-row factors across the bound at 16)."""
+    if buckets:
+        own = row_bucket(buckets, rows)
+        points = tuple(p for p in points if row_bucket(buckets, p[0]) == own) or points
     if not points:
         return 1.0
     if rows > points[-1][0]:
@@ -78,7 +86,8 @@ def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int) -> float
 def _decode_factor(cal: Calibration, rows: int) -> float:
     """The decode-row factor of a decode-only step of ``rows`` rows (:func:`decode_row_factor`);
     1.0 when none is measured (a step time times 1.0 is that time, exactly)."""
-    return decode_row_factor(cal.row_factors, rows) if cal.row_factors else 1.0
+    return (decode_row_factor(cal.row_factors, rows, cal.row_buckets) if cal.row_factors
+            else 1.0)
 
 
 def _decode_pricer(cal: Calibration, rows: int) -> Callable[[StepCost], float]:

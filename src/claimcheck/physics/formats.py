@@ -129,3 +129,39 @@ kernel off these architectures is that kernel's on a foreign chip, not the forma
 not carried (measured here: Marlin on the H200 read its weights at 0.375 of the datasheet
 where BF16 reads at 0.70; on the article's RTX 3090 the same kernel reaches 74% of its
 bandwidth line)."""
+
+
+def row_bucket(bounds: tuple[int, ...], rows: int) -> int:
+    """The index of the row bucket ``rows`` falls in under ``bounds`` (:class:`RowBuckets`):
+    0 for 1 to ``bounds[0]`` rows, ``len(bounds)`` above the last bound."""
+    return next((i for i, b in enumerate(bounds) if rows <= b), len(bounds))
+
+
+@dataclass(frozen=True)
+class RowBuckets:
+    """A GEMM kernel's dispatch by rows: M in [1, ``bounds[0]``], (``bounds[0]``,
+    ``bounds[1]``], ..., and above the last bound each run one tile configuration, on
+    cards of ``arches``; ``source`` says where the bounds are read."""
+
+    bounds: tuple[int, ...]
+    arches: tuple[str, ...]
+    source: str
+
+    def words(self) -> str:
+        """The buckets as rows, "1-16, 17-64, 65-128, 129 and up"."""
+        lows = (1, *(b + 1 for b in self.bounds))
+        parts = [f"{lo}-{hi}" for lo, hi in zip(lows, self.bounds, strict=False)]
+        return ", ".join([*parts, f"{lows[-1]} and up"])
+
+
+KERNEL_ROW_BUCKETS = {
+    "cutlassfp8scaledmm": RowBuckets(
+        bounds=(16, 64, 128), arches=("hopper",),
+        source="vLLM's csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm90_fp8_dispatch.cuh: "
+               "m <= 16, m <= 64, m <= 128 and above each take their own tile"),
+}
+"""The row buckets of a GEMM kernel (by the name its start log gives,
+:func:`claimcheck.readings.serverlog.gemm_kernel`): a decode step's rows are the GEMM's M,
+and the step's time moves in steps at the bucket bounds, not linearly across them (measured
+on the H200: the FP8 engine's decode step is 11.6 ms at 16 rows and 14.3, 14.2, 14.2 and
+14.0 ms at 24, 32, 40 and 48)."""

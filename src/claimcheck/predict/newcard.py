@@ -101,6 +101,8 @@ def borrowed_calibration(cal: Calibration, src: Card, new: Card, dtype: str
         "TFLOP/s "
         f"({new.sources.get('source_tensor', '')}) x {eff:.3f} assumed from {src.card}",
         overhead_source=f"assumed: as measured on {src.card} ({cal.overhead_source})",
+        # a GEMM's row buckets are its dispatch on one architecture: kept on a card of it
+        row_buckets=cal.row_buckets if new.arch is not None and new.arch == src.arch else (),
         kv_bandwidth_bytes_s=None if kv_eta is None else kv_eta * new.bandwidth_bytes_s,
         kv_source="" if kv_eta is None else (
             f"{new.name} datasheet {new.memory_bw_gb_s:g} GB/s x KV-read share {kv_eta:.3f} "

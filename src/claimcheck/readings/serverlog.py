@@ -75,6 +75,19 @@ def linear_kernel(text: str) -> str | None:
     return m["kernel"].lower() if m else None
 
 
+GEMM_KERNEL = re.compile(r"(?:Using|Selected) (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+
+
+def gemm_kernel(text: str) -> str | None:
+    """The kernel the engine's linear layers multiply with, lower case, whichever way the
+    start log names it: a quantized method's ("Using MacheteLinearKernel for ...":
+    "machete") or FP8's ("Selected CutlassFP8ScaledMMLinearKernel for
+    Fp8PerTensorOnlineLinearMethod": "cutlassfp8scaledmm"); None when the log names none
+    (BF16). :func:`linear_kernel` reads only the first form, the weight-only kernels."""
+    m = GEMM_KERNEL.search(text)
+    return m["kernel"].lower() if m else None
+
+
 INT8_ACTIVATIONS = re.compile(
     r"Using [A-Za-z0-9]+LinearKernel for (?P<scheme>CompressedTensors(?:WNA8Int|W4A8Int|"
     r"W8A8Int8))\b")

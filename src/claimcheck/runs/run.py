@@ -115,6 +115,12 @@ class Run:
         return self.path.name
 
     @property
+    def gemm_kernel(self) -> str | None:
+        """The kernel the engine's linear layers ran, as its start log names it
+        (:func:`~claimcheck.readings.serverlog.gemm_kernel`); None: none named."""
+        return serverlog.gemm_kernel(self.start_log)
+
+    @property
     def dummy(self) -> bool:
         return self.provenance.dummy
 
