@@ -341,7 +341,8 @@ def _run_step(protocol: Protocol, step: Any, i: int, rep: int, run_dir: Path,
     e1 = energy.read_energy_mj(gpus)
     rec["server_counters"] = {
         "source": "GET /metrics right before and after the client's run: every vllm:* "
-                  "counter (_total), model_name label dropped (readings.promtext)",
+                  "counter (_total) and histogram sum and count (_sum, _count), "
+                  "model_name label dropped (readings.promtext)",
         "before": counters0, "after": read_counters(server)}
     rec["energy"] = {"start": e0, "end": e1, "joules": energy.window_energy_j(e0, e1),
                      "source": "nvmlDeviceGetTotalEnergyConsumption over the client's run"}

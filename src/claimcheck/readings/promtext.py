@@ -4,7 +4,8 @@ vLLM exposes its counters as ``name_total{label="v",...} value`` lines; the spec
 decoding counters (``vllm:spec_decode_num_drafts_total``,
 ``vllm:spec_decode_num_draft_tokens_total``, ``vllm:spec_decode_num_accepted_tokens_total``,
 ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}``) and the prefix cache's
-(``vllm:prefix_cache_queries_total``, ``vllm:prefix_cache_hits_total``) are among them. A
+(``vllm:prefix_cache_queries_total``, ``vllm:prefix_cache_hits_total``) are among them, and
+so are its histograms' sums and counts (``vllm:time_to_first_token_seconds_sum``, ...). A
 step's counts are the difference of two readings (:func:`delta`)."""
 
 from __future__ import annotations
@@ -38,10 +39,17 @@ def parse_labels(raw: str, line_no: int) -> dict[str, str]:
     return out
 
 
+MONOTONE = ("_total", "_sum", "_count")
+"""The sample names kept: counters (``_total``) and each histogram's sum and count, which
+only grow as a counter does (a step's mean is the difference of two readings' sums over
+that of their counts); the buckets and the gauges are left out."""
+
+
 def counters(text: str, prefix: str = "vllm:") -> dict[str, float]:
-    """Every counter sample (name ending ``_total``) whose name starts with ``prefix``,
-    keyed by :func:`sample_key`; the ``model_name`` label is dropped (one model a server).
-    A sample line that cannot be read raises ValueError naming its line."""
+    """Every counter sample and histogram sum and count (names ending :data:`MONOTONE`)
+    whose name starts with ``prefix``, keyed by :func:`sample_key`; the ``model_name``
+    label is dropped (one model a server). A sample line that cannot be read raises
+    ValueError naming its line."""
     out: dict[str, float] = {}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -50,7 +58,7 @@ def counters(text: str, prefix: str = "vllm:") -> dict[str, float]:
         m = SAMPLE.match(line)
         if not m:
             raise ValueError(f"/metrics line {n}: {line[:120]!r} is not a sample")
-        if not m.group("name").endswith("_total"):
+        if not m.group("name").endswith(MONOTONE):
             continue
         labels = parse_labels(m.group("labels"), n) if m.group("labels") else {}
         labels.pop("model_name", None)

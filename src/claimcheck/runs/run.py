@@ -32,6 +32,7 @@ from claimcheck.physics.geometry import Geometry
 from claimcheck.readings import definitions as d
 from claimcheck.readings import serverlog
 from claimcheck.readings.energy import StepEnergy, step_energy
+from claimcheck.readings.enginetimes import engine_time_columns
 from claimcheck.readings.speculation import speculation_columns
 from claimcheck.readings.telemetry import power_samples
 from claimcheck.readings.timeline import Timeline
@@ -237,7 +238,8 @@ def load_run(path: str | Path, cards: Mapping[str, Card] | None = None) -> Run:
         rows.append({**step_row(record_columns(st.record, proto, st.bench, st.timeline,
                                                lines, tel, year), cols),
                      **speculation_columns(prov.engine_config.speculative,
-                                           st.raw.get("server_counters"))})
+                                           st.raw.get("server_counters")),
+                     **engine_time_columns(st.raw.get("server_counters"))})
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
                weights_gib=weights_gib, linear_kernel=serverlog.linear_kernel(start_text),
