@@ -190,6 +190,23 @@ def test_fp8_rows_read_within_the_gemms_bucket_held_out(committed_runs):
     assert calibration(choose_for(bf16, runs), "bf16").row_buckets == ()
 
 
+def test_marlin_rows_read_within_its_16_row_blocks_held_out(committed_runs):
+    """Marlin multiplies a 64-row slice in blocks of 16 rows: its H200 step is 17.83 ms at
+    56 rows and 18.24 at 64 (one block count), 14.77 at 40. Held out, the 56-row step reads
+    the 64-row factor of its block, not a blend with the 48-row one below it."""
+    from claimcheck.calibration.calibration import calibration
+    from claimcheck.model import simulator
+
+    runs = list(committed_runs)
+    rows_run = next(r for r in runs
+                    if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
+    cal = calibration(choose_for(rows_run, [r for r in runs if r is not rows_run]), "bf16")
+    assert cal.row_buckets[:5] == (8, 16, 32, 48, 64)
+    f = dict(cal.row_factors)
+    assert 64 in f and not any(48 < n < 64 for n in f)
+    assert simulator.decode_row_factor(cal.row_factors, 56, cal.row_buckets) == f[64]
+
+
 def test_predict_names_each_terms_runs_and_what_it_borrowed():
     p = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol", "ladder",
             "--json")

@@ -381,6 +381,12 @@ def test_row_bucket_and_its_words_by_hand():
         [0, 0, 1, 1, 2, 2, 3]
     assert KERNEL_ROW_BUCKETS["cutlassfp8scaledmm"].words() == \
         "1-16, 17-64, 65-128, 129 and up"
+    marlin = KERNEL_ROW_BUCKETS["marlin"]  # blocks of 16 rows, 8 or fewer their own
+    assert marlin.bounds[:6] == (8, 16, 32, 48, 64, 80) and marlin.bounds[-1] == 1024
+    assert [row_bucket(marlin.bounds, n) for n in (8, 9, 40, 48, 49, 56, 64, 65)] == \
+        [0, 1, 3, 3, 4, 4, 4, 5]
+    assert marlin.words() == \
+        "1-8, 9-16, 17-32, 33-48, 49-64, then every 16 rows to 1024, 1025 and up"
 
 
 def test_a_row_factor_scales_decode_only_steps_by_hand():

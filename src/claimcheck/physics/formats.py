@@ -148,9 +148,13 @@ class RowBuckets:
     source: str
 
     def words(self) -> str:
-        """The buckets as rows, "1-16, 17-64, 65-128, 129 and up"."""
+        """The buckets as rows, "1-16, 17-64, 65-128, 129 and up"; past the fifth, a run of
+        equal buckets as one step ("..., 49-64, then every 16 rows to 1024, ...")."""
         lows = (1, *(b + 1 for b in self.bounds))
         parts = [f"{lo}-{hi}" for lo, hi in zip(lows, self.bounds, strict=False)]
+        steps = {b - a for a, b in zip(self.bounds[4:], self.bounds[5:], strict=False)}
+        if len(parts) > 6 and len(steps) == 1:
+            parts = [*parts[:5], f"then every {steps.pop()} rows to {self.bounds[-1]}"]
         return ", ".join([*parts, f"{lows[-1]} and up"])
 
 
@@ -159,9 +163,13 @@ KERNEL_ROW_BUCKETS = {
         bounds=(16, 64, 128), arches=("hopper",),
         source="vLLM's csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm90_fp8_dispatch.cuh: "
                "m <= 16, m <= 64, m <= 128 and above each take their own tile"),
+    "marlin": RowBuckets(
+        bounds=(8, *range(16, 1025, 16)), arches=("ampere", "ada", "hopper"),
+        source="vLLM's csrc/quantization/gptq_marlin/gptq_marlin.cu: min(ceil(m / 16), 4) "
+               "blocks of 16 rows a 64-row slice, m <= 8 its own block"),
 }
 """The row buckets of a GEMM kernel (by the name its start log gives,
 :func:`claimcheck.readings.serverlog.gemm_kernel`): a decode step's rows are the GEMM's M,
 and the step's time moves in steps at the bucket bounds, not linearly across them (measured
 on the H200: the FP8 engine's decode step is 11.6 ms at 16 rows and 14.3, 14.2, 14.2 and
-14.0 ms at 24, 32, 40 and 48)."""
+14.0 ms at 24, 32, 40 and 48; Marlin's is 14.8 ms at 40 rows, 17.8 at 56 and 18.2 at 64)."""
