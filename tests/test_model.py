@@ -363,7 +363,9 @@ def test_decode_row_factor_within_the_gemms_row_buckets_by_hand():
     assert f(pts, 16, buckets) == pytest.approx(1.0)         # 8 rows' bucket: its factor
     assert f(pts, 12, buckets) == pytest.approx(1.0)         # above the bucket's one count
     assert f(pts, 36, buckets) == pytest.approx(1.18 - 0.16 * 12 / 24)  # 24 -> 48: 1.10
-    assert f(pts, 20, buckets) == pytest.approx(1 + 0.18 * 19 / 23)     # (1, 1) -> (24, 1.18)
+    assert f(pts, 20, buckets) == pytest.approx(1.18)        # below 24 in its bucket: 24's
+    assert f(((24, 1.18),), 4, buckets) == pytest.approx(1 + 0.18 * 3 / 23)  # no count in
+    # 4's bucket: every count, and below the fewest the line from 1 at one row
     assert f(pts, 96, buckets) == pytest.approx(1.02)        # a bucket with no count: all
     assert simulator.decode_row_factor((), 16, buckets) == 1.0
 

@@ -69,11 +69,16 @@ def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int,
     row (the step the bandwidth is calibrated on); above the most, the last factor (held
     out, Marlin's 56- and 64-row steps read +21-25% at 1 past its 48 measured rows). With
     the GEMM's row ``buckets`` (``Calibration.row_buckets``), only the measured counts in
-    ``rows``' own bucket are read, where it has any (held out, the FP8 engine's 16-row step
-    read -10% on decode from its 8- and 24-row factors across the bound at 16)."""
+    ``rows``' own bucket are read, where it has any, below its fewest its fewest's (the line
+    from 1 at one row is the first bucket's only); held out, the FP8 engine's 16-row step
+    read -10% on decode from its 8- and 24-row factors across the bound at 16."""
     if buckets:
         own = row_bucket(buckets, rows)
-        points = tuple(p for p in points if row_bucket(buckets, p[0]) == own) or points
+        same = tuple(p for p in points if row_bucket(buckets, p[0]) == own)
+        if same:
+            if own > 0 and rows < same[0][0]:  # one row is in the first bucket only
+                return same[0][1]
+            points = same
     if not points:
         return 1.0
     if rows > points[-1][0]:
