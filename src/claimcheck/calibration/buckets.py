@@ -33,5 +33,6 @@ def row_buckets(cal: m.Calibration, choice: Choice, user_cards: str | None = Non
 def bucket_words(choice: Choice) -> str:
     """How the decode-row factors are read within the GEMM's row buckets, and from where."""
     b = KERNEL_ROW_BUCKETS[choice.bandwidth.run.gemm_kernel or ""]
-    return (f"read within the row buckets of the engine's GEMM ({b.words()} rows; {b.source}), "
-            "across buckets only where a bucket has no measured count")
+    return (f"read within the row buckets of the engine's GEMM ({b.words()} rows; {b.source}): "
+            "below a bucket's fewest measured count that count's factor, across buckets only "
+            "where a bucket has none")
