@@ -4,15 +4,12 @@ KERNEL_ROW_BUCKETS`), which the decode-row factors are read within
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from claimcheck.calibration.choice import Choice
-from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
 from claimcheck.physics.formats import KERNEL_ROW_BUCKETS, RowBuckets
 
 
-def _kernel_buckets(choice: Choice, user_cards: str | None) -> RowBuckets | None:
+def kernel_buckets(choice: Choice, user_cards: str | None = None) -> RowBuckets | None:
     """The row buckets of the engine's GEMM on the choice's card (its bandwidth run's start
     log names the kernel, :data:`~claimcheck.physics.formats.KERNEL_ROW_BUCKETS` its
     buckets), where they are on record for the card's architecture; else None."""
@@ -22,17 +19,9 @@ def _kernel_buckets(choice: Choice, user_cards: str | None) -> RowBuckets | None
     return b
 
 
-def row_buckets(cal: m.Calibration, choice: Choice, user_cards: str | None = None
-                ) -> m.Calibration:
-    """``cal`` with the GEMM's row buckets (``Calibration.row_buckets``) where the engine's
-    kernel has them on the card's architecture (:func:`_kernel_buckets`)."""
-    b = _kernel_buckets(choice, user_cards)
-    return cal if b is None else replace(cal, row_buckets=b.bounds)
-
-
-def bucket_words(choice: Choice) -> str:
-    """How the decode-row factors are read within the GEMM's row buckets, and from where."""
-    b = KERNEL_ROW_BUCKETS[choice.bandwidth.run.gemm_kernel or ""]
+def bucket_words(b: RowBuckets) -> str:
+    """How the decode-row factors are read within the GEMM's row buckets ``b``, and from
+    where."""
     return (f"read within the row buckets of the engine's GEMM ({b.words()} rows; {b.source}): "
             "below a bucket's fewest measured count that count's factor, across buckets only "
             "where a bucket has none")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from claimcheck.calibration.buckets import bucket_words, row_buckets
+from claimcheck.calibration.buckets import bucket_words, kernel_buckets
 from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 from claimcheck.model import model as m
@@ -49,7 +49,10 @@ def calibration(choice: Choice, compute_dtype: str,
     key = _choice_key(choice, compute_dtype)
     if cache is not None and key in cache:
         return cache[key]
-    cal = row_buckets(base_calibration(choice, compute_dtype, user_cards), choice, user_cards)
+    cal = base_calibration(choice, compute_dtype, user_cards)
+    buckets = kernel_buckets(choice, user_cards)
+    if buckets is not None:
+        cal = replace(cal, row_buckets=buckets.bounds)
     if choice.admission:
         gaps = [solve.send_interval_s([r.start_s for r in p.step.timeline.requests])
                 for p in choice.admission]
@@ -102,8 +105,8 @@ def calibration(choice: Choice, compute_dtype: str,
         cal = lag_calibration(cal, choice, cache, user_cards)
     if choice.cold:
         cal = cold_calibration(cal, choice, cache, user_cards)
-    if cal.row_buckets and cal.row_factors:
-        cal = replace(cal, row_factor_source=f"{cal.row_factor_source}; {bucket_words(choice)}")
+    if buckets is not None and cal.row_factors:
+        cal = replace(cal, row_factor_source=f"{cal.row_factor_source}; {bucket_words(buckets)}")
     if cache is not None:
         cache[key] = cal
     return cal

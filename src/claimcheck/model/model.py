@@ -94,6 +94,18 @@ def _check_count(owner: str, name: str, v: Any) -> None:
                               f"got {v!r}")
 
 
+def _check_ascending(name: str, counts: Any, whole: Any, order: str) -> None:
+    """Refuse ``Calibration.name`` unless its ``counts`` are integers >= 1, strictly
+    ascending (``whole``: the field as given, ``order``: how the words say ascending)."""
+    last = 0
+    for n in counts:
+        _check_count("Calibration", name, n)
+        if n <= last:
+            raise ModelInputError(f"Calibration.{name}", f"Calibration.{name} must be "
+                                  f"{order}, got {whole!r}")
+        last = n
+
+
 @dataclass(frozen=True)
 class EngineShape:
     """What one engine configuration moves and computes. Bytes, FLOP, tokens."""
@@ -214,21 +226,11 @@ class Calibration:
             if self.bend_exponent < 1:
                 raise ModelInputError("Calibration.bend_exponent", "Calibration.bend_exponent "
                                       f"must be 1 or more, got {self.bend_exponent!r}")
-        last = 0
-        for bound in self.row_buckets:
-            _check_count("Calibration", "row_buckets", bound)
-            if bound <= last:
-                raise ModelInputError("Calibration.row_buckets", "Calibration.row_buckets "
-                                      f"must be ascending, got {self.row_buckets!r}")
-            last = bound
-        last = 0
-        for rows, factor in self.row_factors:
-            _check_count("Calibration", "row_factors", rows)
+        _check_ascending("row_buckets", self.row_buckets, self.row_buckets, "ascending")
+        for _, factor in self.row_factors:
             _check_number("Calibration", "row_factors", factor, zero_ok=False)
-            if rows <= last:
-                raise ModelInputError("Calibration.row_factors", "Calibration.row_factors "
-                                      f"must be in ascending rows, got {self.row_factors!r}")
-            last = rows
+        _check_ascending("row_factors", [rows for rows, _ in self.row_factors],
+                         self.row_factors, "in ascending rows")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -5,6 +5,7 @@ Pure data and pure functions. Sizes are in bytes; scale layouts are parameters.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 STATE_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2,
@@ -134,7 +135,7 @@ bandwidth line)."""
 def row_bucket(bounds: tuple[int, ...], rows: int) -> int:
     """The index of the row bucket ``rows`` falls in under ``bounds`` (:class:`RowBuckets`):
     0 for 1 to ``bounds[0]`` rows, ``len(bounds)`` above the last bound."""
-    return next((i for i, b in enumerate(bounds) if rows <= b), len(bounds))
+    return bisect_left(bounds, rows)
 
 
 @dataclass(frozen=True)

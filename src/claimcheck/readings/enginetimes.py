@@ -47,7 +47,7 @@ def engine_time_columns(counters: Mapping[str, Any] | None) -> dict[str, Any]:
         return out
     d = delta(before, after)
     steps = counter_sum(d, STEPS + "_count")
-    if any(k.startswith(STEPS + "_count") for k in after) and steps > 0:
+    if steps > 0:
         out["engine_steps"] = int(steps)
         out["engine_tokens_per_step"] = counter_sum(d, STEPS + "_sum") / steps
     n = counter_sum(d, MEANS_MS["server_ttft_ms"] + "_count")

@@ -65,17 +65,21 @@ def steady_lines(lines: list[StatsLine], streams: int) -> list[StatsLine]:
             and s.generation_tok_s > 0]
 
 
-LINEAR_KERNEL = re.compile(r"Using (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+KERNEL_LINE = re.compile(r"(?P<verb>Using|Selected) (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+"""A start log's line naming the kernel of a linear method: "Using X" for a quantized
+method's kernel, "Selected X" for FP8's."""
+
+
+def _kernel(text: str, verbs: tuple[str, ...]) -> str | None:
+    """The first kernel a :data:`KERNEL_LINE` with one of ``verbs`` names, lower case."""
+    return next((m["kernel"].lower() for m in KERNEL_LINE.finditer(text)
+                 if m["verb"] in verbs), None)
 
 
 def linear_kernel(text: str) -> str | None:
     """The quantized linear kernel the engine chose, lower case ("Using MacheteLinearKernel
     for AutoGPTQLinearMethod": "machete"); None when the log names none (unquantized)."""
-    m = LINEAR_KERNEL.search(text)
-    return m["kernel"].lower() if m else None
-
-
-GEMM_KERNEL = re.compile(r"(?:Using|Selected) (?P<kernel>[A-Za-z0-9]+)LinearKernel for ")
+    return _kernel(text, ("Using",))
 
 
 def gemm_kernel(text: str) -> str | None:
@@ -84,8 +88,7 @@ def gemm_kernel(text: str) -> str | None:
     "machete") or FP8's ("Selected CutlassFP8ScaledMMLinearKernel for
     Fp8PerTensorOnlineLinearMethod": "cutlassfp8scaledmm"); None when the log names none
     (BF16). :func:`linear_kernel` reads only the first form, the weight-only kernels."""
-    m = GEMM_KERNEL.search(text)
-    return m["kernel"].lower() if m else None
+    return _kernel(text, ("Using", "Selected"))
 
 
 INT8_ACTIVATIONS = re.compile(
