@@ -51,6 +51,17 @@ def test_no_reading_or_no_histogram_gives_none():
     assert engine_time_columns(old) == dict.fromkeys(COLUMNS)
 
 
+def test_an_impossible_reading_names_the_histogram():
+    before = _reading()
+    with pytest.raises(ValueError, match="went down"):  # a restarted server
+        engine_time_columns({"before": {"counters": before},
+                             "after": {"counters": _reading(ttft=(9.0, 104))}})
+    with pytest.raises(ValueError, match=r"time_to_first_token_seconds_sum.* moved by inf "
+                                         "over the step, not a finite number"):
+        engine_time_columns({"before": {"counters": before},
+                             "after": {"counters": _reading(ttft=(float("inf"), 104))}})
+
+
 def test_the_real_exposition_keeps_histogram_sums_and_counts():
     c = counters(METRICS.read_text())
     # by hand from the file (the speculation run's server at its end)
@@ -66,3 +77,30 @@ def test_committed_steps_predate_the_histograms():
     run = load_run(RUNS / "h200-20261205-w4a8-int8g-dummy-humming-16k-wave-admission")
     assert set(COLUMNS) <= set(run.table.columns)
     assert run.table[list(COLUMNS)].isna().all().all()
+
+
+def test_a_run_with_an_impossible_histogram_names_its_file_and_step(tmp_path):
+    from claimcheck.files.errors import InputError
+    from claimcheck.runs.run import load_run
+    from tests.fabricate import copy_run, edit_json
+
+    name = "h200-20261205-w4a8-int8g-dummy-humming-16k-wave-admission"
+    run = copy_run(tmp_path, name)
+
+    def poison(after):
+        def edit(prov):
+            sc = prov["steps"][0]["server_counters"]
+            sc["before"]["counters"].update(_reading())
+            sc["after"]["counters"].update(after)
+        return edit
+    # a TTFT sum that went down over the step (a restarted server's reading)
+    edit_json(run / "provenance.json", poison(_reading(ttft=(9.5, 116))))
+    with pytest.raises(InputError) as e:
+        load_run(run)
+    assert str(e.value).startswith(str(run / "provenance.json"))
+    assert "server_counters" in str(e.value) and "step 00-c16-r1" in str(e.value)
+    assert "time_to_first_token_seconds_sum" in str(e.value) and "went down" in str(e.value)
+    # an infinite one is refused by the record's reader, before any column
+    edit_json(run / "provenance.json", poison(_reading(ttft=(float("inf"), 116))))
+    with pytest.raises(InputError, match="not valid JSON .Infinity is not a JSON number."):
+        load_run(run)

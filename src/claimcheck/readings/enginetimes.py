@@ -21,6 +21,7 @@ none of these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,10 @@ def engine_time_columns(counters: Mapping[str, Any] | None) -> dict[str, Any]:
     if before is None or after is None:
         return out
     d = delta(before, after)
+    for k, v in d.items():
+        if k.startswith((STEPS, *MEANS_MS.values())) and not math.isfinite(v):
+            raise ValueError(f"server_counters: {k} moved by {v!r} over the step, not a "
+                             "finite number")
     steps = counter_sum(d, STEPS + "_count")
     if steps > 0:
         out["engine_steps"] = int(steps)

@@ -239,13 +239,24 @@ def load_run(path: str | Path, cards: Mapping[str, Card] | None = None) -> Run:
                                                lines, tel, year), cols),
                      **speculation_columns(prov.engine_config.speculative,
                                            st.raw.get("server_counters")),
-                     **engine_time_columns(st.raw.get("server_counters"))})
+                     **_engine_times(st.raw, p)})
     return Run(path=p, provenance=prov, protocol=proto, table=to_frame(rows),
                traces=tuple(traces), skipped=tuple(skipped),
                weights_gib=weights_gib, linear_kernel=serverlog.linear_kernel(start_text),
                int8_activations=serverlog.int8_activation_scheme(start_text),
                kv_pool_tokens=serverlog.kv_pool_tokens(start_text), engine_inputs=ei,
                geometry=geom, start_log=start_text)
+
+
+def _engine_times(step: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The step's engine-time columns (:func:`~claimcheck.readings.enginetimes.
+    engine_time_columns`); an impossible reading is an InputError naming the run's
+    provenance.json, the step and ``server_counters``."""
+    try:
+        return engine_time_columns(step.get("server_counters"))
+    except ValueError as e:
+        raise InputError(str(run_dir / "provenance.json"), f"step {step.get('dir')}: {e}",
+                         key="server_counters") from None
 
 
 def find_runs(root: str | Path) -> list[Path]:
