@@ -400,7 +400,8 @@ def test_held_out_marlin_rows_take_its_own_closed_loops_above_its_lines(committe
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
-    held = next(r for r in runs if r.name.endswith("w4a16-dummy-marlin-16k-decode-rows-to-64"))
+    held = next(r for r in runs
+                if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
     choice = choose_for(held, [r for r in runs if r is not held])
     assert {p.step.timeline.streams for p in choice.rows_beyond} == {64}
     assert {p.run.name for p in choice.rows_beyond} == {
@@ -530,7 +531,8 @@ def test_output_lag_is_each_engines_own_else_its_releases_on_the_card(committed_
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
-    marlin = next(r for r in runs if r.name.endswith("marlin-16k-decode-rows-to-64"))
+    marlin = next(r for r in runs
+                  if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
     cal = calibration(choose_for(marlin, runs), "fp16")
     assert 0.6 < cal.output_lag < 0.8
     assert "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64" in cal.output_lag_source

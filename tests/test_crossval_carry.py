@@ -53,7 +53,7 @@ def test_h100_single_stream_is_carried_from_the_h200(committed_runs):
     assert (tl.streams, [q.prompt_tokens for q in tl.requests],
             [q.output_tokens for q in tl.requests]) == (1, [128] * 3, [512] * 3)
     pool = [r for r in runs if not r.name.startswith("h100-")]  # every run but the H100's
-    assert len(pool) == len(runs) - 6  # the H100 runs: 2 sessions, 2 engines, 6 runs
+    assert len(pool) == len(runs) - 8  # the H100 runs: 3 sessions, 2 engines, 8 runs
     expected = predict_carried(pool, "h100", "bf16-dummy-16k",
                                load_protocols()["single-stream"], load_engines(),
                                power_limit_w=target.provenance.gpu.power_limit_enforced_w,
