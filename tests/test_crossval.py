@@ -14,6 +14,9 @@ from claimcheck.calibration.termsources import term_sources
 from claimcheck.predict import crossval as cv
 from tests._cli import cli
 
+MARLIN_ROWS_H200 = "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64"
+"""The Marlin engine's decode-rows run on the H200 (the H100 has one of the same protocol)."""
+
 
 def _slowed(run, k: float):
     """``run`` with every measured time of its timelines stretched by ``k`` (sends, first
@@ -198,8 +201,7 @@ def test_marlin_rows_read_within_its_16_row_blocks_held_out(committed_runs):
     from claimcheck.model import simulator
 
     runs = list(committed_runs)
-    rows_run = next(r for r in runs
-                    if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
+    rows_run = next(r for r in runs if r.name == MARLIN_ROWS_H200)
     cal = calibration(choose_for(rows_run, [r for r in runs if r is not rows_run]), "bf16")
     assert cal.row_buckets[:5] == (8, 16, 32, 48, 64)
     f = dict(cal.row_factors)
@@ -400,8 +402,7 @@ def test_held_out_marlin_rows_take_its_own_closed_loops_above_its_lines(committe
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
-    held = next(r for r in runs
-                if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
+    held = next(r for r in runs if r.name == MARLIN_ROWS_H200)
     choice = choose_for(held, [r for r in runs if r is not held])
     assert {p.step.timeline.streams for p in choice.rows_beyond} == {64}
     assert {p.run.name for p in choice.rows_beyond} == {
@@ -531,11 +532,10 @@ def test_output_lag_is_each_engines_own_else_its_releases_on_the_card(committed_
     from claimcheck.calibration.calibration import calibration
 
     runs = list(committed_runs)
-    marlin = next(r for r in runs
-                  if r.name == "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64")
+    marlin = next(r for r in runs if r.name == MARLIN_ROWS_H200)
     cal = calibration(choose_for(marlin, runs), "fp16")
     assert 0.6 < cal.output_lag < 0.8
-    assert "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64" in cal.output_lag_source
+    assert MARLIN_ROWS_H200 in cal.output_lag_source
     held = next(r for r in runs if r.name.endswith("w4a16-dummy-machete-16k-context-ladder"))
     own = calibration(choose_for(held, runs), "fp16")
     assert 0.25 < own.output_lag < 0.45
