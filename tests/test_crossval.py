@@ -136,6 +136,14 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
         "h200-20261204-w4a16-dummy-marlin-16k-single-stream"}
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
                                  "kv", "sequence", "cold", "lag"}
+    # each step's own SM clock at work, beside (not in) its prediction: at the same 700 W
+    # cap the two H200s ran the 256-slot BF16 engine's 256-row step at 1,635 and 1,515 MHz
+    # (the median of the telemetry samples in the step's window drawing >= 350 W, worked
+    # out from telemetry.csv and step.json's start and end by hand: 26, 26 and 27 samples)
+    clock = {(r["run"], r["step"], r["repeat"]): r["sm_clock_mhz"] for r in steps}
+    assert clock[("h200-20261201-bf16-dummy-256-bend", 3, 1)] == 1635.0
+    assert clock[("h200-20261204-bf16-dummy-256-decode-rows-to-256", 3, 1)] == 1515.0
+    assert clock[("h200-20261204-bf16-dummy-256-decode-rows-to-256", 3, 2)] == 1515.0
 
 
 def test_cli_cross_validate_refuses_a_run_dir():

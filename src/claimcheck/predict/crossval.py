@@ -17,6 +17,13 @@ the pool, :func:`claimcheck.predict.modeltable.table_rows`), and ``calibration_s
 the steps the in-sample calibration took a term from. Summaries per engine
 (:func:`by_engine`) and per term (:func:`by_term`) count the complete steps within the
 tolerance on end to end, on decode, and on both.
+
+Beside them, ``sm_clock_mhz``: the step's own SM clock at work (the median of its
+telemetry samples in its load window drawing at least half the power limit,
+:func:`claimcheck.readings.telemetry.busy_sm_clock`). It is a condition of the card the run
+met, read from its telemetry like its power limit, and no term uses it: at the same 700 W
+cap two H200s ran the 256-slot BF16 engine's 256-row step at different clocks
+(docs/model.md, "The same card at its power cap").
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
 from claimcheck.predict.crossval_carry import CARRY_ERRORS, carried_prediction
 from claimcheck.predict.modeltable import predict_run, table_rows
+from claimcheck.readings.telemetry import busy_sm_clock
 from claimcheck.runs.run import Run
+from claimcheck.runs.runload import read_telemetry
 from claimcheck.verdicts.accuracy import within, within_both
 from claimcheck.verdicts.verdicts import TOLERANCE
 
@@ -41,7 +50,7 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
            "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "carried_from",
-           "borrowed_terms", *(f"{t}_runs" for t in TERMS))
+           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "sm_clock_mhz")
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
 
 
@@ -98,6 +107,15 @@ def _unpredicted(target: Run, base: dict[str, Any], note: str) -> list[dict[str,
             for s in target.traces]
 
 
+def step_clocks(run: Run) -> dict[tuple[Any, Any], float | None]:
+    """(step, repeat) -> the step's SM clock at work, MHz (:func:`busy_sm_clock` over its load
+    window in the run's telemetry.csv); None where no sample in it drew half the power
+    limit, or the run has no telemetry."""
+    rows = read_telemetry(run.path / "telemetry.csv")
+    return {(s.record["step"], s.record["repeat"]): busy_sm_clock(rows, *s.window_unix_s)[0]
+            for s in run.traces}
+
+
 def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[str, Any]]:
     """Every step of every run, cross-validated (:func:`held_out_rows`), with its in-sample
     errors and ``calibration_step`` from the model table's calibration over all ``runs``;
@@ -110,8 +128,10 @@ def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[
     for target in runs:
         if target.drafts:  # no plain model of a drafting step to validate (choose_for)
             continue
+        clocks = step_clocks(target)
         for r in held_out_rows(target, runs, cache, terms, user_cards, engines):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
+            r["sm_clock_mhz"] = clocks.get((r["step"], r["repeat"]))
             if r.get("measured_e2e_tok_s") is None and ins:
                 r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]
                 r["measured_decode_tok_s"] = ins["measured_decode_tok_s"]
