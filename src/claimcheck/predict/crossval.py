@@ -19,11 +19,11 @@ the steps the in-sample calibration took a term from. Summaries per engine
 tolerance on end to end, on decode, and on both.
 
 Beside them, ``sm_clock_mhz``: the step's own SM clock at work (the median of its
-telemetry samples in its load window drawing at least half the power limit,
-:func:`claimcheck.readings.telemetry.busy_sm_clock`). It is a condition of the card the run
-met, read from its telemetry like its power limit, and no term uses it: at the same 700 W
-cap two H200s ran the 256-slot BF16 engine's 256-row step at different clocks
-(docs/model.md, "The same card at its power cap").
+telemetry samples in its load window drawing at least half the power limit, read as the
+carried model reads it: :func:`claimcheck.predict.carry.step_sm_clock`). It is a condition
+of the card the run met, read from its telemetry like its power limit, and no term uses it:
+at the same 700 W cap two H200s ran the 256-slot BF16 engine's 256-row step at different
+clocks (docs/model.md, "The same card at its power cap").
 """
 
 from __future__ import annotations
@@ -37,11 +37,10 @@ from claimcheck.config.configfiles import load_engines, load_model_terms
 from claimcheck.config.protocols import Terms
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
+from claimcheck.predict.carry import step_sm_clock
 from claimcheck.predict.crossval_carry import CARRY_ERRORS, carried_prediction
 from claimcheck.predict.modeltable import predict_run, table_rows
-from claimcheck.readings.telemetry import busy_sm_clock
 from claimcheck.runs.run import Run
-from claimcheck.runs.runload import read_telemetry
 from claimcheck.verdicts.accuracy import within, within_both
 from claimcheck.verdicts.verdicts import TOLERANCE
 
@@ -107,15 +106,6 @@ def _unpredicted(target: Run, base: dict[str, Any], note: str) -> list[dict[str,
             for s in target.traces]
 
 
-def step_clocks(run: Run) -> dict[tuple[Any, Any], float | None]:
-    """(step, repeat) -> the step's SM clock at work, MHz (:func:`busy_sm_clock` over its load
-    window in the run's telemetry.csv); None where no sample in it drew half the power
-    limit, or the run has no telemetry."""
-    rows = read_telemetry(run.path / "telemetry.csv")
-    return {(s.record["step"], s.record["repeat"]): busy_sm_clock(rows, *s.window_unix_s)[0]
-            for s in run.traces}
-
-
 def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[str, Any]]:
     """Every step of every run, cross-validated (:func:`held_out_rows`), with its in-sample
     errors and ``calibration_step`` from the model table's calibration over all ``runs``;
@@ -128,7 +118,8 @@ def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[
     for target in runs:
         if target.drafts:  # no plain model of a drafting step to validate (choose_for)
             continue
-        clocks = step_clocks(target)
+        clocks = {(s.record["step"], s.record["repeat"]): step_sm_clock(target, s)[0]
+                  for s in target.traces}
         for r in held_out_rows(target, runs, cache, terms, user_cards, engines):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             r["sm_clock_mhz"] = clocks.get((r["step"], r["repeat"]))
