@@ -126,6 +126,15 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
         cv.read(str(q))
     assert str(e.value).endswith("missing column(s) carried_from: not a cross-validation "
                                  "table of this version (rule crossval writes one)")
+    # ... and of the version before each step's clock (sm_clock_mhz)
+    older = [c for c in cv.COLUMNS if c != "sm_clock_mhz"]
+    o = tmp_path / "older.csv"
+    o.write_text(",".join(older) + "\n" + ",".join("1" for _ in older) + "\n")
+    (tmp_path / "older.dtypes.json").write_text(json.dumps(dict.fromkeys(older, "string")))
+    with pytest.raises(InputError) as e:
+        cv.read(str(o))
+    assert str(e.value) == (f"{o}: missing column(s) sm_clock_mhz: not a cross-validation "
+                            "table of this version (rule crossval writes one)")
 
 
 def test_the_spread_of_the_same_steps_measured_again_by_hand():
