@@ -274,7 +274,11 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
                      + (f"  ({v['unpredicted']} with no calibration without their run)"
                         if v["unpredicted"] else "")
                      + (f"  ({v['carried']} with every term carried from another card)"
-                        if v["carried"] else ""))
+                        if v["carried"] else "")
+                     + (f"  (another run measured {v['replicated']['steps']}: its "
+                        f"measurement within at {v['replicated']['both_within']}, the model "
+                        f"at {v['replicated']['model_both_within']})"
+                        if v["replicated"]["steps"] else ""))
     lines.append("per term (steps with it measured, borrowed from another engine, both "
                  "within; without it):")
     for t, v in out["terms"].items():

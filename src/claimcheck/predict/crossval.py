@@ -24,10 +24,20 @@ carried model reads it: :func:`claimcheck.predict.carry.step_sm_clock`). It is a
 of the card the run met, read from its telemetry like its power limit, and no term uses it:
 at the same 700 W cap two H200s ran the 256-slot BF16 engine's 256-row step at different
 clocks (docs/model.md, "The same card at its power cap").
+
+And beside them, the same step measured by the other runs (``replicate_*``,
+:func:`with_replicates`): the median of what the other runs of the engine, card and
+protocol measured at the same step (index, streams and requests), set against this run's
+measurement as if it were the prediction. It is the measurement's own reproducibility from
+one run (on the lent machines, one lease and one card) to another: where another run of the
+same step lands outside the tolerance, no model of the card and engine alone can land
+within it on both runs. :func:`summary` counts it (``replicated``) beside the model's count
+over the same steps.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,7 +51,7 @@ from claimcheck.predict.carry import step_sm_clock
 from claimcheck.predict.crossval_carry import CARRY_ERRORS, carried_prediction
 from claimcheck.predict.modeltable import predict_run, table_rows
 from claimcheck.runs.run import Run
-from claimcheck.verdicts.accuracy import within, within_both
+from claimcheck.verdicts.accuracy import error, within, within_both
 from claimcheck.verdicts.verdicts import TOLERANCE
 
 COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "step", "repeat",
@@ -49,7 +59,8 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
            "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "carried_from",
-           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "sm_clock_mhz")
+           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "sm_clock_mhz",
+           "replicate_runs", "replicate_e2e_error", "replicate_decode_error")
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
 
 
@@ -129,8 +140,38 @@ def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[
             r["calibration_step"] = bool(ins.get("calibration_step", False))
             r["in_sample_e2e_error"] = ins.get("e2e_error")
             r["in_sample_decode_error"] = ins.get("decode_error")
-            rows.append({c: r.get(c) for c in COLUMNS})
-    return rows
+            rows.append(r)
+    return [{c: r.get(c) for c in COLUMNS} for r in with_replicates(rows)]
+
+
+REPLICATE_KEY = ("card", "engine", "protocol", "step", "streams", "requests")
+"""What makes two runs' steps the same step for :func:`with_replicates`."""
+
+
+def _median(values: list[Any]) -> float | None:
+    vs = [float(v) for v in values if v is not None]
+    return statistics.median(vs) if vs else None
+
+
+def with_replicates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` each with ``replicate_runs`` (the other runs that measured the same step,
+    :data:`REPLICATE_KEY`, complete; "" where none did) and ``replicate_e2e_error`` /
+    ``replicate_decode_error``: the median of those runs' measured end to end (decode)
+    aggregates over all their repeats of the step, as a prediction of this row's
+    measurement (None without another run, or where either side measured no decode)."""
+    same: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in complete(rows):
+        same.setdefault(tuple(str(r.get(k)) for k in REPLICATE_KEY), []).append(r)
+    out = []
+    for r in rows:
+        others = [o for o in same.get(tuple(str(r.get(k)) for k in REPLICATE_KEY), [])
+                  if o["run"] != r["run"]]
+        e2e = _median([o["measured_e2e_tok_s"] for o in others])
+        dec = _median([o["measured_decode_tok_s"] for o in others])
+        out.append({**r, "replicate_runs": "; ".join(sorted({str(o["run"]) for o in others})),
+                    "replicate_e2e_error": error(e2e, r.get("measured_e2e_tok_s")),
+                    "replicate_decode_error": error(dec, r.get("measured_decode_tok_s"))})
+    return out
 
 
 def _counts(rows: list[dict[str, Any]], prefix: str, tolerance: float) -> dict[str, int]:
@@ -156,7 +197,22 @@ def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[st
     return {"steps": len(rows), "unpredicted": sum(bool(r["cv_note"]) for r in rows),
             "carried": sum(bool(r.get("carried_from")) for r in rows),
             "cross_validated": _counts(rows, "", tolerance),
-            "in_sample": _counts(rows, "in_sample_", tolerance)}
+            "in_sample": _counts(rows, "in_sample_", tolerance),
+            "replicated": _replicated(rows, tolerance)}
+
+
+def _replicated(rows: list[dict[str, Any]], tolerance: float) -> dict[str, int]:
+    """Over the complete ``rows`` another run measured too (``replicate_runs``): their
+    count, how many that other measurement lands within ``tolerance`` of on both end to
+    end and decode (:func:`with_replicates`), and how many the cross-validated model
+    does."""
+    rep = [r for r in rows if r.get("replicate_runs")]
+    return {"steps": len(rep),
+            "both_within": sum(within_both(r["replicate_e2e_error"],
+                                           r["replicate_decode_error"], tolerance)
+                               for r in rep),
+            "model_both_within": sum(within_both(r["e2e_error"], r["decode_error"], tolerance)
+                                     for r in rep)}
 
 
 def carried_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

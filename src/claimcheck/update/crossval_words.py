@@ -22,6 +22,8 @@ MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
                 "cv.worst_runs")
+REPLICATE_NAMES = ("cv.worst_replicated", "cv.worst_replicate_within",
+                   "cv.worst_replicate_model")
 
 
 def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: str,
@@ -74,7 +76,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
                 flag("cv.has_unpredicted", False, SRC), flag("cv.has_carried", False, SRC),
-                *spread_values(None)] + [word(n, "none", SRC) for n in NAMES]
+                *spread_values(None), *replicate_values(None)] + [
+                    word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
     worst = min(per, key=lambda e: (_both(per[e]) / per[e]["steps"], e))
@@ -93,7 +96,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
         r[m[0]] is not None and abs(float(r[m[0]])) > tolerance for r in misses))
     errs = [float(r[key]) for r in misses if r[key] is not None]
     sp = spread(rows, worst, proto, key, tolerance) if proto and errs else None
-    return [*spread_values(sp), flag("cv.has", True, SRC),
+    return [*spread_values(sp), *replicate_values(per[worst]), flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
@@ -154,6 +157,21 @@ def spread_values(sp: dict[str, Any] | None) -> list[Value]:
             num("cv.worst_runs", sp["runs"], "runs", SRC, "{:,}")]
 
 
+def replicate_values(s: Mapping[str, Any] | None) -> list[Value]:
+    """``cv.worst_has_replicates`` and, from a :func:`crossval.summary`'s ``replicated``
+    (the worst engine's), how many of its steps another run measured too, at how many that
+    other measurement lands within the tolerance, and at how many the model does ("none"
+    without such a step)."""
+    rep = (s or {}).get("replicated") or {}
+    if not rep.get("steps"):
+        return [flag("cv.worst_has_replicates", False, SRC)] + [
+            word(n, "none", SRC) for n in REPLICATE_NAMES]
+    return [flag("cv.worst_has_replicates", True, SRC),
+            num("cv.worst_replicated", rep["steps"], "steps", SRC, "{:,}"),
+            num("cv.worst_replicate_within", rep["both_within"], "steps", SRC, "{:,}"),
+            num("cv.worst_replicate_model", rep["model_both_within"], "steps", SRC, "{:,}")]
+
+
 def _provenance(rows: Sequence[Mapping[str, Any]]) -> str:
     """The cards and weights of the rows' runs, in words ("dummy weights" where any is)."""
     cards = ", ".join(sorted({str(r["card"]) for r in rows}))
@@ -175,6 +193,8 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
         return ""
     head = ("| {} | steps | within {:.0%}, run left out | within {:.0%}, in sample |\n"
             "|---|---:|---:|---:|\n")
+    rep_head = ("| {} | steps | measured by another run too | that run within {:.0%} | "
+                "model within {:.0%}, run left out |\n|---|---:|---:|---:|---:|\n")
     out = ["### The model with each run left out\n\n",
            "Each committed run's steps predicted with that run left out of every term of the "
            f"model ({cv.left_out_words()}: `claimcheck model "
@@ -188,6 +208,22 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                    f"{v['in_sample']['both_within']:,} |\n")
     s = cv.summary(rows, tolerance)
     out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
+    per = cv.by_engine(rows, tolerance)
+    if s["replicated"]["steps"]:
+        out.append("\nThe same steps measured again: where another run (another lease) of the "
+                   "engine, card and protocol measured the same step (index, streams and "
+                   "requests), the median of its measurements set against this run's as if "
+                   "it were the prediction, beside the model's count over the same steps "
+                   "(`replicate_*` in crossval.csv). Where the other run lands outside "
+                   f"{tolerance:.0%}, no one prediction of the engine on its card lands "
+                   "within it on both runs.\n\n" + rep_head.format("engine", tolerance,
+                                                                       tolerance))
+        for e, v in {**per, "all": s}.items():
+            r = v["replicated"]
+            if r["steps"]:
+                out.append(f"| {_engine_words(e) if e in per else e} | {v['steps']:,} | "
+                           f"{r['steps']:,} | {r['both_within']:,} | "
+                           f"{r['model_both_within']:,} |\n")
     out.append("\n" + head.format("run", tolerance, tolerance))
     for run in sorted({str(r["run"]) for r in rows}):
         v = cv.summary([r for r in rows if str(r["run"]) == run], tolerance)

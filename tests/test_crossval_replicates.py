@@ -1,0 +1,75 @@
+"""The same step measured by another run (issue 43): the other runs' measurement set against
+a run's as if it were the prediction, and its count beside the model's. Values worked out
+by hand below; the committed runs' counts at the end."""
+
+import pytest
+
+from claimcheck.predict import crossval as cv
+from claimcheck.update import crossval_words as CVW
+
+
+def _row(run, step, e2e, dec, streams=64, status="complete", model=(0.0, 0.0)):
+    return {"run": run, "card": "h200", "engine": "a", "protocol": "wave", "step": step,
+            "repeat": 1, "streams": streams, "requests": streams, "step_status": status,
+            "measured_e2e_tok_s": e2e, "measured_decode_tok_s": dec, "weights": "dummy",
+            "e2e_error": model[0], "decode_error": model[1], "in_sample_e2e_error": 0.0,
+            "in_sample_decode_error": 0.0, "cv_note": ""}
+
+
+ROWS = [
+    _row("A", 0, 100.0, 50.0, model=(0.02, 0.0)),
+    _row("B", 0, 108.0, 52.0, model=(-0.07, 0.0)),
+    _row("B", 0, 112.0, 54.0, model=(0.01, 0.01)),
+    _row("C", 0, 96.0, None, model=(0.03, None)),
+    _row("C", 0, 500.0, 500.0, status="failed"),   # never a replicate
+    _row("A", 1, 100.0, 50.0, streams=32),        # no other run measured it
+]
+
+
+def test_replicates_by_hand():
+    out = cv.with_replicates(ROWS)
+    a, b1, b2, c, failed, alone = out
+    # A: the other runs' e2e 108, 112, 96 -> median 108: 108 / 100 - 1 = +8%; their decode
+    # 52, 54 (C measured none) -> 53: 53 / 50 - 1 = +6%
+    assert a["replicate_runs"] == "B; C"
+    assert a["replicate_e2e_error"] == pytest.approx(0.08)
+    assert a["replicate_decode_error"] == pytest.approx(0.06)
+    # B's first repeat: A 100 and C 96 -> 98: 98 / 108 - 1; decode A's 50 alone: 50 / 52 - 1
+    assert b1["replicate_runs"] == "A; C"
+    assert b1["replicate_e2e_error"] == pytest.approx(98 / 108 - 1)
+    assert b1["replicate_decode_error"] == pytest.approx(50 / 52 - 1)
+    assert b2["replicate_e2e_error"] == pytest.approx(98 / 112 - 1)
+    # C: A 100, B 108 and 112 -> 108: +12.5%; C measured no decode: none to compare
+    assert c["replicate_e2e_error"] == pytest.approx(108 / 96 - 1)
+    assert c["replicate_decode_error"] is None
+    # a step no other run measured: no replicate
+    assert alone["replicate_runs"] == "" and alone["replicate_e2e_error"] is None
+    # counted over the complete rows another run measured: A, B1, B2, C (4); the other
+    # run within 5% on both: B1 (-9.3%)? no; B2 (-12.5%) no; A (+8%) no; C (+12.5%) no -> 0.
+    # The model within on both over the same 4: A, B2 and C (B1's -7% misses) -> 3
+    s = cv.summary(out)
+    assert s["replicated"] == {"steps": 4, "both_within": 0, "model_both_within": 3}
+
+
+def test_close_replicates_count_within():
+    """Two runs 4% apart: each within 5% of the other (100/104 - 1 = -3.8%, +4.0%)."""
+    out = cv.with_replicates([_row("A", 0, 100.0, 40.0), _row("B", 0, 104.0, 41.0)])
+    assert [round(r["replicate_e2e_error"], 4) for r in out] == [0.04, round(100 / 104 - 1, 4)]
+    assert cv.summary(out)["replicated"] == {"steps": 2, "both_within": 2,
+                                             "model_both_within": 2}
+
+
+def test_update_words_and_appendix_by_hand():
+    out = cv.with_replicates(ROWS)
+    v = {x.name: x for x in CVW.cv_values(out)}
+    assert v["cv.worst_has_replicates"].value is True
+    assert (v["cv.worst_replicated"].value, v["cv.worst_replicate_within"].value,
+            v["cv.worst_replicate_model"].value) == (4, 0, 3)
+    table = CVW.appendix_section(out)
+    # engine a: 5 complete steps, 4 measured by another run, 0 of them within, the model 3
+    assert "| `a` | 5 | 4 | 0 | 3 |" in table and "| all | 5 | 4 | 0 | 3 |" in table
+    # with no step measured twice, neither the values nor the table speak of it
+    lone = cv.with_replicates([ROWS[0], ROWS[-1]])
+    v = {x.name: x for x in CVW.cv_values(lone)}
+    assert v["cv.worst_has_replicates"].value is False
+    assert "measured by another run too" not in CVW.appendix_section(lone)
