@@ -210,7 +210,7 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
     out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
     per = cv.by_engine(rows, tolerance)
     if s["replicated"]["steps"]:
-        out.append("\nThe same steps measured again: where another run (another lease) of the "
+        out.append("\nThe same steps measured again: where another run of the "
                    "engine, card and protocol measured the same step (index, streams and "
                    "requests), the median of its measurements set against this run's as if "
                    "it were the prediction, beside the model's count over the same steps "
