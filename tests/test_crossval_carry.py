@@ -14,10 +14,31 @@ from claimcheck.predict import crossval as cv
 from tests.test_crossval import _slowed
 
 TARGET = "h100-20261205-bf16-dummy-16k-single-stream"
+LATER = "h100-20261206-bf16-dummy-16k-"
+"""The BF16 engine's H100 runs of 2026-12-06 (single-stream, wave-admission, decode rows):
+with them the engine has a one-stream decode step on the card without the target, so the
+tests of the carried path leave them out (the pool of the earlier sessions)."""
 
 
 def _target(runs):
     return next(r for r in runs if r.name == TARGET)
+
+
+def _earlier(committed_runs):
+    """The committed runs but :data:`LATER`'s."""
+    return [r for r in committed_runs if not r.name.startswith(LATER)]
+
+
+def test_with_the_later_single_stream_the_target_is_calibrated_on_its_card(committed_runs):
+    """With 2026-12-06's H100 single-stream run in the pool, the target keeps a calibration
+    on the h100 with itself left out: its bandwidth from that run, nothing carried."""
+    runs = list(committed_runs)
+    target = _target(runs)
+    choice = choose_for(target, [r for r in runs if r is not target])
+    assert choice.bandwidth.run.name == LATER + "single-stream"
+    rows = cv.held_out_rows(target, runs)
+    assert {r["carried_from"] for r in rows} == {""}
+    assert {r["bandwidth_runs"] for r in rows} == {LATER + "single-stream"}
 
 
 def test_h100_single_stream_is_carried_from_the_h200(committed_runs):
@@ -27,11 +48,12 @@ def test_h100_single_stream_is_carried_from_the_h200(committed_runs):
     term's run on the h100 or the run itself, and the 1-stream 128 + 512 decode is
     predict_carried's for single-stream on the h100 from every committed run but the
     H100's (at the run's vLLM release and power limit) -- the same per-step simulation, as
-    the run's timeline has the protocol's lengths."""
+    the run's timeline has the protocol's lengths. (The pool of the earlier sessions:
+    :func:`_earlier`.)"""
     from claimcheck.config.configfiles import load_engines, load_protocols
     from claimcheck.predict.carry import predict_carried
 
-    runs = list(committed_runs)
+    runs = _earlier(committed_runs)
     target = _target(runs)
     with pytest.raises(InputError, match="no one-stream decode step"):
         choose_for(target, [r for r in runs if r is not target])
@@ -76,8 +98,9 @@ def test_nothing_measured_on_the_target_card_moves_a_carried_prediction(committe
     """Every run on the h100 (the held-out one too) slowed by 25%: the carried predictions
     of the held-out run do not move, though the slowing reaches the model (the same
     engine's hyperqwen-batch run on the h100, calibrated on the slowed single-stream run,
-    moves), while the h200 run its bandwidth was carried from, slowed, moves them."""
-    runs = list(committed_runs)
+    moves), while the h200 run its bandwidth was carried from, slowed, moves them. (The
+    pool of the earlier sessions: :func:`_earlier`.)"""
+    runs = _earlier(committed_runs)
     target = _target(runs)
     base = cv.held_out_rows(target, runs)
     slow_h100 = [_slowed(r, 1.25) if run_key(r)[0] == "h100" else r for r in runs]
@@ -97,7 +120,7 @@ def test_nothing_measured_on_the_target_card_moves_a_carried_prediction(committe
 def test_no_other_card_keeps_the_step_unpredicted_with_both_reasons(committed_runs):
     """The H100's runs alone: nothing to carry from, so the held-out single-stream run's
     steps keep no prediction, cv_note naming both refusals, and count as unpredicted."""
-    runs = [r for r in committed_runs if run_key(r)[0] == "h100"]
+    runs = [r for r in _earlier(committed_runs) if run_key(r)[0] == "h100"]
     rows = cv.held_out_rows(_target(runs), runs)
     assert [r["predicted_e2e_tok_s"] for r in rows] == [None] * 4
     assert all(r["carried_from"] == "" for r in rows)
