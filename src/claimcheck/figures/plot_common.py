@@ -18,6 +18,20 @@ def format_colours(fmts: list[str]) -> dict[str, str]:
     return {f: fs.PALETTE[order.index(f)] for f in known}
 
 
+def spaced_labels(ticks: list[float], ratio: float = 1.25) -> list[str]:
+    """Labels for ``ticks`` on a log axis, "" for a tick less than ``ratio`` times the last
+    labelled one (so no two labels run together), the largest always labelled (the one
+    below it left blank instead): 8, 24, 40, 56, 64 -> "8", "24", "40", "", "64"."""
+    ts = sorted(ticks)
+    keep: list[int] = []
+    for i, t in enumerate(ts):
+        if not keep or t >= ts[keep[-1]] * ratio:
+            keep.append(i)
+        elif i == len(ts) - 1:
+            keep[-1] = i
+    return [f"{t:,}" if i in keep else "" for i, t in enumerate(ts)]
+
+
 def pow2_axis(ax, lo: float, hi: float) -> None:
     """A log-2 streams axis from ``lo`` to ``hi``: ticks at the powers of two between them."""
     ticks = [2 ** i for i in range(0, 12) if lo <= 2 ** i <= hi]

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from claimcheck.figures import figstyle as fs
+from claimcheck.figures.plot_common import spaced_labels
 
 
 def measured_figure(points: list[dict[str, Any]], title: str, source: str,
@@ -94,7 +95,7 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
         ticks = sorted(set(b) | {r["streams"] for r in q})  # the steps' own levels
-        ax.set_xticks(ticks, [f"{x:,}" for x in ticks])
+        ax.set_xticks(ticks, spaced_labels(ticks))
         ax.minorticks_off()
         ax.set_xlim(min(xs) / 1.4, max(xs) * 1.4)
         ax.set_xlabel("context per stream, tokens (prompt + output; "
