@@ -215,3 +215,30 @@ def test_a_run_that_measured_nothing_is_named_not_counted():
                                            "`b` (interrupted) and `c` (failed).")
     v = {x.name: x for x in UB.unmeasured_values(runs[:1])}
     assert v["unmeasured.has"].value is False
+
+
+def test_runs_on_other_cards_are_said_apart():
+    """Runs on another card than the Update's: counted per card with their engines, said to
+    be in none of the body's counts; none: not said."""
+    from types import SimpleNamespace as NS
+
+    from claimcheck.update import update_body as UB
+
+    def run(card, gpu, engine):
+        return NS(provenance=NS(card=card, gpu=NS(name=gpu), engine=engine))
+    runs = [run("h200", "NVIDIA H200", "a"), run("h100", "NVIDIA H100", "a"),
+            run("h100", "NVIDIA H100", "b"), run("h100", "NVIDIA H100", "b"),
+            run("l40s", None, "a")]
+    v = {x.name: x for x in UB.other_card_values(runs, "h200")}
+    assert v["other.has"].value is True
+    # h100: 3 runs of engines a and b; l40s: 1 run, no GPU name recorded (the card's name)
+    assert v["other.words"].value == (
+        "1 more run of 1 engine on one l40s and 3 more runs of 2 engines on one NVIDIA H100 "
+        "are in none of these counts or the sections below: the model's count with each "
+        "run left out includes them, and its appendix table lists them run by run.")
+    one = {x.name: x for x in UB.other_card_values(runs[:2], "h200")}
+    words = one["other.words"].value
+    assert words.startswith("1 more run of 1 engine on one NVIDIA H100 is ")
+    assert "includes it, and its appendix table lists it run by run." in words
+    none = {x.name: x for x in UB.other_card_values(runs[:1], "h200")}
+    assert none["other.has"].value is False

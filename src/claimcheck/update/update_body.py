@@ -85,6 +85,31 @@ def unmeasured_values(runs: list[Any]) -> list[T.Value]:
                    f"{names}.", src)]
 
 
+def other_card_values(runs: list[Any], card: str) -> list[T.Value]:
+    """The runs on cards other than ``card`` (``other.has``, ``other.words``): how many, on
+    which card (its recorded GPU name) and of how many engines, said so that the body's
+    counts are not read as theirs; the model's runs-left-out count includes them."""
+    src = "run provenance.json"
+    by: dict[str, list[Any]] = {}
+    for r in runs:
+        if r.provenance.card != card:
+            by.setdefault(r.provenance.card, []).append(r)
+    if not by:
+        return [T.flag("other.has", False, src), T.word("other.words", None, src)]
+    parts = []
+    for c, rs in sorted(by.items()):
+        gpu = rs[0].provenance.gpu.name or c
+        n_eng = len({r.provenance.engine for r in rs})
+        parts.append(f"{len(rs):,} more run{'s' if len(rs) != 1 else ''} of {n_eng:,} "
+                     f"engine{'s' if n_eng != 1 else ''} on one {gpu}")
+    one = sum(len(rs) for rs in by.values()) == 1
+    return [T.flag("other.has", True, src),
+            T.word("other.words", f"{_joined(parts)} {'is' if one else 'are'} in none of "
+                   "these counts or the sections below: the model's count with each run left "
+                   f"out includes {'it' if one else 'them'}, and its appendix table lists "
+                   f"{'it' if one else 'them'} run by run.", src)]
+
+
 def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
                   figures: dict[str, str], verdict_figure: str | None, appendix: str,
                   verdicts: list[dict[str, Any]], model_rows: list[dict[str, Any]],
@@ -206,6 +231,7 @@ def render_body(runs: list[Run], card: str,
     ``crossval``: data/derived/crossval.csv's rows (the model with each run left out,
     :mod:`claimcheck.update.crossval_words`; None: not said)."""
     on_card = [r for r in runs if r.provenance.card == card]
+    runs_all = list(runs)
     runs, every = card_frame(runs, card, release=None)
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -219,6 +245,7 @@ def render_body(runs: list[Run], card: str,
         *header_values(on_card, geometry, model, figures, verdict_figure, appendix, verdicts,
                        model_rows, version, plain=len([r for r in runs if measured(r)])),
         *unmeasured_values(on_card),
+        *other_card_values(runs_all, card),
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
         *UV.card_values(found, frame),
