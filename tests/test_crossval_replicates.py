@@ -68,6 +68,8 @@ def test_update_words_and_appendix_by_hand():
     table = CVW.appendix_section(out)
     # engine a: 5 complete steps, 4 measured by another run, 0 of them within, the model 3
     assert "| `a` | 5 | 4 | 0 | 3 |" in table and "| all | 5 | 4 | 0 | 3 |" in table
+    # the band no one prediction within 5% of two runs can span: 1.05 / 0.95 - 1 = 10.5%
+    assert "Where two runs of a step lie more than 10.5% apart" in table
     # with no step measured twice, neither the values nor the table speak of it
     lone = cv.with_replicates([ROWS[0], ROWS[-1]])
     v = {x.name: x for x in CVW.cv_values(lone)}

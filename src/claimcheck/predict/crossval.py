@@ -29,10 +29,10 @@ And beside them, the same step measured by the other runs (``replicate_*``,
 :func:`with_replicates`): the median of what the other runs of the engine, card and
 protocol measured at the same step (index, streams and requests), set against this run's
 measurement as if it were the prediction. It is the measurement's own reproducibility from
-one run to another (on the lent machines, mostly another card of the same kind): where
-another run of the same step lands outside the tolerance, no one prediction of the engine on
-its card lands within it on both runs. :func:`summary` counts it (``replicated``) beside
-the model's count over the same steps.
+one run to another (on the lent machines, mostly another card of the same kind): where two
+runs of a step lie more than (1 + t) / (1 - t) - 1 apart (10.5% at t = 5%), no one
+prediction of the engine on its card lands within t of both. :func:`summary` counts it
+(``replicated``) beside the model's count over the same steps.
 """
 
 from __future__ import annotations

@@ -214,10 +214,10 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                    "engine, card and protocol measured the same step (index, streams and "
                    "requests), the median of its measurements set against this run's as if "
                    "it were the prediction, beside the model's count over the same steps "
-                   "(`replicate_*` in crossval.csv). Where the other run lands outside "
-                   f"{tolerance:.0%}, no one prediction of the engine on its card lands "
-                   "within it on both runs.\n\n" + rep_head.format("engine", tolerance,
-                                                                       tolerance))
+                   "(`replicate_*` in crossval.csv). Where two runs of a step lie more "
+                   f"than {(1 + tolerance) / (1 - tolerance) - 1:.1%} apart, no one "
+                   f"prediction of the engine on its card lands within {tolerance:.0%} of "
+                   "both.\n\n" + rep_head.format("engine", tolerance, tolerance))
         for e, v in {**per, "all": s}.items():
             r = v["replicated"]
             if r["steps"]:
