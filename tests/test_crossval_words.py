@@ -118,23 +118,32 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         cv.read(str(tmp_path / "absent.csv"))
     # a table of the version before carried_from: every other column there, that one named
-    old = [c for c in cv.COLUMNS if c != "carried_from"]
-    q = tmp_path / "old.csv"
-    q.write_text(",".join(old) + "\n" + ",".join("1" for _ in old) + "\n")
-    (tmp_path / "old.dtypes.json").write_text(json.dumps(dict.fromkeys(old, "string")))
+    q = _table_lacking(tmp_path, "carried_from")
     with pytest.raises(InputError) as e:
         cv.read(str(q))
     assert str(e.value).endswith("missing column(s) carried_from: not a cross-validation "
                                  "table of this version (rule crossval writes one)")
     # ... and of the version before each step's clock (sm_clock_mhz)
-    older = [c for c in cv.COLUMNS if c != "sm_clock_mhz"]
-    o = tmp_path / "older.csv"
-    o.write_text(",".join(older) + "\n" + ",".join("1" for _ in older) + "\n")
-    (tmp_path / "older.dtypes.json").write_text(json.dumps(dict.fromkeys(older, "string")))
+    o = _table_lacking(tmp_path, "sm_clock_mhz")
     with pytest.raises(InputError) as e:
         cv.read(str(o))
     assert str(e.value) == (f"{o}: missing column(s) sm_clock_mhz: not a cross-validation "
                             "table of this version (rule crossval writes one)")
+
+
+def _table_lacking(tmp_path, column):
+    """A crossval.csv (and its dtypes) of every column of this version but ``column``, one
+    row of "1"s: a table of an older version."""
+    import json
+
+    from claimcheck.predict import crossval as cv
+
+    cols = [c for c in cv.COLUMNS if c != column]
+    p = tmp_path / f"without-{column}.csv"
+    p.write_text(",".join(cols) + "\n" + ",".join("1" for _ in cols) + "\n")
+    (tmp_path / f"without-{column}.dtypes.json").write_text(
+        json.dumps(dict.fromkeys(cols, "string")))
+    return p
 
 
 def test_the_spread_of_the_same_steps_measured_again_by_hand():

@@ -26,6 +26,12 @@ REPLICATE_NAMES = ("cv.worst_replicated", "cv.worst_replicate_within",
                    "cv.worst_replicate_model")
 
 
+def band(tolerance: float) -> float:
+    """(1 + t) / (1 - t) - 1: the widest spread of measurements any one prediction within
+    ``t`` of every one of them can cover (10.5% at t = 5%)."""
+    return (1 + tolerance) / (1 - tolerance) - 1
+
+
 def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: str,
            tolerance: float) -> dict[str, Any] | None:
     """How far apart the measurements of the same steps lie: ``engine``'s (a name of
@@ -48,9 +54,9 @@ def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: s
     spreads = [max(v) / min(v) - 1 for v in groups.values() if len(v) >= 2 and min(v) > 0]
     if not spreads:
         return None
-    band = (1 + tolerance) / (1 - tolerance) - 1
-    return {"spread": max(spreads), "wide": sum(x > band for x in spreads),
-            "groups": len(spreads), "band": band, "runs": len(runs)}
+    b = band(tolerance)
+    return {"spread": max(spreads), "wide": sum(x > b for x in spreads),
+            "groups": len(spreads), "band": b, "runs": len(runs)}
 
 
 def _both(s: Mapping[str, Any]) -> int:
@@ -203,19 +209,19 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
            + _provenance(rows) + (" " + carried_sentence(rows) if carried_sentence(rows)
                                   else "") + "\n\n",
            head.format("engine", tolerance, tolerance)]
-    for e, v in cv.by_engine(rows, tolerance).items():
+    per = cv.by_engine(rows, tolerance)
+    for e, v in per.items():
         out.append(f"| {_engine_words(e)} | {v['steps']:,} | {_both(v):,} | "
                    f"{v['in_sample']['both_within']:,} |\n")
     s = cv.summary(rows, tolerance)
     out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
-    per = cv.by_engine(rows, tolerance)
     if s["replicated"]["steps"]:
         out.append("\nThe same steps measured again: where another run of the "
                    "engine, card and protocol measured the same step (index, streams and "
                    "requests), the median of its measurements set against this run's as if "
                    "it were the prediction, beside the model's count over the same steps "
                    "(`replicate_*` in crossval.csv). Where two runs of a step lie more "
-                   f"than {(1 + tolerance) / (1 - tolerance) - 1:.1%} apart, no one "
+                   f"than {band(tolerance):.1%} apart, no one "
                    f"prediction of the engine on its card lands within {tolerance:.0%} of "
                    "both.\n\n" + rep_head.format("engine", tolerance, tolerance))
         for e, v in {**per, "all": s}.items():

@@ -231,7 +231,7 @@ def render_body(runs: list[Run], card: str,
     ``crossval``: data/derived/crossval.csv's rows (the model with each run left out,
     :mod:`claimcheck.update.crossval_words`; None: not said)."""
     on_card = [r for r in runs if r.provenance.card == card]
-    runs_all = list(runs)
+    elsewhere = other_card_values(runs, card)
     runs, every = card_frame(runs, card, release=None)
     if not runs:
         return f"## Update\n\nNo recorded runs for {card} yet.\n"
@@ -245,7 +245,7 @@ def render_body(runs: list[Run], card: str,
         *header_values(on_card, geometry, model, figures, verdict_figure, appendix, verdicts,
                        model_rows, version, plain=len([r for r in runs if measured(r)])),
         *unmeasured_values(on_card),
-        *other_card_values(runs_all, card),
+        *elsewhere,
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
                           predictions),
         *UV.card_values(found, frame),
