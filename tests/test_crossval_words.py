@@ -129,6 +129,12 @@ def test_a_table_of_another_version_is_refused_naming_the_file(tmp_path):
         cv.read(str(o))
     assert str(e.value) == (f"{o}: missing column(s) sm_clock_mhz: not a cross-validation "
                             "table of this version (rule crossval writes one)")
+    # ... and of the version before the same step measured by another run (replicate_*)
+    r = _table_lacking(tmp_path, "replicate_e2e_error")
+    with pytest.raises(InputError) as e:
+        cv.read(str(r))
+    assert str(e.value) == (f"{r}: missing column(s) replicate_e2e_error: not a "
+                            "cross-validation table of this version (rule crossval writes one)")
 
 
 def _table_lacking(tmp_path, column):
