@@ -118,6 +118,7 @@ class EngineShape:
     max_num_batched_tokens: int
     max_num_seqs: int
     mamba_align_block_tokens: int | None = None
+    flops_attention_per_position: float = 0.0
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
@@ -262,7 +263,7 @@ class StepCost:
 
 
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
-              sampled: int, prefill_tokens: int = 0) -> StepCost:
+              sampled: int, prefill_tokens: int = 0, prompt_positions: float = 0.0) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
     step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
 
@@ -273,11 +274,12 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     chunks' (priced at ``cal.prefill_flops_s`` when that is set).
     """
     return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled,
-                         prefill_tokens)
+                         prefill_tokens, prompt_positions)
 
 
 def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
-                  tokens: int, sampled: int, prefill_tokens: int = 0) -> StepCost:
+                  tokens: int, sampled: int, prefill_tokens: int = 0,
+                  prompt_positions: float = 0.0) -> StepCost:
     """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
     contexts (tokens), which is all it depends on.
 
@@ -308,8 +310,10 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     else:
         compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token,
                                        cal.flops_s)
+    attn_s = prompt_positions * shape.flops_attention_per_position / (
+        cal.prefill_flops_s or cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
-                    compute_s=compute_s + head_s)
+                    compute_s=compute_s + head_s + attn_s)
 
 
 def bend_seconds(memory_s: float, compute_s: float, p: float) -> float:
@@ -388,7 +392,8 @@ def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: fl
     """Effective FLOP/s from a 1-stream prefill: prompt x F_body / its time."""
     if prefill_s <= 0:
         raise ValueError(f"prefill time must be > 0 s, got {prefill_s}")
-    return prompt_tokens * shape.flops_body_per_token / prefill_s
+    return (prompt_tokens * shape.flops_body_per_token + shape.flops_attention_per_position
+            * prompt_tokens * (prompt_tokens + 1) / 2) / prefill_s
 
 
 def aligned_chunk(prompt_tokens: int, done: int, tokens: int, block: int | None) -> int:
@@ -421,7 +426,7 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
                           shape.mamba_align_block_tokens)
         done += c
         total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0,
-                           c).time_s
+                           c, c * (done - c) + c * (c + 1) / 2).time_s
     return total
 
 
@@ -439,6 +444,8 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
         flops_body_per_token=2.0 * geom.body_weights_per_token,
         flops_head_per_token=2.0 * geom.head_weights,
+        flops_attention_per_position=4.0 * geom.num_full_attention_layers
+        * geom.num_attention_heads * geom.head_dim,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         mamba_align_block_tokens=mamba_align_block_tokens)
