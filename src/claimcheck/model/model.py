@@ -13,8 +13,10 @@ with the roofline's own plain functions (:func:`~claimcheck.physics.roofline.mem
 
 W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
 KV bytes per token of context, F_body = 2 x the weights a token passes through below the
-output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
-FLOPs over the context are left out (under 1% at a few thousand tokens on this model).
+output head, F_head = 2 x the head's weights (only sampled positions reach it). A prompt
+chunk's attention over its earlier positions is priced apart (:mod:`~.attention`: 3% of
+F_body per token at a 7,681-token prompt on this model, 5% at 12,000); decode's attention
+is its KV read.
 
 Two numbers come from measurement on the card: BW_eff from a 1-stream decode step (its
 median TPOT and mean context) and P_eff from a 1-stream prefill of a long prompt (or a
@@ -62,8 +64,8 @@ import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from claimcheck.model.attention import chunk_positions
 from claimcheck.physics import roofline as rl
-from claimcheck.physics.formats import state_dtype_bytes
 
 LONG_PROMPT_TOKENS = 2048
 """A 1-stream step calibrates compute only with prompts at least this long (compute-bound
@@ -118,17 +120,20 @@ class EngineShape:
     max_num_batched_tokens: int
     max_num_seqs: int
     mamba_align_block_tokens: int | None = None
-    flops_attention_per_position: float = 0.0
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
+    flops_attention_per_position: float = 0.0
+    """FLOP a prompt token spends per earlier position it attends to (QK and PV over every
+    full-attention layer's query heads: :func:`~.attention.flops_per_position`); 0: none."""
 
     def __post_init__(self) -> None:
         """The one check of the shape's inputs (the step cost, priced per simulated step,
         checks nothing): a :class:`ModelInputError` naming the field."""
         for name in ("weight_bytes", "flops_body_per_token"):
             _check_number("EngineShape", name, getattr(self, name), zero_ok=False)
-        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token"):
+        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token",
+                     "flops_attention_per_position"):
             _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             _check_count("EngineShape", name, getattr(self, name))
@@ -271,7 +276,8 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     :func:`~claimcheck.physics.roofline.compute_seconds`, which the roofline's own times call)
     at B = the scheduled requests, L = their mean context and r = positions per request,
     plus the head for sampled positions. ``prefill_tokens`` of the positions are prompt
-    chunks' (priced at ``cal.prefill_flops_s`` when that is set).
+    chunks' (priced at ``cal.prefill_flops_s`` when that is set), which attend to
+    ``prompt_positions`` earlier positions in all (:func:`~.attention.chunk_positions`).
     """
     return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled,
                          prefill_tokens, prompt_positions)
@@ -290,8 +296,10 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     :func:`~claimcheck.physics.roofline.compute_seconds` at r = ``tokens / b`` plus the head
     for the sampled positions; when ``cal.prefill_flops_s`` is set, the ``prefill_tokens``
     positions of prompt chunks are priced at it and the rest at ``cal.flops_s``
-    (:func:`split_compute_seconds`). Nothing is checked here (``shape`` and ``cal`` were checked
-    when built; every scheduled request has at least one position)."""
+    (:func:`split_compute_seconds`); the chunks' attention, ``prompt_positions`` x
+    ``shape.flops_attention_per_position``, at the prefill's rate. Nothing is checked here
+    (``shape`` and ``cal`` were checked when built; every scheduled request has at least one
+    position)."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
     head_s = sampled * shape.flops_head_per_token / cal.flops_s
@@ -389,11 +397,12 @@ def kv_bandwidth_from_decode(shape: EngineShape, cal: Calibration, rows: int,
 
 
 def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: float) -> float:
-    """Effective FLOP/s from a 1-stream prefill: prompt x F_body / its time."""
+    """Effective FLOP/s from a 1-stream prefill: (prompt x F_body + its attention over its
+    own earlier positions) / its time."""
     if prefill_s <= 0:
         raise ValueError(f"prefill time must be > 0 s, got {prefill_s}")
     return (prompt_tokens * shape.flops_body_per_token + shape.flops_attention_per_position
-            * prompt_tokens * (prompt_tokens + 1) / 2) / prefill_s
+            * chunk_positions(0, prompt_tokens)) / prefill_s
 
 
 def aligned_chunk(prompt_tokens: int, done: int, tokens: int, block: int | None) -> int:
@@ -426,26 +435,6 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
                           shape.mamba_align_block_tokens)
         done += c
         total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0,
-                           c, c * (done - c) + c * (c + 1) / 2).time_s
+                           c, chunk_positions(done - c, c)).time_s
     return total
 
-
-def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
-              max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
-              mamba_align_block_tokens: int | None = None) -> EngineShape:
-    """An engine shape from a model geometry (:class:`claimcheck.physics.geometry.Geometry`).
-
-    The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
-    short-convolution state at ``conv_dtype``; both are read and written every step.
-    """
-    conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
-    return EngineShape(
-        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
-        kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
-        flops_body_per_token=2.0 * geom.body_weights_per_token,
-        flops_head_per_token=2.0 * geom.head_weights,
-        flops_attention_per_position=4.0 * geom.num_full_attention_layers
-        * geom.num_attention_heads * geom.head_dim,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
-        mamba_align_block_tokens=mamba_align_block_tokens)

@@ -10,8 +10,10 @@ import re
 from typing import Any
 
 from claimcheck.files.errors import InputError
-from claimcheck.model.model import EngineShape, shape_for
+from claimcheck.model.attention import flops_per_position
+from claimcheck.model.model import EngineShape
 from claimcheck.physics.engine_inputs import EngineInputs
+from claimcheck.physics.formats import state_dtype_bytes
 from claimcheck.physics.geometry import Geometry
 from claimcheck.readings import serverlog
 from claimcheck.runs.runrecord import Provenance
@@ -56,3 +58,23 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
                                "server-start.log)") if align else "split anywhere",
             "compute_dtype": ei.compute_dtype}
     return shape, info
+
+
+def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
+              max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
+              mamba_align_block_tokens: int | None = None) -> EngineShape:
+    """An engine shape from a model geometry (:class:`claimcheck.physics.geometry.Geometry`).
+
+    The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
+    short-convolution state at ``conv_dtype``; both are read and written every step.
+    """
+    conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
+    return EngineShape(
+        weight_bytes=weight_bytes, state_bytes=geom.state_bytes_per_stream(state_dtype) + conv,
+        kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
+        flops_body_per_token=2.0 * geom.body_weights_per_token,
+        flops_head_per_token=2.0 * geom.head_weights,
+        flops_attention_per_position=flops_per_position(geom),
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        mamba_align_block_tokens=mamba_align_block_tokens)
