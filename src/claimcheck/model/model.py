@@ -123,6 +123,12 @@ class EngineShape:
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
+    kv_pool_tokens: int | None = None
+    """Tokens of context the engine's KV pool holds (vLLM's start log, "GPU KV cache size");
+    a request waits until the running ones leave it room (:func:`~.simulator.pool_tokens`);
+    None: no limit known."""
+    kv_block_tokens: int | None = None
+    """The pool's page, tokens ("Setting attention block size to N tokens"); None: unknown."""
     flops_attention_per_position: float = 0.0
     """FLOP a prompt token spends per earlier position it attends to (QK and PV over every
     full-attention layer's query heads: :func:`~.attention.flops_per_position`); 0: none."""
@@ -137,6 +143,9 @@ class EngineShape:
             _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             _check_count("EngineShape", name, getattr(self, name))
+        for name in ("kv_pool_tokens", "kv_block_tokens"):
+            if getattr(self, name) is not None:
+                _check_count("EngineShape", name, getattr(self, name))
         if self.mamba_align_block_tokens is not None:
             _check_count("EngineShape", "mamba_align_block_tokens",
                          self.mamba_align_block_tokens)

@@ -63,6 +63,19 @@ class Simulation:
         return max(("memory", "compute"), key=lambda k: self.time_s[k])
 
 
+def pool_tokens(shape: EngineShape, tokens: int) -> int:
+    """The KV pool a request of ``tokens`` (prompt and output) holds, in the pool's tokens:
+    its tokens in whole pages of ``shape.kv_block_tokens`` (the attention block vLLM sizes
+    to the recurrent state's page on a hybrid model), and one page more for that state
+    where the model has one; its tokens alone when no page size is known. Held in full
+    from its admission: vLLM allocates as a request grows and preempts when the pool runs
+    out, which the runs this is read off never did (``vllm:num_preemptions`` 0)."""
+    block = shape.kv_block_tokens
+    if not block:
+        return tokens
+    return (-(-tokens // block) + (1 if shape.state_bytes else 0)) * block
+
+
 def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int,
                       buckets: tuple[int, ...] = ()) -> float:
     """The decode-row factor of a plain decode-only step of ``rows`` rows: :func:`row_factor`
@@ -164,6 +177,9 @@ class _Loop:
         default_factory=lambda: {"memory": 0.0, "compute": 0.0, "idle": 0.0})
     parts: dict[str, float] = field(
         default_factory=lambda: {"weights": 0.0, "state": 0.0, "kv": 0.0})
+    reserved: int = 0
+    """Tokens of the KV pool the running requests hold: each its prompt and output in full
+    from its admission (:meth:`fits`)."""
     wave_t: float = 0.0
     """When the latest requests were sent; ``wave_n`` of them after the first were sent then."""
     wave_n: int = 0
@@ -196,6 +212,7 @@ class _Loop:
         is spent in the step that admits it: :meth:`step`)."""
         self.running.remove(r)
         self.done.append(r)
+        self.reserved -= pool_tokens(self.shape, r.prompt + r.output)
         if self.pending:
             i = self.pending.popleft()
             self.wave_n = self.wave_n + 1 if self.wave_t == self.t else 0
@@ -241,7 +258,7 @@ class _Loop:
             return 0
         if any(r.prefilled < r.prompt or not r.times for r in running):
             return 0
-        if self.waiting and len(running) < shape.max_num_seqs:
+        if self.waiting and len(running) < shape.max_num_seqs and self.fits(self.waiting[0]):
             return 0  # an arrival may be admitted at some step: priced one by one
         return min(r.output - len(r.times) for r in running)
 
@@ -288,6 +305,14 @@ class _Loop:
         self.admit(sched, budget)
         return sched
 
+    def fits(self, r: _Req) -> bool:
+        """Whether the KV pool (``shape.kv_pool_tokens``) holds ``r`` (:func:`pool_tokens`)
+        beside what the running requests hold; always when no limit is known, or when
+        nothing runs (a request larger than the pool is not held back for ever)."""
+        pool = self.shape.kv_pool_tokens
+        return (pool is None or not self.running
+                or self.reserved + pool_tokens(self.shape, r.prompt + r.output) <= pool)
+
     def admit(self, sched: list[tuple[_Req, int]], budget: int) -> None:
         """Admission of waiting requests: in arrival order, those that have arrived by ``t``
         join the running ones and ``sched`` with their first prompt chunk, while ``budget``
@@ -296,12 +321,13 @@ class _Loop:
         waiting, running = self.waiting, self.running
         block = self.shape.mamba_align_block_tokens
         while (waiting and waiting[0].arrival <= self.t and budget > 0
-               and len(running) < self.shape.max_num_seqs):
+               and len(running) < self.shape.max_num_seqs and self.fits(waiting[0])):
             n = aligned_chunk(waiting[0].prompt, 0, min(waiting[0].prompt, budget), block)
             if n == 0:
                 break
             r = waiting.popleft()
             running.append(r)
+            self.reserved += pool_tokens(self.shape, r.prompt + r.output)
             sched.append((r, n))
             budget -= n
 

@@ -130,6 +130,13 @@ def mamba_align_block_tokens(text: str) -> int | None:
     return int(m["tokens"])
 
 
+def attention_block_tokens(text: str) -> int | None:
+    """The attention block (tokens) vLLM sized to a hybrid model's state page ("Setting
+    attention block size to N tokens"), whatever the cache mode; None when not said."""
+    m = ATTN_BLOCK.search(text)
+    return int(m["tokens"]) if m and int(m["tokens"]) >= 1 else None
+
+
 def kv_pool_tokens(text: str) -> int | None:
     m = KV_POOL.search(text)
     return int(m["tokens"].replace(",", "")) if m else None

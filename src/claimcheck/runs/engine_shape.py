@@ -7,6 +7,7 @@ where each input came from. Bytes are bytes; the token budget is tokens per engi
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from claimcheck.files.errors import InputError
@@ -42,9 +43,12 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
         align = serverlog.mamba_align_block_tokens(start_log)
     except ValueError as e:
         raise InputError(f"{run_dir}/server-start.log", str(e)) from None
-    shape = shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
-                      kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget, max_num_seqs=seqs,
-                      conv_dtype=ei.conv_state_dtype, mamba_align_block_tokens=align)
+    pool = serverlog.kv_pool_tokens(start_log)
+    shape = replace(shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
+                              kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget,
+                              max_num_seqs=seqs, conv_dtype=ei.conv_state_dtype,
+                              mamba_align_block_tokens=align), kv_pool_tokens=pool,
+                    kv_block_tokens=serverlog.attention_block_tokens(start_log))
     info = {"weights": ei.weights_source, "weight_bytes": ei.weight_bytes,
             "state_dtype": ei.state_dtype, "conv_state_dtype": ei.conv_state_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": ei.kv_dtype,
@@ -56,7 +60,10 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
             "mamba_align_block_tokens": align,
             "prefill_chunks": (f"aligned to {align}-token blocks (Mamba cache 'align' mode, "
                                "server-start.log)") if align else "split anywhere",
-            "compute_dtype": ei.compute_dtype}
+            "compute_dtype": ei.compute_dtype, "kv_pool_tokens": pool,
+            "kv_pool_source": ("server-start.log: GPU KV cache size" if pool else
+                               "not in server-start.log: no limit assumed"),
+            "kv_block_tokens": shape.kv_block_tokens}
     return shape, info
 
 
