@@ -292,8 +292,10 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
         w, w_src = shape.weight_bytes, f"{s_run.name}: {s_info.get('weights')}"
     else:
         w, w_src = target_weights(spec, s_run)
+    # the KV pool is the local card's memory less its weights: not carried (no limit)
     shape = replace(shape, weight_bytes=w, max_num_seqs=int(spec.max_num_seqs or
-                                                            shape.max_num_seqs))
+                                                            shape.max_num_seqs),
+                    kv_pool_tokens=None)
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
     flops = cc.carried_rate(comp_at, new.tflops(dtype_new) * 1e12, ratio)
     i8 = int8_prefill(runs, local, spec, s_run, src, new, comp_at * src.tflops(dtype_src) * 1e12,
@@ -407,7 +409,10 @@ def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,
     info = {"weights": c["weights_source"], "state_bytes_per_stream": shape.state_bytes,
             "kv_bytes_per_token": shape.kv_bytes_per_token,
             "max_num_batched_tokens": shape.max_num_batched_tokens,
-            "max_num_seqs": shape.max_num_seqs, "compute_dtype": c["compute_dtype"]}
+            "max_num_seqs": shape.max_num_seqs, "compute_dtype": c["compute_dtype"],
+            "kv_pool_tokens": shape.kv_pool_tokens,
+            "kv_pool_source": f"not carried from {c['local_card']}: no limit (the steps past "
+                              "the memory wall are noted)"}
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
     return {"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
             "weights": spec.weights, "engine_shape": info,
