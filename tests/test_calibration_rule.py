@@ -50,14 +50,13 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
         # first, so the new run does not move bandwidth either
         assert c.bandwidth.label == f"{HELD} step 0 repeat 1"
         assert "1,533" in c.bandwidth.why
-    # compute is the held step's: (7,681 x F_body + the prompt's attention, 393,216 FLOP x
-    # 7,681 x 7,682 / 2 positions) / (median TTFT - overhead), from bench.json
+    # compute is the held step's: 7,681 x F_body / (median TTFT - overhead), from bench.json
     shape, info = held.engine
     c = calibrate.choose_for(new, runs)
     cal = calibration.calibration(c, info["compute_dtype"])
     b = json.loads((held.path / "steps" / "02-c1-r1" / "bench.json").read_text())
-    want = ((7681 * shape.flops_body_per_token + 393_216 * 7681 * 7682 / 2)
-            / (statistics.median(b["ttfts"]) - cal.request_overhead_s))
+    want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
+                                               - cal.request_overhead_s)
     assert cal.flops_s == pytest.approx(want, rel=1e-6)
     # alone, the new run calibrates compute on its own 2,048-token step (the only one)
     alone = calibrate.choose_for(new, [new])
@@ -65,8 +64,7 @@ def test_a_new_short_prompt_run_does_not_take_over(tmp_path):
     assert "prompt within one token budget" in alone.compute.why
     low = calibration.calibration(alone, info["compute_dtype"])
     assert low.flops_s == pytest.approx(
-        (2048 * shape.flops_body_per_token + 393_216 * 2048 * 2049 / 2)
-        / (0.40 - low.request_overhead_s), rel=1e-6)
+        2048 * shape.flops_body_per_token / (0.40 - low.request_overhead_s), rel=1e-6)
     assert low.flops_s < 0.6 * cal.flops_s  # the short prompt's TTFT reads low
 
 

@@ -28,10 +28,6 @@ def _bench(step: str) -> dict:
     return bench(SINGLE / "steps" / step)
 
 
-ATTENTION_7681 = 393_216 * 7681 * 7682 / 2
-"""A 7,681-token prompt's attention over its own positions, FLOP: 2 x 2 x 16 full-attention
-layers x 24 query heads x 256 per position, 1 + 2 + ... + 7,681 positions."""
-
 def _cal(run, runs=None):
     """The calibration of ``run``'s engine chosen by the rule among ``runs`` (default: it)."""
     c = calibrate.choose_for(run, runs or [run])
@@ -44,13 +40,11 @@ def test_compute_is_calibrated_from_the_long_prefill():
     assert "7681-token prompts" in cal.compute_source
     assert not cal.compute_source.startswith("fallback")
     assert "step 0" in cal.bandwidth_source  # the 128-token step, not the long one
-    # independently: (prompt x F_body + its attention, 393,216 FLOP x 7,681 x 7,682 / 2
-    # positions) / (median TTFT - overhead), TTFT from bench.json (ms)
+    # independently: prompt x F_body / (median TTFT - overhead), TTFT from bench.json (ms)
     shape, _ = run.engine
     b = _bench("01-c1-r1")
     ttft_s = statistics.median(b["ttfts"])
-    want = ((7681 * shape.flops_body_per_token + ATTENTION_7681)
-            / (ttft_s - cal.request_overhead_s))
+    want = 7681 * shape.flops_body_per_token / (ttft_s - cal.request_overhead_s)
     assert abs(cal.flops_s / want - 1) < 1e-3
     # physically plausible: below the datasheet, above half of it for a 7.7k-token prefill
     assert 0.5 * H200_BF16_TFLOPS < cal.flops_s / 1e12 < H200_BF16_TFLOPS
@@ -118,8 +112,8 @@ def test_compute_comes_from_the_held_prefill_step_when_a_run_has_one():
     shape, _ = run.engine
     b = bench(HELD / "steps" / "02-c1-r1")
     assert b["completed"] == 16
-    want = ((7681 * shape.flops_body_per_token + ATTENTION_7681)
-            / (statistics.median(b["ttfts"]) - cal.request_overhead_s))
+    want = 7681 * shape.flops_body_per_token / (statistics.median(b["ttfts"])
+                                               - cal.request_overhead_s)
     assert abs(cal.flops_s / want - 1) < 1e-3
 
 

@@ -404,10 +404,7 @@ def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None 
             ov = overhead(flops)
             flops = m.compute_from_prefill(shape, p, max(t - ov, 1e-9))
         c_src = (f"{x.label} (1 stream): {p:.0f}-token prompts x "
-                 f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token"
-                 + (f" and {shape.flops_attention_per_position / 1e3:,.0f} kFLOP per position "
-                    "attended" if shape.flops_attention_per_position else "")
-                 + " over median TTFT "
+                 f"{shape.flops_body_per_token / 1e9:.1f} GFLOP/token over median TTFT "
                  f"{t:.3f} s less the {ov * 1e3:.1f} ms per-request overhead")
         if choice.compute_scale is not None:
             c_src += (f" = {flops / 1e12:.1f} TFLOP/s on {x.run.provenance.card} (this card's "

@@ -13,10 +13,8 @@ with the roofline's own plain functions (:func:`~claimcheck.physics.roofline.mem
 
 W weight bytes read per step, S recurrent-state bytes per stream (read and written), kappa
 KV bytes per token of context, F_body = 2 x the weights a token passes through below the
-output head, F_head = 2 x the head's weights (only sampled positions reach it). A prompt
-chunk's attention over its earlier positions is priced apart (:mod:`~.attention`: 3% of
-F_body per token at a 7,681-token prompt on this model, 5% at 12,000); decode's attention
-is its KV read.
+output head, F_head = 2 x the head's weights (only sampled positions reach it). Attention
+FLOPs over the context are left out (under 1% at a few thousand tokens on this model).
 
 Two numbers come from measurement on the card: BW_eff from a 1-stream decode step (its
 median TPOT and mean context) and P_eff from a 1-stream prefill of a long prompt (or a
@@ -64,7 +62,6 @@ import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from claimcheck.model.attention import chunk_positions
 from claimcheck.physics import roofline as rl
 
 LONG_PROMPT_TOKENS = 2048
@@ -129,17 +126,13 @@ class EngineShape:
     None: no limit known."""
     kv_block_tokens: int | None = None
     """The pool's page, tokens ("Setting attention block size to N tokens"); None: unknown."""
-    flops_attention_per_position: float = 0.0
-    """FLOP a prompt token spends per earlier position it attends to (QK and PV over every
-    full-attention layer's query heads: :func:`~.attention.flops_per_position`); 0: none."""
 
     def __post_init__(self) -> None:
         """The one check of the shape's inputs (the step cost, priced per simulated step,
         checks nothing): a :class:`ModelInputError` naming the field."""
         for name in ("weight_bytes", "flops_body_per_token"):
             _check_number("EngineShape", name, getattr(self, name), zero_ok=False)
-        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token",
-                     "flops_attention_per_position"):
+        for name in ("state_bytes", "kv_bytes_per_token", "flops_head_per_token"):
             _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             _check_count("EngineShape", name, getattr(self, name))
@@ -277,7 +270,7 @@ class StepCost:
 
 
 def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens: int,
-              sampled: int, prefill_tokens: int = 0, prompt_positions: float = 0.0) -> StepCost:
+              sampled: int, prefill_tokens: int = 0) -> StepCost:
     """Cost of one step over scheduled requests with these contexts (tokens each, after the
     step), ``tokens`` new positions in all and ``sampled`` of them reaching the head.
 
@@ -285,16 +278,14 @@ def step_cost(shape: EngineShape, cal: Calibration, contexts: list[int], tokens:
     :func:`~claimcheck.physics.roofline.compute_seconds`, which the roofline's own times call)
     at B = the scheduled requests, L = their mean context and r = positions per request,
     plus the head for sampled positions. ``prefill_tokens`` of the positions are prompt
-    chunks' (priced at ``cal.prefill_flops_s`` when that is set), which attend to
-    ``prompt_positions`` earlier positions in all (:func:`~.attention.chunk_positions`).
+    chunks' (priced at ``cal.prefill_flops_s`` when that is set).
     """
     return step_cost_sum(shape, cal, len(contexts), sum(contexts), tokens, sampled,
-                         prefill_tokens, prompt_positions)
+                         prefill_tokens)
 
 
 def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int,
-                  tokens: int, sampled: int, prefill_tokens: int = 0,
-                  prompt_positions: float = 0.0) -> StepCost:
+                  tokens: int, sampled: int, prefill_tokens: int = 0) -> StepCost:
     """:func:`step_cost` from the number of scheduled requests ``b`` and the sum of their
     contexts (tokens), which is all it depends on.
 
@@ -305,10 +296,8 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     :func:`~claimcheck.physics.roofline.compute_seconds` at r = ``tokens / b`` plus the head
     for the sampled positions; when ``cal.prefill_flops_s`` is set, the ``prefill_tokens``
     positions of prompt chunks are priced at it and the rest at ``cal.flops_s``
-    (:func:`split_compute_seconds`); the chunks' attention, ``prompt_positions`` x
-    ``shape.flops_attention_per_position``, at the prefill's rate. Nothing is checked here
-    (``shape`` and ``cal`` were checked when built; every scheduled request has at least one
-    position)."""
+    (:func:`split_compute_seconds`). Nothing is checked here (``shape`` and ``cal`` were checked
+    when built; every scheduled request has at least one position)."""
     bw = cal.bandwidth_bytes_s
     weights_s = shape.weight_bytes / bw
     head_s = sampled * shape.flops_head_per_token / cal.flops_s
@@ -327,10 +316,8 @@ def step_cost_sum(shape: EngineShape, cal: Calibration, b: int, context_sum: int
     else:
         compute_s = rl.compute_seconds(b, tokens / b, shape.flops_body_per_token,
                                        cal.flops_s)
-    attn_s = prompt_positions * shape.flops_attention_per_position / (
-        cal.prefill_flops_s or cal.flops_s)
     return StepCost(weights_s=weights_s, state_s=state_s, kv_s=kv_s,
-                    compute_s=compute_s + head_s + attn_s)
+                    compute_s=compute_s + head_s)
 
 
 def bend_seconds(memory_s: float, compute_s: float, p: float) -> float:
@@ -406,12 +393,10 @@ def kv_bandwidth_from_decode(shape: EngineShape, cal: Calibration, rows: int,
 
 
 def compute_from_prefill(shape: EngineShape, prompt_tokens: float, prefill_s: float) -> float:
-    """Effective FLOP/s from a 1-stream prefill: (prompt x F_body + its attention over its
-    own earlier positions) / its time."""
+    """Effective FLOP/s from a 1-stream prefill: prompt x F_body / its time."""
     if prefill_s <= 0:
         raise ValueError(f"prefill time must be > 0 s, got {prefill_s}")
-    return (prompt_tokens * shape.flops_body_per_token + shape.flops_attention_per_position
-            * chunk_positions(0, prompt_tokens)) / prefill_s
+    return prompt_tokens * shape.flops_body_per_token / prefill_s
 
 
 def aligned_chunk(prompt_tokens: int, done: int, tokens: int, block: int | None) -> int:
@@ -444,6 +429,5 @@ def prefill_time_s(shape: EngineShape, cal: Calibration, prompt_tokens: int) -> 
                           shape.mamba_align_block_tokens)
         done += c
         total += step_cost(shape, cal, [done], c, 1 if done == prompt_tokens else 0,
-                           c, chunk_positions(done - c, c)).time_s
+                           c).time_s
     return total
-

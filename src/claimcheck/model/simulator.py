@@ -14,7 +14,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from claimcheck.model.attention import chunk_positions
 from claimcheck.model.model import (
     Calibration,
     EngineShape,
@@ -135,16 +134,15 @@ def _price(shape: EngineShape, cal: Calibration, sched: list[tuple[_Req, int]]
     over the requests' contexts after the step, the positions in all and the sampled ones
     (a request sampling a token: decoding, or finishing its prompt), and its time in s,
     the cost's times the decode-row factor when the step only decodes."""
-    contexts, tokens, sampled, prompt, positions = [], 0, 0, 0, 0.0
+    contexts, tokens, sampled, prompt = [], 0, 0, 0
     for r, n in sched:
         contexts.append(r.prefilled + len(r.times) + n)
         tokens += n
         if r.prefilled < r.prompt:  # a prompt chunk
             prompt += n
-            positions += chunk_positions(r.prefilled, n)
         if r.prefilled >= r.prompt or r.prefilled + n == r.prompt:
             sampled += 1
-    cost = step_cost(shape, cal, contexts, tokens, sampled, prompt, positions)
+    cost = step_cost(shape, cal, contexts, tokens, sampled, prompt)
     if cal.mixed_prefill_factor != 1.0 and len(sched) > 1 and any(
             r.prefilled < r.prompt for r, _ in sched):  # a prompt chunk beside other requests
         cost = mixed_cost(cost, cal.mixed_prefill_factor)

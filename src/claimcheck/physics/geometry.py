@@ -113,8 +113,6 @@ class Geometry:
     """The part of ``weights_per_token`` in the layers' MLPs (the active experts of a MoE
     layer, its shared experts and router included): what an engine with int8 activations
     on the MLP GEMMs multiplies at int8."""
-    num_attention_heads: int = 0
-    """Query heads of a full-attention layer (0: not given)."""
 
     @property
     def weights_all_experts(self) -> int:
@@ -307,7 +305,7 @@ def geometry(config: dict[str, Any]) -> Geometry:
         active_routed_expert_weights=n_layers_moe * mlp[5],
         max_position_embeddings=_count(text, "max_position_embeddings", default=None,
                                        prefix=px),
-        mlp_weights_per_token=n_layers_moe * mlp_active, num_attention_heads=n_heads,
+        mlp_weights_per_token=n_layers_moe * mlp_active,
     )
 
 

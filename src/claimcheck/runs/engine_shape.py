@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from claimcheck.files.errors import InputError
-from claimcheck.model.attention import flops_per_position
 from claimcheck.model.model import EngineShape
 from claimcheck.physics.engine_inputs import EngineInputs
 from claimcheck.physics.formats import state_dtype_bytes
@@ -81,7 +80,6 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         kv_bytes_per_token=geom.kv_bytes_per_token(kv_dtype),
         flops_body_per_token=2.0 * geom.body_weights_per_token,
         flops_head_per_token=2.0 * geom.head_weights,
-        flops_attention_per_position=flops_per_position(geom),
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         mamba_align_block_tokens=mamba_align_block_tokens)
