@@ -247,11 +247,12 @@ def test_a_prediction_meets_only_runs_started_after_its_commit(ladder_table):
 
 def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
     rows = [r for r in ladder_table if r["prediction_file"].startswith("context-ladder-")
-            and r["engine"] in LADDERS]  # the two engines' four measured predictions
+            and r["engine"] in LADDERS and r["card"] == "h200"]  # the four H200 predictions
     assert len(rows) == 4 * 15  # four predictions, 15 steps each, every one with its run
     sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
     index = {r["file"]: r for r in bi.read_index(PREDICTIONS / "index.csv")
-             if r["file"].startswith("context-ladder-") and r["engine"] in LADDERS}
+             if r["file"].startswith("context-ladder-") and r["engine"] in LADDERS
+             and r["card"] == "h200"}
     assert set(sums) == set(index)
     metrics = {e: metrics_table(load_run(RUNS / r)) for e, r in LADDERS.items()}
     for f, s in sums.items():
@@ -272,10 +273,28 @@ def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
         assert f"on {s['within']} of 15" in sentence
 
 
+def test_the_h100_ladder_against_both_its_predictions(ladder_table):
+    """The H100 context ladder (2026-12-06) against the two predictions committed before
+    it, worked from the prediction JSON and the run's metrics: 6 and 10 of 15 within 5% on
+    both."""
+    run = "h100-20261206-bf16-dummy-16k-context-ladder"
+    rows = [r for r in ladder_table if r["run"] == run]
+    sums = {s["prediction_file"]: s for s in bh.summaries(rows)}
+    metrics = metrics_table(load_run(RUNS / run))
+    got = {}
+    for f, s in sums.items():
+        want = _independent(json.loads((PREDICTIONS / f).read_text()), metrics)
+        assert (s["measured"], s["within"], s["within_e2e"]) == (
+            want["n"], want["within"], want["within_e2e"]), f
+        got[f] = s["within"]
+    assert got == {"context-ladder-bf16-dummy-16k-on-h100-at-90df492-fresh-engine.json": 6,
+                   "context-ladder-bf16-dummy-16k-on-h100-at-f671c61-fresh-engine.json": 10}
+
+
 def test_appendix_section_reads_the_table(ladder_table):
     text = bw.appendix_section([r for r in ladder_table
                                 if r["prediction_file"].startswith("context-ladder-")
-                                and r["engine"] in LADDERS])
+                                and r["engine"] in LADDERS and r["card"] == "h200"])
     assert text.startswith("### Predicted before the run\n")
     assert text.count("\n- `context-ladder-") == 4
     assert "(written at commit 006cb56; model:" in text
