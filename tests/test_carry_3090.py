@@ -45,7 +45,7 @@ def test_predict_prints_every_step_and_term(predicted, runs):
     assert [s["streams"] for s in predicted["steps"]] == [1, 8, 16, 32, 64]
     # the H200's KV pool is its memory less its weights: not the 3090's, not carried
     assert predicted["engine_shape"]["kv_pool_tokens"] is None
-    assert "not carried" in predicted["engine_shape"]["kv_pool_source"]
+    assert "h200's is not carried" in predicted["engine_shape"]["kv_pool_source"]
     for s in predicted["steps"]:
         assert s["predicted_median_tpot_ms"] > 0 and s["predicted_e2e_tok_s"] > 0
     terms = predicted["carried"]["terms"]

@@ -80,3 +80,26 @@ def test_a_bad_pool_is_refused_naming_the_field():
         shape(kv_pool_tokens=0)
     with pytest.raises(m.ModelInputError, match="kv_block_tokens"):
         shape(kv_block_tokens=-784)
+
+
+def test_the_printout_line_by_hand():
+    from claimcheck.cli.common import pool_lines
+    assert pool_lines({}) == []
+    line = pool_lines({"kv_pool_tokens": 255_317, "kv_block_tokens": 784,
+                       "kv_pool_source": "server-start.log: GPU KV cache size"})
+    assert line == ["  KV pool: 255,317 tokens in 784-token pages (server-start.log: GPU KV "
+                    "cache size); a request is admitted only while it holds the request's "
+                    "prompt and output"]
+    assert pool_lines({"kv_pool_tokens": None, "kv_pool_source": "x"}) == [
+        "  KV pool: not limited (x)"]
+
+
+def test_an_engine_with_no_run_takes_its_twins_pool_said_so(committed_runs):
+    from claimcheck.config.configfiles import load_engines, load_protocols
+    from claimcheck.predict.protocolpredict import predict_protocol
+    out = predict_protocol(list(committed_runs), "h100", "bf16-dummy-256",
+                           load_protocols()["decode-rows-to-256"], load_engines())
+    info = out.report["engine_shape"]
+    assert info["kv_pool_tokens"] == 255_317 and info["max_num_seqs"] == 256
+    assert (out.shape.kv_pool_tokens, out.shape.kv_block_tokens) == (255_317, 784)
+    assert "(the twin's: bf16-dummy-256's own pool not measured)" in info["kv_pool_source"]

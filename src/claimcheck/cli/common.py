@@ -35,3 +35,16 @@ def check_name_options(a: argparse.Namespace) -> None:
             why = name_words(str(value), dest)
             if why:
                 raise InputError(f"--{dest}", why)
+
+
+def pool_lines(info: dict[str, Any]) -> list[str]:
+    """The KV pool line of an engine shape's record (its tokens and page, and whence), for
+    ``predict``'s printout; none for a record without one."""
+    if "kv_pool_source" not in info:
+        return []
+    pool, page = info.get("kv_pool_tokens"), info.get("kv_block_tokens")
+    if not pool:
+        return [f"  KV pool: not limited ({info['kv_pool_source']})"]
+    pages = f" in {page:,}-token pages" if page else ""
+    return [f"  KV pool: {pool:,} tokens{pages} ({info['kv_pool_source']}); a request is "
+            "admitted only while it holds the request's prompt and output"]

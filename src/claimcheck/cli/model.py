@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from claimcheck.cli.common import emit, fmt
+from claimcheck.cli.common import emit, fmt, pool_lines
 from claimcheck.cli.physics import cards_file
 from claimcheck.config.protocols import context_words, relation_words
 from claimcheck.files.errors import InputError
@@ -200,6 +200,7 @@ def cmd_model(a: argparse.Namespace) -> int:
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
              f"{c['overhead_source']}",
+             *pool_lines(out.get("engine_shape") or {}),
              *term_lines(c),
              *(f"  {k} step: {v['run']} step {v['step']} repeat {v['repeat']}, {v['why']}"
                for k, v in out["choice"].items() if isinstance(v, dict)),
@@ -383,6 +384,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
              f"  effective compute {c['tflops']:,.1f} TFLOP/s from {c['compute_source']}",
              f"  per-request overhead {c['request_overhead_s'] * 1e3:.1f} ms from "
              f"{c['overhead_source']}",
+             *pool_lines(out.get("engine_shape") or {}),
              *term_lines(c),
              *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
                if isinstance(v, dict)),

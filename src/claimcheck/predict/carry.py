@@ -411,8 +411,8 @@ def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,
             "max_num_batched_tokens": shape.max_num_batched_tokens,
             "max_num_seqs": shape.max_num_seqs, "compute_dtype": c["compute_dtype"],
             "kv_pool_tokens": shape.kv_pool_tokens,
-            "kv_pool_source": f"not carried from {c['local_card']}: no limit (the steps past "
-                              "the memory wall are noted)"}
+            "kv_pool_source": f"{c['local_card']}'s is not carried, its memory less its "
+                              "weights; the steps past the memory wall are noted"}
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)
     return {"card": card, "engine": engine, "protocol": proto.name, "kind": proto.kind,
             "weights": spec.weights, "engine_shape": info,

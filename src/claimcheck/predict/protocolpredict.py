@@ -195,7 +195,9 @@ def predict_protocol(runs: list[Run], card: str, engine: str, proto: Any,
         own, base = [], _twin(runs, card, engine, spec)
         shape, info = base.engine
         shape = replace(shape, max_num_seqs=int(spec.max_num_seqs or shape.max_num_seqs))
-        info = {**info, "max_num_seqs": shape.max_num_seqs}
+        info = {**info, "max_num_seqs": shape.max_num_seqs,
+                "kv_pool_source": f"{info['kv_pool_source']} of {base.name} (the twin's: "
+                                  f"{engine}'s own pool not measured)"}
         eng = {"weights": spec.weights, "max_model_len": spec.max_model_len,
                "max_num_seqs": shape.max_num_seqs}
         fmt = spec.weight_format

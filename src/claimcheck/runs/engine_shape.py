@@ -7,7 +7,6 @@ where each input came from. Bytes are bytes; the token budget is tokens per engi
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
 from claimcheck.files.errors import InputError
@@ -43,11 +42,11 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
     except ValueError as e:
         raise InputError(f"{run_dir}/server-start.log", str(e)) from None
     pool = serverlog.kv_pool_tokens(start_log)
-    shape = replace(shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
-                              kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget,
-                              max_num_seqs=seqs, conv_dtype=ei.conv_state_dtype,
-                              mamba_align_block_tokens=align), kv_pool_tokens=pool,
-                    kv_block_tokens=serverlog.attention_block_tokens(start_log))
+    shape = shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
+                      kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget, max_num_seqs=seqs,
+                      conv_dtype=ei.conv_state_dtype, mamba_align_block_tokens=align,
+                      kv_pool_tokens=pool,
+                      kv_block_tokens=serverlog.attention_block_tokens(start_log))
     info = {"weights": ei.weights_source, "weight_bytes": ei.weight_bytes,
             "state_dtype": ei.state_dtype, "conv_state_dtype": ei.conv_state_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": ei.kv_dtype,
@@ -61,18 +60,20 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
                                "server-start.log)") if align else "split anywhere",
             "compute_dtype": ei.compute_dtype, "kv_pool_tokens": pool,
             "kv_pool_source": ("server-start.log: GPU KV cache size" if pool else
-                               "not in server-start.log: no limit assumed"),
+                               "not in server-start.log"),
             "kv_block_tokens": shape.kv_block_tokens}
     return shape, info
 
 
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
               max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
-              mamba_align_block_tokens: int | None = None) -> EngineShape:
+              mamba_align_block_tokens: int | None = None, kv_pool_tokens: int | None = None,
+              kv_block_tokens: int | None = None) -> EngineShape:
     """An engine shape from a model geometry (:class:`claimcheck.physics.geometry.Geometry`).
 
     The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
-    short-convolution state at ``conv_dtype``; both are read and written every step.
+    short-convolution state at ``conv_dtype``; both are read and written every step. The
+    KV pool and its page (tokens) as the engine's start log gives them, None: not known.
     """
     conv = geom.conv_state_values_per_stream * state_dtype_bytes(conv_dtype)
     return EngineShape(
@@ -82,4 +83,5 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         flops_head_per_token=2.0 * geom.head_weights,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
-        mamba_align_block_tokens=mamba_align_block_tokens)
+        mamba_align_block_tokens=mamba_align_block_tokens, kv_pool_tokens=kv_pool_tokens,
+        kv_block_tokens=kv_block_tokens)
