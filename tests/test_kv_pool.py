@@ -12,22 +12,10 @@ from claimcheck.model import model as m
 from claimcheck.model import simulator
 from claimcheck.readings import serverlog
 from claimcheck.runs.run import load_run
+from tests.test_model import CAL, shape  # 10 ms of weights per step, compute nearly free
 
 RUN = (Path(__file__).resolve().parents[1] / "data/raw/runs"
        / "h100-20261206-bf16-dummy-16k-context-ladder")
-
-
-def shape(**kw):
-    base = dict(weight_bytes=1e10, state_bytes=0.0, kv_bytes_per_token=0.0,
-                flops_body_per_token=1e9, flops_head_per_token=0.0,
-                max_num_batched_tokens=8, max_num_seqs=64)
-    base.update(kw)
-    return m.EngineShape(**base)
-
-
-# 1e10 bytes at 1e12 bytes/s: every step costs 10 ms of weights; compute nearly free
-CAL = m.Calibration(bandwidth_bytes_s=1e12, flops_s=1e18, request_overhead_s=0.0,
-                    bandwidth_source="test", compute_source="test")
 
 
 def test_pool_tokens_by_hand():
