@@ -24,8 +24,9 @@ prefill.
 
 The simulation (:mod:`claimcheck.model.simulator`) follows vLLM's V1 scheduler: running
 requests first (one decode token each, or the next prefill chunk), then waiting requests
-admitted while slots and the token budget (``max_num_batched_tokens``) last, their prompts
-chunked under it; a request's first token comes at the end of the step that finishes its
+admitted while slots, the token budget (``max_num_batched_tokens``) and the KV pool
+(``EngineShape.kv_pool_tokens``, where the start log gives it) last, their prompts
+chunked under the budget; a request's first token comes at the end of the step that finishes its
 prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block
 boundaries (:func:`aligned_chunk`). Clients are a closed loop of C streams: a new request is
 sent when one finishes and reaches the scheduler after the overhead. The simulated requests

@@ -1,6 +1,6 @@
 """The step model simulated over a protocol's requests: vLLM's V1 scheduler step by step
 (running requests first, one decode token each or their next prefill chunk; then waiting
-requests admitted while slots and the token budget last), each step priced by
+requests admitted while slots, the token budget and the KV pool last), each step priced by
 :func:`claimcheck.model.model.step_cost` (times the decode-row factor when it only decodes),
 runs of decode-only steps fast-forwarded. Clients are a closed loop of C streams; a wave's
 requests reach the scheduler one admission interval apart; a token sampled at the end of a
