@@ -38,13 +38,15 @@ def check_name_options(a: argparse.Namespace) -> None:
 
 
 def pool_lines(info: dict[str, Any]) -> list[str]:
-    """The KV pool line of an engine shape's record (its tokens and page, and whence), for
+    """The KV pool line of an engine shape's record (its tokens, pages and whence), for
     ``predict``'s printout; none for a record without one."""
     if "kv_pool_source" not in info:
         return []
-    pool, page = info.get("kv_pool_tokens"), info.get("kv_block_tokens")
-    if not pool:
+    tokens, pages, page = (info.get(k) for k in ("kv_pool_tokens", "kv_pool_pages",
+                                                 "kv_page_tokens"))
+    if not pages:
         return [f"  KV pool: not limited ({info['kv_pool_source']})"]
-    pages = f" in {page:,}-token pages" if page else ""
-    return [f"  KV pool: {pool:,} tokens{pages} ({info['kv_pool_source']}); a request is "
-            "admitted only while it holds the request's prompt and output"]
+    held = (f"{pages:,} pages of {page:,} tokens ({tokens:,} tokens as vLLM counts them)"
+            if page else f"{tokens:,} tokens")
+    return [f"  KV pool: {held} ({info['kv_pool_source']}); a request is admitted only "
+            "while it holds the request's prompt and output"]

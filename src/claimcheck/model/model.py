@@ -25,7 +25,7 @@ prefill.
 The simulation (:mod:`claimcheck.model.simulator`) follows vLLM's V1 scheduler: running
 requests first (one decode token each, or the next prefill chunk), then waiting requests
 admitted while slots, the token budget (``max_num_batched_tokens``) and the KV pool
-(``EngineShape.kv_pool_tokens``, where the start log gives it) last, their prompts
+(``EngineShape.kv_pool_pages``, where the start log gives it) last, their prompts
 chunked under the budget; a request's first token comes at the end of the step that finishes its
 prompt; with prefix caching on a hybrid model vLLM's Mamba 'align' mode ends chunks on block
 boundaries (:func:`aligned_chunk`). Clients are a closed loop of C streams: a new request is
@@ -121,12 +121,17 @@ class EngineShape:
     """vLLM's Mamba cache 'align' mode (a hybrid model with prefix caching on): prefill chunks
     end on multiples of this block (the attention block size), see :func:`aligned_chunk`;
     None when the engine splits prompts anywhere."""
-    kv_pool_tokens: int | None = None
-    """Tokens of context the engine's KV pool holds (vLLM's start log, "GPU KV cache size");
-    a request waits until the running ones leave it room (:func:`~.simulator.pool_tokens`);
-    None: no limit known."""
-    kv_block_tokens: int | None = None
-    """The pool's page, tokens ("Setting attention block size to N tokens"); None: unknown."""
+    kv_pool_pages: int | None = None
+    """Pages the engine's KV pool holds in all (:func:`~claimcheck.runs.engine_shape.pool_pages`
+    from its start log); a request waits until the running ones leave it room
+    (:func:`~.simulator.request_pages`); None: no limit known."""
+    kv_page_tokens: int | None = None
+    """A page's tokens (the attention block vLLM sizes to a hybrid model's state page); None:
+    pages are tokens."""
+    kv_attention_groups: int = 1
+    """Layer groups whose pages hold a request's tokens (each its tokens in pages)."""
+    kv_state_groups: int = 0
+    """Layer groups whose pages hold a request's recurrent state (one page each)."""
 
     def __post_init__(self) -> None:
         """The one check of the shape's inputs (the step cost, priced per simulated step,
@@ -137,9 +142,11 @@ class EngineShape:
             _check_number("EngineShape", name, getattr(self, name), zero_ok=True)
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             _check_count("EngineShape", name, getattr(self, name))
-        for name in ("kv_pool_tokens", "kv_block_tokens"):
+        for name in ("kv_pool_pages", "kv_page_tokens"):
             if getattr(self, name) is not None:
                 _check_count("EngineShape", name, getattr(self, name))
+        _check_count("EngineShape", "kv_attention_groups", self.kv_attention_groups)
+        _check_number("EngineShape", "kv_state_groups", self.kv_state_groups, zero_ok=True)
         if self.mamba_align_block_tokens is not None:
             _check_count("EngineShape", "mamba_align_block_tokens",
                          self.mamba_align_block_tokens)

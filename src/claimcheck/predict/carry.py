@@ -295,7 +295,7 @@ def carried_terms(runs: list[Run], card: str, spec: Any, power_limit_w: float | 
     # the KV pool is the local card's memory less its weights: not carried (no limit)
     shape = replace(shape, weight_bytes=w, max_num_seqs=int(spec.max_num_seqs or
                                                             shape.max_num_seqs),
-                    kv_pool_tokens=None)
+                    kv_pool_pages=None)
     bw = cc.carried_rate(eta, new.bandwidth_bytes_s)
     flops = cc.carried_rate(comp_at, new.tflops(dtype_new) * 1e12, ratio)
     i8 = int8_prefill(runs, local, spec, s_run, src, new, comp_at * src.tflops(dtype_src) * 1e12,
@@ -410,7 +410,7 @@ def predict_carried(runs: list[Run], card: str, engine: str, proto: Any,
             "kv_bytes_per_token": shape.kv_bytes_per_token,
             "max_num_batched_tokens": shape.max_num_batched_tokens,
             "max_num_seqs": shape.max_num_seqs, "compute_dtype": c["compute_dtype"],
-            "kv_pool_tokens": shape.kv_pool_tokens,
+            "kv_pool_tokens": None, "kv_pool_pages": None,
             "kv_pool_source": f"{c['local_card']}'s is not carried, its memory less its "
                               "weights; the steps past the memory wall are noted"}
     load = sum((r["predicted_load_s"] or 0) * r["repeats"] for r in steps)

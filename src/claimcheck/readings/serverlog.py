@@ -137,6 +137,18 @@ def attention_block_tokens(text: str) -> int | None:
     return int(m["tokens"]) if m and int(m["tokens"]) >= 1 else None
 
 
+CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: "
+                         r"(?P<x>[\d.]+)x")
+
+
+def concurrency_tokens(text: str) -> int | None:
+    """The request length (tokens) vLLM states its maximum concurrency for ("Maximum
+    concurrency for N tokens per request"): the length its pool size in tokens is counted
+    at; None when not said."""
+    m = CONCURRENCY.search(text)
+    return int(m["tokens"].replace(",", "")) if m else None
+
+
 def kv_pool_tokens(text: str) -> int | None:
     m = KV_POOL.search(text)
     return int(m["tokens"].replace(",", "")) if m else None

@@ -42,11 +42,15 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
     except ValueError as e:
         raise InputError(f"{run_dir}/server-start.log", str(e)) from None
     pool = serverlog.kv_pool_tokens(start_log)
+    attn, state = kv_groups(geom)
+    page = serverlog.attention_block_tokens(start_log)
+    at = serverlog.concurrency_tokens(start_log)
+    pages = (pool_pages(pool, at, page, attn, state) if pool and page and at else pool)
     shape = shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
                       kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget, max_num_seqs=seqs,
                       conv_dtype=ei.conv_state_dtype, mamba_align_block_tokens=align,
-                      kv_pool_tokens=pool,
-                      kv_block_tokens=serverlog.attention_block_tokens(start_log))
+                      kv_pool_pages=pages, kv_page_tokens=page if pages != pool else None,
+                      kv_groups=(attn, state))
     info = {"weights": ei.weights_source, "weight_bytes": ei.weight_bytes,
             "state_dtype": ei.state_dtype, "conv_state_dtype": ei.conv_state_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": ei.kv_dtype,
@@ -59,16 +63,19 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
             "prefill_chunks": (f"aligned to {align}-token blocks (Mamba cache 'align' mode, "
                                "server-start.log)") if align else "split anywhere",
             "compute_dtype": ei.compute_dtype, "kv_pool_tokens": pool,
-            "kv_pool_source": ("server-start.log: GPU KV cache size" if pool else
-                               "not in server-start.log"),
-            "kv_block_tokens": shape.kv_block_tokens}
+            "kv_pool_pages": shape.kv_pool_pages, "kv_page_tokens": shape.kv_page_tokens,
+            "kv_groups": [attn, state],
+            "kv_pool_source": ("server-start.log: GPU KV cache size" + (
+                f" at {at:,}-token requests, {attn} attention and {state} state group(s)"
+                if shape.kv_page_tokens else "") if pool else "not in server-start.log")}
     return shape, info
 
 
 def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str,
               max_num_batched_tokens: int, max_num_seqs: int, conv_dtype: str = "bf16",
-              mamba_align_block_tokens: int | None = None, kv_pool_tokens: int | None = None,
-              kv_block_tokens: int | None = None) -> EngineShape:
+              mamba_align_block_tokens: int | None = None, kv_pool_pages: int | None = None,
+              kv_page_tokens: int | None = None, kv_groups: tuple[int, int] = (1, 0)
+              ) -> EngineShape:
     """An engine shape from a model geometry (:class:`claimcheck.physics.geometry.Geometry`).
 
     The per-stream state is the recurrent (DeltaNet) state at ``state_dtype`` plus the
@@ -83,5 +90,23 @@ def shape_for(geom: Any, *, weight_bytes: float, state_dtype: str, kv_dtype: str
         flops_head_per_token=2.0 * geom.head_weights,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
-        mamba_align_block_tokens=mamba_align_block_tokens, kv_pool_tokens=kv_pool_tokens,
-        kv_block_tokens=kv_block_tokens)
+        mamba_align_block_tokens=mamba_align_block_tokens, kv_pool_pages=kv_pool_pages,
+        kv_page_tokens=kv_page_tokens, kv_attention_groups=kv_groups[0],
+        kv_state_groups=kv_groups[1])
+
+
+def kv_groups(geom: Any) -> tuple[int, int]:
+    """(attention, state) layer groups of vLLM's hybrid KV pool: layers grouped by kind,
+    each group as many layers as the rarer kind has (16 full-attention and 48 DeltaNet
+    layers: 1 and 3). A model with one kind: (1, 0) or (0, 1)."""
+    full, lin = geom.num_full_attention_layers, geom.num_linear_attention_layers
+    size = min(n for n in (full, lin) if n > 0)
+    return -(-full // size), -(-lin // size)
+
+
+def pool_pages(pool_tokens: int, at_tokens: int, page: int, attn: int, state: int) -> int:
+    """The pool's pages in all from the tokens vLLM says it holds: it counts them as
+    ``at_tokens``-token requests (its "Maximum concurrency for N tokens per request") each
+    holding ``attn`` x ceil(N / ``page``) + ``state`` pages, so the pages are the tokens x
+    those pages / N (255,317 tokens at 16,384 on the H100: 374 pages of 784 tokens)."""
+    return round(pool_tokens * (attn * -(-at_tokens // page) + state) / at_tokens)
