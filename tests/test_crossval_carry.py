@@ -17,7 +17,9 @@ TARGET = "h100-20261205-bf16-dummy-16k-single-stream"
 LATER = "h100-20261206-bf16-dummy-16k-"
 """The BF16 engine's H100 runs of 2026-12-06 (single-stream, wave-admission, decode rows):
 with them the engine has a one-stream decode step on the card without the target, so the
-tests of the carried path leave them out (the pool of the earlier sessions)."""
+tests of the carried path leave them out (the pool of the earlier sessions), with the
+256-slot BF16 engine's H100 run of the same day (:data:`LATER_TOO`)."""
+LATER_TOO = "h100-20261206-bf16-dummy-256-"
 
 
 def _target(runs):
@@ -25,8 +27,8 @@ def _target(runs):
 
 
 def _earlier(committed_runs):
-    """The committed runs but :data:`LATER`'s."""
-    return [r for r in committed_runs if not r.name.startswith(LATER)]
+    """The committed runs but :data:`LATER`'s and :data:`LATER_TOO`'s."""
+    return [r for r in committed_runs if not r.name.startswith((LATER, LATER_TOO))]
 
 
 def test_with_the_later_single_stream_the_target_is_calibrated_on_its_card(committed_runs):
