@@ -137,8 +137,7 @@ def attention_block_tokens(text: str) -> int | None:
     return int(m["tokens"]) if m and int(m["tokens"]) >= 1 else None
 
 
-CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: "
-                         r"(?P<x>[\d.]+)x")
+CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request")
 
 
 def concurrency_tokens(text: str) -> int | None:
