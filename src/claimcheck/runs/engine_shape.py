@@ -45,12 +45,12 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
     attn, state = kv_groups(geom)
     page = serverlog.attention_block_tokens(start_log)
     at = serverlog.concurrency_tokens(start_log)
-    pages = (pool_pages(pool, at, page, attn, state) if pool and page and at else pool)
+    paged = bool(pool and page and at)  # else the pool is counted in tokens
     shape = shape_for(geom, weight_bytes=ei.weight_bytes, state_dtype=ei.state_dtype,
                       kv_dtype=ei.kv_dtype, max_num_batched_tokens=budget, max_num_seqs=seqs,
                       conv_dtype=ei.conv_state_dtype, mamba_align_block_tokens=align,
-                      kv_pool_pages=pages, kv_page_tokens=page if pages != pool else None,
-                      kv_groups=(attn, state))
+                      kv_pool_pages=pool_pages(pool, at, page, attn, state) if paged else pool,
+                      kv_page_tokens=page if paged else None, kv_groups=(attn, state))
     info = {"weights": ei.weights_source, "weight_bytes": ei.weight_bytes,
             "state_dtype": ei.state_dtype, "conv_state_dtype": ei.conv_state_dtype,
             "state_bytes_per_stream": shape.state_bytes, "kv_dtype": ei.kv_dtype,
@@ -67,7 +67,7 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
             "kv_groups": [attn, state],
             "kv_pool_source": ("server-start.log: GPU KV cache size" + (
                 f" at {at:,}-token requests, {attn} attention and {state} state group(s)"
-                if shape.kv_page_tokens else "") if pool else "not in server-start.log")}
+                if paged else "") if pool else "not in server-start.log")}
     return shape, info
 
 
