@@ -113,6 +113,25 @@ def test_a_bad_pool_is_refused_naming_the_field():
         shape(kv_pool_pages=0)
     with pytest.raises(m.ModelInputError, match="kv_page_tokens"):
         shape(kv_page_tokens=-784)
+    with pytest.raises(m.ModelInputError, match=r"EngineShape.kv_attention_groups must be an "
+                       r"integer >= 1, got 0"):
+        shape(kv_attention_groups=0)
+    for bad in (-1, 2.5, float("inf")):
+        with pytest.raises(m.ModelInputError, match=r"EngineShape.kv_state_groups must be an "
+                           r"integer >= 0, got"):
+            shape(kv_state_groups=bad)
+
+
+def test_a_start_log_with_an_empty_pool_is_refused_naming_the_file(tmp_path):
+    from claimcheck.files.errors import InputError
+    from tests.fabricate import copy_run
+    run = copy_run(tmp_path, LADDER.name)
+    log = run / "server-start.log"
+    log.write_text(log.read_text().replace("GPU KV cache size: 255,317 tokens",
+                                           "GPU KV cache size: 0 tokens"))
+    with pytest.raises(InputError, match=r"server-start.log: GPU KV cache size must be at "
+                       r"least 1 token, got 0"):
+        _ = load_run(run).engine
 
 
 def test_the_printout_line_by_hand():

@@ -146,7 +146,9 @@ class EngineShape:
             if getattr(self, name) is not None:
                 _check_count("EngineShape", name, getattr(self, name))
         _check_count("EngineShape", "kv_attention_groups", self.kv_attention_groups)
-        _check_number("EngineShape", "kv_state_groups", self.kv_state_groups, zero_ok=True)
+        if not (isinstance(self.kv_state_groups, numbers.Integral) and self.kv_state_groups >= 0):
+            raise ModelInputError("EngineShape.kv_state_groups", "EngineShape.kv_state_groups "
+                                  f"must be an integer >= 0, got {self.kv_state_groups!r}")
         if self.mamba_align_block_tokens is not None:
             _check_count("EngineShape", "mamba_align_block_tokens",
                          self.mamba_align_block_tokens)

@@ -42,6 +42,9 @@ def engine_shape(geom: Geometry | None, ei: EngineInputs | None,
     except ValueError as e:
         raise InputError(f"{run_dir}/server-start.log", str(e)) from None
     pool = serverlog.kv_pool_tokens(start_log)
+    if pool is not None and pool < 1:
+        raise InputError(f"{run_dir}/server-start.log", "GPU KV cache size must be at least "
+                         f"1 token, got {pool}")
     attn, state = kv_groups(geom)
     page = serverlog.attention_block_tokens(start_log)
     at = serverlog.concurrency_tokens(start_log)
