@@ -48,3 +48,12 @@ def test_a_preset_draws_only_steps_of_its_own_configuration():
     fp8 = {**base, "roofline_weights_gib": 27.64, "roofline_state_dtype": "fp16",
            "roofline_kv_dtype": "fp8"}
     assert not matches_preset(fp8, **want)
+
+
+def test_a_step_whose_streams_never_all_decoded_is_not_a_point():
+    """160 sent to a 256-slot engine whose KV pool held 90 of them (the H100's
+    ``bf16-dummy-256`` run): no queue in the server, but 160 x 1000 / TPOT sums 70 requests
+    that were waiting for a first token; the 64-stream step, all decoding together, stays."""
+    rows = [{**_row(64, 256, 2160.0), "most_decoding_at_once": 64},
+            {**_row(160, 256, 4857.0), "most_decoding_at_once": 90}]
+    assert [p["streams"] for p in measured_points(rows)] == [64]

@@ -14,14 +14,15 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from claimcheck.figures import figstyle as fs
 from claimcheck.readings import definitions as d
 from claimcheck.readings.timeline import (
     binned_tokens,
     concurrency_steps,
     decoding_intervals,
     intervals_with_at_least,
+    most_at_once,
 )
-from claimcheck.figures import figstyle as fs
 from claimcheck.runs.run import Run, StepTrace, load_run
 
 BIN_S = 0.1
@@ -116,16 +117,21 @@ def figure(run: Run, step_index: int | None = None) -> Any:
     ax_bar.set_xlabel(f"aggregate / end-to-end aggregate (ratio; axis from "
                       f"{ax_bar.get_xlim()[0]:g})")
     ax_bar.grid(axis="y", visible=False)
+    asked = [d.DEFINITIONS[n].label for n in names if d.DEFINITIONS[n].sums_over == "asked"]
+    most = most_at_once(decoding_intervals(tl))
     note = (f"{tl.streams} stream{'s' if tl.streams != 1 else ''}, {len(tl.requests)} "
             f"requests; aggregate = summed over the streams, per-request decode x "
             f"{tl.streams}")
     if queued(run, i):
         note += (f"; queued: the server runs {max_num_seqs(run)} at once, so the "
                  "streams x 1000 / TPOT bars count streams that did not run together")
+    elif asked and most < tl.streams:
+        note += (f"; at most {most} of the {tl.streams} decoding at once: "
+                 f"{', '.join(asked)} sum streams that never decoded together")
     if missing:
         note += "; null here: " + ", ".join(d.DEFINITIONS[n].label for n in missing)
-    ax_bar.set_title("\n".join(textwrap.wrap(note, 58)), loc="left", fontsize=7,
-                     color=fs.MUTED)
+    note_lines = textwrap.wrap(note, 58)
+    ax_bar.set_title("\n".join(note_lines), loc="left", fontsize=7, color=fs.MUTED)
 
     # -- right top: tokens per 100 ms and streams decoding
     xs, counts = binned_tokens(tl, BIN_S)
@@ -160,7 +166,8 @@ def figure(run: Run, step_index: int | None = None) -> Any:
         weights += ", acceptance forced" if "forced" in str(run.acceptance) else ", drafting"
     fig.suptitle(f"{run.name}" + (f" ({weights})" if weights else "")
                  + ": one step's aggregate under each tok/s definition",
-                 x=0.02, y=1.02, ha="left", fontsize=11)
+                 x=0.02, y=1.02 + 0.025 * max(0, len(note_lines) - 4), ha="left",
+                 fontsize=11)  # above the note, however many lines it wraps to
 
     # -- right bottom: each definition's window
     fw_start, _ = d.fastest_window(tl)

@@ -64,7 +64,9 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
     """Reported, completed steps (of one card, or all) as points: streams, aggregate and
     per-stream tok/s by streams x 1000 / median TPOT (decode). A step with more streams
     than the server runs at once (max_num_seqs) is left out: its requests queue, so streams
-    x 1000 / TPOT is no aggregate of anything that ran."""
+    x 1000 / TPOT is no aggregate of anything that ran; so is one whose requests never all
+    decoded at once (``most_decoding_at_once`` below its streams: the others waited for a
+    first token, as where the KV pool holds fewer requests than the step sends)."""
     return [{"card": r["card"], "streams": r["streams"],
              "aggregate_tok_s": r["streams_x_1000_over_median_tpot_tok_s"],
              "per_stream_tok_s": r["streams_x_1000_over_median_tpot_tok_s_per_stream"],
@@ -73,6 +75,7 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
             and r.get("streams_x_1000_over_median_tpot_tok_s")
             and (card is None or r["card"] == card)
             and not is_queued_streams(r["streams"], r.get("max_num_seqs"))
+            and (r.get("most_decoding_at_once") or r["streams"]) >= r["streams"]
             and not row_is_held_prefill(r)]
 
 

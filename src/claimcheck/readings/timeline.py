@@ -210,6 +210,11 @@ def concurrency_steps(intervals: Sequence[tuple[float, float]]) -> list[tuple[fl
     return out
 
 
+def most_at_once(intervals: Sequence[tuple[float, float]]) -> int:
+    """The most intervals open at one moment (:func:`concurrency_steps`); 0 with none."""
+    return max((n for _, n in concurrency_steps(intervals)), default=0)
+
+
 def intervals_with_at_least(intervals: Sequence[tuple[float, float]],
                             n: int) -> list[tuple[float, float]]:
     """Maximal spans (a, b] during which at least ``n`` of ``intervals`` are open (s)."""

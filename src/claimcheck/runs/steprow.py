@@ -29,7 +29,7 @@ from claimcheck.readings import definitions as d
 from claimcheck.readings import serverlog, telemetry
 from claimcheck.readings.bench import summarize
 from claimcheck.readings.energy import StepEnergy
-from claimcheck.readings.timeline import Timeline
+from claimcheck.readings.timeline import Timeline, decoding_intervals, most_at_once
 from claimcheck.runs.runrecord import StepRecord
 
 RECORD_COUNTS = ("streams", "requests", "completed", "failed")
@@ -120,7 +120,9 @@ def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
     for the aggregates in tok/s, :func:`~claimcheck.readings.definitions.has_per_stream_column`),
     the lanes line's own figures as ``lanes_*`` (those
     no definition or timeline column already holds) and as text in ``lanes_stats``,
-    ``per_request_span_tok_s``, ``energy_j`` and ``energy_source`` (the step's one energy,
+    ``per_request_span_tok_s``, ``most_decoding_at_once`` (the most requests between their
+    first and last token at one moment: below the streams, some never decoded beside the
+    others), ``energy_j`` and ``energy_source`` (the step's one energy,
     :func:`claimcheck.readings.energy.step_energy`; tok/s per measured W is the definition
     ``tokens_per_joule``) and the timeline's own output tokens and wall time (first send to
     last token, s). ``rec``: the step's record (step, repeat, requests); ``output_len``: the
@@ -138,6 +140,7 @@ def timeline_columns(rec: Mapping[str, Any], tl: Timeline,
     out.update({f"lanes_{k}": v for k, v in lanes.items() if k not in LANES_ELSEWHERE})
     out["lanes_stats"] = lanes_text(lanes)
     out["per_request_span_tok_s"] = per_request_span_tok_s(tl)
+    out["most_decoding_at_once"] = most_at_once(decoding_intervals(tl))
     out["energy_j"] = energy.joules
     out["energy_source"] = energy.source
     out["timeline_output_tokens"] = tl.output_tokens
