@@ -170,7 +170,9 @@ def test_the_spread_of_the_same_steps_measured_again_by_hand():
     assert v["cv.worst_protocol"].text == "`wave`" and v["cv.worst_has_spread"].value
     assert v["cv.worst_spread"].text == "20.0%" and v["cv.worst_band"].text == "10.5%"
     assert (v["cv.worst_wide"].value, v["cv.worst_groups"].value) == (1, 2)
-    assert v["cv.worst_runs"].value == 2
+    assert v["cv.worst_runs"].value == 2 and v["cv.worst_runs"].text == "2 runs"
+    one = {x.name: x for x in CVW.cv_values([rows[0], rows[1], rows[3]])}
+    assert one["cv.worst_runs"].text == "1 run"  # the noun agrees: "over 1 run of that"
     # a step measured once has no spread: none said
     once = {x.name: x for x in CVW.cv_values(rows[:1] + rows[3:4])}
     assert once["cv.worst_has_spread"].value is False

@@ -160,7 +160,8 @@ def spread_values(sp: dict[str, Any] | None) -> list[Value]:
             num("cv.worst_wide", sp["wide"], "steps", SRC, "{:,}"),
             num("cv.worst_groups", sp["groups"], "steps", SRC, "{:,}"),
             num("cv.worst_band", sp["band"], "fraction", SRC, "{:.1%}"),
-            num("cv.worst_runs", sp["runs"], "runs", SRC, "{:,}")]
+            num("cv.worst_runs", sp["runs"], "runs", SRC,
+                "{:,} run" if sp["runs"] == 1 else "{:,} runs")]
 
 
 def replicate_values(s: Mapping[str, Any] | None) -> list[Value]:
