@@ -196,3 +196,23 @@ def test_a_run_cut_short_says_so_in_its_figure_title(committed):
                               "steps")
     whole = runs["h200-20261204-w4a16-dummy-marlin-16k-long-prompts"]
     assert run_title(whole) == f"{whole.name}: {whole.label}"
+
+
+def test_levels_that_never_all_decoded_are_drawn_by_end_to_end_alone():
+    """The H100's 256-slot engine (its KV pool holds 90 requests of 128 + 512 tokens): the
+    160-, 224- and 256-stream levels queue inside the engine, not in the server, so they
+    are hollow end-to-end squares with no max-num-seqs line; the 64-stream level stays."""
+    pts = [{"streams": 64, "headline": 2220.0, "headline_per_stream": 34.7, "e2e": 2064.0,
+            "roofline_tok_s": 2900.0, "roofline_per_stream_tok_s": 45.3}]
+    waited = [{"streams": n, "running": 90, "e2e": e, "roofline_tok_s": None, "why": "waited"}
+              for n, e in ((160, 2423.0), (224, 2325.0), (256, 2535.0))]
+    fig = run_plots.measured_figure(pts, "t", "src", "streams × 1000 / median TPOT",
+                                    queued=waited)
+    a1 = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in a1.get_lines()}
+    w = lines["never all decoding: end to end (at most 90 at once, the rest wait for a first "
+              "token)"]
+    assert list(w.get_xdata()) == [160, 224, 256]
+    assert list(w.get_ydata()) == [2423.0, 2325.0, 2535.0]
+    assert list(lines["measured: streams × 1000 / median TPOT"].get_xdata()) == [64]
+    assert not any(t.get_text().startswith("queued past") for t in a1.texts)

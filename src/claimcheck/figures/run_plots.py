@@ -32,7 +32,9 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
     headline's own definition; ``card``: drawn with a marker of its card, named in the
     legend). ``queued``: levels that asked for more streams than ran at once (``streams``,
     ``running``, ``e2e``, ``roofline_tok_s`` at the streams running), drawn hollow by end
-    to end only. With three or more levels, one step each, a dashed line holds the
+    to end only; those with ``why`` "waited" ran at most ``running`` of their streams at once
+    inside the engine (no queue in the server: ``most_decoding_at_once``), drawn hollow
+    with no max-num-seqs line. With three or more levels, one step each, a dashed line holds the
     fewest streams' share of the line (η); a level leaving it by more than
     :data:`ETA_HOLDS` has bent and is labelled with its η. Left: aggregate; right: per
     stream; both against streams, or against context per stream (``context``) when every
@@ -74,12 +76,20 @@ def measured_figure(points: list[dict[str, Any]], title: str, source: str,
                         (r[xk], r["headline"]), xytext=(-4, 5), textcoords="offset points",
                         ha="right", va="bottom", fontsize=6, color=fs.PALETTE[0])
     q = sorted(queued or [], key=lambda r: r["streams"])
-    if q:
-        running = q[0]["running"]
-        a1.plot([r["streams"] for r in q], [r["e2e"] for r in q], marker="s", ls="none",
-                mfc="white", color=fs.PALETTE[1],
+    waited = [r for r in q if r.get("why") == "waited"]  # inside the engine, not queued
+    slotq = [r for r in q if r.get("why") != "waited"]
+    if waited:
+        a1.plot([r["streams"] for r in waited], [r["e2e"] for r in waited], marker="s",
+                ls="none", mfc="white", color=fs.PALETTE[1],
+                label=f"never all decoding: end to end (at most "
+                      f"{max(r['running'] for r in waited):,} at once, the rest wait "
+                      "for a first token)")
+    if slotq:
+        running = slotq[0]["running"]
+        a1.plot([r["streams"] for r in slotq], [r["e2e"] for r in slotq], marker="s",
+                ls="none", mfc="white", color=fs.PALETTE[1],
                 label=f"queued: end to end ({running:,} streams run at once, the rest wait)")
-        qr = [(r["streams"], r["roofline_tok_s"]) for r in q if r.get("roofline_tok_s")]
+        qr = [(r["streams"], r["roofline_tok_s"]) for r in slotq if r.get("roofline_tok_s")]
         if qr:
             a1.plot(*zip(*qr, strict=True), color=fs.MUTED, lw=0, marker="_", ms=14,
                     mew=1.6, alpha=0.6)

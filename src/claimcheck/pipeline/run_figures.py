@@ -71,11 +71,16 @@ def measured_run(run_record: str, claims_json: str, model_config: str,
     points, queued = [], []
     for s in kept:
         v = s.get(col.key)
-        if col.streams_times_tpot and is_queued(run, s):
-            # streams x 1000 / TPOT would divide by streams that never ran at once: the
-            # level is drawn by end to end only, against the line of the streams running
-            queued.append({"streams": s["streams"], "running": running_at_once(run, s),
-                           "e2e": s.get(e2e_key)})
+        waited = (s.get("most_decoding_at_once") or s["streams"]) < s["streams"]
+        if col.streams_times_tpot and (is_queued(run, s) or waited):
+            # streams x 1000 / TPOT would divide by streams that never ran at once (queued
+            # in the server, or waiting for a first token inside the engine): the level is
+            # drawn by end to end only, against the line of the streams running
+            slots = is_queued(run, s)
+            queued.append({"streams": s["streams"], "e2e": s.get(e2e_key),
+                           "running": (running_at_once(run, s) if slots
+                                       else s["most_decoding_at_once"]),
+                           "why": "slots" if slots else "waited"})
             continue
         if v is None:
             continue
