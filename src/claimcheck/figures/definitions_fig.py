@@ -21,7 +21,6 @@ from claimcheck.readings.timeline import (
     concurrency_steps,
     decoding_intervals,
     intervals_with_at_least,
-    most_at_once,
 )
 from claimcheck.runs.run import Run, StepTrace, load_run
 
@@ -118,7 +117,7 @@ def figure(run: Run, step_index: int | None = None) -> Any:
                       f"{ax_bar.get_xlim()[0]:g})")
     ax_bar.grid(axis="y", visible=False)
     asked = [d.DEFINITIONS[n].label for n in names if d.DEFINITIONS[n].sums_over == "asked"]
-    most = most_at_once(decoding_intervals(tl))
+    most = row["most_decoding_at_once"]  # the step row's (runs.steprow), not recounted
     note = (f"{tl.streams} stream{'s' if tl.streams != 1 else ''}, {len(tl.requests)} "
             f"requests; aggregate = summed over the streams, per-request decode x "
             f"{tl.streams}")

@@ -73,7 +73,13 @@ def request_pages(shape: EngineShape, tokens: int) -> int:
     page = shape.kv_page_tokens
     if not page:
         return tokens
-    return shape.kv_attention_groups * -(-tokens // page) + shape.kv_state_groups
+    return pages_held(tokens, page, shape.kv_attention_groups, shape.kv_state_groups)
+
+
+def pages_held(tokens: int, page: int, attention_groups: int, state_groups: int) -> int:
+    """Pages a request of ``tokens`` holds in vLLM's hybrid pool: ceil(tokens / ``page``)
+    in each attention group and one in each state group."""
+    return attention_groups * -(-tokens // page) + state_groups
 
 
 def decode_row_factor(points: tuple[tuple[int, float], ...], rows: int,

@@ -26,7 +26,7 @@ from claimcheck.physics.units import GIB, MIB
 from claimcheck.pipeline.derive import read_claims_json, read_run_records
 from claimcheck.pipeline.presets import preset_roofline
 from claimcheck.readings.definitions import is_queued as is_queued_streams
-from claimcheck.readings.definitions import row_is_held_prefill
+from claimcheck.readings.definitions import row_is_held_prefill, row_never_all_decoded
 from claimcheck.verdicts import verdicts_md
 
 TABLE_STREAMS = (1, 8, 16, 32, 64)
@@ -75,7 +75,7 @@ def measured_points(rows: list[dict[str, Any]], card: str | None = None
             and r.get("streams_x_1000_over_median_tpot_tok_s")
             and (card is None or r["card"] == card)
             and not is_queued_streams(r["streams"], r.get("max_num_seqs"))
-            and (r.get("most_decoding_at_once") or r["streams"]) >= r["streams"]
+            and not row_never_all_decoded(r)
             and not row_is_held_prefill(r)]
 
 

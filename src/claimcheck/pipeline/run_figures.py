@@ -14,7 +14,7 @@ from claimcheck.figures.run_plots import plural_streams
 from claimcheck.pipeline.derive import read_claims_json, read_run_records
 from claimcheck.pipeline.figures import at_root
 from claimcheck.readings import gate
-from claimcheck.readings.definitions import row_is_held_prefill
+from claimcheck.readings.definitions import row_is_held_prefill, row_never_all_decoded
 from claimcheck.runs.run import load_run
 from claimcheck.update import sections
 from claimcheck.update.update import render_run_md
@@ -71,8 +71,7 @@ def measured_run(run_record: str, claims_json: str, model_config: str,
     points, queued = [], []
     for s in kept:
         v = s.get(col.key)
-        waited = (s.get("most_decoding_at_once") or s["streams"]) < s["streams"]
-        if col.streams_times_tpot and (is_queued(run, s) or waited):
+        if col.streams_times_tpot and (is_queued(run, s) or row_never_all_decoded(s)):
             # streams x 1000 / TPOT would divide by streams that never ran at once (queued
             # in the server, or waiting for a first token inside the engine): the level is
             # drawn by end to end only, against the line of the streams running

@@ -158,6 +158,13 @@ def is_queued(streams: int, max_num_seqs: int | None) -> bool:
     return running_at_once(streams, max_num_seqs) < streams
 
 
+def row_never_all_decoded(row: Mapping[str, Any]) -> bool:
+    """Whether a step row's requests never all decoded at once (``most_decoding_at_once``
+    below its streams: the others waited for a first token inside the engine); False for a
+    row without the column."""
+    return (row.get("most_decoding_at_once") or row["streams"]) < row["streams"]
+
+
 def row_is_held_prefill(row: Mapping[str, Any]) -> bool:
     """:func:`is_held_prefill` of a step row (``output_len`` asked, ``max_output_tokens``
     observed; a row without the latter, a failed step's, is decided by the former)."""

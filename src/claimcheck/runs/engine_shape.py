@@ -11,6 +11,7 @@ from typing import Any
 
 from claimcheck.files.errors import InputError
 from claimcheck.model.model import EngineShape
+from claimcheck.model.simulator import pages_held
 from claimcheck.physics.engine_inputs import EngineInputs
 from claimcheck.physics.formats import state_dtype_bytes
 from claimcheck.physics.geometry import Geometry
@@ -112,4 +113,4 @@ def pool_pages(pool_tokens: int, at_tokens: int, page: int, attn: int, state: in
     ``at_tokens``-token requests (its "Maximum concurrency for N tokens per request") each
     holding ``attn`` x ceil(N / ``page``) + ``state`` pages, so the pages are the tokens x
     those pages / N (255,317 tokens at 16,384 on the H100: 374 pages of 784 tokens)."""
-    return round(pool_tokens * (attn * -(-at_tokens // page) + state) / at_tokens)
+    return round(pool_tokens * pages_held(at_tokens, page, attn, state) / at_tokens)
