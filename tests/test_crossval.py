@@ -259,7 +259,7 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
         "w4a8-int8g-dummy-humming-16k)"]
     text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",
                "ladder").stdout
-    assert ("borrowed from another engine: admission (bf16-dummy-256, "
+    assert ("borrowed from another engine or card: admission (bf16-dummy-256, "
             "w4a8-int8g-dummy-humming-16k)") in text
 
 

@@ -52,6 +52,7 @@ from claimcheck.calibration.choice import (
     Choice,
 )
 from claimcheck.calibration.computecarry import carried_compute
+from claimcheck.calibration.kvcarry import carried_kv_card
 from claimcheck.calibration.layout import layout_words, run_layout, run_version
 from claimcheck.calibration.picks import (
     KV_TERM,
@@ -348,6 +349,13 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
                 kv_base = choose(card_pool, card, str(who_kv), fmt_kv, layout=layout,
                                  version=run_version(kv[0].run), terms=terms,
                                  with_cold=False, with_lag=False)
+        there = None if kv else carried_kv_card(
+            runs, card, engine, layout, version,
+            lambda rs, c: len(kv_sources(rs, c, engine, terms)))
+        if there is not None:  # its own KV read on another card of the architecture
+            kv_base = choose(runs, there, engine, weight_format, layout=layout,
+                             version=version, terms=terms, with_cold=False, with_lag=False)
+            kv = kv_base.kv
         if rows and who == engine and rows_kind != ROWS_CLOSED_LOOP:
             rows_beyond = beyond_rows(rows, closed_loop_rows(pool, card, engine))
         if rows and who != engine:

@@ -19,6 +19,7 @@ from typing import Any
 from claimcheck.calibration.buckets import bucket_words, kernel_buckets
 from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
+from claimcheck.calibration.kvcarry import carried_kv
 from claimcheck.model import model as m
 from claimcheck.model import simulator, solve
 from claimcheck.physics.cardfiles import get_card
@@ -86,7 +87,10 @@ def calibration(choice: Choice, compute_dtype: str,
             f"({len(choice.rows_beyond)} closed-loop short-prompt steps, measured median TPOT "
             "/ the model's of the same closed loop) at "
             + ", ".join(f"{n} rows x{f:.3f}" for n, f in more)))
-    if choice.kv_base is not None:  # another engine's KV steps: its own calibration's terms
+    if choice.kv_base is not None and choice.kv_base.card != choice.card:  # another card's
+        src = calibration(choice.kv_base, compute_dtype, cache, user_cards)
+        cal = carried_kv(cal, src, choice.kv_base.card)
+    elif choice.kv_base is not None:  # another engine's KV steps: its calibration's terms
         _, info = choice.kv[0].run.engine
         src = calibration(choice.kv_base, info["compute_dtype"], cache, user_cards)
         said = f"borrowed from engine {choice.kv_base.engine}: "

@@ -42,7 +42,9 @@ class Choice:
     that engine's measured step over its own model)."""
     kv_base: Choice | None = None
     """The KV steps' engine's calibration when not this one (:func:`borrowed_kv`): its KV
-    rate and mixed-prefill factor are taken."""
+    rate and mixed-prefill factor are taken; or, on another card (``kv_base.card``), this
+    engine's own there (:mod:`~claimcheck.calibration.kvcarry`): its KV rate's ratio to its
+    weights' bandwidth is taken."""
     sequence: tuple[Pick, ...] = ()
     """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
     engine's own admission steps, whose walls it is fitted to."""

@@ -1,11 +1,13 @@
-"""Which runs each term of a calibration came from, and which it borrowed from another engine.
+"""Which runs each term of a calibration came from, and which it borrowed from another engine
+or card.
 
 A calibration (:class:`claimcheck.calibration.calibrate.Choice`) has nine terms: bandwidth,
 per-request overhead, compute, decode rows, admission, KV read, sequence prefill, cold
 start and output lag.
 :func:`term_sources` names, per term, the runs its steps belong to and the engine(s) they
-ran, and says the term is borrowed when none of them is the predicted engine (``predict``
-prints it; the cross-validation table keeps it per step).
+ran, and says the term is borrowed when none of them is the predicted engine, or when all
+of them ran it on another card (``predict`` prints it; the cross-validation table keeps it
+per step).
 """
 
 from __future__ import annotations
@@ -36,16 +38,22 @@ def _picks(choice: Choice, term: str) -> tuple[Pick, ...]:
 
 def term_sources(choice: Choice, engine: str) -> dict[str, dict[str, Any]]:
     """Per term: ``runs`` (the source runs' names, sorted), ``engines`` (theirs) and
-    ``borrowed_from`` (those engines, joined, when ``engine`` is not among them; None when
-    the term is the engine's own or has no source: ``runs`` empty)."""
+    ``borrowed_from`` (those engines, joined, when ``engine`` is not among them, or
+    "ENGINE on CARD" when every source run is of this engine on another card than the
+    choice's, a term carried between cards; None when the term is the engine's own on its
+    card or has no source: ``runs`` empty)."""
     out = {}
     for term in TERMS:
         picks = _picks(choice, term)
         runs = sorted({p.run.name for p in picks})
         engines = sorted({str(run_key(p.run)[1]) for p in picks})
-        out[term] = {"runs": runs, "engines": engines,
-                     "borrowed_from": ", ".join(engines) if engines and engine not in engines
-                     else None}
+        cards = sorted({str(run_key(p.run)[0]) for p in picks})
+        borrowed = None
+        if engines and engine not in engines:
+            borrowed = ", ".join(engines)
+        elif cards and choice.card not in cards:
+            borrowed = f"{engine} on {', '.join(cards)}"
+        out[term] = {"runs": runs, "engines": engines, "borrowed_from": borrowed}
     return out
 
 

@@ -280,8 +280,8 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
                         f"measurement within at {v['replicated']['both_within']}, the model "
                         f"at {v['replicated']['model_both_within']})"
                         if v["replicated"]["steps"] else ""))
-    lines.append("per term (steps with it measured, borrowed from another engine, both "
-                 "within; without it):")
+    lines.append("per term (steps with it measured, borrowed from another engine or card, "
+                 "both within; without it):")
     for t, v in out["terms"].items():
         lines.append(f"  {t:<10} {v['with']:>4} with ({v['borrowed']} borrowed), "
                      f"{v['summary_with']['cross_validated']['both_within']} within; "
@@ -389,7 +389,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
              *(f"  {k} step chosen because {v['why']}" for k, v in out["choice"].items()
                if isinstance(v, dict)),
              *source_lines(out.get("term_sources") or {}),
-             *([f"  borrowed from another engine: {'; '.join(out['borrowed_terms'])}"]
+             *([f"  borrowed from another engine or card: {'; '.join(out['borrowed_terms'])}"]
                if out.get("borrowed_terms") else []),
              *([f"  {out['prefix_cache']['words']}"] if out.get("prefix_cache") else []),
              f"  assumed: {out['assumptions']}",
