@@ -125,9 +125,12 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
     # H100, its compute carried (no long prompt of its weight format there but its own)
     assert out["summary"]["unpredicted"] == 0
     assert out["summary"]["carried"] == sum(bool(r["carried_from"]) for r in steps) == 0
+    # (its bandwidth step: the one-stream step with the most decode intervals, since
+    # 2026-12-06's H100 long-prompts run that run's 4 x 511 tokens, before the second
+    # single-stream run's 3 x 512)
     first = [r for r in steps if r["run"] == "h100-20261205-bf16-dummy-16k-single-stream"]
     assert len(first) == 4 and {r["bandwidth_runs"] for r in first} == {
-        "h100-20261206-bf16-dummy-16k-single-stream"}
+        "h100-20261206-bf16-dummy-16k-long-prompts"}
     marlin = [r for r in steps
               if r["run"] == "h100-20261205-w4a16-dummy-marlin-16k-single-stream"]
     assert len(marlin) == 4 and not any(r["carried_from"] for r in marlin)
@@ -252,9 +255,12 @@ def test_predict_names_each_terms_runs_and_what_it_borrowed():
     assert src["admission"]["borrowed_from"] == "bf16-dummy-256, w4a8-int8g-dummy-humming-16k"
     assert src["kv"]["runs"] == ["h200-20261202-bf16-dummy-16k-context-ladder"]
     assert src["kv"]["borrowed_from"] is None
-    # no cold first wave of its own (its runs recorded no counters): the other engines'
+    # no wave-admission of its own: the sequence prefill of the BF16 256-slot engine's (its
+    # weight format's; since 2026-12-06); no cold first wave of its own (its runs recorded
+    # no counters): the other engines'
     assert out["borrowed_terms"] == [
         "admission (bf16-dummy-256, w4a8-int8g-dummy-humming-16k)",
+        "sequence (bf16-dummy-256)",
         "cold (bf16-dummy-256, w4a16-dummy-machete-16k, w4a16-dummy-marlin-16k, "
         "w4a8-int8g-dummy-humming-16k)"]
     text = cli("predict", "--card", "h200", "--engine", "bf16-dummy-16k", "--protocol",

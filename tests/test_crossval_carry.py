@@ -32,15 +32,17 @@ def _earlier(committed_runs):
 
 
 def test_with_the_later_single_stream_the_target_is_calibrated_on_its_card(committed_runs):
-    """With 2026-12-06's H100 single-stream run in the pool, the target keeps a calibration
-    on the h100 with itself left out: its bandwidth from that run, nothing carried."""
+    """With 2026-12-06's H100 runs in the pool, the target keeps a calibration on the h100
+    with itself left out: its bandwidth from one of them (the one-stream step with the most
+    decode intervals: the long-prompts run's 4 x 511, before the single-stream run's
+    3 x 512), nothing carried."""
     runs = list(committed_runs)
     target = _target(runs)
     choice = choose_for(target, [r for r in runs if r is not target])
-    assert choice.bandwidth.run.name == LATER + "single-stream"
+    assert choice.bandwidth.run.name == LATER + "long-prompts"
     rows = cv.held_out_rows(target, runs)
     assert {r["carried_from"] for r in rows} == {""}
-    assert {r["bandwidth_runs"] for r in rows} == {LATER + "single-stream"}
+    assert {r["bandwidth_runs"] for r in rows} == {LATER + "long-prompts"}
 
 
 def test_h100_single_stream_is_carried_from_the_h200(committed_runs):

@@ -362,7 +362,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
         admission = admission_sources(card_pool, card, engine, terms)  # any version
-        sequence = sequence_sources(admission, engine)
+        sequence = sequence_sources(admission, engine, weight_format)
         cold = cold_sources(card_pool, card, engine) if with_cold else ()
         lag = lag_sources(pool, card, engine) if with_lag else ()  # its release only
 

@@ -48,17 +48,26 @@ def admission_sources(runs: list[Run], card: str, engine: str, terms: Terms | No
                           "interval between a wave's sends")
 
 
-def sequence_sources(admission: tuple[Pick, ...], engine: str) -> tuple[Pick, ...]:
+def sequence_sources(admission: tuple[Pick, ...], engine: str,
+                     weight_format: object = None) -> tuple[Pick, ...]:
     """The per-sequence prefill term's source steps: the admission term's steps
     (:func:`admission_sources`) when they are the engine's own (their walls are its
-    prefill, not only the client's send times); () otherwise."""
+    prefill, not only the client's send times); else those of engines of its
+    ``weight_format`` on the card (the same GEMMs and attention over a prompt), said as
+    borrowed; () when neither has any."""
     own = tuple(p for p in admission if run_key(p.run)[1] == engine)
-    if not own:
+    kin = () if own or weight_format is None else tuple(
+        p for p in admission if run_key(p.run)[2] == weight_format)
+    picks = own or kin
+    if not picks:
         return ()
-    why = (f"sequence prefill: {len(own)} one-wave step(s) of engine {engine} whose requests "
-           "are only their admission and prefill: the cost per prefilling request in a step "
-           "at which the simulated wall equals the measured one")
-    return tuple(Pick(p.run, p.step, why) for p in own)
+    whose = (f"engine {engine}" if own else
+             "engine(s) " + ", ".join(sorted({str(run_key(p.run)[1]) for p in kin}))
+             + f" (weight format {weight_format}; engine {engine} has none)")
+    why = (f"sequence prefill: {len(picks)} one-wave step(s) of {whose} whose requests are "
+           "only their admission and prefill: the cost per prefilling request in a step at "
+           "which the simulated wall equals the measured one")
+    return tuple(Pick(p.run, p.step, why) for p in picks)
 
 
 def engine_fresh(s: StepTrace) -> bool | None:
