@@ -216,3 +216,30 @@ def test_levels_that_never_all_decoded_are_drawn_by_end_to_end_alone():
     assert list(w.get_ydata()) == [2423.0, 2325.0, 2535.0]
     assert list(lines["measured: streams × 1000 / median TPOT"].get_xdata()) == [64]
     assert not any(t.get_text().startswith("queued past") for t in a1.texts)
+
+
+def test_levels_with_no_all_streams_decoding_rate_are_drawn_by_end_to_end(tmp_path):
+    """The H100's admit-then-decode (7,681 + 511 tokens a request; its KV pool held 28 of
+    them at once): the 32- and 64-stream levels never had all streams decoding, so the
+    protocol's headline (the rate while all decode) has no value there. Both are drawn as
+    hollow end-to-end squares (342.0 and 383.0 tok/s, the step table's), not left out; the
+    headline line keeps the 8- and 16-stream levels."""
+    from claimcheck.pipeline.derive import claims_table, write_run_record
+    from claimcheck.pipeline.run_figures import measured_run
+    from claimcheck.runs.run import load_run
+
+    run = load_run(RUNS / "h100-20261206-bf16-dummy-16k-admit-then-decode")
+    config = RAW / "models/qwen3.8-27b/config.json"
+    write_run_record(run, geometry_from_file(config), load_cards(),
+                     load_ceilings(RAW / "ceilings.csv"), tmp_path / "run.json")
+    claims_table(RAW / "claims.csv", RAW / "cards.csv", tmp_path / "claims.csv",
+                 tmp_path / "claims.json")
+    fig, _ = measured_run(str(tmp_path / "run.json"), str(tmp_path / "claims.json"),
+                          str(config))
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    w = lines["never all decoding: end to end (at most 28 at once, the rest wait for a first "
+              "token)"]
+    assert list(w.get_xdata()) == [32, 64]
+    assert [round(y, 1) for y in w.get_ydata()] == [342.0, 383.0]
+    head = next(ln for label, ln in lines.items() if label.startswith("measured: all"))
+    assert list(head.get_xdata()) == [8, 16]

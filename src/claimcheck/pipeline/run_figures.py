@@ -71,10 +71,12 @@ def measured_run(run_record: str, claims_json: str, model_config: str,
     points, queued = [], []
     for s in kept:
         v = s.get(col.key)
-        if col.streams_times_tpot and (is_queued(run, s) or row_never_all_decoded(s)):
+        never = row_never_all_decoded(s)
+        if (col.streams_times_tpot and (is_queued(run, s) or never)) or (v is None and never):
             # streams x 1000 / TPOT would divide by streams that never ran at once (queued
-            # in the server, or waiting for a first token inside the engine): the level is
-            # drawn by end to end only, against the line of the streams running
+            # in the server, or waiting for a first token inside the engine), and a rate
+            # read while all streams decode has no value where they never all did: the
+            # level is drawn by end to end only, against the line of the streams running
             slots = is_queued(run, s)
             queued.append({"streams": s["streams"], "e2e": s.get(e2e_key),
                            "running": (running_at_once(run, s) if slots
