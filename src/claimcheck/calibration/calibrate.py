@@ -224,9 +224,11 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
 
 
 def same_format_kv(choice: Choice) -> bool:
-    """Whether the KV term's lending engine has ``choice``'s weight format (then its
-    mixed-prefill factor, a GEMM's, is borrowed with it)."""
-    return choice.kv_base is not None and choice.kv_base.weight_format == choice.weight_format
+    """Whether the KV term's lending engine on the card has ``choice``'s weight format
+    (then its mixed-prefill factor, a GEMM's, is borrowed with it); never for a KV read
+    carried from another card (:mod:`~claimcheck.calibration.kvcarry`), which takes none."""
+    return (choice.kv_base is not None and choice.kv_base.card == choice.card
+            and choice.kv_base.weight_format == choice.weight_format)
 
 
 def _has_datasheet(card: str) -> bool:

@@ -47,7 +47,8 @@ class Choice:
     weights' bandwidth is taken."""
     sequence: tuple[Pick, ...] = ()
     """The per-sequence prefill term's source steps (:func:`sequence_sources`): the
-    engine's own admission steps, whose walls it is fitted to."""
+    engine's own admission steps, else its weight format's engines' on the card, whose
+    walls it is fitted to."""
     rows_beyond: tuple[Pick, ...] = ()
     """The engine's own closed loops above the rows ``rows`` measured (:func:`beyond_rows`)."""
     cold: tuple[Pick, ...] = ()

@@ -9,9 +9,10 @@ The attention kernel that reads the KV cache is the same build on both cards (th
 architecture picks it), so its rate relative to the weights' stream is taken to carry; the
 memory under both is not, which is why the ratio, not the rate, is carried. Without it such
 an engine's KV is read at the weights' bandwidth (:class:`~claimcheck.model.model.
-Calibration`): on the H100, whose only KV-read steps of the BF16 engine are its context
-ladder, that ladder with its own run left out read 1.3-5.6% under on end to end, five steps
-past 5% (docs/model.md, "The KV read carried between cards").
+Calibration`): on the H100, before the BF16 engine's admit-then-decode run there
+(2026-12-06), its context ladder was its only KV-read run on the card, and with that run
+left out the ladder read 1.3-5.6% under on end to end, five steps past 5% (docs/model.md,
+"The KV read carried between cards").
 """
 
 from __future__ import annotations
@@ -74,4 +75,3 @@ def carried_kv(cal: m.Calibration, src: m.Calibration, src_card: str) -> m.Calib
         f"{src.kv_bandwidth_bytes_s / 1e9:,.0f} GB/s over its weights' "
         f"{src.bandwidth_bytes_s / 1e9:,.0f} GB/s (x{ratio:.3f}) times this card's weights' "
         f"{cal.bandwidth_bytes_s / 1e9:,.0f} GB/s; there: {src.kv_source}"))
-
