@@ -75,3 +75,52 @@ def test_update_words_and_appendix_by_hand():
     v = {x.name: x for x in CVW.cv_values(lone)}
     assert v["cv.worst_has_replicates"].value is False
     assert "measured by another run too" not in CVW.appendix_section(lone)
+
+
+def _clocked(run, step, clock, model, protocol="rows", streams=64):
+    return {**_row(run, step, 100.0, 50.0, streams=streams, model=model),
+            "protocol": protocol, "sm_clock_mhz": clock}
+
+
+def test_slower_clock_by_hand():
+    """A miss whose card ran the step slower than every other run of it: counted with the
+    median of its clocks and of the others' (values by hand)."""
+    rows = [_clocked("A", 0, 1500.0, (0.07, 0.08)),   # miss; B 1600, C 1700 -> slower
+            _clocked("B", 0, 1600.0, (0.01, 0.01)),
+            _clocked("C", 0, 1700.0, (0.00, 0.00)),
+            _clocked("A", 1, 1650.0, (0.06, 0.06), streams=128),   # miss; B's 1620 lower
+            _clocked("B", 1, 1620.0, (0.0, 0.0), streams=128),
+            _clocked("A", 2, 1400.0, (0.09, 0.09), streams=256),   # miss; no other run
+            _clocked("A", 3, "", (0.08, 0.08), streams=512),       # miss; no clock read
+            _clocked("B", 3, 1500.0, (0.0, 0.0), streams=512)]
+    misses = [rows[0], rows[3], rows[5], rows[6]]
+    sc = CVW.slower_clock(rows, misses)
+    # only A's step 0: its 1,500 MHz under B's 1,600 and C's 1,700 (median 1,650)
+    assert sc == {"steps": 1, "protocols": ["rows"], "own": 1500.0, "others": 1650.0}
+    v = {x.name: x for x in CVW.clock_values(rows, misses)}
+    assert v["cv.worst_has_clock"].value is True
+    assert (v["cv.worst_other"].text, v["cv.worst_clock_misses"].text,
+            v["cv.worst_clock_own"].text, v["cv.worst_clock_rep"].text) == (
+        "4", "1", "1,500 MHz", "1,650 MHz")
+    assert v["cv.worst_clock_who"].text == "Of its other 4 misses, 1 (`rows`)"
+    # a miss at a clock as high as another run's is not said to be slower
+    assert CVW.slower_clock(rows, [rows[3]]) is None
+    assert CVW.clock_values(rows, [rows[3]])[0].value is False
+
+
+def test_slower_clock_in_the_update_values():
+    """The worst engine's misses outside its most-missed protocol: engine a misses three
+    `wave` steps and one `rows` step whose card ran slower than the other run's."""
+    rows = [_row("A", 0, 100.0, 50.0, model=(0.2, 0.0)),
+            _row("A", 1, 100.0, 50.0, streams=32, model=(0.2, 0.0)),
+            _row("B", 0, 140.0, 50.0, model=(-0.2, 0.0)),
+            _clocked("A", 5, 1515.0, (0.07, 0.07)),
+            _clocked("B", 5, 1635.0, (0.0, 0.0))]
+    v = {x.name: x for x in CVW.cv_values(cv.with_replicates(rows))}
+    assert v["cv.worst_protocol"].text == "`wave`"
+    assert (v["cv.worst_has_clock"].value, v["cv.worst_other"].value,
+            v["cv.worst_clock_protocols"].text, v["cv.worst_clock_own"].value,
+            v["cv.worst_clock_rep"].value) == (True, 1, "`rows`", 1515.0, 1635.0)
+    assert v["cv.worst_clock_who"].text == "Its other miss (`rows`)"
+    v = {x.name: x for x in CVW.clock_values(rows, [rows[3], rows[3]])}
+    assert v["cv.worst_clock_who"].text == "All 2 of its other misses (`rows`)"

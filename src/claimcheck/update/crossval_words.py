@@ -5,6 +5,7 @@ Markdown out; every count is :func:`claimcheck.predict.crossval.summary`'s."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,8 @@ SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst
                 "cv.worst_runs")
 REPLICATE_NAMES = ("cv.worst_replicated", "cv.worst_replicate_within",
                    "cv.worst_replicate_model")
+CLOCK_NAMES = ("cv.worst_other", "cv.worst_clock_misses", "cv.worst_clock_protocols",
+               "cv.worst_clock_own", "cv.worst_clock_rep", "cv.worst_clock_who")
 
 
 def band(tolerance: float) -> float:
@@ -59,6 +62,62 @@ def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: s
             "groups": len(spreads), "band": b, "runs": len(runs)}
 
 
+def _clock(r: Mapping[str, Any]) -> float | None:
+    v = r.get("sm_clock_mhz")
+    return None if v in (None, "") else float(v)
+
+
+def slower_clock(rows: Sequence[Mapping[str, Any]], misses: Sequence[Mapping[str, Any]]
+                 ) -> dict[str, Any] | None:
+    """Of ``misses``, the steps whose own SM clock at work (``sm_clock_mhz``) lies below
+    every other run's of the same step (:data:`crossval.REPLICATE_KEY`, complete rows of
+    ``rows`` with a clock): ``steps`` (count), ``protocols`` (their names, sorted),
+    ``own`` (the median of their clocks) and ``others`` (the median of those other runs'
+    clocks of the same steps). None where no miss has such a step."""
+    def key(r: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(str(r.get(k)) for k in cv.REPLICATE_KEY)
+
+    clocks: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+    for r in cv.complete(list(rows)):
+        if _clock(r) is not None:
+            clocks.setdefault(key(r), []).append((str(r["run"]), float(_clock(r) or 0)))
+    slow, others = [], []
+    for r in misses:
+        theirs = [c for run, c in clocks.get(key(r), []) if run != str(r["run"])]
+        own = _clock(r)
+        if own is not None and theirs and own < min(theirs):
+            slow.append(r)
+            others.extend(theirs)
+    if not slow:
+        return None
+    return {"steps": len(slow), "protocols": sorted({str(r["protocol"]) for r in slow}),
+            "own": statistics.median(float(_clock(r) or 0) for r in slow),
+            "others": statistics.median(others)}
+
+
+def clock_values(rows: Sequence[Mapping[str, Any]], others: Sequence[Mapping[str, Any]]
+                 ) -> list[Value]:
+    """``cv.worst_has_clock`` and, over the worst engine's misses outside its most-missed
+    protocol (``others``), how many there are and :func:`slower_clock`'s numbers as named
+    values ("none" where no such miss ran slower than every other run of its step)."""
+    sc = slower_clock(rows, others)
+    if sc is None:
+        return [flag("cv.worst_has_clock", False, SRC)] + [
+            word(n, "none", SRC) for n in CLOCK_NAMES]
+    protos = ", ".join(f"`{p}`" for p in sc["protocols"])
+    n, of = sc["steps"], len(others)
+    who = (f"Its other miss ({protos})" if of == 1 else
+           f"All {of:,} of its other misses ({protos})" if n == of else
+           f"Of its other {of:,} misses, {n:,} ({protos})")
+    return [flag("cv.worst_has_clock", True, SRC),
+            word("cv.worst_clock_who", who, SRC),
+            num("cv.worst_other", of, "steps", SRC, "{:,}"),
+            num("cv.worst_clock_misses", sc["steps"], "steps", SRC, "{:,}"),
+            word("cv.worst_clock_protocols", protos, SRC),
+            num("cv.worst_clock_own", sc["own"], "MHz", SRC, "{:,.0f} MHz"),
+            num("cv.worst_clock_rep", sc["others"], "MHz", SRC, "{:,.0f} MHz")]
+
+
 def _both(s: Mapping[str, Any]) -> int:
     return int(s["cross_validated"]["both_within"])
 
@@ -82,7 +141,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
                 flag("cv.has_unpredicted", False, SRC), flag("cv.has_carried", False, SRC),
-                *spread_values(None), *replicate_values(None)] + [
+                *spread_values(None), *replicate_values(None),
+                *clock_values([], [])] + [
                     word(n, "none", SRC) for n in NAMES]
     s = cv.summary(rows, tolerance)
     per = cv.by_engine(rows, tolerance)
@@ -102,7 +162,9 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
         r[m[0]] is not None and abs(float(r[m[0]])) > tolerance for r in misses))
     errs = [float(r[key]) for r in misses if r[key] is not None]
     sp = spread(rows, worst, proto, key, tolerance) if proto and errs else None
-    return [*spread_values(sp), *replicate_values(per[worst]), flag("cv.has", True, SRC),
+    others = [r for r in missed if str(r["protocol"]) != proto]
+    return [*spread_values(sp), *replicate_values(per[worst]), *clock_values(rows, others),
+            flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
