@@ -230,15 +230,16 @@ def ladder_table(tmp_path_factory):
 
 def test_a_prediction_meets_only_runs_started_after_its_commit(ladder_table):
     # the wave-admission prediction of 2026-12-04 (commit 1dd0fcd): the engine's run of
-    # 2026-12-01 was measured before it existed, so only the run of 2026-12-04 tests it
-    # (4 steps x 3 repeats)
+    # 2026-12-01 was measured before it existed, so only the runs of 2026-12-04 and
+    # 2026-12-06 test it (4 steps x 3 repeats each)
     got = {}
     for r in ladder_table:
         got.setdefault(r["prediction_file"], set()).add(r["run"])
     assert got["wave-admission-bf16-dummy-256.json"] == {
-        "h200-20261204-bf16-dummy-256-wave-admission"}
+        "h200-20261204-bf16-dummy-256-wave-admission",
+        "h200-20261206-bf16-dummy-256-wave-admission"}
     assert sum(r["prediction_file"] == "wave-admission-bf16-dummy-256.json"
-               for r in ladder_table) == 4 * 3
+               for r in ladder_table) == 2 * 4 * 3
     run = load_run(RUNS / "h200-20261201-bf16-dummy-256-wave-admission")
     assert bi.started_before(run, "2026-12-04T06:00:00+00:00")
     assert not bi.started_before(run, "2026-11-30T00:00:00+00:00")
