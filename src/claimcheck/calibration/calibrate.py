@@ -52,7 +52,7 @@ from claimcheck.calibration.choice import (
     Choice,
 )
 from claimcheck.calibration.computecarry import carried_compute
-from claimcheck.calibration.kvcarry import carried_kv_card
+from claimcheck.calibration.kvcarry import card_arch
 from claimcheck.calibration.layout import layout_words, run_layout, run_version
 from claimcheck.calibration.picks import (
     KV_TERM,
@@ -223,6 +223,36 @@ def borrowed_kv(runs: list[Run], card: str, engine: str, weight_format: Any,
     return ()
 
 
+def card_pool(runs: list[Run], card: str, layout: tuple[tuple[str, int], ...] | None,
+              version: str | None = None) -> list[Run]:
+    """The plain runs on ``card`` (a drafting engine's are never a plain term's source), of
+    ``layout`` and vLLM ``version`` where given."""
+    return [r for r in runs if run_key(r)[0] == card and not r.drafts
+            and (layout is None or run_layout(r) == layout)
+            and (version is None or run_version(r) == version)]
+
+
+def carried_kv_card(runs: list[Run], card: str, engine: str,
+                    layout: tuple[tuple[str, int], ...] | None, version: str | None,
+                    terms: Terms | None = None) -> str | None:
+    """The other card of ``card``'s architecture whose plain runs of ``engine`` (of
+    ``layout`` and ``version`` where given: :func:`card_pool`) hold the most KV-read steps
+    (:func:`kv_sources`), the first by name on a tie; None when the architecture is not on
+    record or no such card has any. Its KV read is carried by
+    :func:`~claimcheck.calibration.kvcarry.carried_kv`."""
+    arch = card_arch(card)
+    if arch is None:
+        return None
+    best: tuple[int, str] | None = None
+    for other in sorted({str(run_key(r)[0]) for r in runs} - {card, NO_CARD}):
+        if card_arch(other) != arch:
+            continue
+        n = len(kv_sources(card_pool(runs, other, layout, version), other, engine, terms))
+        if n and (best is None or n > best[0]):
+            best = (n, other)
+    return best[1] if best else None
+
+
 def same_format_kv(choice: Choice) -> bool:
     """Whether the KV term's lending engine on the card has ``choice``'s weight format
     (then its mixed-prefill factor, a GEMM's, is borrowed with it); never for a KV read
@@ -252,10 +282,8 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
     output-lag term too (likewise). Raises InputError
     naming the card, engine and format when no one-stream decode step exists."""
     terms = load_model_terms() if terms is None else terms
-    card_pool = [r for r in runs if run_key(r)[0] == card and not r.drafts
-                 and (layout is None or run_layout(r) == layout)]
-    pool = ([r for r in card_pool if version is None or run_version(r) == version]
-            if not explicit else runs)
+    on_card = card_pool(runs, card, layout)
+    pool = card_pool(runs, card, layout, version) if not explicit else runs
     if explicit:
         def scope(usable: Any) -> tuple[list[Any], str]:
             pairs = [(r, s) for r in pool for s in r.traces if usable(s)]
@@ -341,19 +369,17 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         if who != engine and line_rows(kv, card, engine):  # its own lines before another's
             rows, who, rows_kind = line_rows(kv, card, engine), engine, ROWS_LINES
         if not rows and version is not None:  # its weight format's of another release
-            rows, who = row_sources(card_pool, card, engine, weight_format, terms)
+            rows, who = row_sources(on_card, card, engine, weight_format, terms)
         if not rows:  # its own closed loops, the last resort
             rows, who, rows_kind = closed_loop_rows(pool, card, engine), engine, ROWS_CLOSED_LOOP
         if not kv:
-            kv = borrowed_kv(card_pool, card, engine, weight_format, terms)
+            kv = borrowed_kv(on_card, card, engine, weight_format, terms)
             if kv:
                 _, who_kv, fmt_kv = run_key(kv[0].run)
-                kv_base = choose(card_pool, card, str(who_kv), fmt_kv, layout=layout,
+                kv_base = choose(on_card, card, str(who_kv), fmt_kv, layout=layout,
                                  version=run_version(kv[0].run), terms=terms,
                                  with_cold=False, with_lag=False)
-        there = None if kv else carried_kv_card(
-            runs, card, engine, layout, version,
-            lambda rs, c: len(kv_sources(rs, c, engine, terms)))
+        there = None if kv else carried_kv_card(runs, card, engine, layout, version, terms)
         if there is not None:  # its own KV read on another card of the architecture
             kv_base = choose(runs, there, engine, weight_format, layout=layout,
                              version=version, terms=terms, with_cold=False, with_lag=False)
@@ -361,11 +387,11 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
         if rows and who == engine and rows_kind != ROWS_CLOSED_LOOP:
             rows_beyond = beyond_rows(rows, closed_loop_rows(pool, card, engine))
         if rows and who != engine:
-            rows_base = choose(card_pool, card, str(who), weight_format, with_rows=False,
+            rows_base = choose(on_card, card, str(who), weight_format, with_rows=False,
                                layout=layout, version=run_version(rows[0].run), terms=terms)
-        admission = admission_sources(card_pool, card, engine, terms)  # any version
+        admission = admission_sources(on_card, card, engine, terms)  # any version
         sequence = sequence_sources(admission, engine, weight_format)
-        cold = cold_sources(card_pool, card, engine) if with_cold else ()
+        cold = cold_sources(on_card, card, engine) if with_cold else ()
         lag = lag_sources(pool, card, engine) if with_lag else ()  # its release only
 
     bases: dict[tuple[Any, ...], Choice] = {}
@@ -376,7 +402,7 @@ def choose(runs: list[Run], card: str, engine: str, weight_format: Any,
             return None
         key = (who, fmt, run_layout(p.run), run_version(p.run))
         if key not in bases:
-            bases[key] = choose(card_pool, card, str(who), fmt, layout=key[2],
+            bases[key] = choose(on_card, card, str(who), fmt, layout=key[2],
                                 version=key[3], terms=terms, with_cold=False, with_lag=False)
         return bases[key]
     cold_base = tuple(base(p) for p in cold)

@@ -1,64 +1,36 @@
-"""The KV-read term carried from another card.
+"""The KV-read term carried from another card: its arithmetic.
 
-Where a card has no KV-read steps of an engine (:func:`~claimcheck.calibration.calibrate.
-kv_sources`) and no engine of its KV dtype on the card lends its lines
-(:func:`~claimcheck.calibration.calibrate.borrowed_kv`), the engine's own KV read on another
-card of the same GPU architecture stands in: as a multiple of the weights' bandwidth
-calibrated beside it on that card, times the weights' bandwidth calibrated on this card.
-The attention kernel that reads the KV cache is the same build on both cards (the
-architecture picks it), so its rate relative to the weights' stream is taken to carry; the
-memory under both is not, which is why the ratio, not the rate, is carried. Without it such
-an engine's KV is read at the weights' bandwidth (:class:`~claimcheck.model.model.
-Calibration`): on the H100, before the BF16 engine's admit-then-decode run there
-(2026-12-06), its context ladder was its only KV-read run on the card, and with that run
-left out the ladder read 1.3-5.6% under on end to end, five steps past 5% (docs/model.md,
-"The KV read carried between cards").
+Where a card has no KV-read steps of an engine
+(:func:`~claimcheck.calibration.calibrate.kv_sources`) and no engine of its KV dtype on the
+card lends its lines (:func:`~claimcheck.calibration.calibrate.borrowed_kv`), the engine's
+own KV read on another card of the same GPU architecture (:func:`card_arch`; the card chosen
+by :func:`~claimcheck.calibration.calibrate.carried_kv_card`) stands in: as a multiple of
+the weights' bandwidth calibrated beside it on that card, times the weights' bandwidth
+calibrated on this card. The attention kernel that reads the KV cache is the same build on
+both cards (the architecture picks it), so its rate relative to the weights' stream is taken
+to carry; the memory under both is not, which is why the ratio, not the rate, is carried.
+Without it such an engine's KV is read at the weights' bandwidth
+(:class:`~claimcheck.model.model.Calibration`): on the H100, before the BF16 engine's
+admit-then-decode run there (2026-12-06), its context ladder was its only KV-read run on the
+card, and with that run left out the ladder read 1.3-5.6% under on end to end, five steps
+past 5% (docs/model.md, "The KV read carried between cards").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
-from claimcheck.calibration.layout import run_layout, run_version
-from claimcheck.calibration.picks import run_key
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m
 from claimcheck.physics.cardfiles import get_card
-from claimcheck.runs.run import Run
-from claimcheck.runs.runchecks import NO_CARD
 
 
-def _arch(card: str) -> str | None:
+def card_arch(card: str) -> str | None:
     """The card's architecture from the cards file; None where none is on record."""
     try:
         return get_card(card).arch
     except (InputError, KeyError):
         return None
-
-
-def carried_kv_card(runs: list[Run], card: str, engine: str,
-                    layout: tuple[tuple[str, int], ...] | None, version: str | None,
-                    count: Callable[[list[Run], str], int]) -> str | None:
-    """The other card of ``card``'s architecture whose runs of ``engine`` (of ``layout``
-    and vLLM ``version`` where given) hold the most KV-read steps (``count``: the steps
-    among a card's runs, :func:`~claimcheck.calibration.calibrate.kv_sources`), the first
-    by name on a tie; None when the architecture is not on record or no such card has
-    any."""
-    arch = _arch(card)
-    if arch is None:
-        return None
-    best: tuple[int, str] | None = None
-    for other in sorted({str(run_key(r)[0]) for r in runs} - {card, NO_CARD}):
-        if _arch(other) != arch:
-            continue
-        pool = [r for r in runs if run_key(r)[0] == other and not r.drafts
-                and (layout is None or run_layout(r) == layout)
-                and (version is None or run_version(r) == version)]
-        n = count(pool, other)
-        if n and (best is None or n > best[0]):
-            best = (n, other)
-    return best[1] if best else None
 
 
 def carried_kv(cal: m.Calibration, src: m.Calibration, src_card: str) -> m.Calibration:
