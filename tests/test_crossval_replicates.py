@@ -95,14 +95,17 @@ def test_slower_clock_by_hand():
             _clocked("B", 3, 1500.0, (0.0, 0.0), streams=512)]
     misses = [rows[0], rows[3], rows[5], rows[6]]
     sc = CVW.slower_clock(rows, misses)
-    # only A's step 0: its 1,500 MHz under B's 1,600 and C's 1,700 (median 1,650)
-    assert sc == {"steps": 1, "protocols": ["rows"], "own": 1500.0, "others": 1650.0}
+    # only A's step 0: its 1,500 MHz under B's 1,600 and C's 1,700 (median 1,650), by
+    # 1 - 1500 / 1650 = 9.09%
+    assert sc == {"steps": 1, "protocols": ["rows"], "own": 1500.0, "others": 1650.0,
+                  "lo": pytest.approx(1 - 1500 / 1650), "hi": pytest.approx(1 - 1500 / 1650)}
     v = {x.name: x for x in CVW.clock_values(rows, misses)}
     assert v["cv.worst_has_clock"].value is True
     assert (v["cv.worst_other"].text, v["cv.worst_clock_misses"].text,
             v["cv.worst_clock_own"].text, v["cv.worst_clock_rep"].text) == (
         "4", "1", "1,500 MHz", "1,650 MHz")
     assert v["cv.worst_clock_who"].text == "Of its other 4 misses, 1 (`rows`)"
+    assert (v["cv.worst_clock_lo"].text, v["cv.worst_clock_hi"].text) == ("9.1%", "9.1%")
     # a miss at a clock as high as another run's is not said to be slower
     assert CVW.slower_clock(rows, [rows[3]]) is None
     assert CVW.clock_values(rows, [rows[3]])[0].value is False
@@ -122,5 +125,6 @@ def test_slower_clock_in_the_update_values():
             v["cv.worst_clock_protocols"].text, v["cv.worst_clock_own"].value,
             v["cv.worst_clock_rep"].value) == (True, 1, "`rows`", 1515.0, 1635.0)
     assert v["cv.worst_clock_who"].text == "Its other miss (`rows`)"
+    assert v["cv.worst_clock_lo"].value == pytest.approx(1 - 1515 / 1635)  # 7.3% under
     v = {x.name: x for x in CVW.clock_values(rows, [rows[3], rows[3]])}
     assert v["cv.worst_clock_who"].text == "All 2 of its other misses (`rows`)"

@@ -26,7 +26,8 @@ SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst
 REPLICATE_NAMES = ("cv.worst_replicated", "cv.worst_replicate_within",
                    "cv.worst_replicate_model")
 CLOCK_NAMES = ("cv.worst_other", "cv.worst_clock_misses", "cv.worst_clock_protocols",
-               "cv.worst_clock_own", "cv.worst_clock_rep", "cv.worst_clock_who")
+               "cv.worst_clock_own", "cv.worst_clock_rep", "cv.worst_clock_who",
+               "cv.worst_clock_lo", "cv.worst_clock_hi")
 
 
 def band(tolerance: float) -> float:
@@ -72,8 +73,10 @@ def slower_clock(rows: Sequence[Mapping[str, Any]], misses: Sequence[Mapping[str
     """Of ``misses``, the steps whose own SM clock at work (``sm_clock_mhz``) lies below
     every other run's of the same step (:data:`crossval.REPLICATE_KEY`, complete rows of
     ``rows`` with a clock): ``steps`` (count), ``protocols`` (their names, sorted),
-    ``own`` (the median of their clocks) and ``others`` (the median of those other runs'
-    clocks of the same steps). None where no miss has such a step."""
+    ``own`` (the median of their clocks), ``others`` (the median of those other runs'
+    clocks of the same steps), and ``lo`` / ``hi``: the least and most by which a step's
+    clock lies under the median of the other runs' of that step (1 - own / theirs). None
+    where no miss has such a step."""
     def key(r: Mapping[str, Any]) -> tuple[str, ...]:
         return tuple(str(r.get(k)) for k in cv.REPLICATE_KEY)
 
@@ -81,18 +84,19 @@ def slower_clock(rows: Sequence[Mapping[str, Any]], misses: Sequence[Mapping[str
     for r in cv.complete(list(rows)):
         if _clock(r) is not None:
             clocks.setdefault(key(r), []).append((str(r["run"]), float(_clock(r) or 0)))
-    slow, others = [], []
+    slow, others, under = [], [], []
     for r in misses:
         theirs = [c for run, c in clocks.get(key(r), []) if run != str(r["run"])]
         own = _clock(r)
         if own is not None and theirs and own < min(theirs):
             slow.append(r)
             others.extend(theirs)
+            under.append(1 - own / statistics.median(theirs))
     if not slow:
         return None
     return {"steps": len(slow), "protocols": sorted({str(r["protocol"]) for r in slow}),
             "own": statistics.median(float(_clock(r) or 0) for r in slow),
-            "others": statistics.median(others)}
+            "others": statistics.median(others), "lo": min(under), "hi": max(under)}
 
 
 def clock_values(rows: Sequence[Mapping[str, Any]], others: Sequence[Mapping[str, Any]]
@@ -115,7 +119,9 @@ def clock_values(rows: Sequence[Mapping[str, Any]], others: Sequence[Mapping[str
             num("cv.worst_clock_misses", sc["steps"], "steps", SRC, "{:,}"),
             word("cv.worst_clock_protocols", protos, SRC),
             num("cv.worst_clock_own", sc["own"], "MHz", SRC, "{:,.0f} MHz"),
-            num("cv.worst_clock_rep", sc["others"], "MHz", SRC, "{:,.0f} MHz")]
+            num("cv.worst_clock_rep", sc["others"], "MHz", SRC, "{:,.0f} MHz"),
+            num("cv.worst_clock_lo", sc["lo"], "fraction", SRC, "{:.1%}"),
+            num("cv.worst_clock_hi", sc["hi"], "fraction", SRC, "{:.1%}")]
 
 
 def _both(s: Mapping[str, Any]) -> int:
