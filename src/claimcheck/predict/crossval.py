@@ -153,21 +153,23 @@ def _median(values: list[Any]) -> float | None:
     return statistics.median(vs) if vs else None
 
 
+def replicate_key(r: Mapping[str, Any]) -> tuple[str, ...]:
+    """What makes two rows the same step (:data:`REPLICATE_KEY`), as text."""
+    return tuple(str(r.get(k)) for k in REPLICATE_KEY)
+
+
 def with_replicates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` each with ``replicate_runs`` (the other runs that measured the same step,
     :data:`REPLICATE_KEY`, complete; "" where none did) and ``replicate_e2e_error`` /
     ``replicate_decode_error``: the median of those runs' measured end to end (decode)
     aggregates over all their repeats of the step, as a prediction of this row's
     measurement (None without another run, or where either side measured no decode)."""
-    def key(r: Mapping[str, Any]) -> tuple[str, ...]:
-        return tuple(str(r.get(k)) for k in REPLICATE_KEY)
-
     same: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in complete(rows):
-        same.setdefault(key(r), []).append(r)
+        same.setdefault(replicate_key(r), []).append(r)
     out = []
     for r in rows:
-        others = [o for o in same.get(key(r), []) if o["run"] != r["run"]]
+        others = [o for o in same.get(replicate_key(r), []) if o["run"] != r["run"]]
         e2e = _median([o["measured_e2e_tok_s"] for o in others])
         dec = _median([o["measured_decode_tok_s"] for o in others])
         out.append({**r, "replicate_runs": "; ".join(sorted({str(o["run"]) for o in others})),

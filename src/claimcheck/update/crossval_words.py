@@ -71,31 +71,29 @@ def _clock(r: Mapping[str, Any]) -> float | None:
 def slower_clock(rows: Sequence[Mapping[str, Any]], misses: Sequence[Mapping[str, Any]]
                  ) -> dict[str, Any] | None:
     """Of ``misses``, the steps whose own SM clock at work (``sm_clock_mhz``) lies below
-    every other run's of the same step (:data:`crossval.REPLICATE_KEY`, complete rows of
+    every other run's of the same step (:func:`crossval.replicate_key`, complete rows of
     ``rows`` with a clock): ``steps`` (count), ``protocols`` (their names, sorted),
     ``own`` (the median of their clocks), ``others`` (the median of those other runs'
     clocks of the same steps), and ``lo`` / ``hi``: the least and most by which a step's
     clock lies under the median of the other runs' of that step (1 - own / theirs). None
     where no miss has such a step."""
-    def key(r: Mapping[str, Any]) -> tuple[str, ...]:
-        return tuple(str(r.get(k)) for k in cv.REPLICATE_KEY)
-
     clocks: dict[tuple[str, ...], list[tuple[str, float]]] = {}
     for r in cv.complete(list(rows)):
-        if _clock(r) is not None:
-            clocks.setdefault(key(r), []).append((str(r["run"]), float(_clock(r) or 0)))
-    slow, others, under = [], [], []
+        c = _clock(r)
+        if c is not None:
+            clocks.setdefault(cv.replicate_key(r), []).append((str(r["run"]), c))
+    protocols, own, others, under = set(), [], [], []
     for r in misses:
-        theirs = [c for run, c in clocks.get(key(r), []) if run != str(r["run"])]
-        own = _clock(r)
-        if own is not None and theirs and own < min(theirs):
-            slow.append(r)
+        theirs = [c for run, c in clocks.get(cv.replicate_key(r), []) if run != str(r["run"])]
+        c = _clock(r)
+        if c is not None and theirs and c < min(theirs):
+            protocols.add(str(r["protocol"]))
+            own.append(c)
             others.extend(theirs)
-            under.append(1 - own / statistics.median(theirs))
-    if not slow:
+            under.append(1 - c / statistics.median(theirs))
+    if not own:
         return None
-    return {"steps": len(slow), "protocols": sorted({str(r["protocol"]) for r in slow}),
-            "own": statistics.median(float(_clock(r) or 0) for r in slow),
+    return {"steps": len(own), "protocols": sorted(protocols), "own": statistics.median(own),
             "others": statistics.median(others), "lo": min(under), "hi": max(under)}
 
 
