@@ -128,3 +128,12 @@ def test_slower_clock_in_the_update_values():
     assert v["cv.worst_clock_lo"].value == pytest.approx(1 - 1515 / 1635)  # 7.3% under
     v = {x.name: x for x in CVW.clock_values(rows, [rows[3], rows[3]])}
     assert v["cv.worst_clock_who"].text == "All 2 of its other misses (`rows`)"
+
+
+@pytest.mark.parametrize("bad", ["-1500", "inf", "nan", "0", "fast"])
+def test_an_impossible_clock_is_refused_naming_the_row(bad):
+    rows = [_clocked("A", 0, bad, (0.07, 0.07)), _clocked("B", 0, 1600.0, (0.0, 0.0))]
+    with pytest.raises(ValueError, match=(
+            r"^crossval\.csv: run A step 0 repeat 1: sm_clock_mhz '" + bad
+            + r"' is not a clock in MHz \(a finite number above 0\)$")):
+        CVW.slower_clock(rows, rows[:1])

@@ -5,6 +5,7 @@ Markdown out; every count is :func:`claimcheck.predict.crossval.summary`'s."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,8 +65,20 @@ def spread(rows: Sequence[Mapping[str, Any]], engine: str, protocol: str, key: s
 
 
 def _clock(r: Mapping[str, Any]) -> float | None:
+    """A row's ``sm_clock_mhz``: None where none was read; a ValueError naming the file, run
+    and step where it is not a clock (a finite number of MHz above 0)."""
     v = r.get("sm_clock_mhz")
-    return None if v in (None, "") else float(v)
+    if v in (None, ""):
+        return None
+    try:
+        c = float(v)
+    except (TypeError, ValueError):
+        c = float("nan")
+    if not (math.isfinite(c) and c > 0):
+        raise ValueError(f"{SRC}: run {r.get('run')} step {r.get('step')} repeat "
+                         f"{r.get('repeat')}: sm_clock_mhz {v!r} is not a clock in MHz "
+                         "(a finite number above 0)")
+    return c
 
 
 def slower_clock(rows: Sequence[Mapping[str, Any]], misses: Sequence[Mapping[str, Any]]
