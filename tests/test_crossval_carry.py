@@ -18,8 +18,11 @@ LATER = "h100-20261206-bf16-dummy-16k-"
 """The BF16 engine's H100 runs of 2026-12-06 (single-stream, wave-admission, decode rows):
 with them the engine has a one-stream decode step on the card without the target, so the
 tests of the carried path leave them out (the pool of the earlier sessions), with the
-256-slot BF16 engine's H100 run of the same day (:data:`LATER_TOO`)."""
+256-slot BF16 engine's H100 run of the same day (:data:`LATER_TOO`) and every H100 run since
+(:data:`LATER_STILL`)."""
 LATER_TOO = "h100-20261206-bf16-dummy-256-"
+LATER_STILL = "h100-20261207-"
+"""The 256-slot BF16 engine's runs on a second H100 (2026-12-07)."""
 
 
 def _target(runs):
@@ -27,8 +30,9 @@ def _target(runs):
 
 
 def _earlier(committed_runs):
-    """The committed runs but :data:`LATER`'s and :data:`LATER_TOO`'s."""
-    return [r for r in committed_runs if not r.name.startswith((LATER, LATER_TOO))]
+    """The committed runs but :data:`LATER`'s, :data:`LATER_TOO`'s and :data:`LATER_STILL`'s."""
+    return [r for r in committed_runs
+            if not r.name.startswith((LATER, LATER_TOO, LATER_STILL))]
 
 
 def test_with_the_later_single_stream_the_target_is_calibrated_on_its_card(committed_runs):
