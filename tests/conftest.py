@@ -75,6 +75,13 @@ def committed_runs():
     return tuple(rr.load_run(d) for d in rr.find_runs(RUNS))  # checked at the session's end
 
 
+def runs_started_before(runs, day: str) -> list:
+    """The runs whose runner started before ``day`` (``YYYY-MM-DD``, UTC, as provenance's
+    ``started_utc`` begins): a test of a path that later runs would take away (a carry, a
+    borrowed term) reads the pool as it stood then."""
+    return [r for r in runs if r.provenance.started_utc[:10] < day]
+
+
 @pytest.fixture(scope="session")
 def committed_records(committed_runs):
     """The committed runs as their run records hold them: each step's row joined to its

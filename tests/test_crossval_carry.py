@@ -11,6 +11,7 @@ from claimcheck.calibration.layout import run_version
 from claimcheck.calibration.termsources import TERMS
 from claimcheck.files.errors import InputError
 from claimcheck.predict import crossval as cv
+from tests.conftest import runs_started_before
 from tests.test_crossval import _slowed
 
 TARGET = "h100-20261205-bf16-dummy-16k-single-stream"
@@ -18,11 +19,11 @@ LATER = "h100-20261206-bf16-dummy-16k-"
 """The BF16 engine's H100 runs of 2026-12-06 (single-stream, wave-admission, decode rows):
 with them the engine has a one-stream decode step on the card without the target, so the
 tests of the carried path leave them out (the pool of the earlier sessions), with the
-256-slot BF16 engine's H100 run of the same day (:data:`LATER_TOO`) and every H100 run since
+256-slot BF16 engine's H100 run of the same day (:data:`LATER_TOO`) and every run since
 (:data:`LATER_STILL`)."""
 LATER_TOO = "h100-20261206-bf16-dummy-256-"
-LATER_STILL = "h100-20261207-"
-"""The 256-slot BF16 engine's runs on a second H100 (2026-12-07)."""
+LATER_STILL = "2026-12-07"
+"""The day the 256-slot BF16 engine ran on a second H100."""
 
 
 def _target(runs):
@@ -30,9 +31,10 @@ def _target(runs):
 
 
 def _earlier(committed_runs):
-    """The committed runs but :data:`LATER`'s, :data:`LATER_TOO`'s and :data:`LATER_STILL`'s."""
-    return [r for r in committed_runs
-            if not r.name.startswith((LATER, LATER_TOO, LATER_STILL))]
+    """The committed runs started before :data:`LATER_STILL`, but :data:`LATER`'s and
+    :data:`LATER_TOO`'s."""
+    return [r for r in runs_started_before(committed_runs, LATER_STILL)
+            if not r.name.startswith((LATER, LATER_TOO))]
 
 
 def test_with_the_later_single_stream_the_target_is_calibrated_on_its_card(committed_runs):

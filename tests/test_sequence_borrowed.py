@@ -9,18 +9,16 @@ from claimcheck.calibration import calibrate
 from claimcheck.calibration.termsources import term_sources
 from claimcheck.predict.crossval import held_out_rows
 from claimcheck.verdicts.accuracy import within_both
+from tests.conftest import runs_started_before
 
 WAVE_256 = "h100-20261206-bf16-dummy-256-wave-admission"
 WAVES_16K = ("h100-20261206-bf16-dummy-16k-wave-admission",
              "h100-20261206-bf16-dummy-16k-wave-admission-2")
-SECOND_H100 = "h100-20261207-"
-"""The 256-slot engine's runs on a second H100 (2026-12-07), its own second wave-admission
-among them: the tests here read the pool before them, where that engine's only H100 wave
-run is :data:`WAVE_256` (so with it left out the engine has none of its own)."""
-
-
-def _before_second_h100(runs):
-    return [r for r in runs if not r.name.startswith(SECOND_H100)]
+SECOND_H100 = "2026-12-07"
+"""The day the 256-slot engine ran on a second H100, its own second wave-admission among
+those runs: the tests here read the pool before it (:func:`tests.conftest.
+runs_started_before`), where that engine's only H100 wave run is :data:`WAVE_256` (so with it
+left out the engine has none of its own)."""
 
 
 def test_no_own_admission_steps_borrow_the_weight_formats(committed_runs):
@@ -28,7 +26,7 @@ def test_no_own_admission_steps_borrow_the_weight_formats(committed_runs):
     comes from the BF16 16k engine's two H100 wave-admission runs (24 steps), while its
     admission interval is read off every engine's waves on the card (the Marlin engine's
     too: the client's send times, no engine's prefill)."""
-    runs = _before_second_h100(committed_runs)
+    runs = runs_started_before(committed_runs, SECOND_H100)
     held = next(r for r in runs if r.name == WAVE_256)
     choice = calibrate.choose_for(held, [r for r in runs if r is not held])
     assert {p.run.name for p in choice.sequence} == set(WAVES_16K)
@@ -42,7 +40,7 @@ def test_no_own_admission_steps_borrow_the_weight_formats(committed_runs):
 def test_another_weight_format_lends_none(committed_runs):
     """The Marlin engine (W4A16) on the H100 has its own wave-admission; with it left out,
     no W4A16 engine on the card has one, so no sequence term, though BF16's exist."""
-    runs = _before_second_h100(committed_runs)
+    runs = runs_started_before(committed_runs, SECOND_H100)
     held = next(r for r in runs
                 if r.name == "h100-20261206-w4a16-dummy-marlin-16k-wave-admission")
     choice = calibrate.choose_for(held, [r for r in runs if r is not held])
@@ -58,7 +56,7 @@ def test_borrowed_sequence_term_held_out(committed_runs):
     """Cross-validated, the 256-slot engine's H100 wave-admission: 7 of its 12 steps within
     5% (5 with no sequence term): its 64-stream 100-token steps -1.6% to -3.6% (+11.4% to
     +13.7% before), its 16-stream ones still 16-28% slow."""
-    runs = _before_second_h100(committed_runs)
+    runs = runs_started_before(committed_runs, SECOND_H100)
     held = next(r for r in runs if r.name == WAVE_256)
     rows = held_out_rows(held, runs)
     assert sum(within_both(r["e2e_error"], r["decode_error"], 0.05) for r in rows) == 7
