@@ -216,3 +216,11 @@ def test_queued_is_one_rule():
     assert d.running_at_once(256, 128) == 128 and d.is_queued(256, 128)
     assert d.running_at_once(128, 128) == 128 and not d.is_queued(128, 128)
     assert d.running_at_once(64, None) == 64 and not d.is_queued(64, None)  # slots unknown
+
+
+def test_a_tpot_of_zero_gives_no_streams_x_1000_aggregate():
+    """Requests of 2 tokens that got both in one streamed chunk have a TPOT of 0 ms (the
+    committed 64-stream wave step's median): streams x 1000 / TPOT has no value there, not a
+    division by zero; any positive TPOT divides as before."""
+    assert d.streams_x_1000_over_tpot(64, 0.0) is None
+    assert d.streams_x_1000_over_tpot(64, 25.0) == pytest.approx(2560.0)

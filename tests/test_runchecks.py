@@ -147,6 +147,29 @@ def test_bench_bounds():
                           source="b")
 
 
+def test_a_held_prefill_tpot_of_zero_up_to_rounding_passes():
+    """Requests of 2 tokens can get both in one streamed chunk: vLLM's (latency - TTFT) /
+    (tokens - 1) is then 0 up to float rounding, as the committed 64-stream wave step's
+    median of -0.000158 ms; past 0.001 ms below 0, or for requests of more tokens, a
+    negative or zero time per output token is refused."""
+    held = {"duration": 1.0, "completed": 2, "failed": 0, "total_output_tokens": 4,
+            "output_lens": [2, 2], "ttfts": [0.1, 0.1], "itls": [[], [0.02]]}
+    for v in (-0.000158, 0.0, 0.02):
+        runchecks.check_bench({**held, "median_tpot_ms": v}, requests=2, output_len=2,
+                              step_ok=True, source="b")
+    with pytest.raises(InputError, match=r"^b: median_tpot_ms: -0.0011 ms is impossible: a "
+                       r"time per output token must be > 0 \(or within 0.001 ms of 0 for "
+                       r"requests of 2 tokens or fewer\)$"):
+        runchecks.check_bench({**held, "median_tpot_ms": -0.0011}, requests=2, output_len=2,
+                              step_ok=True, source="b")
+    four = {**held, "output_lens": [4, 4], "total_output_tokens": 8,
+            "itls": [[0.01, 0.01, 0.01]] * 2}
+    with pytest.raises(InputError, match=r"^b: mean_tpot_ms: 0.0 ms is impossible: a time "
+                       r"per output token must be > 0$"):
+        runchecks.check_bench({**four, "mean_tpot_ms": 0.0}, requests=2, output_len=4,
+                              step_ok=True, source="b")
+
+
 def test_power_bounds():
     h200 = CARDS["h200"]  # 700 W default limit: 1.5 x 700 = 1050 W is the largest allowed
     runchecks.check_power([{"power_w": 0.0}, {"power_w": 1050.0}], card=h200, source="t")

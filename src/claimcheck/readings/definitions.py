@@ -201,9 +201,11 @@ def tpots_ms(tl: Timeline) -> list[float]:
             for r in tl.requests if r.output_tokens > 1]
 
 
-def streams_x_1000_over_tpot(streams: int, tpot_ms: float) -> float:
-    """Streams x 1000 / TPOT in ms: the aggregate if every stream decoded all the time."""
-    return streams * 1000.0 / tpot_ms
+def streams_x_1000_over_tpot(streams: int, tpot_ms: float) -> float | None:
+    """Streams x 1000 / TPOT in ms: the aggregate if every stream decoded all the time; None
+    at a TPOT of 0 (a step of held prefills whose requests got their tokens in one chunk,
+    no decode time to divide by)."""
+    return streams * 1000.0 / tpot_ms if tpot_ms > 0 else None
 
 
 def streams_x_1000_over_median_tpot(tl: Timeline) -> float | None:

@@ -101,17 +101,29 @@ def check_gap_counts(bench: Mapping[str, Any], *, source: str) -> None:
                              f"{want}", key="itls")
 
 
+ROUNDING_MS = 1e-3
+"""How far below 0 ms vLLM's own time per output token may read for a step of held
+prefills (requests of ``HELD_PREFILL_MAX_OUTPUT`` tokens or fewer): both tokens of such a
+request can come in one streamed chunk, and its (latency - TTFT) / (tokens - 1) is then 0
+up to float rounding (-0.000158 ms, the median of
+``h100-20261207-bf16-dummy-256-wave-admission-2``'s 64-stream first repeat). Such a step is
+read for no decode rate (:func:`~claimcheck.readings.definitions.is_held_prefill`)."""
+
+
 def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | None,
                 step_ok: bool, source: str) -> None:
     """One step's result (``vllm bench serve --save-result --save-detailed`` shape).
 
     ``output_len`` is the tokens each request asked for (max_tokens); ``step_ok`` whether
     the step is marked complete."""
+    held = output_len is not None and output_len <= HELD_PREFILL_MAX_OUTPUT
     for key in ("median_tpot_ms", "mean_tpot_ms"):
         v = bench.get(key)
-        if v is not None and not v > 0:
+        if v is not None and not (v > 0 or (held and v > -ROUNDING_MS)):
             raise InputError(source, f"{v} ms is impossible: a time per output token must "
-                             "be > 0", key=key)
+                             "be > 0" + (f" (or within {ROUNDING_MS:g} ms of 0 for requests "
+                                         f"of {HELD_PREFILL_MAX_OUTPUT} tokens or fewer)"
+                                         if held else ""), key=key)
     dur = bench.get("duration")
     if step_ok and dur is not None and not dur > 0:
         raise InputError(source, f"{dur} s is impossible: a benchmark's duration must be "
