@@ -149,6 +149,34 @@ def test_readme_is_short_and_links_every_docs_page():
     assert linked == pages
 
 
+@pytest.mark.data  # reads every committed run's provenance: make data
+def test_readme_counts_the_runs_as_their_provenance_does():
+    """The README's count of the committed runs, by card (GPU name), cards told apart by
+    NVML uuid, power limit, weights and status, is what the runs' provenance.json files
+    record: a run added without the README following fails here."""
+    import json
+    from collections import Counter
+
+    provs = [json.loads(p.read_text())
+             for p in sorted((ROOT / "data/raw/runs").glob("*/provenance.json"))]
+    gpus = [p["gpu"]["gpus"][0] for p in provs]
+    names = Counter(g["name"] for g in gpus)
+    uuids = {n: len({g["uuid"] for g in gpus if g["name"] == n}) for n in names}
+    status = Counter(p["status"] for p in provs)
+    assert {g["power_limit_enforced_w"] for g in gpus} == {700.0}
+    assert {p["weights"] for p in provs} == {"dummy"}
+    assert set(status) == {"complete", "interrupted", "failed"}
+    (h200, h200_cards), (h100, h100_cards) = (
+        (names[n], uuids[n]) for n in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"))
+    assert len(names) == 2
+    said = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"`data/raw/runs/` holds {len(provs):,} runs, each on one GPU at its 700 W limit "
+            f"with **dummy weights**: {h200:,} on an NVIDIA H200 ({h200_cards:,} cards, told "
+            f"apart by NVML uuid) and {h100:,} on an NVIDIA H100 80GB HBM3 ({h100_cards:,} "
+            f"cards); {status['complete']:,} complete, {status['interrupted']:,} interrupted "
+            f"(their complete steps kept) and {status['failed']:,} failed.") in said
+
+
 def test_every_relative_link_resolves():
     bad = []
     for f in DOCS:

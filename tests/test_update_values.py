@@ -218,22 +218,25 @@ def test_a_run_that_measured_nothing_is_named_not_counted():
 
 
 def test_runs_on_other_cards_are_said_apart():
-    """Runs on another card than the Update's: counted per card with their engines, said to
-    be in none of the body's counts; none: not said."""
+    """Runs on another card than the Update's: counted per card with their engines and the
+    cards their NVML uuids tell apart, said to be in none of the body's counts; none: not
+    said."""
     from types import SimpleNamespace as NS
 
     from claimcheck.update import update_body as UB
 
-    def run(card, gpu, engine):
-        return NS(provenance=NS(card=card, gpu=NS(name=gpu), engine=engine))
-    runs = [run("h200", "NVIDIA H200", "a"), run("h100", "NVIDIA H100", "a"),
-            run("h100", "NVIDIA H100", "b"), run("h100", "NVIDIA H100", "b"),
+    def run(card, gpu, engine, uuid=None):
+        return NS(provenance=NS(card=card, gpu=NS(name=gpu, uuid=uuid), engine=engine))
+    runs = [run("h200", "NVIDIA H200", "a", "GPU-1"), run("h100", "NVIDIA H100", "a", "GPU-2"),
+            run("h100", "NVIDIA H100", "b", "GPU-3"), run("h100", "NVIDIA H100", "b", "GPU-2"),
             run("l40s", None, "a")]
     v = {x.name: x for x in UB.other_card_values(runs, "h200")}
     assert v["other.has"].value is True
-    # h100: 3 runs of engines a and b; l40s: 1 run, no GPU name recorded (the card's name)
+    # h100: 3 runs of engines a and b on 2 cards (GPU-2 twice); l40s: 1 run, no GPU name
+    # recorded (the card's name), no uuid (one run is on one card)
     assert v["other.words"].value == (
-        "1 more run of 1 engine on one l40s and 3 more runs of 2 engines on one NVIDIA H100 "
+        "1 more run of 1 engine on one l40s and 3 more runs of 2 engines on 2 NVIDIA H100 "
+        "cards (one card a run, told apart by NVML uuid) "
         "are in none of these counts or the sections below: the model's count with each "
         "run left out includes them, and its appendix table lists them run by run.")
     one = {x.name: x for x in UB.other_card_values(runs[:2], "h200")}
@@ -242,3 +245,29 @@ def test_runs_on_other_cards_are_said_apart():
     assert "includes it, and its appendix table lists it run by run." in words
     none = {x.name: x for x in UB.other_card_values(runs[:1], "h200")}
     assert none["other.has"].value is False
+
+
+def test_cards_phrase_counts_cards_by_uuid():
+    """Where runs ran, by NVML uuid: one uuid (or one run) is one card; several uuids are
+    that many cards; runs with no uuid make the count a floor and are counted; none at all:
+    said so, no count."""
+    from types import SimpleNamespace as NS
+
+    from claimcheck.update.update_body import cards_phrase
+
+    def runs(*uuids):
+        return [NS(provenance=NS(gpu=NS(uuid=u))) for u in uuids]
+    assert cards_phrase(runs("GPU-a", "GPU-a", "GPU-a"), "NVIDIA H200") == "on one NVIDIA H200"
+    assert cards_phrase(runs(None), "NVIDIA H200", "dummy weights") == (
+        "on one NVIDIA H200 (dummy weights)")
+    assert cards_phrase(runs("GPU-a", "GPU-b", "GPU-a", "GPU-c"), "NVIDIA H200",
+                        "dummy weights") == (
+        "on 3 NVIDIA H200 cards (one card a run, told apart by NVML uuid; dummy weights)")
+    assert cards_phrase(runs("GPU-a", None, "GPU-b", None), "NVIDIA H100") == (
+        "on 2 or more NVIDIA H100 cards (one card a run, told apart by NVML uuid, 2 runs "
+        "recording none)")
+    assert cards_phrase(runs("GPU-a", None), "NVIDIA H100") == (
+        "on 1 or more NVIDIA H100 cards (one card a run, told apart by NVML uuid, 1 run "
+        "recording none)")
+    assert cards_phrase(runs(None, None), "NVIDIA H100") == (
+        "on one NVIDIA H100 each (no run records its card's NVML uuid)")

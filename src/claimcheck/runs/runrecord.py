@@ -72,6 +72,8 @@ class Gpu:
     power_limit_enforced_w: float | None = None
     power_limit_default_w: float | None = None
     memory_total_mib: float | None = None
+    uuid: str | None = None
+    """NVML's uuid of the card (tells two cards of one name apart); None where not recorded."""
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,7 @@ def provenance_of(obj: dict[str, Any]) -> Provenance:
         protocol_config=obj["protocol_config"],
         gpu=Gpu(name=gpu.get("name"), power_limit_enforced_w=gpu.get("power_limit_enforced_w"),
                 power_limit_default_w=gpu.get("power_limit_default_w"),
-                memory_total_mib=gpu.get("memory_total_mib")),
+                memory_total_mib=gpu.get("memory_total_mib"), uuid=gpu.get("uuid")),
         driver_version=gpu_sec.get("driver_version"),
         cuda_driver_version=gpu_sec.get("cuda_driver_version"),
         software=dict(obj.get("software") or {}),

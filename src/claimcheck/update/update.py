@@ -32,7 +32,8 @@ def provenance_line(run: Run) -> str:
     p = run.provenance
     gpu, tel, eng = p.gpu, p.telemetry, p.engine_config
     parts = [
-        f"**{run.name}** ({p.status}): {gpu.name or p.card}",
+        f"**{run.name}** ({p.status}): {gpu.name or p.card}"
+        + (f" (uuid {gpu.uuid})" if gpu.uuid else ""),
         f"power limit {md.num(gpu.power_limit_enforced_w, '{:.0f}')} W enforced "
         f"(default {md.num(gpu.power_limit_default_w, '{:.0f}')} W), measured draw "
         f"{md.num(tel.mean_power_w, '{:.0f}')} W mean / "

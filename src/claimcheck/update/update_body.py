@@ -85,6 +85,26 @@ def unmeasured_values(runs: list[Any]) -> list[T.Value]:
                    f"{names}.", src)]
 
 
+def cards_phrase(runs: list[Any], name: str, note: str = "") -> str:
+    """Where ``runs`` ran, told apart by the card's NVML uuid (provenance ``gpu.gpus[0]``):
+    "on one NAME" for one run or where every run records one and the same uuid, else "on N NAME cards (one
+    card a run, told apart by NVML uuid)", N the distinct uuids ("N or more" and how many
+    runs record none where some do not). ``note`` (as "dummy weights") goes in the
+    parentheses."""
+    uuids = [r.provenance.gpu.uuid for r in runs]
+    seen = {u for u in uuids if u}
+    missing = sum(1 for u in uuids if not u)
+    if len(runs) == 1 or (len(seen) == 1 and not missing):
+        return f"on one {name}" + (f" ({note})" if note else "")
+    if not seen:
+        return (f"on one {name} each (no run records its card's NVML uuid"
+                + (f"; {note})" if note else ")"))
+    many = f"{len(seen):,}" + (" or more" if missing else "")
+    why = "one card a run, told apart by NVML uuid" + (
+        f", {missing:,} run{'s' if missing != 1 else ''} recording none" if missing else "")
+    return f"on {many} {name} cards ({why}" + (f"; {note})" if note else ")")
+
+
 def other_card_values(runs: list[Any], card: str) -> list[T.Value]:
     """The runs on cards other than ``card`` (``other.has``, ``other.words``): how many, on
     which card (its recorded GPU name) and of how many engines, said so that the body's
@@ -101,7 +121,7 @@ def other_card_values(runs: list[Any], card: str) -> list[T.Value]:
         gpu = rs[0].provenance.gpu.name or c
         n_eng = len({r.provenance.engine for r in rs})
         parts.append(f"{len(rs):,} more run{'s' if len(rs) != 1 else ''} of {n_eng:,} "
-                     f"engine{'s' if n_eng != 1 else ''} on one {gpu}")
+                     f"engine{'s' if n_eng != 1 else ''} {cards_phrase(rs, gpu)}")
     one = sum(len(rs) for rs in by.values()) == 1
     return [T.flag("other.has", True, src),
             T.word("other.words", f"{_joined(parts)} {'is' if one else 'are'} in none of "
@@ -113,16 +133,17 @@ def other_card_values(runs: list[Any], card: str) -> list[T.Value]:
 def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
                   figures: dict[str, str], verdict_figure: str | None, appendix: str,
                   verdicts: list[dict[str, Any]], model_rows: list[dict[str, Any]],
-                  version: Any, plain: int | None = None) -> list[T.Value]:
+                  version: Any, plain: list[Run] | None = None) -> list[T.Value]:
     """The body's values outside the claims and findings: the title, the stack, the
     engines with their commits and flags, the figures, the release comparison, the model's
     counts and the provenance. ``runs``: every run of the card, drafting ones included
-    (the provenance counts them); ``plain``: how many of them do not draft and measured a
-    step (the lead; the drafting ones are the other measured runs)."""
+    (the provenance counts them); ``plain``: those of them that do not draft and measured a
+    step (the lead counts them and their cards; the drafting ones are the other measured
+    runs)."""
     from claimcheck.verdicts import verdicts_md
     p = [r.provenance for r in runs]
-    plain = len(runs) if plain is None else plain
-    drafting = sum(measured(r) for r in runs) - plain
+    plain = runs if plain is None else plain
+    drafting = sum(measured(r) for r in runs) - len(plain)
     prov = "run provenance.json"
     days = sorted(x.started_utc[:10] for x in p)
     engines: dict[str, list[str]] = {}
@@ -144,7 +165,10 @@ def header_values(runs: list[Run], geometry: Geometry | None, model: str | None,
            T.num("layers", geometry.num_layers if geometry else None, "layers",
                  "model config.json", "{:,}"),
            T.num("runs", len(runs), "runs", prov, "{:,}"),
-           T.num("plain_runs", plain, "runs", prov, "{:,}"),
+           T.num("plain_runs", len(plain), "runs", prov, "{:,}"),
+           T.word("plain_where", cards_phrase(plain, p[0].gpu.name or p[0].card,
+                                              "dummy weights" if any(r.dummy for r in runs)
+                                              else ""), prov),
            T.word("drafting_runs", "one more run" if drafting == 1 else f"{drafting:,} more runs",
                   prov),
            T.word("first_day", days[0], prov), T.word("last_day", days[-1], prov),
@@ -243,7 +267,7 @@ def render_body(runs: list[Run], card: str,
         log += F.report([*found, version])
     values = T.table([
         *header_values(on_card, geometry, model, figures, verdict_figure, appendix, verdicts,
-                       model_rows, version, plain=len([r for r in runs if measured(r)])),
+                       model_rows, version, plain=[r for r in runs if measured(r)]),
         *unmeasured_values(on_card),
         *elsewhere,
         *UV.family_values(families or [], claims or [], verdicts, "config/update_claims.yaml",
