@@ -87,10 +87,10 @@ def unmeasured_values(runs: list[Any]) -> list[T.Value]:
 
 def cards_phrase(runs: list[Any], name: str, note: str = "") -> str:
     """Where ``runs`` ran, told apart by the card's NVML uuid (provenance ``gpu.gpus[0]``):
-    "on one NAME" for one run or where every run records one and the same uuid, else "on N NAME cards (one
-    card a run, told apart by NVML uuid)", N the distinct uuids ("N or more" and how many
-    runs record none where some do not). ``note`` (as "dummy weights") goes in the
-    parentheses."""
+    "on one NAME" for one run or where every run records one and the same uuid, else "on
+    N NAME cards (one card a run, told apart by NVML uuid)", N the distinct uuids ("N or
+    more" and how many runs record none where some do not). ``note`` (as "dummy
+    weights") goes in the parentheses."""
     uuids = [r.provenance.gpu.uuid for r in runs]
     seen = {u for u in uuids if u}
     missing = sum(1 for u in uuids if not u)
