@@ -51,6 +51,34 @@ def test_replicates_by_hand():
     assert s["replicated"] == {"steps": 4, "both_within": 0, "model_both_within": 3}
 
 
+def test_one_value_per_step_by_hand():
+    """The most steps one value per step could put within 5% on both (the spread of the
+    measurements themselves). Step 0 measured e2e 100 (A), 108 and 112 (B), 96 (C, no
+    decode): a value p hits m where p / m - 1 is within 5%, so m in [p / 1.05, p / 0.95],
+    a span of 1.05 / 0.95 = 1.105: 100 and 108 fit (1.08; p in [102.6, 105]), 96 and 108
+    do not (1.125), nor 100 and 112 (1.12); their decode 50 and 52 fit (p in [49.4,
+    52.5]): 2 rows. Step 1 (A alone): 1. The failed row is never counted: 3 of 5."""
+    s = cv.summary(cv.with_replicates(ROWS))
+    assert (s["steps"], s["one_value"]) == (5, 3)
+    # decode can split a pair e2e would take together: 100 / 108 with decode 50 / 60
+    # (60 / 50 = 1.2): one each
+    assert cv.one_value([_row("A", 0, 100.0, 50.0), _row("B", 0, 108.0, 60.0)]) == 1
+    # the span one value reaches is 1.05 / 0.95 = 1.1053: 100 and 110.4 both hit (by p in
+    # [104.88, 105]), 100 and 110.6 not
+    assert cv.one_value([_row("A", 0, 100.0, None), _row("B", 0, 110.4, None)]) == 2
+    assert cv.one_value([_row("A", 0, 100.0, None), _row("B", 0, 110.6, None)]) == 1
+    # the Update says it, and the appendix per engine (engine a: 3 of 5)
+    v = {x.name: x for x in CVW.cv_values(cv.with_replicates(ROWS))}
+    assert v["cv.has_one_value"].value is True and v["cv.one_value"].value == 3
+    assert ("lands within 5% on both at most at 3 of the 5 steps: the most a model that "
+            "gives a step one number can reach, by engine `a` 3 of 5.") in " ".join(
+                CVW.appendix_section(ROWS).split())
+    # rows with no measurement (a table without them): no count, no sentence
+    bare = [{k: v for k, v in r.items() if not k.startswith("measured")} for r in ROWS]
+    assert {x.name: x for x in CVW.cv_values(bare)}["cv.has_one_value"].value is False
+    assert "one number" not in CVW.appendix_section(bare)
+
+
 def test_close_replicates_count_within():
     """Two runs 4% apart: each within 5% of the other (100/104 - 1 = -3.8%, +4.0%)."""
     out = cv.with_replicates([_row("A", 0, 100.0, 40.0), _row("B", 0, 104.0, 41.0)])

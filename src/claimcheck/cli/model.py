@@ -266,7 +266,9 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
     lines = [f"leave-one-run-out over {root}: each run's steps predicted with that run left "
              "out of every term; within "
              f"{a.tolerance:.0%} (e2e / decode / both), complete steps",
-             f"{'engine':<34} {'steps':>5} {'in sample':>14} {'cross-validated':>16}"]
+             f"{'engine':<34} {'steps':>5} {'in sample':>14} {'cross-validated':>16}",
+             "(one value per step: the most steps one number per step, every run's and "
+             "repeat's measurement of it, puts within on both: the measurements' own spread)"]
     for e, v in {"all": out["summary"], **out["engines"]}.items():
         i, c = v["in_sample"], v["cross_validated"]
         lines.append(f"{e:<34} {v['steps']:>5} {i['e2e_within']:>4} /{i['decode_within']:>4} "
@@ -279,7 +281,8 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
                      + (f"  (another run measured {v['replicated']['steps']}: its "
                         f"measurement within at {v['replicated']['both_within']}, the model "
                         f"at {v['replicated']['model_both_within']})"
-                        if v["replicated"]["steps"] else ""))
+                        if v["replicated"]["steps"] else "")
+                     + f"  (one value per step: {v['one_value']})")
     lines.append("per term (steps with it measured, borrowed from another engine or card, "
                  "both within; without it):")
     for t, v in out["terms"].items():

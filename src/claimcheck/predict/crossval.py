@@ -202,7 +202,35 @@ def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[st
             "carried": sum(bool(r.get("carried_from")) for r in rows),
             "cross_validated": _counts(rows, "", tolerance),
             "in_sample": _counts(rows, "in_sample_", tolerance),
-            "replicated": _replicated(rows, tolerance)}
+            "replicated": _replicated(rows, tolerance),
+            "one_value": one_value(rows, tolerance)}
+
+
+def _one_value_hits(rows: list[dict[str, Any]], tolerance: float) -> int:
+    """The most of one step's ``rows`` a single predicted (end to end, decode) pair puts
+    within ``tolerance`` on both. A point of most cover can be moved up to the top of some
+    row's interval on each axis (a measurement m is hit by p in [m (1 - tol), m (1 + tol)]),
+    so those tops are the only candidates; a row that measured no decode is no miss there."""
+    shade = 1 + tolerance * (1 - 1e-9)  # just inside the top, clear of rounding
+    e2e = [r["measured_e2e_tok_s"] * shade for r in rows if r.get("measured_e2e_tok_s")]
+    dec = [r["measured_decode_tok_s"] * shade
+           for r in rows if r.get("measured_decode_tok_s")] or [None]
+    return max((sum(within_both(error(pe, r.get("measured_e2e_tok_s")),
+                                error(pd, r.get("measured_decode_tok_s")), tolerance)
+                    for r in rows) for pe in e2e for pd in dec), default=0)
+
+
+def one_value(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> int:
+    """Over the complete ``rows``: the most of them one value per step
+    (:data:`REPLICATE_KEY`: every run's and repeat's measurement of that step) puts within
+    ``tolerance`` on both end to end and decode: what the measurements' own spread leaves
+    to a model that gives a step one number (a row with no measurement is a miss). Not a
+    bound on the cross-validated model, whose prediction of a step may differ run by run
+    (each run leaves itself out)."""
+    same: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in complete(rows):
+        same.setdefault(replicate_key(r), []).append(r)
+    return sum(_one_value_hits(rs, tolerance) for rs in same.values())
 
 
 def _replicated(rows: list[dict[str, Any]], tolerance: float) -> dict[str, int]:

@@ -19,7 +19,7 @@ SRC = "crossval.csv"
 NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
          "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted", "cv.cards",
-         "cv.carried", "cv.carried_cards", "cv.carried_from")
+         "cv.carried", "cv.carried_cards", "cv.carried_from", "cv.one_value")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
@@ -158,6 +158,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
                 flag("cv.has_unpredicted", False, SRC), flag("cv.has_carried", False, SRC),
+                flag("cv.has_one_value", False, SRC),
                 *spread_values(None), *replicate_values(None),
                 *clock_values([], [])] + [
                     word(n, "none", SRC) for n in NAMES]
@@ -184,6 +185,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             flag("cv.has", True, SRC),
             flag("cv.worst_has_misses", bool(errs), SRC),
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
+            flag("cv.has_one_value", s["one_value"] > 0, SRC),
+            num("cv.one_value", s["one_value"], "steps", SRC, "{:,}"),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
             *carried_values(rows),
             word("cv.cards", " and ".join(sorted({str(r["card"]) for r in rows})), SRC),
@@ -295,6 +298,14 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                    f"{v['in_sample']['both_within']:,} |\n")
     s = cv.summary(rows, tolerance)
     out.append(f"| all | {s['steps']:,} | {_both(s):,} | {s['in_sample']['both_within']:,} |\n")
+    if s["one_value"]:
+        out.append("\nOne number per step, set against every run's and repeat's measurement "
+                   "of that step on its card (the same engine, protocol step, streams and "
+                   f"requests), lands within {tolerance:.0%} on both at most at "
+                   f"{s['one_value']:,} of the {s['steps']:,} steps: the most a model that "
+                   "gives a step one number can reach, by engine "
+                   + ", ".join(f"{_engine_words(e)} {v['one_value']:,} of {v['steps']:,}"
+                               for e, v in per.items()) + ".\n")
     if s["replicated"]["steps"]:
         out.append("\nThe same steps measured again: where another run of the "
                    "engine, card and protocol measured the same step (index, streams and "
