@@ -89,8 +89,8 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     first = rows[0]
     dummy = "dummy weights, " if first.get("weights") == "dummy" else ""
     card = first.get("card") or "?"
-    fig.suptitle(f"{engine} on {card} ({dummy}one card): the calibrated step model against "
-                 f"every committed step\n{both} of {n} complete non-calibration steps within "
+    fig.suptitle(f"{engine} on {card} ({dummy}each run on one card): the calibrated step "
+                 f"model against every committed step\n{both} of {n} complete non-calibration steps within "
                  f"{TOLERANCE:.0%} on both end to end and decode aggregate, {e2e} of {n} on "
                  "end to end" + (f" ({len(failed)} failed step{'s' if len(failed) != 1 else ''}"
                                  " not drawn)" if failed else ""),
@@ -100,9 +100,9 @@ def figure(rows: Sequence[Mapping[str, Any]], engine: str) -> Any:
     cal_text = "; ".join(f"bandwidth {b}, compute {c}, overhead {o}" for b, c, o in cals)
     fs.source_line(fig, "\n".join(textwrap.wrap(
         f"data/derived/model.csv (claimcheck model; model/model.py, predict/modeltable.py), "
-        f"{len({r['run'] for r in rows})} runs in data/raw/runs/, {dummy}measured on one "
-        f"{card}. Calibration by the stated rule: {cal_text}. Decode aggregate = tokens "
-        "after each first / time with any request decoding; end to end = all tokens / first "
+        f"{len({r['run'] for r in rows})} runs in data/raw/runs/, {dummy}each run measured "
+        f"on one {card}. Calibration by the stated rule: {cal_text}. Decode aggregate = "
+        "tokens after each first / time with any request decoding; end to end = all tokens / first "
         "send to last token.", 190)))
     return fig
 
