@@ -25,7 +25,7 @@ from typing import Any
 
 from claimcheck.files.errors import InputError
 from claimcheck.physics.cards import Card
-from claimcheck.readings.definitions import HELD_PREFILL_MAX_OUTPUT
+from claimcheck.readings.definitions import HELD_PREFILL_MAX_OUTPUT, is_held_prefill
 from claimcheck.runs.runrecord import STEP_OK, Provenance, StepRecord
 
 POWER_SLACK = 1.5
@@ -107,7 +107,8 @@ prefills (requests of ``HELD_PREFILL_MAX_OUTPUT`` tokens or fewer): both tokens 
 request can come in one streamed chunk, and its (latency - TTFT) / (tokens - 1) is then 0
 up to float rounding (-0.000158 ms, the median of
 ``h100-20261207-bf16-dummy-256-wave-admission-2``'s 64-stream first repeat). Such a step is
-read for no decode rate (:func:`~claimcheck.readings.definitions.is_held_prefill`)."""
+read for no decode rate: :func:`~claimcheck.readings.definitions.is_held_prefill`, the
+rule this check calls too."""
 
 
 def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | None,
@@ -116,7 +117,8 @@ def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | No
 
     ``output_len`` is the tokens each request asked for (max_tokens); ``step_ok`` whether
     the step is marked complete."""
-    held = output_len is not None and output_len <= HELD_PREFILL_MAX_OUTPUT
+    held = is_held_prefill(output_len, max((n for n in bench.get("output_lens") or ()
+                                            if n is not None), default=None))
     for key in ("median_tpot_ms", "mean_tpot_ms"):
         v = bench.get(key)
         if v is not None and not (v > 0 or (held and v > -ROUNDING_MS)):

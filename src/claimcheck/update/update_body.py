@@ -35,6 +35,7 @@ from claimcheck.update import template as T
 from claimcheck.update import update_values as UV
 from claimcheck.update.crossval_words import cv_values
 from claimcheck.update.spec_values import spec_values
+from claimcheck.update.update_words import plural
 from claimcheck.verdicts.verdicts import TOLERANCE
 
 
@@ -101,7 +102,7 @@ def cards_phrase(runs: list[Any], name: str, note: str = "") -> str:
                 + (f"; {note})" if note else ")"))
     many = f"{len(seen):,}" + (" or more" if missing else "")
     why = "one card a run, told apart by NVML uuid" + (
-        f", {missing:,} run{'s' if missing != 1 else ''} recording none" if missing else "")
+        f", {plural(missing, 'run')} recording none" if missing else "")
     return f"on {many} {name} cards ({why}" + (f"; {note})" if note else ")")
 
 
