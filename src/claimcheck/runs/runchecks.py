@@ -106,9 +106,8 @@ ROUNDING_MS = 1e-3
 prefills (requests of ``HELD_PREFILL_MAX_OUTPUT`` tokens or fewer): both tokens of such a
 request can come in one streamed chunk, and its (latency - TTFT) / (tokens - 1) is then 0
 up to float rounding (-0.000158 ms, the median of a committed 64-stream step of 2-token
-requests). Such a step is
-read for no decode rate: :func:`~claimcheck.readings.definitions.is_held_prefill`, the
-rule this check calls too."""
+requests). Such a step is read for no decode rate:
+:func:`~claimcheck.readings.definitions.is_held_prefill`, the rule this check calls too."""
 
 
 def check_bench(bench: Mapping[str, Any], *, requests: int, output_len: int | None,
