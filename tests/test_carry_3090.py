@@ -264,15 +264,19 @@ def test_done_when_every_ladder_figure_within_ten_percent(runs, claims):
     With the second H200 decode-rows-to-256 run (2026-12-06; its rows enter the bend fitted
     on the H200's BF16 rows) the 32-stream end to end reads -8.6% (-9.8% before it), the
     median 4.1% (4.9%); with the 256-slot engine's H200 runs of the twenty-first session (a
-    second bend, a third decode-rows-to-256) -8.1% and 3.7%."""
+    second bend, a third decode-rows-to-256) -8.1% and 3.7%. With the per-request overhead
+    spent only by a step admitting into an idle engine and the mixed-prefill factor read off
+    the ladders' prefill (twenty-fifth session) -8.9% and 4.2%."""
     ladder = _ladder(runs, claims)
     errs = [abs(r["predicted_over_published"] - 1) for r in ladder.values()]
     assert max(errs) < 0.10 and statistics.median(errs) < 0.05
-    # every figure under the article's but the 64-stream median TPOT, +1.5% over (+0.75%
-    # before the twenty-first session's runs, -0.8% before the second decode-rows run)
-    over = {k: r["predicted_over_published"] - 1 for k, r in ladder.items()
-            if r["predicted_over_published"] >= 1}
-    assert list(over) == ["article-ladder-64-tpot"] and over["article-ladder-64-tpot"] < 0.02
+    # every figure under the article's, the 64-stream median TPOT closest: -0.02% (+1.5%
+    # over before the twenty-fifth session's model, +0.75% before the twenty-first
+    # session's runs, -0.8% before the second decode-rows run)
+    err = {k: r["predicted_over_published"] - 1 for k, r in ladder.items()}
+    assert max(err, key=err.get) == "article-ladder-64-tpot"
+    assert -0.005 < err["article-ladder-64-tpot"] < 0.0
+    assert err["article-ladder-32-e2e"] == pytest.approx(-0.089, abs=0.001)
 
 
 def test_table_reads_each_metric_from_the_prediction(runs, claims, predicted):

@@ -21,11 +21,13 @@ from claimcheck.verdicts.accuracy import within_both
 
 LADDER = "h100-20261206-bf16-dummy-16k-context-ladder"
 H100_KV = (LADDER, "h100-20261206-bf16-dummy-16k-admit-then-decode",
-           "h100-20261207-bf16-dummy-256-context-ladder")
-"""The BF16 KV-read runs on the H100: the engine's two, and the 256-slot engine's ladder on a
-second H100 (2026-12-07), which would otherwise lend its line (same card kind, same KV
-dtype): with it as the lender the held-out ladder lands 4 of 15 within 5%, that card
-decoding 2.5-5% slower than the bandwidth read on the first (docs/model.md)."""
+           "h100-20261207-bf16-dummy-256-context-ladder",
+           "h100-20261207-bf16-dummy-256-context-ladder-2")
+"""The BF16 KV-read runs on the H100: the engine's two, and the 256-slot engine's two ladders
+on a second and a fourth H100 (2026-12-07), which would otherwise lend their lines (same
+card kind, same KV dtype): with the first as the lender the held-out ladder lands 4 of 15
+within 5%, that card decoding 2.5-5% slower than the bandwidth read on the first
+(docs/model.md)."""
 
 
 def _without_h100_kv(runs):
@@ -93,7 +95,9 @@ def test_h100_ladder_held_out_takes_its_kv_read_from_the_h200(committed_runs):
 def test_h100_ladder_held_out_steps_within_five_percent(committed_runs):
     """The ladder predicted with both of the H100's KV-read runs left out, its 15 steps
     within 5% on both: 14 (10 with the KV read at the weights' bandwidth, every step 1.3-5.6%
-    under on end to end); its 24-stream 1,024-token step still -6.9% on decode. (With the
+    under on end to end); its 24-stream 1,024-token step still -5.5% on decode (-6.9% before
+    the twenty-fifth session's model: the per-request overhead only in a step admitting into
+    an idle engine, the mixed-prefill factor read off the prefill). (With the
     admit-then-decode run in the pool, the ladder's KV read is that run's: the engine's own
     on its card, no carry.)"""
     held = next(r for r in committed_runs if r.name == LADDER)
@@ -104,5 +108,5 @@ def test_h100_ladder_held_out_steps_within_five_percent(committed_runs):
     assert (sum(ok), len(ok)) == (14, 15)
     miss = next(r for r, good in zip(rows, ok, strict=True) if not good)
     assert (miss["step"], miss["streams"]) == (1, 24)
-    assert miss["decode_error"] == pytest.approx(-0.069, abs=0.001)
+    assert miss["decode_error"] == pytest.approx(-0.055, abs=0.001)
     assert all("kv (bf16-dummy-16k on h200)" in r["borrowed_terms"] for r in rows)

@@ -51,22 +51,25 @@ def test_every_step_within_3_percent_fitted_and_4_left_out(out):
         assert s["predicted_median_tpot_ms"] == pytest.approx(s["predicted_step_ms"] / 2.5)
         assert s["predicted_decode_aggregate_tok_s"] == pytest.approx(
             b * 1000 / s["predicted_median_tpot_ms"])
-    # the bend of 256 plain rows over 64 (x1.083: the measured 256-row factor x1.123, the
+    # the bend of 256 plain rows over 64 (x1.093: the measured 256-row factor x1.133, the
     # median of the 256-row steps of the two bend runs and of the three decode-rows-to-256
     # runs' two repeats each, over the 64-row x1.037, the median of those runs' 64-row
-    # steps; x1.091 (1.126 / 1.032) before the twenty-first session's H200 runs, x1.111
+    # steps; x1.083 (1.123 / 1.037) before the twenty-fifth session's model, whose
+    # simulated 256-row waves no longer stall every stream for a later admitting step's
+    # per-request overhead; x1.091 (1.126 / 1.032) before the twenty-first session's H200 runs, x1.111
     # before the second decode-rows-to-256 run, x1.143 over x1.0 before the per-request
     # overhead was spent in the step that admits a request) is what the 64-stream step needs
     by = {s["streams"]: s for s in out["steps"]}
     assert by[1]["bend"] == 1.0 and by[8]["bend"] == 1.0
-    assert by[64]["bend"] == pytest.approx(1.123 / 1.037, abs=2e-3)
-    # without it the step would read 8.7% under: (plain + rows) + draft, no bend (8.9% before
+    assert by[64]["bend"] == pytest.approx(1.133 / 1.037, abs=2e-3)
+    # without it the step would read 9.0% under: (plain + rows) + draft, no bend (8.7% before
+    # the twenty-fifth session's model, 8.9% before
     # the twenty-first session's H200 runs, 9.7% before the second decode-rows-to-256 run,
     # 11% before the plain 64-row step took its engine's last measured row factor, x1.021 at
     # 48 rows)
     flat = by[64]["plain_step_ms"] + by[64]["extra_rows_ms"] + by[64]["draft_bytes_ms"] \
         + by[64]["draft_overhead_ms"]
-    assert flat / MEASURED[64] - 1 == pytest.approx(-0.0874, abs=0.002)
+    assert flat / MEASURED[64] - 1 == pytest.approx(-0.0897, abs=0.002)
 
 
 def test_tokens_kept_moves_only_the_tpot(committed_runs):

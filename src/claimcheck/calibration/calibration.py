@@ -231,31 +231,34 @@ def lag_calibration(cal: m.Calibration, choice: Choice,
         f"model's first token of the wave comes when the measured one did"))
 
 
-def _walls(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...]
-           ) -> tuple[float, list[float]]:
-    """A step's measured wall (first send to last token) and its simulated one with the
+def _walls(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...],
+           reading: str = "wall_s") -> tuple[float, list[float]]:
+    """A step's measured ``reading`` (a :class:`~claimcheck.readings.timeline.Timeline`
+    time: its wall, first send to last token, unless told) and its simulated one with the
     calibration's ``term`` at each of ``values`` (every other term as ``cal`` has it): what
-    a term solved from a step's wall is fitted from."""
+    a term solved from a step's timeline is fitted from."""
     tl = p.step.timeline
     shape, _ = p.run.engine
     prompts = [r.prompt_tokens for r in tl.requests]
     outputs = [r.output_tokens for r in tl.requests]
-    return tl.wall_s, [predicted_step(shape, replace(cal, **{term: v}), prompts, outputs,
-                                      tl.streams)[0]["predicted_load_s"] for v in values]
+    return getattr(tl, reading), [
+        getattr(predicted_step(shape, replace(cal, **{term: v}), prompts, outputs,
+                               tl.streams)[1].timeline, reading) for v in values]
 
 
 def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
     """``cal`` with the mixed-prefill factor (``Calibration.mixed_prefill_factor``): over
     the KV-read term's one-wave steps (``picks``: a wave's prompts prefill together and
     beside its first requests' decode), the median of the factor at which each step's
-    simulated wall (first send to last token) equals its measured one
-    (:func:`claimcheck.model.solve.mixed_factor_from_wall`, from the simulation at factors
-    1 and 2, every other term as ``cal`` has it). No step the factor moves: ``cal``
-    unchanged."""
+    simulated time to its last request's first token equals the measured one
+    (:func:`claimcheck.model.solve.mixed_factor_from_time`, from the simulation at factors
+    1 and 2, every other term as ``cal`` has it): the prefill alone, where the wall is
+    mostly the wave's decode (docs/model.md, "The mixed-prefill factor read off the
+    prefill"). No step the factor moves: ``cal`` unchanged."""
     ks = []
     for p in picks:
-        wall, at = _walls(p, cal, "mixed_prefill_factor", (1.0, 2.0))
-        k = solve.mixed_factor_from_wall(wall, *at)
+        at_s, at = _walls(p, cal, "mixed_prefill_factor", (1.0, 2.0), "prefilled_s")
+        k = solve.mixed_factor_from_time(at_s, *at)
         if k is not None and k > 0:
             ks.append(k)
     if not ks:
@@ -263,10 +266,10 @@ def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrat
     k = statistics.median(ks)
     runs = sorted({p.run.name for p in picks})
     src = (f"{', '.join(runs)} ({len(ks)} one-wave steps, a wave's prompts prefilling "
-           f"together and beside its first requests' decode): their measured wall puts a "
-           f"step in which a prompt chunk shares the step with other requests at x{k:.3f} "
-           f"its compute term (the held one-prompt prefill's), the median of "
-           f"x{min(ks):.3f}-x{max(ks):.3f}")
+           f"together and beside its first requests' decode): the measured time to their "
+           f"last first token puts a step in which a prompt chunk shares the step with other "
+           f"requests at x{k:.3f} its compute term (the held one-prompt prefill's), the "
+           f"median of x{min(ks):.3f}-x{max(ks):.3f}")
     return replace(cal, mixed_prefill_factor=k, mixed_prefill_source=src)
 
 

@@ -4,12 +4,13 @@ which the step model gives back what a run measured. Pure arithmetic, no I/O."""
 from __future__ import annotations
 
 
-def mixed_factor_from_wall(measured_s: float, at_one_s: float, at_two_s: float
+def mixed_factor_from_time(measured_s: float, at_one_s: float, at_two_s: float
                            ) -> float | None:
-    """The mixed-prefill factor k at which a step's simulated wall (first send to last
-    token) equals the measured one, from its simulated wall at k = 1 and k = 2 (linear in
-    k while the same steps stay compute-bound): 1 + (measured - T(1)) / (T(2) - T(1));
-    None when k does not move it (no shared prefill step)."""
+    """The mixed-prefill factor k at which a step's simulated time to its last request's
+    first token (every prompt prefilled) equals the measured one, from that simulated time
+    at k = 1 and k = 2 (linear in k while the same steps stay compute-bound):
+    1 + (measured - T(1)) / (T(2) - T(1)); None when k does not move it (no shared prefill
+    step before that token)."""
     if at_two_s <= at_one_s:
         return None
     return 1 + (measured_s - at_one_s) / (at_two_s - at_one_s)

@@ -85,6 +85,12 @@ class Timeline:
         return self.last_token_s - self.first_send_s
 
     @property
+    def prefilled_s(self) -> float:
+        """First send to the last request's first token (with one wave, every prompt
+        prefilled), s."""
+        return max(r.first_token_s for r in self.requests) - self.first_send_s
+
+    @property
     def output_tokens(self) -> int:
         return sum(r.output_tokens for r in self.requests)
 
