@@ -56,8 +56,8 @@ def test_every_step_within_3_percent_fitted_and_4_left_out(out):
     # runs' two repeats each, over the 64-row x1.037, the median of those runs' 64-row
     # steps; x1.083 (1.123 / 1.037) before the twenty-fifth session's model, whose
     # simulated 256-row waves no longer stall every stream for a later admitting step's
-    # per-request overhead; x1.091 (1.126 / 1.032) before the twenty-first session's H200 runs, x1.111
-    # before the second decode-rows-to-256 run, x1.143 over x1.0 before the per-request
+    # per-request overhead; x1.091 (1.126 / 1.032) before the twenty-first session's H200
+    # runs, x1.111 before the second decode-rows-to-256 run, x1.143 over x1.0 before the per-request
     # overhead was spent in the step that admits a request) is what the 64-stream step needs
     by = {s["streams"]: s for s in out["steps"]}
     assert by[1]["bend"] == 1.0 and by[8]["bend"] == 1.0
