@@ -371,6 +371,52 @@ def test_mixed_prefill_charges_only_shared_prefill_steps():
     assert abs(two[0] - 0.020) < 1e-9 and abs(two[1] - 0.030) < 1e-9
 
 
+def test_overhead_only_in_a_step_admitting_into_an_idle_engine():
+    """Two 1,000-token prompts sent together into a 1,000-token budget, 2 output tokens
+    each, 50 ms of per-request overhead. Step 1 admits the first into the idle engine: 10 ms
+    of compute + 50 ms. Step 2 admits the second beside the first's decode (999 + 1 tokens):
+    10 ms, no overhead (it was 60 ms while every admitting step paid it). Step 3 ends the
+    second's prompt (1 token: the 1 ms weights read), step 4 its decode (1 ms)."""
+    from dataclasses import replace as rep
+
+    from claimcheck.model import simulator
+
+    shape, cal = _toy()
+    shape = rep(shape, max_num_batched_tokens=1000)
+    cal = rep(cal, request_overhead_s=0.050)
+    a, b = simulator.simulate(shape, cal, [1000, 1000], [2, 2], 2).timeline.requests
+    assert a.token_times_s == pytest.approx((0.060, 0.070))
+    assert b.token_times_s == pytest.approx((0.071, 0.072))
+
+
+def test_mixed_factor_is_read_off_the_ladders_prefill(committed_runs):
+    """The 256-slot BF16 engine's second H100 ladder, in sample: its nine one-wave KV steps'
+    times to their last first token put the mixed-prefill factor at x1.017 (x0.951-x1.059);
+    solved on their walls, mostly the 384 tokens of decode, the same steps put it at x1.02
+    to x1.73 on the first H100 ladder (docs/model.md)."""
+    from claimcheck.calibration.calibration import calibration
+
+    runs = list(committed_runs)
+    ladder = next(r for r in runs if r.name == "h100-20261207-bf16-dummy-256-context-ladder-2")
+    cal = calibration(choose_for(ladder, runs), "bf16")
+    assert cal.mixed_prefill_factor == pytest.approx(1.017, abs=0.001)
+    assert "the measured time to their last first token" in cal.mixed_prefill_source
+    assert "the median of x0.951-x1.059" in cal.mixed_prefill_source
+
+
+def test_prefilled_s_is_first_send_to_the_last_first_token():
+    """A hand-made timeline: sends at 1.0 and 1.2 s, first tokens at 1.5 and 1.4 s, last
+    tokens at 2.0 and 3.0 s: prefilled 0.5 s (1.5 - 1.0), wall 2.0 s."""
+    from claimcheck.readings.timeline import RequestTimeline, Timeline
+
+    reqs = (RequestTimeline(start_s=1.0, ttft_s=0.5, prompt_tokens=10,
+                            token_times_s=(1.5, 2.0), chunks=2),
+            RequestTimeline(start_s=1.2, ttft_s=0.2, prompt_tokens=10,
+                            token_times_s=(1.4, 3.0), chunks=2))
+    tl = Timeline(streams=2, requests=reqs)
+    assert tl.prefilled_s == pytest.approx(0.5) and tl.wall_s == pytest.approx(2.0)
+
+
 def test_sequence_prefill_arithmetic_by_hand():
     from claimcheck.model import model as m
     from claimcheck.model import solve
