@@ -246,6 +246,29 @@ def test_a_prediction_meets_only_runs_started_after_its_commit(ladder_table):
     assert not bi.started_before(run, None)  # git cannot date the commit: not left out
 
 
+def test_without_git_a_run_of_other_step_shapes_is_not_its_run(tmp_path):
+    """A copy with no git (the SLURM test's): the prediction's commit cannot be dated, so
+    the runs of its card, engine and protocol are set against it, but a run measured while
+    the protocol had other lengths cannot be its run. The 256-slot engine's H200
+    single-stream run of 2026-12-01 held a 15,000-token prompt at step 3, where the
+    prediction at ef257a7 (the protocol now) has 12,000: it is left out, not an error, and
+    the prediction is listed as not measured."""
+    name = "single-stream-bf16-dummy-256-on-h200-at-ef257a7-fresh-engine.json"
+    row = next(r for r in (PREDICTIONS / "index.csv").read_text().splitlines()
+               if r.startswith(name + ","))
+    head = (PREDICTIONS / "index.csv").read_text().splitlines()[0]
+    (tmp_path / "index.csv").write_text(head + "\n" + row + "\n")
+    shutil.copy(PREDICTIONS / name, tmp_path / name)
+    run_dir = RUNS / "h200-20261201-bf16-dummy-256-single-stream"
+    pred = bi.load_listed(tmp_path / name)
+    with pytest.raises(InputError, match=r"steps\[3\]\.input_len: 12000 predicted"):
+        bh.check_matches({**pred, "file": name}, load_run(run_dir))
+    assert not bi.its_shape({**pred, "file": name}, load_run(run_dir))
+    rows = bi.table(tmp_path / "index.csv", [run_dir])
+    assert len(rows) == 4  # its four steps, none measured
+    assert {(r["run"], r["status"]) for r in rows} == {("", bh.NOT_MEASURED)}
+
+
 def test_pipeline_table_counts_for_the_committed_ladders(ladder_table):
     rows = [r for r in ladder_table if r["prediction_file"].startswith("context-ladder-")
             and r["engine"] in LADDERS and r["card"] == "h200"]  # the four H200 predictions

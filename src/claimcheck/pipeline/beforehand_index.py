@@ -17,7 +17,14 @@ from claimcheck.files.errors import InputError
 from claimcheck.files.gitfiles import at_commit, commit_time
 from claimcheck.files.readers import read_csv_lines
 from claimcheck.physics.cards import Card
-from claimcheck.predict.beforehand import against, load_prediction, not_measured, summaries, summary
+from claimcheck.predict.beforehand import (
+    against,
+    check_matches,
+    load_prediction,
+    not_measured,
+    summaries,
+    summary,
+)
 from claimcheck.runs.run import Run, load_run
 from claimcheck.update.beforehand_words import render, summary_line
 from claimcheck.verdicts.verdicts import TOLERANCE
@@ -123,12 +130,27 @@ def started_before(run: Run, written: str | None) -> bool:
     return datetime.fromisoformat(started) < datetime.fromisoformat(written)
 
 
+def its_shape(prediction: Mapping[str, Any], run: Run) -> bool:
+    """Whether ``run``'s steps have the prediction's streams, requests and lengths
+    (:func:`~claimcheck.predict.beforehand.check_matches` passes). Where git cannot date the
+    prediction, a run of its card, engine and protocol measured at other lengths (the
+    protocol as it stood before a change) cannot be the run it was written for, so it is not
+    set against it."""
+    try:
+        check_matches(prediction, run)
+    except InputError:
+        return False
+    return True
+
+
 def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
           tolerance: float = TOLERANCE, cards: Mapping[str, Card] | None = None
           ) -> list[dict[str, Any]]:
     """``data/derived/beforehand.csv``'s rows: every indexed prediction against each of
     ``run_dirs`` of its card, engine and protocol (a run's provenance is read first, its
-    steps only when it matches), or listed :data:`NOT_MEASURED` when none is."""
+    steps only when it matches) that did not start before the prediction's commit (where
+    git cannot date that commit, each such run of the prediction's step shapes:
+    :func:`its_shape`), or listed :data:`NOT_MEASURED` when none is."""
     from claimcheck.runs.runload import read_provenance
 
     preds = indexed_predictions(index_csv)
@@ -143,8 +165,9 @@ def table(index_csv: str | Path, run_dirs: Sequence[str | Path],
     rows = []
     for p in preds:
         extra = {"written_at_commit": p["written_at_commit"], "what_model": p["what_model"]}
+        when = written[p["written_at_commit"]]
         runs = [r for r in matching.get((p["card"], p["engine"], p["protocol"]), [])
-                if not started_before(r, written[p["written_at_commit"]])]
+                if not started_before(r, when) and (when is not None or its_shape(p, r))]
         got = ([r for run in runs for r in against(p, run, tolerance)] if runs
                else not_measured(p))
         rows += [{"prediction_file": r["prediction_file"], **extra, **r} for r in got]
