@@ -231,8 +231,8 @@ def lag_calibration(cal: m.Calibration, choice: Choice,
         f"model's first token of the wave comes when the measured one did"))
 
 
-def _walls(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...],
-           reading: str = "wall_s") -> tuple[float, list[float]]:
+def _readings(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...],
+              reading: str = "wall_s") -> tuple[float, list[float]]:
     """A step's measured ``reading`` (a :class:`~claimcheck.readings.timeline.Timeline`
     time: its wall, first send to last token, unless told) and its simulated one with the
     calibration's ``term`` at each of ``values`` (every other term as ``cal`` has it): what
@@ -257,7 +257,7 @@ def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibrat
     prefill"). No step the factor moves: ``cal`` unchanged."""
     ks = []
     for p in picks:
-        at_s, at = _walls(p, cal, "mixed_prefill_factor", (1.0, 2.0), "prefilled_s")
+        at_s, at = _readings(p, cal, "mixed_prefill_factor", (1.0, 2.0), "prefilled_s")
         k = solve.mixed_factor_from_time(at_s, *at)
         if k is not None and k > 0:
             ks.append(k)
@@ -287,7 +287,7 @@ def sequence_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calib
     negative median is no cost. No step it moves: ``cal`` unchanged."""
     cs = []
     for p in picks:
-        wall, at = _walls(p, cal, "sequence_prefill_s", (0.0, SEQUENCE_PROBE_S))
+        wall, at = _readings(p, cal, "sequence_prefill_s", (0.0, SEQUENCE_PROBE_S))
         c = solve.sequence_cost_from_wall(wall, *at, SEQUENCE_PROBE_S)
         if c is not None:
             cs.append(c)

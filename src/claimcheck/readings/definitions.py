@@ -348,7 +348,7 @@ def lanes_line(tl: Timeline) -> LanesLine:
     ``decode_tok_s`` is :func:`decode_aggregate_tok_s`; per lane = decode / N.
     """
     spans = all_decoding_spans(tl)
-    last_first = max(r.first_token_s for r in tl.requests)
+    last_first = tl.last_first_token_s
     all_from = spans[0][0] if spans else last_first
     all_to = spans[-1][1] if spans else last_first
     decode = decode_aggregate_tok_s(tl)

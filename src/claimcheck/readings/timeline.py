@@ -85,10 +85,15 @@ class Timeline:
         return self.last_token_s - self.first_send_s
 
     @property
+    def last_first_token_s(self) -> float:
+        """The last request's first token, s."""
+        return max(r.first_token_s for r in self.requests)
+
+    @property
     def prefilled_s(self) -> float:
         """First send to the last request's first token (with one wave, every prompt
         prefilled), s."""
-        return max(r.first_token_s for r in self.requests) - self.first_send_s
+        return self.last_first_token_s - self.first_send_s
 
     @property
     def output_tokens(self) -> int:
