@@ -205,7 +205,8 @@ def test_fp8_rows_read_within_the_gemms_bucket_held_out(committed_runs):
     """The FP8 engine's decode step is 11.64 ms at 16 rows and 14.33 ms at 24 (its
     decode-rows run): CUTLASS's FP8 GEMM takes another tile above 16 rows. Held out, its
     16-row factor is the 8-row line intercept's (same bucket), not the 8 -> 24 blend."""
-    from claimcheck.calibration.calibration import calibration, predicted_step
+    from claimcheck.calibration.calibration import calibration
+    from claimcheck.calibration.stepsim import predicted_step
     from claimcheck.model import simulator
     from claimcheck.readings import definitions as d
 

@@ -20,6 +20,7 @@ from claimcheck.calibration.buckets import bucket_words, kernel_buckets
 from claimcheck.calibration.calibrate import Choice, Pick, median_prompt, same_format_kv
 from claimcheck.calibration.context_cost import LINES_MARK, MIN_CONTEXTS, fit_line
 from claimcheck.calibration.kvcarry import carried_kv
+from claimcheck.calibration.stepsim import predicted_step
 from claimcheck.model import model as m
 from claimcheck.model import simulator, solve
 from claimcheck.physics.cardfiles import get_card
@@ -140,7 +141,8 @@ def cold_calibration(cal: m.Calibration, choice: Choice,
     gaps = []
     for shape, own, tl in _sources(cal, choice.cold, choice.cold_base, cache, user_cards):
         pred, _ = predicted_step(shape, own, [r.prompt_tokens for r in tl.requests],
-                                 [r.output_tokens for r in tl.requests], tl.streams)
+                                 [r.output_tokens for r in tl.requests], tl.streams,
+                                 sends=tl.send_interval_s)
         gaps.append(statistics.median(r.ttft_s for r in tl.requests)
                     - pred["predicted_median_ttft_s"])
     gap = max(statistics.median(gaps), 0.0)
@@ -163,7 +165,8 @@ def step_row_factors(cal: m.Calibration, picks: tuple[Pick, ...]
         tl = p.step.timeline
         shape, _ = p.run.engine
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in tl.requests],
-                                 [r.output_tokens for r in tl.requests], tl.streams)
+                                 [r.output_tokens for r in tl.requests], tl.streams,
+                                 sends=tl.send_interval_s)
         by_rows.setdefault(tl.streams, []).append(
             statistics.median(d.tpots_ms(tl)) / pred["predicted_median_tpot_ms"])
     return tuple((n, statistics.median(v)) for n, v in sorted(by_rows.items()))
@@ -243,7 +246,8 @@ def _readings(p: Pick, cal: m.Calibration, term: str, values: tuple[float, ...],
     outputs = [r.output_tokens for r in tl.requests]
     return getattr(tl, reading), [
         getattr(predicted_step(shape, replace(cal, **{term: v}), prompts, outputs,
-                               tl.streams)[1].timeline, reading) for v in values]
+                               tl.streams, sends=tl.send_interval_s)[1].timeline, reading)
+        for v in values]
 
 
 def mixed_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
@@ -279,27 +283,32 @@ from (the wall is linear in it)."""
 
 
 def sequence_calibration(cal: m.Calibration, picks: tuple[Pick, ...]) -> m.Calibration:
-    """``cal`` with the per-sequence prefill cost (``Calibration.sequence_prefill_s``): over
+    """``cal`` with the per-sequence prefill cost (``Calibration.sequence_per_send``): over
     the admission term's one-wave steps (``picks``: a wave of short prompts, each request
     only its prefill), the median of the cost at which each step's simulated wall equals
     its measured one (:func:`claimcheck.model.solve.sequence_cost_from_wall`, from the
-    simulation at 0 and :data:`SEQUENCE_PROBE_S`, every other term as ``cal`` has it); a
-    negative median is no cost. No step it moves: ``cal`` unchanged."""
-    cs = []
+    simulation at 0 and :data:`SEQUENCE_PROBE_S`, every other term as ``cal`` has it), each
+    over the step's own send interval (``Timeline.send_interval_s``); a negative median is
+    no cost. ``sequence_prefill_s``: that per-send cost at the admission interval (a step
+    not yet sent). No step it moves: ``cal`` unchanged."""
+    ks = []
     for p in picks:
         wall, at = _readings(p, cal, "sequence_prefill_s", (0.0, SEQUENCE_PROBE_S))
         c = solve.sequence_cost_from_wall(wall, *at, SEQUENCE_PROBE_S)
-        if c is not None:
-            cs.append(c)
-    if not cs:
+        if c is not None and p.step.timeline.send_interval_s:
+            ks.append(c / p.step.timeline.send_interval_s)
+    if not ks:
         return cal
-    c = max(statistics.median(cs), 0.0)
+    k = max(statistics.median(ks), 0.0)
+    c = k * cal.admission_interval_s
     runs = sorted({p.run.name for p in picks})
-    src = (f"{', '.join(runs)} ({len(cs)} one-wave steps of short prompts, each request only "
+    src = (f"{', '.join(runs)} ({len(ks)} one-wave steps of short prompts, each request only "
            f"its prefill): their measured wall puts each request with a prompt chunk in a "
-           f"step at {c * 1e3:.2f} ms more, the median of {min(cs) * 1e3:.2f} to "
-           f"{max(cs) * 1e3:.2f} ms")
-    return replace(cal, sequence_prefill_s=c, sequence_prefill_source=src)
+           f"step at {k:.2f} x its wave's send interval more, the median of {min(ks):.2f} "
+           f"to {max(ks):.2f} (at the {cal.admission_interval_s * 1e3:.3f} ms admission "
+           f"interval, {c * 1e3:.2f} ms)")
+    return replace(cal, sequence_per_send=k, sequence_prefill_s=c,
+                   sequence_prefill_source=src)
 
 
 def kv_window(tl: Any) -> tuple[float, float]:
@@ -431,19 +440,3 @@ def base_calibration(choice: Choice, compute_dtype: str, user_cards: str | None 
                          bandwidth_source=bw_src, compute_source=c_src,
                          overhead_source=o_src)
 
-
-def predicted_step(shape: m.EngineShape, cal: m.Calibration, prompts: list[int], outputs: list[int],
-         streams: int, cold: bool = False) -> tuple[dict[str, Any], simulator.Simulation]:
-    """Predicted end to end, decode aggregate, median TPOT and TTFT of one simulated step
-    (decode None for a held-prefill step); ``cold``: the first step on a freshly started
-    engine (:func:`claimcheck.model.simulator.simulate`)."""
-    sim = simulator.simulate(shape, cal, prompts, outputs, streams, cold)
-    tl = sim.timeline
-    held = d.is_held_prefill(max(outputs, default=None), d.max_output_tokens(tl))
-    tpots = d.tpots_ms(tl)
-    return ({"predicted_e2e_tok_s": d.e2e_aggregate_tok_s(tl),
-             "predicted_decode_tok_s": None if held else d.decode_aggregate_tok_s(tl),
-             "predicted_median_tpot_ms": statistics.median(tpots) if tpots else None,
-             "predicted_median_ttft_s": statistics.median(r.ttft_s for r in tl.requests),
-             "predicted_load_s": tl.wall_s, "prefill_held": held, "bound": sim.bound,
-             "engine_steps": sim.engine_steps, **simulator.shares(sim)}, sim)

@@ -196,6 +196,12 @@ class Calibration:
     short prompts prefilled together: per-sequence work the FLOP count does not see,
     :func:`sequence_cost`); 0: not measured."""
     sequence_prefill_source: str = ""
+    sequence_per_send: float = 0.0
+    """The per-sequence cost in units of the load client's send interval on the same host
+    (the scheduler's, API server's and output processor's work per request is CPU work, as
+    the client's sends are): a step whose wave was sent at intervals of s seconds costs
+    ``sequence_per_send`` x s per request with a prompt chunk (:meth:`for_sends`); 0: the
+    cost is ``sequence_prefill_s`` whatever the sends."""
     prefill_flops_s: float | None = None
     """FLOP/s of the positions of prompt chunks when they multiply at another rate than
     decode (int8 activations on the MLP GEMMs of a prefill, as the article's RTX 3090
@@ -228,7 +234,7 @@ class Calibration:
             _check_number("Calibration", "prefill_flops_s", self.prefill_flops_s,
                           zero_ok=False)
         for name in ("request_overhead_s", "admission_interval_s", "sequence_prefill_s",
-                     "cold_start_s"):
+                     "sequence_per_send", "cold_start_s"):
             _check_number("Calibration", name, getattr(self, name), zero_ok=True)
         _check_number("Calibration", "output_lag", self.output_lag, zero_ok=True)
         if self.output_lag > 1:
@@ -249,6 +255,16 @@ class Calibration:
             _check_number("Calibration", "row_factors", factor, zero_ok=False)
         _check_ascending("row_factors", [rows for rows, _ in self.row_factors],
                          self.row_factors, "in ascending rows")
+
+    def for_sends(self, send_interval_s: float | None) -> Calibration:
+        """This calibration for a step whose wave was sent at ``send_interval_s`` (s between
+        sends, as its client sent them): the per-sequence cost ``sequence_per_send`` x it;
+        unchanged without a per-send cost or an interval (one stream, or a step not yet
+        sent: the cost stays ``sequence_per_send`` x the admission interval)."""
+        if not (self.sequence_per_send and send_interval_s):
+            return self
+        _check_number("Calibration.for_sends", "send_interval_s", send_interval_s, zero_ok=False)
+        return replace(self, sequence_prefill_s=self.sequence_per_send * send_interval_s)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

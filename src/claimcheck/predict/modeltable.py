@@ -12,7 +12,8 @@ from collections.abc import Collection
 from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, choose, choose_for, run_key
-from claimcheck.calibration.calibration import calibration, predicted_step
+from claimcheck.calibration.calibration import calibration
+from claimcheck.calibration.stepsim import predicted_step
 from claimcheck.calibration.wavesources import cold_step
 from claimcheck.config.configfiles import load_model_terms
 from claimcheck.files.errors import InputError
@@ -47,7 +48,8 @@ def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
         tl = s.timeline
         reqs = tl.requests
         pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
-                       [r.output_tokens for r in reqs], tl.streams, cold_step(s))
+                       [r.output_tokens for r in reqs], tl.streams, cold_step(s),
+                       sends=tl.send_interval_s)
         held = s.held_prefill
         got = measured_values(target, s)
         m_e2e, m_dec = got["e2e"], got["decode"]

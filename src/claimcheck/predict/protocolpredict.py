@@ -16,8 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from claimcheck.calibration.calibrate import Choice, choose, run_key
-from claimcheck.calibration.calibration import calibration, predicted_step
+from claimcheck.calibration.calibration import calibration
 from claimcheck.calibration.layout import layout_words, parallel_layout, run_layout, run_version
+from claimcheck.calibration.stepsim import predicted_step
 from claimcheck.calibration.termsources import borrowed_terms, term_sources
 from claimcheck.files.errors import InputError
 from claimcheck.model import model as m

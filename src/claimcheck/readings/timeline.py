@@ -96,6 +96,14 @@ class Timeline:
         return self.last_first_token_s - self.first_send_s
 
     @property
+    def send_interval_s(self) -> float | None:
+        """The mean interval between the sends of the step's first wave (its first
+        ``streams`` requests by send time: (last send - first send) / (sends - 1)), s; None
+        with fewer than two in it."""
+        sends = sorted(r.start_s for r in self.requests)[:self.streams]
+        return (sends[-1] - sends[0]) / (len(sends) - 1) if len(sends) > 1 else None
+
+    @property
     def output_tokens(self) -> int:
         return sum(r.output_tokens for r in self.requests)
 
