@@ -19,13 +19,14 @@ MARLIN_ROWS_H200 = "h200-20261204-w4a16-dummy-marlin-16k-decode-rows-to-64"
 
 
 def _slowed(run, k: float):
-    """``run`` with every measured time of its timelines stretched by ``k`` (sends, first
-    tokens, token times): what the model reads off it, TPOT and TTFT, changes by k; its
-    shapes (prompt and output tokens) do not."""
+    """``run`` with every time its engine answered in stretched by ``k`` (each request's
+    first token and token times, counted from its send): what the model reads off it, TPOT
+    and TTFT, changes by k; each step as its client sent it (prompt and output tokens, send
+    times: the step's inputs, as the prediction of the step takes them) does not."""
     traces = []
     for s in run.traces:
-        reqs = tuple(replace(r, start_s=r.start_s * k, ttft_s=r.ttft_s * k,
-                             token_times_s=tuple(t * k for t in r.token_times_s))
+        reqs = tuple(replace(r, ttft_s=r.ttft_s * k, token_times_s=tuple(
+                             r.start_s + (t - r.start_s) * k for t in r.token_times_s))
                      for r in s.timeline.requests)
         traces.append(replace(s, timeline=replace(s.timeline, requests=reqs)))
     return replace(run, traces=tuple(traces))

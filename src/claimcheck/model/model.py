@@ -34,18 +34,12 @@ become a :class:`~claimcheck.readings.timeline.Timeline`, so the predicted end t
 aggregate use the very definitions the measurement uses. Pure functions; SI units (bytes,
 seconds, FLOP).
 
-Which measured steps calibrate an engine is a stated rule over all the runs of that engine
-on its card (then its weight format), in :mod:`claimcheck.calibration.calibrate`: bandwidth from
-the 1-stream decode step with the most decode intervals, overhead from the best such step
-with short prompts, compute from a *held* 1-stream prefill (long prompts back to back: on
-the H200 at 700 W such a step runs at the power limit, NVML throttle reason 0x4, SM clock
-1,485-1,800 MHz, as batched prefill does), else a prompt within one token budget, else the
-longest prefill.
-
-The measured terms (decode rows, admission, KV read, mixed prefill, sequence prefill, cold
-start, output lag) are chosen in :mod:`claimcheck.calibration.calibrate`, worked out in
-:mod:`claimcheck.calibration.calibration`, and described with what each measured on the H200
-in docs/model.md ("What the terms measured on the H200").
+Which measured steps calibrate an engine (bandwidth, overhead, compute, and the measured
+terms: decode rows, admission, KV read, mixed prefill, sequence prefill, cold start, output
+lag) is a stated rule over the runs of that engine on its card (then its weight format) in
+:mod:`claimcheck.calibration.calibrate`, worked out in
+:mod:`claimcheck.calibration.calibration`, and described with what each measured in
+docs/model.md ("What the terms measured on the H200").
 
 Terms the model does not have, each named where a step misses by more than 5%:
 
@@ -197,11 +191,8 @@ class Calibration:
     :func:`sequence_cost`); 0: not measured."""
     sequence_prefill_source: str = ""
     sequence_per_send: float = 0.0
-    """The per-sequence cost in units of the load client's send interval on the same host
-    (the scheduler's, API server's and output processor's work per request is CPU work, as
-    the client's sends are): a step whose wave was sent at intervals of s seconds costs
-    ``sequence_per_send`` x s per request with a prompt chunk (:meth:`for_sends`); 0: the
-    cost is ``sequence_prefill_s`` whatever the sends."""
+    """The per-sequence cost in the load client's send intervals (CPU work on the same host
+    as the client's sends): :meth:`for_sends`; 0: ``sequence_prefill_s`` whatever the sends."""
     prefill_flops_s: float | None = None
     """FLOP/s of the positions of prompt chunks when they multiply at another rate than
     decode (int8 activations on the MLP GEMMs of a prefill, as the article's RTX 3090
@@ -257,11 +248,10 @@ class Calibration:
                          self.row_factors, "in ascending rows")
 
     def for_sends(self, send_interval_s: float | None) -> Calibration:
-        """This calibration for a step whose wave was sent at ``send_interval_s`` (s between
-        sends, as its client sent them): the per-sequence cost ``sequence_per_send`` x it;
-        unchanged without a per-send cost or an interval (one stream, or a step not yet
-        sent: the cost stays ``sequence_per_send`` x the admission interval)."""
-        if not (self.sequence_per_send and send_interval_s):
+        """For a step whose wave its client sent at ``send_interval_s`` s between sends: the
+        per-sequence cost ``sequence_per_send`` x it; unchanged without a per-send cost or an
+        interval (one stream, or a step not yet sent: at the admission interval)."""
+        if not self.sequence_per_send or send_interval_s is None:
             return self
         _check_number("Calibration.for_sends", "send_interval_s", send_interval_s, zero_ok=False)
         return replace(self, sequence_prefill_s=self.sequence_per_send * send_interval_s)

@@ -18,6 +18,11 @@ the steps the in-sample calibration took a term from. Summaries per engine
 (:func:`by_engine`) and per term (:func:`by_term`) count the complete steps within the
 tolerance on end to end, on decode, and on both.
 
+Each step is simulated as its client sent it: its streams, each request's prompt and output
+tokens, and the interval between its first wave's sends (``Timeline.send_interval_s``, the
+host's pace, at which the per-sequence term is priced: ``Calibration.for_sends``); every term
+is solved on the other runs alone.
+
 Beside them, ``sm_clock_mhz``: the step's own SM clock at work (the median of its
 telemetry samples in its load window drawing at least half the power limit, read as the
 carried model reads it: :func:`claimcheck.predict.carry.step_sm_clock`). It is a condition

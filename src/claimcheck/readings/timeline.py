@@ -99,9 +99,10 @@ class Timeline:
     def send_interval_s(self) -> float | None:
         """The mean interval between the sends of the step's first wave (its first
         ``streams`` requests by send time: (last send - first send) / (sends - 1)), s; None
-        with fewer than two in it."""
+        with fewer than two in it or all sent at one recorded instant (no interval)."""
         sends = sorted(r.start_s for r in self.requests)[:self.streams]
-        return (sends[-1] - sends[0]) / (len(sends) - 1) if len(sends) > 1 else None
+        return (sends[-1] - sends[0]) / (len(sends) - 1) if len(sends) > 1 and (
+            sends[-1] > sends[0]) else None
 
     @property
     def output_tokens(self) -> int:
