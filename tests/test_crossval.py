@@ -165,6 +165,13 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
     # 16 and 32 streams 4-24% faster)
     assert out["engines"]["bf16-dummy-256 on h200"]["replicated"] == {
         "steps": 72, "both_within": 53, "model_both_within": 46}
+    # each step's own send interval, an input of its prediction as its prompts are: the
+    # 32-stream wave of 2026-12-07's H100 run sent its 32 requests over 4.95 ms (0.160 ms
+    # apart); one stream has none
+    sends = {(r["run"], r["step"], r["repeat"]): r["send_interval_ms"] for r in steps}
+    assert sends[("h100-20261207-bf16-dummy-256-wave-admission", 1, 1)] == pytest.approx(
+        0.1598, abs=1e-4)
+    assert sends[("h100-20261207-bf16-dummy-256-single-stream", 0, 1)] is None
     # each step's own SM clock at work, beside (not in) its prediction: at the same 700 W
     # cap the two H200s ran the 256-slot BF16 engine's 256-row step at 1,635 and 1,515 MHz
     # (the median of the telemetry samples in the step's window drawing >= 350 W, worked

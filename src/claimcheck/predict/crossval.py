@@ -20,8 +20,8 @@ tolerance on end to end, on decode, and on both.
 
 Each step is simulated as its client sent it: its streams, each request's prompt and output
 tokens, and the interval between its first wave's sends (``Timeline.send_interval_s``, the
-host's pace, at which the per-sequence term is priced: ``Calibration.for_sends``); every term
-is solved on the other runs alone.
+host's pace, at which the per-sequence term is priced: ``Calibration.for_sends``; the column
+``send_interval_ms``, None for one stream); every term is solved on the other runs alone.
 
 Beside them, ``sm_clock_mhz``: the step's own SM clock at work (the median of its
 telemetry samples in its load window drawing at least half the power limit, read as the
@@ -64,7 +64,7 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
            "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "carried_from",
-           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "sm_clock_mhz",
+           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "send_interval_ms", "sm_clock_mhz",
            "replicate_runs", "replicate_e2e_error", "replicate_decode_error")
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
 
@@ -136,9 +136,13 @@ def cross_validate(runs: list[Run], user_cards: str | None = None) -> list[dict[
             continue
         clocks = {(s.record["step"], s.record["repeat"]): step_sm_clock(target, s)[0]
                   for s in target.traces}
+        sends = {(s.record["step"], s.record["repeat"]): s.timeline.send_interval_s
+                 for s in target.traces}
         for r in held_out_rows(target, runs, cache, terms, user_cards, engines):
             ins = inside.get((r["run"], r["step"], r["repeat"]), {})
             r["sm_clock_mhz"] = clocks.get((r["step"], r["repeat"]))
+            gap = sends.get((r["step"], r["repeat"]))
+            r["send_interval_ms"] = None if gap is None else gap * 1e3
             if r.get("measured_e2e_tok_s") is None and ins:
                 r["measured_e2e_tok_s"] = ins["measured_e2e_tok_s"]
                 r["measured_decode_tok_s"] = ins["measured_decode_tok_s"]
