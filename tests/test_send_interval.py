@@ -74,9 +74,10 @@ def test_sends_at_one_instant_have_no_interval():
 def test_the_h100_wave_runs_price_each_sequence_in_send_intervals(committed_runs):
     """The 256-slot BF16 engine's three H100 wave-admission runs (36 one-wave steps): 5.46
     send intervals a request (1.43 ms at the card's 0.262 ms admission interval); with the
-    twenty-third session's run left out, 6.48 from the other two, and that run's 32-stream
-    repeats (sent at 0.160-0.169 ms intervals, the fastest sends of the three) within 5%
-    (they were -8.6% to -8.9% with one cost whatever the sends)."""
+    twenty-third session's run left out, 6.48 from the other two. Its 32-stream repeats,
+    predicted at the other runs' 0.296 ms admission interval as before the run, miss by
+    -8.5% to -8.7%; at their own 0.160-0.169 ms sends (the fastest of the three runs, known
+    only once they ran) by -1.7% to -2.4%: the host's pace explains the miss."""
     from claimcheck.calibration.calibrate import choose_for
     from claimcheck.calibration.calibration import calibration
     from claimcheck.predict.modeltable import step_rows
@@ -91,5 +92,8 @@ def test_the_h100_wave_runs_price_each_sequence_in_send_intervals(committed_runs
     others = [r for r in runs if r is not target]
     left_out = calibration(choose_for(target, others), "bf16")
     assert left_out.sequence_per_send == pytest.approx(6.48, abs=0.005)
+    assert left_out.admission_interval_s == pytest.approx(0.296e-3, abs=0.0005e-3)
     rows = [r for r in step_rows(target, target.engine[0], left_out) if r["streams"] == 32]
-    assert len(rows) == 3 and all(abs(r["e2e_error"]) <= 0.05 for r in rows)
+    assert len(rows) == 3
+    assert all(-0.088 < r["e2e_error"] < -0.084 for r in rows)
+    assert all(-0.025 < r["as_sent_e2e_error"] < -0.016 for r in rows)

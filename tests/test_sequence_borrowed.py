@@ -53,19 +53,19 @@ def test_another_weight_format_lends_none(committed_runs):
 
 
 def test_borrowed_sequence_term_held_out(committed_runs):
-    """Cross-validated, the 256-slot engine's H100 wave-admission: 7 of its 12 steps within
-    5% (6 with one per-sequence cost whatever the sends, the twenty-fifth session's model;
-    7 before it, 5 with no sequence term): its 1,000-token step -4.0% to -4.2% (-11.6% to
-    -11.9% before the twenty-fifth session: each of its eight chunked admitting steps took
-    the per-request overhead, now spent only by a step admitting into an idle engine), its
-    64-stream 100-token steps +1.8% to +4.9% (+3.4% to +5.5% with one cost), its 16-stream
-    ones -7.2% to +7.2%."""
+    """Cross-validated, the 256-slot engine's H100 wave-admission: 6 of its 12 steps within
+    5% (7 before the twenty-fifth session's model, 5 with no sequence term): its 1,000-token
+    step -3.9% to -4.2% (-11.6% to -11.9% before: each of its eight chunked admitting steps
+    took the per-request overhead, now spent only by a step admitting into an idle engine),
+    its 64-stream 100-token steps +3.0% to +5.2% (-1.6% to -3.6% before; +3.4% to +5.5%
+    before the per-sequence cost was counted in send intervals), its 16-stream ones -6.9% to
+    +8.4% (16-28% slow before)."""
     runs = runs_started_before(committed_runs, SECOND_H100)
     held = next(r for r in runs if r.name == WAVE_256)
     rows = held_out_rows(held, runs)
-    assert sum(within_both(r["e2e_error"], r["decode_error"], 0.05) for r in rows) == 7
+    assert sum(within_both(r["e2e_error"], r["decode_error"], 0.05) for r in rows) == 6
     long = [r["e2e_error"] for r in rows if r["step"] == 3]
     assert len(long) == 3 and all(-0.045 < e < -0.035 for e in long)
     wide = [r["e2e_error"] for r in rows if r["streams"] == 64 and r["step"] == 2]
-    assert len(wide) == 3 and all(0.015 < e < 0.05 for e in wide)
-    assert all(-0.075 < r["e2e_error"] < 0.075 for r in rows if r["streams"] == 16)
+    assert len(wide) == 3 and all(0.03 < e < 0.06 for e in wide)
+    assert all(-0.07 < r["e2e_error"] < 0.09 for r in rows if r["streams"] == 16)

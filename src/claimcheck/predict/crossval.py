@@ -18,10 +18,15 @@ the steps the in-sample calibration took a term from. Summaries per engine
 (:func:`by_engine`) and per term (:func:`by_term`) count the complete steps within the
 tolerance on end to end, on decode, and on both.
 
-Each step is simulated as its client sent it: its streams, each request's prompt and output
-tokens, and the interval between its first wave's sends (``Timeline.send_interval_s``, the
-host's pace, at which the per-sequence term is priced: ``Calibration.for_sends``; the column
-``send_interval_ms``, None for one stream); every term is solved on the other runs alone.
+Each step is simulated with its streams and each request's prompt and output tokens, its
+waves sent at the card's admission interval (the other runs' median) as a prediction made
+before it ran would send them. Beside it, ``send_interval_ms``: the step's own interval
+between its first wave's sends (``Timeline.send_interval_s``, the host's pace; None for one
+stream). No prediction reads a step's own interval: it is known only once the step has
+run (the per-sequence term is solved on its source steps over their own intervals,
+``Calibration.sequence_per_send``). ``as_sent_*_error``: what the held-out prediction would
+miss by at that interval (None where it changes nothing): how much of a miss the host's
+pace explains, not a prediction.
 
 Beside them, ``sm_clock_mhz``: the step's own SM clock at work (the median of its
 telemetry samples in its load window drawing at least half the power limit, read as the
@@ -64,7 +69,8 @@ COLUMNS = ("run", "card", "engine", "weight_format", "weights", "protocol", "ste
            "predicted_e2e_tok_s", "measured_e2e_tok_s", "e2e_error",
            "predicted_decode_tok_s", "measured_decode_tok_s", "decode_error",
            "in_sample_e2e_error", "in_sample_decode_error", "cv_note", "carried_from",
-           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "send_interval_ms", "sm_clock_mhz",
+           "borrowed_terms", *(f"{t}_runs" for t in TERMS), "send_interval_ms",
+           "as_sent_e2e_error", "as_sent_decode_error", "sm_clock_mhz",
            "replicate_runs", "replicate_e2e_error", "replicate_decode_error")
 """crossval.csv's columns (data/derived/crossval.csv), in order."""
 
@@ -106,7 +112,7 @@ def held_out_rows(target: Run, runs: list[Run],
     return [{**base, **{k: r[k] for k in (
         "step", "repeat", "streams", "requests", "step_status", "predicted_e2e_tok_s",
         "measured_e2e_tok_s", "e2e_error", "predicted_decode_tok_s",
-        "measured_decode_tok_s", "decode_error")},
+        "measured_decode_tok_s", "decode_error", "as_sent_e2e_error", "as_sent_decode_error")},
         "cv_note": "", "carried_from": carried_from,
         "borrowed_terms": "; ".join(borrowed_terms(src)), **terms_runs} for r in steps]
 

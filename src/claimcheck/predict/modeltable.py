@@ -41,15 +41,20 @@ def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
               used: Collection[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
     """Every step of ``target`` predicted with ``shape`` and ``cal`` as its timeline ran
     (its streams, each request's prompt and output tokens, cold where its first wave met a
-    freshly started engine) beside what it measured; a step of ``used`` (run name, step
-    dir) is marked ``calibration_step``."""
+    freshly started engine; its waves sent at the card's admission interval, as a step
+    predicted before it ran: its own send interval is known only once it has) beside what
+    it measured; a step of ``used`` (run name, step dir) is marked ``calibration_step``.
+    Beside it, ``as_sent_*``: the same step at its own send interval (``Calibration.
+    for_sends``; None where that changes nothing), which no prediction before it could know."""
     rows = []
     for s in target.traces:
         tl = s.timeline
         reqs = tl.requests
-        pred, _ = predicted_step(shape, cal, [r.prompt_tokens for r in reqs],
-                       [r.output_tokens for r in reqs], tl.streams, cold_step(s),
-                       sends=tl.send_interval_s)
+        sized = ([r.prompt_tokens for r in reqs], [r.output_tokens for r in reqs], tl.streams,
+                 cold_step(s))
+        pred, _ = predicted_step(shape, cal, *sized)
+        sent = cal.for_sends(tl.send_interval_s)
+        as_sent = predicted_step(shape, sent, *sized)[0] if sent is not cal else {}
         held = s.held_prefill
         got = measured_values(target, s)
         m_e2e, m_dec = got["e2e"], got["decode"]
@@ -63,6 +68,8 @@ def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
             "e2e_error": error(p_e2e, m_e2e),
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
             "decode_error": error(p_dec, m_dec),
+            "as_sent_e2e_error": error(as_sent.get("predicted_e2e_tok_s"), m_e2e),
+            "as_sent_decode_error": error(as_sent.get("predicted_decode_tok_s"), m_dec),
             "prefill_held": held,
             "predicted_median_tpot_ms": pred["predicted_median_tpot_ms"],
             "measured_median_tpot_ms": got["tpot"],
