@@ -12,22 +12,12 @@ import pytest
 from claimcheck.model import model as m
 from claimcheck.model import simulator
 from claimcheck.readings.timeline import RequestTimeline, Timeline
+from tests.test_crossval import _toy  # 1 GB at 1 TB/s, 1 GFLOP a token at 100 TFLOP/s
 
 
 def _req(start_s: float) -> RequestTimeline:
     return RequestTimeline(start_s=start_s, ttft_s=0.1, prompt_tokens=10,
                            token_times_s=(start_s + 0.1, start_s + 0.2), chunks=1)
-
-
-def _toy() -> tuple[m.EngineShape, m.Calibration]:
-    # 1 GB of weights at 1 TB/s (1 ms); 1 GFLOP a token at 100 TFLOP/s: a 1,000-token
-    # prompt is 10 ms of compute, compute-bound
-    shape = m.EngineShape(weight_bytes=1e9, state_bytes=0.0, kv_bytes_per_token=0.0,
-                          flops_body_per_token=1e9, flops_head_per_token=0.0,
-                          max_num_batched_tokens=4096, max_num_seqs=8)
-    cal = m.Calibration(bandwidth_bytes_s=1e12, flops_s=1e14, request_overhead_s=0.0,
-                        bandwidth_source="", compute_source="")
-    return shape, cal
 
 
 def test_send_interval_is_the_first_waves_sends():
