@@ -402,11 +402,6 @@ def test_a_row_factor_scales_decode_only_steps_by_hand():
     assert two.timeline.requests[0].token_times_s == pytest.approx((0.010, 0.025, 0.040))
 
 
-def test_send_interval_by_hand():
-    assert solve.send_interval_s([10.0, 10.004, 10.002]) == pytest.approx(0.002)  # 4 ms / 2
-    assert solve.send_interval_s([3.0]) is None and solve.send_interval_s([]) is None
-
-
 def test_a_wave_reaches_the_scheduler_one_interval_apart_by_hand():
     # two requests sent together, 1 ms apart at the scheduler: the first prefills alone
     # (4 tokens, 10 ms), the second joins at the next step. Without the interval both

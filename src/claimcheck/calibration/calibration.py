@@ -56,8 +56,7 @@ def calibration(choice: Choice, compute_dtype: str,
     if buckets is not None:
         cal = replace(cal, row_buckets=buckets.bounds)
     if choice.admission:
-        gaps = [solve.send_interval_s([r.start_s for r in p.step.timeline.requests])
-                for p in choice.admission]
+        gaps = [p.step.timeline.send_interval_s for p in choice.admission]
         gap = statistics.median(g for g in gaps if g is not None)
         cal = replace(cal, admission_interval_s=gap, admission_source=(
             f"{choice.admission[0].run.name} ({len(gaps)} one-wave steps): the median "

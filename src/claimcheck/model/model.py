@@ -173,7 +173,7 @@ class Calibration:
     none on record, every measured count."""
     admission_interval_s: float = 0.0
     """Seconds between the arrivals of requests sent at the same moment (a wave): the i-th
-    of them reaches the scheduler i x this after the first (:func:`~.solve.send_interval_s`)."""
+    of them reaches the scheduler i x this after the first (``Timeline.send_interval_s``)."""
     admission_source: str = ""
     kv_bandwidth_bytes_s: float | None = None
     """Bytes/s at which a step reads its KV cache (:func:`kv_bandwidth_from_decode`); None:

@@ -37,10 +37,3 @@ def lag_from_first_token(measured_s: float, at_zero_s: float, at_one_s: float
         return None
     return (measured_s - at_zero_s) / (at_one_s - at_zero_s)
 
-
-def send_interval_s(start_times_s: list[float]) -> float | None:
-    """The mean interval between the sends of a wave's requests, s: (last send - first
-    send) / (requests - 1); None for fewer than two requests."""
-    if len(start_times_s) < 2:
-        return None
-    return (max(start_times_s) - min(start_times_s)) / (len(start_times_s) - 1)
