@@ -76,6 +76,19 @@ def _row(engine, e2e, dec, ins_e2e=0.0, ins_dec=0.0, note="", status="complete")
             "cv_note": note, "step_status": status}
 
 
+def test_as_sent_counts_each_step_at_its_own_interval_by_hand():
+    """Three rows: held out +8% (at its own sends +2%), +1% (sends change nothing: no
+    as-sent error), +2% (at its own sends +7%): held out 2 within 5%, as sent 2 (the first
+    and second), not the same two."""
+    rows = [{**_row("a", 0.08, None), "as_sent_e2e_error": 0.02, "as_sent_decode_error": None},
+            {**_row("a", 0.01, 0.01), "as_sent_e2e_error": None, "as_sent_decode_error": None},
+            {**_row("a", 0.02, 0.0), "as_sent_e2e_error": 0.07, "as_sent_decode_error": 0.0}]
+    s = cv.summary(rows)
+    assert s["cross_validated"]["both_within"] == 2 and s["as_sent"] == 2
+    rows[2]["as_sent_e2e_error"] = 0.03
+    assert cv.summary(rows)["as_sent"] == 3
+
+
 def test_summary_counts_by_hand():
     rows = [_row("a", 0.04, -0.05), _row("a", 0.06, 0.01), _row("a", 0.01, None),
             _row("b", None, None, note="no calibration without this run"),

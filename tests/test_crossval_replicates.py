@@ -165,3 +165,15 @@ def test_an_impossible_clock_is_refused_naming_the_row(bad):
             r"^crossval\.csv: run A step 0 repeat 1: sm_clock_mhz '" + bad
             + r"' is not a clock in MHz \(a finite number above 0\)$")):
         CVW.slower_clock(rows, rows[:1])
+
+
+def test_as_sent_count_is_said_only_where_the_hosts_pace_moves_it():
+    """The held-out model lands 4 of the 5 complete rows within 5% (B1 misses at -7%); at
+    B1's own send interval -3%: 5, and the Update says it. With no as-sent error anywhere
+    the count is the held-out one and no sentence is said."""
+    v = {x.name: x for x in CVW.cv_values(cv.with_replicates(ROWS))}
+    assert v["cv.has_as_sent"].value is False and v["cv.as_sent"].value == 4
+    rows = [dict(r) for r in ROWS]
+    rows[1].update(as_sent_e2e_error=-0.03, as_sent_decode_error=0.0)
+    v = {x.name: x for x in CVW.cv_values(cv.with_replicates(rows))}
+    assert v["cv.has_as_sent"].value is True and v["cv.as_sent"].value == 5

@@ -211,14 +211,25 @@ def summary(rows: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[st
     """Counts over the complete ``rows``: ``steps``, ``unpredicted`` (no calibration without
     their run, nor a carried one), ``carried`` (predicted from terms carried from another
     card: ``carried_from``), and within ``tolerance`` on e2e, decode (a held prefill's null
-    decode is no miss) and both: ``cross_validated`` and ``in_sample``."""
+    decode is no miss) and both: ``cross_validated`` and ``in_sample``; ``as_sent``: within
+    on both at each step's own send interval (:func:`_as_sent`), known only once it ran."""
     rows = complete(rows)
     return {"steps": len(rows), "unpredicted": sum(bool(r["cv_note"]) for r in rows),
             "carried": sum(bool(r.get("carried_from")) for r in rows),
             "cross_validated": _counts(rows, "", tolerance),
             "in_sample": _counts(rows, "in_sample_", tolerance),
             "replicated": _replicated(rows, tolerance),
-            "one_value": one_value(rows, tolerance)}
+            "one_value": one_value(rows, tolerance),
+            "as_sent": sum(within_both(*_as_sent(r), tolerance) for r in rows)}
+
+
+def _as_sent(r: dict[str, Any]) -> tuple[Any, Any]:
+    """A row's (e2e, decode) error at its step's own send interval where that changes the
+    prediction (``as_sent_*``), else its held-out errors: what :func:`summary` counts as
+    ``as_sent``."""
+    if r.get("as_sent_e2e_error") is None:
+        return r["e2e_error"], r["decode_error"]
+    return r["as_sent_e2e_error"], r.get("as_sent_decode_error")
 
 
 def _one_value_hits(rows: list[dict[str, Any]], tolerance: float) -> int:

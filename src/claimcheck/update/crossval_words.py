@@ -19,7 +19,7 @@ SRC = "crossval.csv"
 NAMES = ("cv.within", "cv.steps", "cv.worst_engine", "cv.worst_within",
          "cv.worst_steps", "cv.worst_protocol", "cv.worst_misses", "cv.worst_lo",
          "cv.worst_hi", "cv.worst_measure", "cv.tolerance", "cv.unpredicted", "cv.cards",
-         "cv.carried", "cv.carried_cards", "cv.carried_from", "cv.one_value")
+         "cv.carried", "cv.carried_cards", "cv.carried_from", "cv.one_value", "cv.as_sent")
 MEASURES = (("e2e_error", "end to end"), ("decode_error", "decode aggregate"))
 MEASURED = {"e2e_error": "measured_e2e_tok_s", "decode_error": "measured_decode_tok_s"}
 SPREAD_NAMES = ("cv.worst_spread", "cv.worst_wide", "cv.worst_groups", "cv.worst_band",
@@ -158,7 +158,7 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
     if not rows:
         return [flag("cv.has", False, SRC), flag("cv.worst_has_misses", False, SRC),
                 flag("cv.has_unpredicted", False, SRC), flag("cv.has_carried", False, SRC),
-                flag("cv.has_one_value", False, SRC),
+                flag("cv.has_one_value", False, SRC), flag("cv.has_as_sent", False, SRC),
                 *spread_values(None), *replicate_values(None),
                 *clock_values([], [])] + [
                     word(n, "none", SRC) for n in NAMES]
@@ -187,6 +187,8 @@ def cv_values(rows: Sequence[Mapping[str, Any]] | None, tolerance: float = TOLER
             flag("cv.has_unpredicted", s["unpredicted"] > 0, SRC),
             flag("cv.has_one_value", s["one_value"] > 0, SRC),
             num("cv.one_value", s["one_value"], "steps", SRC, "{:,}"),
+            flag("cv.has_as_sent", s["as_sent"] != _both(s), SRC),
+            num("cv.as_sent", s["as_sent"], "steps", SRC, "{:,}"),
             num("cv.unpredicted", s["unpredicted"], "steps", SRC, "{:,}"),
             *carried_values(rows),
             word("cv.cards", " and ".join(sorted({str(r["card"]) for r in rows})), SRC),
