@@ -97,7 +97,7 @@ def held_out_rows(target: Run, runs: list[Run],
             "protocol": (prov.protocol_config or {}).get("name")}
     try:
         choice = choose_for(target, others, terms)
-        out = predict_run(target, choice, cache, user_cards)
+        out = predict_run(target, choice, cache, user_cards, as_sent=True)
         src, steps, carried_from = term_sources(choice, str(prov.engine)), out["steps"], ""
     except InputError as e:
         if engines is None:

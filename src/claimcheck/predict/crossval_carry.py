@@ -81,5 +81,5 @@ def carried_prediction(target: Run, runs: list[Run], engines: Mapping[str, Any],
     power = getattr(target.provenance.gpu, "power_limit_enforced_w", None)
     c = carried_terms(pool, card, engines[engine], power, run_version(target), user_cards)
     return {"from_card": c["local_card"], "terms": c["terms"],
-            "steps": step_rows(target, c["shape"], c["calibration"]),
+            "steps": step_rows(target, c["shape"], c["calibration"], as_sent=True),
             "sources": carried_sources(c["terms"], pool, engine)}

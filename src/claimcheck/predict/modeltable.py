@@ -26,26 +26,30 @@ from claimcheck.verdicts.verdicts import TOLERANCE
 
 def predict_run(target: Run, choice: Choice,
                 cache: dict[tuple[Any, ...], m.Calibration] | None = None,
-                user_cards: str | None = None) -> dict[str, Any]:
+                user_cards: str | None = None, as_sent: bool = False) -> dict[str, Any]:
     """Predicted and measured end to end and decode aggregate for every step of ``target``,
     with the calibration ``choice`` (steps it used are marked ``calibration_step``;
-    ``user_cards``: a cards file merged over the registry for a datasheet fallback)."""
+    ``user_cards``: a cards file merged over the registry for a datasheet fallback;
+    ``as_sent``: each step also at its own send interval, :func:`step_rows`)."""
     shape, info = target.engine
     cal = calibration(choice, info["compute_dtype"], cache, user_cards)
     return {"run": target.name, "calibrated_on": choice.bandwidth.run.name,
             "calibration": cal.as_dict(), "choice": choice.as_dict(), "engine": info,
-            "steps": step_rows(target, shape, cal, choice.steps())}
+            "steps": step_rows(target, shape, cal, choice.steps(), as_sent)}
 
 
 def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
-              used: Collection[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
+              used: Collection[tuple[str, Any]] = (), as_sent: bool = False
+              ) -> list[dict[str, Any]]:
     """Every step of ``target`` predicted with ``shape`` and ``cal`` as its timeline ran
     (its streams, each request's prompt and output tokens, cold where its first wave met a
     freshly started engine; its waves sent at the card's admission interval, as a step
     predicted before it ran: its own send interval is known only once it has) beside what
     it measured; a step of ``used`` (run name, step dir) is marked ``calibration_step``.
-    Beside it, ``as_sent_*``: the same step at its own send interval (``Calibration.
-    for_sends``; None where that changes nothing), which no prediction before it could know."""
+    With ``as_sent`` (cross-validation's diagnosis, a second simulation of each step sent
+    as a wave), beside it ``as_sent_*``: the same step at its own send interval
+    (``Calibration.for_sends``; None where that changes nothing), which no prediction before
+    it could know."""
     rows = []
     for s in target.traces:
         tl = s.timeline
@@ -53,8 +57,8 @@ def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
         sized = ([r.prompt_tokens for r in reqs], [r.output_tokens for r in reqs], tl.streams,
                  cold_step(s))
         pred, _ = predicted_step(shape, cal, *sized)
-        sent = cal.for_sends(tl.send_interval_s)
-        as_sent = predicted_step(shape, sent, *sized)[0] if sent is not cal else {}
+        sent = cal.for_sends(tl.send_interval_s) if as_sent else cal
+        at_sends = predicted_step(shape, sent, *sized)[0] if sent is not cal else {}
         held = s.held_prefill
         got = measured_values(target, s)
         m_e2e, m_dec = got["e2e"], got["decode"]
@@ -68,8 +72,9 @@ def step_rows(target: Run, shape: m.EngineShape, cal: m.Calibration,
             "e2e_error": error(p_e2e, m_e2e),
             "predicted_decode_tok_s": p_dec, "measured_decode_tok_s": m_dec,
             "decode_error": error(p_dec, m_dec),
-            "as_sent_e2e_error": error(as_sent.get("predicted_e2e_tok_s"), m_e2e),
-            "as_sent_decode_error": error(as_sent.get("predicted_decode_tok_s"), m_dec),
+            **({"as_sent_e2e_error": error(at_sends.get("predicted_e2e_tok_s"), m_e2e),
+                "as_sent_decode_error": error(at_sends.get("predicted_decode_tok_s"), m_dec)}
+               if as_sent else {}),
             "prefill_held": held,
             "predicted_median_tpot_ms": pred["predicted_median_tpot_ms"],
             "measured_median_tpot_ms": got["tpot"],
