@@ -64,11 +64,43 @@ def read_table(path: str | Path) -> pd.DataFrame:
         df = pd.read_csv(p, dtype=read_as, keep_default_na=False, na_values=[""])
         for c, t in types.items():
             if t == "boolean" and c in df:
+                if not df[c].dropna().isin(["True", "False", True, False]).all():
+                    raise ValueError(f"{c}: not True or False")
                 df[c] = df[c].map({"True": True, "False": False, True: True, False: False},
                                   na_action="ignore").astype("boolean")
     except (ValueError, TypeError) as e:
-        raise InputError(str(p), f"a cell does not fit its column's dtype ({e})") from None
+        raise _misfit(p, types) or InputError(
+            str(p), f"a cell does not fit its column's dtype ({e})") from None
     return df
+
+
+def _fits(cell: str, dtype: str) -> bool:
+    """Whether one CSV cell (text; "" is a missing value) reads as ``dtype``."""
+    if cell == "" or dtype in ("string", "object"):
+        return True
+    if dtype == "boolean":
+        return cell in ("True", "False")
+    try:
+        v = float(cell)
+    except ValueError:
+        return False
+    return dtype == "float64" or v.is_integer()
+
+
+def _misfit(p: Path, types: Mapping[str, str]) -> InputError | None:
+    """The first cell of the table at ``p`` that does not read as its column's dtype, as an
+    InputError naming its line (the header is line 1), column and value; None where every
+    cell fits (the failure was elsewhere)."""
+    import csv
+
+    rows = csv.reader(read_text(p).splitlines())
+    header = next(rows, [])
+    for line, row in enumerate(rows, start=2):
+        for col, cell in zip(header, row, strict=False):
+            if not _fits(cell, types.get(col, "string")):
+                return InputError(str(p), f"{cell!r} is not a value of this column's dtype "
+                                  f"({types[col]})", line=line, key=col)
+    return None
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
