@@ -108,6 +108,32 @@ def test_summary_counts_by_hand():
     assert "a 2 of 3, b 0 of 2" in cv.update_sentence(rows)
 
 
+def test_by_protocol_counts_by_hand():
+    """Protocol p: three repeats of one step measured 100, 104 and 120 tok/s end to end,
+    held out +1%, +6% and +2%: 2 within on both; one value within 5% of a measurement m lies
+    in [0.95 m, 1.05 m], so one in [98.8, 105] covers 100 and 104 but not 120 ([114, 126]): 2.
+    Protocol q: one step of another engine, -20%, and a failed step never counted."""
+    def r(proto, engine, e2e, measured, status="complete"):
+        return {**_row(engine, e2e, None, status=status), "protocol": proto, "card": "h200",
+                "step": 0, "streams": 16, "requests": 16, "measured_e2e_tok_s": measured,
+                "measured_decode_tok_s": None}
+
+    rows = [r("p", "a", 0.01, 100.0), r("p", "a", 0.06, 104.0), r("p", "b", 0.02, 120.0),
+            r("q", "a", -0.2, 50.0), r("q", "a", 0.0, 50.0, status="failed")]
+    rows[2]["engine"] = "a"  # one step: every key of REPLICATE_KEY the same
+    got = cv.by_protocol(rows)
+    assert sorted(got) == ["p", "q"]
+    assert (got["p"]["steps"], got["p"]["cross_validated"]["both_within"],
+            got["p"]["one_value"]) == (3, 2, 2)
+    assert (got["q"]["steps"], got["q"]["cross_validated"]["both_within"],
+            got["q"]["one_value"]) == (1, 0, 1)
+    line = cv.count_line("p", got["p"])
+    assert line.startswith("p ") and line.endswith("(one value per step: 2)")
+    # in sample every error 0.0: 3 / 3 / 3; held out e2e 2 (not +6%), decode 3 (none
+    # measured: no miss), both 2
+    assert "   3    3 /   3 /   3     2 /   3 /   2  (one" in line
+
+
 def test_by_engine_splits_an_engine_run_on_two_cards():
     """An engine with runs on two cards is counted per card, each under "ENGINE on CARD";
     with one card the engine's name stands alone."""
@@ -151,6 +177,10 @@ def test_cli_cross_validate_json_is_the_table(committed_runs):
         "h100-20261205-w4a16-dummy-marlin-16k-ladder"}
     assert {r["compute_runs"] for r in marlin} == {
         "h200-20261204-w4a16-dummy-marlin-16k-single-stream"}
+    # per protocol, every engine and card together: the same steps, split another way
+    assert sum(v["steps"] for v in out["protocols"].values()) == len(steps)
+    assert out["protocols"]["wave-admission"]["steps"] == sum(
+        r["protocol"] == "wave-admission" for r in steps)
     assert set(out["terms"]) == {"bandwidth", "overhead", "compute", "rows", "admission",
                                  "kv", "sequence", "cold", "lag"}
     # the same step measured by another run: the 256-slot BF16 engine's 64-stream wave of

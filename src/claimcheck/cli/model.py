@@ -261,7 +261,8 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
         raise InputError("--runs", f"{root} is not a folder")
     rows = cv.cross_validate(load_runs(root))
     out = {"tolerance": a.tolerance, "summary": cv.summary(rows, a.tolerance),
-           "engines": cv.by_engine(rows, a.tolerance), "terms": cv.by_term(rows, a.tolerance),
+           "engines": cv.by_engine(rows, a.tolerance),
+           "protocols": cv.by_protocol(rows, a.tolerance), "terms": cv.by_term(rows, a.tolerance),
            "sentence": cv.update_sentence(rows, a.tolerance), "steps": rows}
     lines = [f"leave-one-run-out over {root}: each run's steps predicted with that run left "
              "out of every term; within "
@@ -269,20 +270,9 @@ def cmd_cross_validate(a: argparse.Namespace) -> int:
              f"{'engine':<34} {'steps':>5} {'in sample':>14} {'cross-validated':>16}",
              "(one value per step: the most steps one number per step, every run's and "
              "repeat's measurement of it, puts within on both: the measurements' own spread)"]
-    for e, v in {"all": out["summary"], **out["engines"]}.items():
-        i, c = v["in_sample"], v["cross_validated"]
-        lines.append(f"{e:<34} {v['steps']:>5} {i['e2e_within']:>4} /{i['decode_within']:>4} "
-                     f"/{i['both_within']:>4} {c['e2e_within']:>5} /{c['decode_within']:>4} "
-                     f"/{c['both_within']:>4}"
-                     + (f"  ({v['unpredicted']} with no calibration without their run)"
-                        if v["unpredicted"] else "")
-                     + (f"  ({v['carried']} with every term carried from another card)"
-                        if v["carried"] else "")
-                     + (f"  (another run measured {v['replicated']['steps']}: its "
-                        f"measurement within at {v['replicated']['both_within']}, the model "
-                        f"at {v['replicated']['model_both_within']})"
-                        if v["replicated"]["steps"] else "")
-                     + f"  (one value per step: {v['one_value']})")
+    lines += [cv.count_line(e, v) for e, v in {"all": out["summary"], **out["engines"]}.items()]
+    lines += ["per protocol, every engine and card together:"]
+    lines += [cv.count_line(p, v) for p, v in out["protocols"].items()]
     lines.append("per term (steps with it measured, borrowed from another engine or card, "
                  "both within; without it):")
     for t, v in out["terms"].items():

@@ -301,6 +301,33 @@ def by_engine(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
             for e in sorted({key(r) for r in rows})}
 
 
+def by_protocol(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
+                ) -> dict[str, dict[str, Any]]:
+    """:func:`summary` per protocol, every engine and card together, complete steps only:
+    where the misses sit, and (``one_value``) what that protocol's measurements' own spread
+    leaves a model that gives each step one number."""
+    rows = complete(rows)
+    return {p: summary([r for r in rows if str(r["protocol"]) == p], tolerance)
+            for p in sorted({str(r["protocol"]) for r in rows})}
+
+
+def count_line(name: str, v: Mapping[str, Any]) -> str:
+    """One :func:`summary` as the text table's line: steps, in sample and cross-validated
+    within (e2e / decode / both), and what else it counted where it did."""
+    i, c, rep = v["in_sample"], v["cross_validated"], v["replicated"]
+    return (f"{name:<34} {v['steps']:>5} {i['e2e_within']:>4} /{i['decode_within']:>4} "
+            f"/{i['both_within']:>4} {c['e2e_within']:>5} /{c['decode_within']:>4} "
+            f"/{c['both_within']:>4}"
+            + (f"  ({v['unpredicted']} with no calibration without their run)"
+               if v["unpredicted"] else "")
+            + (f"  ({v['carried']} with every term carried from another card)"
+               if v["carried"] else "")
+            + (f"  (another run measured {rep['steps']}: its measurement within at "
+               f"{rep['both_within']}, the model at {rep['model_both_within']})"
+               if rep["steps"] else "")
+            + f"  (one value per step: {v['one_value']})")
+
+
 def by_term(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
             ) -> dict[str, dict[str, Any]]:
     """Per term, over the complete cross-validated steps: how many had it measured
