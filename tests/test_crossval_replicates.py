@@ -73,6 +73,12 @@ def test_one_value_per_step_by_hand():
     assert ("lands within 5% on both at most at 3 of the 5 steps: the most a model that "
             "gives a step one number can reach, by engine `a` 3 of 5.") in " ".join(
                 CVW.appendix_section(ROWS).split())
+    # ... and per protocol, its column beside the counts: every row here is of `wave`, 5
+    # complete steps, held out within 5% on both at 4 (all but B's -7%), in sample 5, one
+    # number per step at most 3
+    table = CVW.appendix_section(ROWS)
+    assert "in sample | one number per step, at most |\n|---|---:|---:|---:|---:|" in table
+    assert "| `wave` | 5 | 4 | 5 | 3 |\n" in table
     # rows with no measurement (a table without them): no count, no sentence
     bare = [{k: v for k, v in r.items() if not k.startswith("measured")} for r in ROWS]
     assert {x.name: x for x in CVW.cv_values(bare)}["cv.has_one_value"].value is False

@@ -93,6 +93,13 @@ def test_appendix_tables_by_hand():
     assert "| `a` | 3 | 2 | 3 |" in text and "| `b` | 4 | 1 | 4 |" in text
     assert "| all | 7 | 3 | 7 |" in text
     assert "| b-wave | 2 | 0 | 2 |" in text and "| b-rows | 2 | 1 | 2 |" in text
+    # by protocol, every engine together: ladder 2 of 2, long 0 of 1, rows 1 of 2 (the
+    # failed step never counted), wave 0 of 2; no measurement in these rows, so no column
+    # of one number per step (tests/test_crossval_replicates.py has it)
+    assert ("By protocol, every engine and card together:\n\n| protocol | steps | within 5%, "
+            "run left out | within 5%, in sample |\n|---|---:|---:|---:|\n"
+            "| `ladder` | 2 | 2 | 2 |\n| `long` | 1 | 0 | 1 |\n| `rows` | 2 | 1 | 2 |\n"
+            "| `wave` | 2 | 0 | 2 |\n") in text
     # every term the cross-validation leaves the run out of is named, the last one too
     assert ("left out of every term of the model (bandwidth, per-request overhead, compute, "
             "decode rows, admission, KV read, sequence prefill, cold start, output lag: "

@@ -308,6 +308,18 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                    "gives a step one number can reach, by engine "
                    + ", ".join(f"{_engine_words(e)} {v['one_value']:,} of {v['steps']:,}"
                                for e, v in per.items()) + ".\n")
+    spread = bool(s["one_value"])  # measurements to set one number against
+    ph = head.format("protocol", tolerance, tolerance)
+    if spread:
+        ph = ph.replace(" |\n|", " | one number per step, at most |\n|", 1).replace(
+            "---:|\n", "---:|---:|\n", 1)
+    out.append("\nBy protocol, every engine and card together"
+               + (", beside the most steps one number per step could land (the steps' own "
+                  "spread)" if spread else "") + ":\n\n" + ph)
+    for p, v in cv.by_protocol(rows, tolerance).items():
+        out.append(f"| `{p}` | {v['steps']:,} | {_both(v):,} | "
+                   f"{v['in_sample']['both_within']:,} |"
+                   + (f" {v['one_value']:,} |\n" if spread else "\n"))
     if s["replicated"]["steps"]:
         out.append("\nThe same steps measured again: where another run of the "
                    "engine, card and protocol measured the same step (index, streams and "
