@@ -55,29 +55,24 @@ def test_a_unix_time_keeps_its_ms(tmp_path):
 
 
 def test_a_cell_that_does_not_fit_its_dtype_is_refused(tmp_path):
+    """Each refusal names the file, the line (the header is line 1), the column and the
+    cell: an Int64 cell (ROWS' 64, first data row), a float cell (crossval.csv's send
+    interval, as a hand edit could leave it) and a boolean one, never read as missing when
+    it is neither True nor False."""
     out = tmp_path / "t.csv"
-    write_table(ROWS, out)
-    out.write_text(out.read_text().replace(",64,", ",sixty-four,"))
-    with pytest.raises(InputError) as e:
-        read_table(out)
-    # the line (the header is line 1; ROWS' 64 is in the first data row), column and value
-    assert str(e.value).endswith("t.csv:2: streams: 'sixty-four' is not a value of this "
-                                 "column's dtype (Int64)")
-    # a float column (crossval.csv's send interval, as a hand edit could leave it)
-    write_table([{"step": 0, "send_interval_ms": 0.26}, {"step": 1, "send_interval_ms": 0.3}],
-                out)
-    out.write_text(out.read_text().replace("0.3", "fast"))
-    with pytest.raises(InputError) as e:
-        read_table(out)
-    assert str(e.value).endswith("t.csv:3: send_interval_ms: 'fast' is not a value of this "
-                                 "column's dtype (float64)")
-    # a boolean column's cell is True or False, never read as missing when it is neither
-    write_table(ROWS, out)
-    out.write_text(out.read_text().replace("b,False,", "b,no,"))
-    with pytest.raises(InputError) as e:
-        read_table(out)
-    assert str(e.value).endswith("t.csv:3: reported: 'no' is not a value of this column's "
-                                 "dtype (boolean)")
+    floats = [{"step": 0, "send_interval_ms": 0.26}, {"step": 1, "send_interval_ms": 0.3}]
+    for rows, cell, bad, said in (
+            (ROWS, ",64,", ",sixty-four,", "2: streams: 'sixty-four' is not a value of this "
+             "column's dtype (Int64)"),
+            (floats, "0.3", "fast", "3: send_interval_ms: 'fast' is not a value of this "
+             "column's dtype (float64)"),
+            (ROWS, "b,False,", "b,no,", "3: reported: 'no' is not a value of this column's "
+             "dtype (boolean)")):
+        write_table(rows, out)
+        out.write_text(out.read_text().replace(cell, bad))
+        with pytest.raises(InputError) as e:
+            read_table(out)
+        assert str(e.value) == f"{out}:{said}"
     (tmp_path / "t.dtypes.json").unlink()
     with pytest.raises(InputError, match=r"t\.dtypes\.json: no such file"):
         read_table(out)
