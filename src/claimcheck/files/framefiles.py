@@ -92,14 +92,15 @@ def _misfit(p: Path, types: Mapping[str, str]) -> InputError | None:
     InputError naming its line (the header is line 1), column and value; None where every
     cell fits (the failure was elsewhere)."""
     import csv
+    import io
 
-    rows = csv.reader(read_text(p).splitlines())
+    rows = csv.reader(io.StringIO(read_text(p)))  # a quoted cell may hold a line break
     header = next(rows, [])
-    for line, row in enumerate(rows, start=2):
+    for row in rows:
         for col, cell in zip(header, row, strict=False):
             if not _fits(cell, types.get(col, "string")):
                 return InputError(str(p), f"{cell!r} is not a value of this column's dtype "
-                                  f"({types[col]})", line=line, key=col)
+                                  f"({types[col]})", line=rows.line_num, key=col)
     return None
 
 

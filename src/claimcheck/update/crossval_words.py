@@ -309,13 +309,13 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                    + ", ".join(f"{_engine_words(e)} {v['one_value']:,} of {v['steps']:,}"
                                for e, v in per.items()) + ".\n")
     spread = bool(s["one_value"])  # measurements to set one number against
-    ph = head.format("protocol", tolerance, tolerance)
-    if spread:
-        ph = ph.replace(" |\n|", " | one number per step, at most |\n|", 1).replace(
-            "---:|\n", "---:|---:|\n", 1)
     out.append("\nBy protocol, every engine and card together"
                + (", beside the most steps one number per step could land (the steps' own "
-                  "spread)" if spread else "") + ":\n\n" + ph)
+                  "spread)" if spread else "") + ":\n\n"
+               f"| protocol | steps | within {tolerance:.0%}, run left out | within "
+               f"{tolerance:.0%}, in sample |" + (" one number per step, at most |" if spread
+                                                  else "")
+               + "\n|---|---:|---:|---:|" + ("---:|" if spread else "") + "\n")
     for p, v in cv.by_protocol(rows, tolerance).items():
         out.append(f"| `{p}` | {v['steps']:,} | {_both(v):,} | "
                    f"{v['in_sample']['both_within']:,} |"
