@@ -296,9 +296,17 @@ def by_engine(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
               ) -> dict[str, dict[str, Any]]:
     """:func:`summary` per engine (per engine and card where the rows hold more than one
     card: :func:`group_key`), complete steps only."""
-    key = group_key(rows)
-    return {e: summary([r for r in rows if key(r) == e], tolerance)
-            for e in sorted({key(r) for r in rows})}
+    return grouped(rows, group_key(rows), tolerance)
+
+
+def grouped(rows: list[dict[str, Any]], key: Callable[[Mapping[str, Any]], str],
+            tolerance: float = TOLERANCE) -> dict[str, dict[str, Any]]:
+    """:func:`summary` of the ``rows`` of each ``key``, keys sorted (a group of failed
+    steps alone is listed with none)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    return {k: summary(groups[k], tolerance) for k in sorted(groups)}
 
 
 def by_protocol(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
@@ -306,9 +314,7 @@ def by_protocol(rows: list[dict[str, Any]], tolerance: float = TOLERANCE
     """:func:`summary` per protocol, every engine and card together, complete steps only:
     where the misses sit, and (``one_value``) what that protocol's measurements' own spread
     leaves a model that gives each step one number."""
-    rows = complete(rows)
-    return {p: summary([r for r in rows if str(r["protocol"]) == p], tolerance)
-            for p in sorted({str(r["protocol"]) for r in rows})}
+    return grouped(complete(rows), lambda r: str(r["protocol"]), tolerance)
 
 
 def count_line(name: str, v: Mapping[str, Any]) -> str:

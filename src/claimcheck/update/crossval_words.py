@@ -336,8 +336,7 @@ def appendix_section(rows: Sequence[Mapping[str, Any]] | None,
                            f"{r['steps']:,} | {r['both_within']:,} | "
                            f"{r['model_both_within']:,} |\n")
     out.append("\n" + head.format("run", tolerance, tolerance))
-    for run in sorted({str(r["run"]) for r in rows}):
-        v = cv.summary([r for r in rows if str(r["run"]) == run], tolerance)
+    for run, v in cv.grouped(rows, lambda r: str(r["run"]), tolerance).items():
         out.append(f"| {run} | {v['steps']:,} | {_both(v):,} | "
                    f"{v['in_sample']['both_within']:,} |\n")
     return "".join(out)
